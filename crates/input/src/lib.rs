@@ -1,43 +1,47 @@
 //! Inputs: the images a build will pull, each with its pull policy and origin.
 //!
-//! STUB: readers are being written; the public API below is the contract.
+//! Three inputs give [`ImageUse`]s, one per container:
+//! - a Vela pipeline source (`.vela.yml`, `version: "1"`),
+//! - a compiled Vela `Build` as a worker receives it (JSON, or the CLI's YAML of it),
+//! - `--image REF[=POLICY]` arguments.
+//!
+//! ```
+//! use pullcheck_input::{read_pipeline, Disposition, PullPolicy};
+//!
+//! let text = "\
+//! version: \"1\"
+//! steps:
+//!   - name: test
+//!     image: golang:1.22
+//!     pull: true
+//! ";
+//! let uses = read_pipeline(".vela.yml", text).unwrap();
+//! assert_eq!(uses[0].image, "golang:1.22");
+//! assert_eq!(uses[0].policy, PullPolicy::Always);
+//! assert_eq!((uses[0].origin.line, uses[0].origin.column), (Some(4), Some(12)));
+//! assert_eq!(uses[0].disposition, Disposition::Check);
+//! ```
+//!
+//! Architecture invariants:
+//! - No IO except [`read_pipeline_file`] reading its one file.
+//! - Image references are passed on as written: parsing them is `pullcheck-reference`'s job.
+//! - A problem with one container never hides the others: it becomes
+//!   [`Disposition::Invalid`] with its position, and every container stays in the output.
+//!   [`InputError`] is only for a file that is not a pipeline at all.
+//! - Hostile input ends in bounded time and memory, never in a panic: aliases are shared and
+//!   not copied, nesting and node count are capped, and lookups spend from a fixed budget
+//!   (see `tree.rs`).
+
+mod container;
+mod image_arg;
+mod pipeline;
+mod policy;
+mod tree;
 
 use std::fmt;
 use std::path::Path;
 
-/// A pull policy, in Vela's terms (which map onto Kubernetes' `imagePullPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PullPolicy {
-    /// Vela `always` / Kubernetes `Always`.
-    Always,
-    /// Vela `not_present` / Kubernetes `IfNotPresent`.
-    NotPresent,
-    /// Vela `on_start`: pulled when the step starts, not at build start.
-    OnStart,
-    /// Vela `never` / Kubernetes `Never`.
-    Never,
-}
-
-impl PullPolicy {
-    /// The Vela spelling: `always`, `not_present`, `on_start`, `never`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Always => "always",
-            Self::NotPresent => "not_present",
-            Self::OnStart => "on_start",
-            Self::Never => "never",
-        }
-    }
-
-    /// Parses a policy as Vela normalises `pull:` (empty → `not_present`, `true`/`false`
-    /// in any case → `always`/`not_present`), and also Kubernetes' `Always`, `IfNotPresent`,
-    /// `Never`. `None` for anything else.
-    pub fn parse(value: &str) -> Option<PullPolicy> {
-        let _ = value;
-        todo!()
-    }
-}
+pub use policy::{ALL_PULL_VALUES, PullPolicy, VELA_PULL_VALUES};
 
 /// What kind of container an image belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -64,7 +68,9 @@ pub struct Origin {
     pub column: Option<usize>,
     /// The kind of container.
     pub kind: ContainerKind,
-    /// The container's name.
+    /// The container's `name`; for a secret origin without one, the secret's name; for a
+    /// container without a name, its place (`steps[2]`, `services[0]`, `secrets[1].origin`);
+    /// for `--image`, the reference.
     pub name: String,
     /// The stage name, for stage steps.
     pub stage: Option<String>,
@@ -87,7 +93,8 @@ pub enum Disposition {
 pub struct ImageUse {
     /// The image as written; empty when the container has none.
     pub image: String,
-    /// The normalised pull policy (`not_present` where the value was invalid).
+    /// The normalised pull policy (`not_present` where the value was invalid, as upstream's
+    /// worker treats an unknown value as `IfNotPresent`).
     pub policy: PullPolicy,
     /// Where it was written.
     pub origin: Origin,
@@ -95,7 +102,7 @@ pub struct ImageUse {
     pub disposition: Disposition,
 }
 
-/// An input that cannot be read at all: unreadable, or not YAML/JSON.
+/// An input that cannot be read at all: unreadable, not YAML/JSON, or not a pipeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
     /// The file, if any.
@@ -130,12 +137,54 @@ impl std::error::Error for InputError {}
 ///
 /// `file` is the name to put in origins and errors.
 ///
+/// - Containers are read from `services[]`, `stages` (a mapping of name → `{steps[]}` in
+///   source, in file order; a list of `{name, steps[]}` compiled), `steps[]`, and the
+///   `origin` of each `secrets[]` entry that has a non-empty one, in that order (upstream's
+///   executor "assemble" order).
+/// - YAML anchors, aliases and merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved; an
+///   origin's line and column are those of the `image:` value where it is written (inside
+///   the anchor for a merged value), or of the container when it has no image. JSON is read
+///   by the same YAML parser, so it gets positions too; JSON the YAML parser refuses is read
+///   as plain JSON, without positions.
+/// - `pull:` is normalised as upstream does (see [`PullPolicy::from_vela`]); any other value
+///   is [`Disposition::Invalid`], naming `file:line:column` of the value.
+/// - A step with `template:` is [`Disposition::Skip`] (its images are known only after the
+///   server expands the template); so is Vela's injected `#init` image. A container with
+///   neither image nor template is [`Disposition::Invalid`].
+/// - Only the first YAML document is read, as upstream does. Unknown keys are ignored.
+///
 /// # Errors
-/// [`InputError`] when the text is not YAML/JSON at all or is not a pipeline; problems of
-/// one container are [`Disposition::Invalid`] instead, so every image stays in the report.
+/// [`InputError`] when the text is not YAML/JSON at all (with the position of the syntax
+/// error), is empty, is not a mapping with pipeline keys (`version`, `steps`, `stages`,
+/// `services`, `secrets`, or a compiled build's `id`), when `steps`, `services`, `secrets`
+/// or `stages` has the wrong shape, or when the file exceeds the limits that guard against
+/// hostile YAML (nesting, node count, alias and merge-key expansion). Problems of one
+/// container are [`Disposition::Invalid`] instead, so every image stays in the report.
 pub fn read_pipeline(file: &str, text: &str) -> Result<Vec<ImageUse>, InputError> {
-    let _ = (file, text);
-    todo!()
+    let doc = match tree::Doc::load_yaml(text) {
+        Ok(doc) => doc,
+        // JSON that the YAML parser refuses (an escaped surrogate pair such as `\ud83d\ude80`).
+        Err(_) if looks_like_json(text) => {
+            tree::Doc::load_json(text).map_err(|json| load_error(file, json.pos, json.message))?
+        }
+        Err(yaml) => return Err(load_error(file, yaml.pos, yaml.message)),
+    };
+    pipeline::read(file, &doc)
+}
+
+fn looks_like_json(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}')
+        .trim_start()
+        .starts_with(['{', '['])
+}
+
+fn load_error(file: &str, pos: Option<tree::Pos>, message: String) -> InputError {
+    InputError {
+        file: Some(file.to_owned()),
+        line: pos.map(|p| p.line),
+        column: pos.map(|p| p.column),
+        message,
+    }
 }
 
 /// Reads a pipeline file from disk; see [`read_pipeline`].
@@ -155,9 +204,15 @@ pub fn read_pipeline_file(path: &Path) -> Result<Vec<ImageUse>, InputError> {
 
 /// Parses a `--image REF[=POLICY]` argument; the default policy is `always`.
 ///
+/// The argument is split at its last `=` (a reference never contains one). The policy is
+/// read by [`PullPolicy::parse`], so Kubernetes names work too, and an empty policy means
+/// `not_present` as an empty Vela `pull:` does. The result has kind
+/// [`ContainerKind::Image`], the reference as its name, no file or position, and
+/// [`Disposition::Check`]; the reference itself is not parsed here.
+///
 /// # Errors
-/// [`InputError`] when the policy is not one [`PullPolicy::parse`] accepts.
+/// [`InputError`] (without a file) naming the argument and the allowed values when the policy
+/// is not one [`PullPolicy::parse`] accepts, or when the reference is empty.
 pub fn parse_image_arg(arg: &str) -> Result<ImageUse, InputError> {
-    let _ = arg;
-    todo!()
+    image_arg::parse(arg)
 }

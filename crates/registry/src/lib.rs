@@ -1,10 +1,59 @@
 //! A client for the OCI distribution API that answers one question per image: does
 //! this manifest exist, as seen with these credentials?
 //!
-//! STUB: being written; the public API below is the contract.
+//! A [`Client`] pings a registry once per run ([`Client::authorize`]), answers its
+//! challenge (`Bearer` tokens, one request for every repository, or `Basic`), and yields
+//! a [`Session`] whose [`Session::check`] sends one `HEAD` per image and classifies the
+//! answer as [`Status::Present`], [`Status::Missing`], [`Status::NoAccess`] (missing, or
+//! no access: registries answer 401 for both), [`Status::Denied`] or
+//! [`Status::Unreachable`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), pullcheck_registry::AuthorizeError> {
+//! use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
+//!
+//! let client = Client::new(ClientOptions::default())?;
+//! let endpoint = Endpoint {
+//!     host: "registry-1.docker.io".into(),
+//!     allow_http: false,
+//!     skip_verify: false,
+//! };
+//! let repositories = vec!["library/alpine".to_string()];
+//! let session = client
+//!     .authorize(&endpoint, &Credential::Anonymous, &repositories)
+//!     .await?;
+//! let answer = session.check("library/alpine", "3.19").await;
+//! assert_eq!(answer.status, Status::Present);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Code map (containerd's `remotes/docker` split): `challenge` parses
+//! `WWW-Authenticate`; `scope` builds token scopes and URLs; `token` plans, fetches and
+//! reads tokens; `auth` decides what follows a ping; `errcode` reads the error
+//! envelope; `classify` turns an answer into an [`Answer`]; `transport` owns the HTTP
+//! clients; `client` and `session` drive them. Everything but `transport`, `token::fetch`,
+//! `client` and `session` is pure.
+//!
+//! Secrets (passwords, tokens, `Authorization` headers) never appear in a message, a
+//! `Debug` output or a trace event; trace events show the method, the URL without its
+//! query, the status and the time.
 
 use std::fmt;
 use std::time::Duration;
+
+mod auth;
+mod challenge;
+mod classify;
+mod client;
+mod errcode;
+mod scope;
+mod session;
+mod token;
+mod transport;
+
+pub use client::Client;
+pub use session::{MANIFEST_ACCEPT, Session};
 
 /// How to reach one registry host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -51,7 +100,8 @@ impl fmt::Debug for Credential {
 /// Client settings.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
-    /// Timeout of each HTTP request, connect to end of headers. Default 10 s.
+    /// Timeout of each HTTP request, from connecting to the end of the (bounded) body;
+    /// also the connect timeout. Default 10 s.
     pub request_timeout: Duration,
     /// After a 404, one `GET /v2/<name>/tags/list` to tell a missing repository from a
     /// missing tag and to suggest close tags. Default true.
@@ -107,58 +157,21 @@ pub struct Answer {
     pub digest: Option<String>,
     /// Human detail: HTTP status, error code, suggestion ("did you mean 3.19?"). Never a secret.
     pub detail: String,
+    /// The HTTP status of the manifest request that decided the answer (404 also when
+    /// the tag list refined it); `None` when no HTTP answer came (network failure, or a
+    /// token that could not be obtained).
+    pub http_status: Option<u16>,
+    /// The `Content-Type` of a present manifest, without parameters, e.g.
+    /// `application/vnd.oci.image.index.v1+json`.
+    pub media_type: Option<String>,
 }
 
 /// A failure to ping or authenticate against a registry, which applies to every image on it.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct AuthorizeError {
     /// How the images on this registry are classified.
     pub status: Status,
     /// What happened, naming the host. Never a secret.
     pub message: String,
-}
-
-/// One HTTP client per run, shared by every registry.
-#[derive(Debug, Clone)]
-pub struct Client {
-    _options: ClientOptions,
-}
-
-impl Client {
-    /// Builds the client.
-    ///
-    /// # Errors
-    /// When the TLS configuration cannot be built.
-    pub fn new(options: ClientOptions) -> Result<Client, AuthorizeError> {
-        Ok(Client { _options: options })
-    }
-
-    /// Pings `endpoint` and, if it challenges, authenticates once for all `repositories`
-    /// (paths such as `library/alpine`), yielding a session that can query them.
-    ///
-    /// # Errors
-    /// [`AuthorizeError`] when the registry is unreachable or rejects the credential.
-    pub async fn authorize(
-        &self,
-        endpoint: &Endpoint,
-        credential: &Credential,
-        repositories: &[String],
-    ) -> Result<Session, AuthorizeError> {
-        let _ = (endpoint, credential, repositories);
-        todo!()
-    }
-}
-
-/// An authenticated view of one registry. Cheap to clone, `Send + Sync`.
-#[derive(Debug, Clone)]
-pub struct Session {}
-
-impl Session {
-    /// `HEAD /v2/<repository>/manifests/<reference>` with all four manifest types in
-    /// `Accept`, classified per the OCI distribution spec.
-    pub async fn check(&self, repository: &str, reference: &str) -> Answer {
-        let _ = (repository, reference);
-        todo!()
-    }
 }

@@ -1,0 +1,102 @@
+//! `--image REF[=POLICY]` arguments.
+
+use crate::policy::ALL_PULL_VALUES;
+use crate::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy};
+
+/// See [`crate::parse_image_arg`].
+pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
+    let error = |message: String| InputError {
+        file: None,
+        line: None,
+        column: None,
+        message,
+    };
+    // A reference never contains `=`, so the last one separates the policy.
+    let (reference, policy) = match arg.rsplit_once('=') {
+        Some((reference, policy)) => {
+            let policy = PullPolicy::parse(policy).ok_or_else(|| {
+                error(format!(
+                    "--image {arg:?}: unknown pull policy {policy:?}; allowed: {ALL_PULL_VALUES}"
+                ))
+            })?;
+            (reference, policy)
+        }
+        None => (arg, PullPolicy::Always),
+    };
+    if reference.is_empty() {
+        return Err(error(format!(
+            "--image {arg:?}: no image reference before the policy; expected REF[=POLICY]"
+        )));
+    }
+    Ok(ImageUse {
+        image: reference.to_owned(),
+        policy,
+        origin: Origin {
+            file: None,
+            line: None,
+            column: None,
+            kind: ContainerKind::Image,
+            name: reference.to_owned(),
+            stage: None,
+        },
+        disposition: Disposition::Check,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_policy_is_always() {
+        let u = parse("alpine:3.20").unwrap();
+        assert_eq!(u.image, "alpine:3.20");
+        assert_eq!(u.policy, PullPolicy::Always);
+        assert_eq!(u.disposition, Disposition::Check);
+        assert_eq!(u.origin.kind, ContainerKind::Image);
+        assert_eq!(u.origin.name, "alpine:3.20");
+        assert_eq!((u.origin.file, u.origin.line, u.origin.column), (None, None, None));
+    }
+
+    #[test]
+    fn policy_after_the_last_equals_sign() {
+        // The clone image reference from DOMAIN §1: a tag and a digest together.
+        let r = "target/vela-git-slim:v0.12.0@sha256:\
+                 0000000000000000000000000000000000000000000000000000000000000000";
+        for (policy, want) in [
+            ("always", PullPolicy::Always),
+            ("not_present", PullPolicy::NotPresent),
+            ("on_start", PullPolicy::OnStart),
+            ("never", PullPolicy::Never),
+            ("IfNotPresent", PullPolicy::NotPresent),
+            ("Never", PullPolicy::Never),
+            ("TRUE", PullPolicy::Always),
+            ("false", PullPolicy::NotPresent),
+            // Empty after `=` is Vela's empty `pull:`, as `PullPolicy::parse` reads it.
+            ("", PullPolicy::NotPresent),
+        ] {
+            let u = parse(&format!("{r}={policy}")).unwrap();
+            assert_eq!(u.image, r);
+            assert_eq!(u.policy, want, "{policy}");
+        }
+        let u = parse("a=b=never").unwrap();
+        assert_eq!((u.image.as_str(), u.policy), ("a=b", PullPolicy::Never));
+    }
+
+    #[test]
+    fn unknown_policy_names_argument_and_allowed_values() {
+        let err = parse("alpine=sometimes").unwrap_err();
+        assert_eq!(err.file, None);
+        assert!(err.message.contains("\"alpine=sometimes\""), "{err}");
+        assert!(err.message.contains("\"sometimes\""), "{err}");
+        assert!(err.message.contains("not_present"), "{err}");
+        assert!(err.message.contains("IfNotPresent"), "{err}");
+        assert!(parse("alpine=ALWAYS").is_err());
+    }
+
+    #[test]
+    fn empty_reference_is_an_error() {
+        assert!(parse("").is_err());
+        assert!(parse("=always").is_err());
+    }
+}

@@ -1,0 +1,142 @@
+//! Where the containers of a pipeline are, in both layouts.
+//!
+//! - **Vela source** (`.vela.yml`): `steps[]`, `stages.<name>.steps[]` (a mapping, read in
+//!   file order), `services[]`, `secrets[].origin`.
+//! - **Compiled `Build`** (what a worker receives; JSON, or YAML from the CLI): `steps[]`,
+//!   `stages[] {name, steps[]}` (a list), `services[]`, `secrets[].origin` (a container or
+//!   null), plus a top-level `id`.
+//!
+//! Which layout a document has needs no switch: `stages` is read by its shape (a mapping in
+//! source, a list compiled), and the container keys (`name`, `image`, `pull`) are the same in
+//! both. The content only has to be a pipeline of either kind: a top-level `id` (compiled),
+//! or one of `version`, `steps`, `stages`, `services`, `secrets`.
+//!
+//! Output order follows upstream's executor "assemble" order: services, stage steps, steps,
+//! then secret origins.
+
+use crate::container::{Place, Reader};
+use crate::tree::{Doc, NodeId};
+use crate::{ContainerKind, ImageUse, InputError};
+
+/// Keys of which a pipeline has at least one (`id` only in a compiled build).
+const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services", "secrets"];
+
+/// Reads every container of the document.
+pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
+    let mut r = Reader::new(doc, file);
+    let Some(root) = doc.root else {
+        return Err(r.error(
+            None,
+            "empty: no YAML or JSON document, so no pipeline".to_owned(),
+        ));
+    };
+    if !doc.is_map(root) {
+        return Err(r.error(
+            doc.pos(root),
+            format!(
+                "not a pipeline: the top level is a {}; expected a mapping with `version` and \
+                 `steps` or `stages` (Vela source) or a compiled build",
+                doc.kind_name(root)
+            ),
+        ));
+    }
+    ensure_pipeline(&mut r, root)?;
+
+    for (i, item) in r.list(root, "services", "services")?.into_iter().enumerate() {
+        r.container(item, place(ContainerKind::Service, format!("services[{i}]"), None))?;
+    }
+    stages(&mut r, root)?;
+    for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
+        r.container(item, place(ContainerKind::Step, format!("steps[{i}]"), None))?;
+    }
+    for (i, secret) in r.list(root, "secrets", "secrets")?.into_iter().enumerate() {
+        let Some(origin) = r.get(secret, "origin")? else {
+            continue;
+        };
+        if !r.origin_present(origin)? {
+            continue;
+        }
+        let mut place = place(ContainerKind::Secret, format!("secrets[{i}].origin"), None);
+        place.secret_name = r.text(secret, "name")?;
+        r.container(origin, place)?;
+    }
+    Ok(r.out)
+}
+
+/// Refuses a mapping that is neither a source pipeline nor a compiled build, so that a
+/// wrong file is an error rather than an empty, all-clear report.
+fn ensure_pipeline(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
+    for key in PIPELINE_KEYS {
+        if r.get(root, key)?.is_some() {
+            return Ok(());
+        }
+    }
+    let pos = r.doc.pos(root);
+    let message = match (r.text(root, "kind")?, r.get(root, "apiVersion")?) {
+        (Some(kind), Some(_)) => format!(
+            "not a pipeline: this is a Kubernetes {kind} object; expected a Vela pipeline \
+             (`version`, `steps` or `stages`) or a compiled build"
+        ),
+        _ => "not a pipeline: the top-level mapping has none of `version`, `steps`, \
+              `stages`, `services`, `secrets` (Vela source) or `id` (compiled build)"
+            .to_owned(),
+    };
+    Err(r.error(pos, message))
+}
+
+/// `stages`: a mapping of name → stage in source, a list of stages with `name` compiled.
+fn stages(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
+    let Some(stages) = r.get_set(root, "stages")? else {
+        return Ok(());
+    };
+    let named: Vec<(String, NodeId)> = if r.doc.is_map(stages) {
+        r.entries(stages)?
+    } else if let Some(items) = r.doc.items(stages) {
+        let mut named = Vec::with_capacity(items.len());
+        for (i, &stage) in items.iter().enumerate() {
+            let name = r.text(stage, "name")?.unwrap_or_else(|| format!("stages[{i}]"));
+            named.push((name, stage));
+        }
+        named
+    } else {
+        return Err(r.error(
+            r.doc.pos(stages),
+            format!(
+                "`stages` must be a mapping of stage names to stages, or a list of stages, \
+                 found a {}",
+                r.doc.kind_name(stages)
+            ),
+        ));
+    };
+    for (name, stage) in named {
+        if r.doc.is_null(stage) {
+            continue;
+        }
+        if !r.doc.is_map(stage) {
+            return Err(r.error(
+                r.doc.pos(stage),
+                format!(
+                    "stage `{name}` must be a mapping with `steps`, found a {}",
+                    r.doc.kind_name(stage)
+                ),
+            ));
+        }
+        let what = format!("stages.{name}.steps");
+        for (i, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
+            r.container(
+                item,
+                place(ContainerKind::Step, format!("steps[{i}]"), Some(name.clone())),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn place(kind: ContainerKind, fallback_name: String, stage: Option<String>) -> Place {
+    Place {
+        kind,
+        fallback_name,
+        stage,
+        secret_name: None,
+    }
+}

@@ -1,0 +1,596 @@
+//! Pipeline reading, on this crate's own fixtures (tests/fixtures/).
+
+use std::path::{Path, PathBuf};
+
+use pullcheck_input::{
+    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, read_pipeline,
+    read_pipeline_file,
+};
+
+fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(fixture_path(name)).expect("fixture exists")
+}
+
+fn read(name: &str) -> Vec<ImageUse> {
+    read_pipeline(name, &fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn at(u: &ImageUse) -> (usize, usize) {
+    (
+        u.origin.line.expect("has a line"),
+        u.origin.column.expect("has a column"),
+    )
+}
+
+/// Line and column (1-based, characters) of the first occurrence of `needle`.
+fn locate(text: &str, needle: &str) -> (usize, usize) {
+    let byte = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle} not in text"));
+    let before = &text[..byte];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, text[line_start..byte].chars().count() + 1)
+}
+
+fn invalid(u: &ImageUse) -> &str {
+    match &u.disposition {
+        Disposition::Invalid(message) => message,
+        other => panic!("{} should be invalid, is {other:?}", u.origin.name),
+    }
+}
+
+fn skipped(u: &ImageUse) -> &str {
+    match &u.disposition {
+        Disposition::Skip(reason) => reason,
+        other => panic!("{} should be skipped, is {other:?}", u.origin.name),
+    }
+}
+
+fn error(text: &str) -> InputError {
+    match read_pipeline("bad.yml", text) {
+        Ok(uses) => panic!("should not read: {uses:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn steps_with_every_pull_spelling() {
+    use PullPolicy::*;
+    let uses = read("steps.yml");
+    let got: Vec<(&str, &str, PullPolicy, (usize, usize))> = uses
+        .iter()
+        .map(|u| (u.origin.name.as_str(), u.image.as_str(), u.policy, at(u)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("install", "golang:1.22", Always, (6, 12)),
+            ("test", "golang:1.22-alpine", Always, (9, 12)),
+            ("lint", "ghcr.io/example/lint:v2", NotPresent, (12, 12)),
+            ("build", "registry.example.com:5000/team/build:v1", Always, (15, 12)),
+            ("package", "alpine", NotPresent, (18, 12)),
+            ("publish", "plugins/docker:18.09", OnStart, (21, 12)),
+            ("notify", "localhost/notify", Never, (24, 12)),
+            ("no-pull", "busybox", NotPresent, (27, 12)),
+            ("empty-pull", "busybox:1.36", NotPresent, (29, 12)),
+            ("null-pull", "busybox:1.37", NotPresent, (32, 12)),
+            ("steps[10]", "nameless:1", NotPresent, (34, 12)),
+        ]
+    );
+    for u in &uses {
+        assert_eq!(u.disposition, Disposition::Check, "{}", u.origin.name);
+        assert_eq!(u.origin.kind, ContainerKind::Step);
+        assert_eq!(u.origin.stage, None);
+        assert_eq!(u.origin.file.as_deref(), Some("steps.yml"));
+    }
+}
+
+#[test]
+fn stage_steps_keep_file_order_and_name_their_stage() {
+    use PullPolicy::*;
+    let uses = read("stages.yml");
+    let got: Vec<(Option<&str>, &str, &str, PullPolicy, (usize, usize))> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.origin.stage.as_deref(),
+                u.origin.name.as_str(),
+                u.image.as_str(),
+                u.policy,
+                at(u),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some("zeta"), "first", "alpine:3.20", Always, (8, 16)),
+            (Some("alpha"), "second", "golang:1.22", NotPresent, (15, 16)),
+            (Some("alpha"), "third", "node:22", OnStart, (17, 16)),
+            (Some("mid"), "fourth", "python:3.12", Never, (25, 16)),
+        ]
+    );
+    assert!(uses.iter().all(|u| u.origin.kind == ContainerKind::Step));
+}
+
+#[test]
+fn services_come_before_steps() {
+    let uses = read("services.yml");
+    let got: Vec<(ContainerKind, &str, PullPolicy, (usize, usize))> = uses
+        .iter()
+        .map(|u| (u.origin.kind, u.origin.name.as_str(), u.policy, at(u)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (ContainerKind::Service, "postgres", PullPolicy::NotPresent, (5, 12)),
+            (ContainerKind::Service, "redis", PullPolicy::Always, (10, 12)),
+            (ContainerKind::Step, "test", PullPolicy::Always, (15, 12)),
+        ]
+    );
+}
+
+#[test]
+fn secret_origins_use_origin_pull_and_fall_back_to_secret_names() {
+    let uses = read("secrets.yml");
+    let got: Vec<(ContainerKind, &str, &str, PullPolicy, (usize, usize))> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.origin.kind,
+                u.origin.name.as_str(),
+                u.image.as_str(),
+                u.policy,
+                at(u),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (ContainerKind::Step, "test", "alpine:3.20", PullPolicy::NotPresent, (5, 12)),
+            (ContainerKind::Secret, "vault", "target/secret-vault:v1", PullPolicy::Always, (20, 14)),
+            (ContainerKind::Secret, "aws_creds", "target/secret-aws:v2", PullPolicy::OnStart, (28, 14)),
+            (
+                ContainerKind::Secret,
+                "secrets[3].origin",
+                "target/secret-vault:v1",
+                PullPolicy::NotPresent,
+                (33, 14),
+            ),
+            (ContainerKind::Secret, "broken-origin", "", PullPolicy::NotPresent, (49, 7)),
+        ]
+    );
+    assert!(uses[..4].iter().all(|u| u.disposition == Disposition::Check));
+    let message = invalid(&uses[4]);
+    assert!(message.starts_with("secrets.yml:49:7: "), "{message}");
+    assert!(message.contains("secret origin `broken-origin`"), "{message}");
+}
+
+#[test]
+fn anchors_aliases_and_merge_keys() {
+    use PullPolicy::*;
+    let uses = read("anchors.yml");
+    let got: Vec<(ContainerKind, &str, &str, PullPolicy, (usize, usize))> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.origin.kind,
+                u.origin.name.as_str(),
+                u.image.as_str(),
+                u.policy,
+                at(u),
+            )
+        })
+        .collect();
+    // Merged images point into the anchor (line 5), where the image is written.
+    assert_eq!(
+        got,
+        [
+            (ContainerKind::Service, "db", "postgres:16", Always, (45, 12)),
+            (ContainerKind::Step, "merged", "golang:1.22", Always, (5, 12)),
+            (ContainerKind::Step, "overridden", "golang:1.22", OnStart, (5, 12)),
+            (ContainerKind::Step, "list-merge", "golang:1.22", Always, (5, 12)),
+            (ContainerKind::Step, "repeated-merge-keys", "golang:1.22", Always, (5, 12)),
+            (ContainerKind::Step, "scalar-alias", "node:22-alpine", Always, (10, 27)),
+            (ContainerKind::Step, "whole", "ruby:3.3", Never, (13, 12)),
+            (ContainerKind::Step, "pull-before-merge", "golang:1.22", NotPresent, (5, 12)),
+        ]
+    );
+    assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
+}
+
+#[test]
+fn invalid_pull_values_are_reported_at_the_value_and_kept() {
+    let uses = read("invalid.yml");
+    let names: Vec<&str> = uses.iter().map(|u| u.origin.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "unknown",
+            "capitalised",
+            "yes",
+            "map-pull",
+            "no-image",
+            "empty-image",
+            "list-image",
+            "both",
+            "steps[8]",
+            "steps[9]"
+        ]
+    );
+    // Every one is invalid; an invalid pull falls back to not_present.
+    for u in &uses {
+        invalid(u);
+    }
+    for u in &uses[..4] {
+        assert_eq!(u.policy, PullPolicy::NotPresent, "{}", u.origin.name);
+    }
+    assert_eq!(uses[4].policy, PullPolicy::Always);
+
+    // `sometimes` is the value of upstream's schema test
+    // (server/schema/testdata/pipeline/fail/invalid_pull.yml), there before the image too.
+    let unknown = &uses[0];
+    assert_eq!(unknown.image, "alpine");
+    assert_eq!(at(unknown), (6, 12));
+    let message = invalid(unknown);
+    assert!(message.starts_with("invalid.yml:5:11: "), "{message}");
+    assert!(message.contains("\"sometimes\""), "{message}");
+    for allowed in ["always", "not_present", "on_start", "never"] {
+        assert!(message.contains(allowed), "{message}");
+    }
+
+    // Kubernetes' spelling is not Vela's.
+    assert!(invalid(&uses[1]).starts_with("invalid.yml:9:11: "));
+    assert!(invalid(&uses[1]).contains("\"Always\""));
+    // YAML 1.1's `yes` is text to Vela, and not a pull value.
+    assert!(invalid(&uses[2]).starts_with("invalid.yml:12:11: "));
+    assert!(invalid(&uses[3]).starts_with("invalid.yml:15:11: "));
+    assert!(invalid(&uses[3]).contains("found a mapping"));
+
+    let no_image = &uses[4];
+    assert_eq!((no_image.image.as_str(), at(no_image)), ("", (16, 5)));
+    assert!(invalid(no_image).starts_with("invalid.yml:16:5: "));
+    assert!(invalid(no_image).contains("neither `image` nor `template`"));
+    assert_eq!(at(&uses[5]), (19, 12));
+    assert!(invalid(&uses[5]).starts_with("invalid.yml:19:12: "));
+    assert!(invalid(&uses[6]).starts_with("invalid.yml:21:12: "));
+    assert!(invalid(&uses[6]).contains("must be a string, found a list"));
+
+    // Two problems in one container: both named, each at its place.
+    let both = invalid(&uses[7]);
+    assert!(both.contains("invalid.yml:22:5: "), "{both}");
+    assert!(both.contains("invalid.yml:23:11: "), "{both}");
+    assert!(both.contains("\"often\""), "{both}");
+
+    assert_eq!(at(&uses[8]), (24, 5));
+    assert!(invalid(&uses[8]).contains("is a string, expected a mapping"));
+    assert!(invalid(&uses[9]).contains("is a null, expected a mapping"));
+}
+
+#[test]
+fn template_steps_are_skipped_with_their_template_name() {
+    let uses = read("templates.yml");
+    assert_eq!(uses.len(), 4);
+
+    let build = &uses[0];
+    assert_eq!(build.origin.name, "build");
+    assert_eq!(build.image, "");
+    assert_eq!(at(build), (9, 5));
+    let reason = skipped(build);
+    assert!(reason.starts_with("not checked: uses template go_build;"), "{reason}");
+    assert!(reason.contains("after the server expands the template"), "{reason}");
+
+    assert_eq!(uses[1].disposition, Disposition::Check);
+    assert_eq!(uses[1].image, "golang:1.22");
+
+    // Upstream expands a template only when it has a name.
+    let nameless = invalid(&uses[2]);
+    assert!(nameless.starts_with("templates.yml:17:5: "), "{nameless}");
+    assert!(nameless.contains("its `template` no `name`"), "{nameless}");
+    let scalar = invalid(&uses[3]);
+    assert!(scalar.contains("templates.yml:21:15: "), "{scalar}");
+    assert!(scalar.contains("must be a mapping"), "{scalar}");
+}
+
+#[test]
+fn a_template_step_with_an_image_keeps_it_but_is_skipped() {
+    let text = "version: '1'\nsteps:\n  - name: t\n    image: alpine\n    pull: bogus\n    template:\n      name: tpl\n";
+    let uses = read_pipeline("t.yml", text).unwrap();
+    assert_eq!(uses[0].image, "alpine");
+    assert!(skipped(&uses[0]).contains("template tpl"));
+}
+
+#[test]
+fn compiled_build_json_with_init_stage_and_secret_origin() {
+    use PullPolicy::*;
+    let text = fixture("compiled.json");
+    let uses = read("compiled.json");
+    let got: Vec<(ContainerKind, Option<&str>, &str, &str, PullPolicy)> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.origin.kind,
+                u.origin.stage.as_deref(),
+                u.origin.name.as_str(),
+                u.image.as_str(),
+                u.policy,
+            )
+        })
+        .collect();
+    let clone = "target/vela-git-slim:v0.12.0@sha256:\
+                 3f1f8b9d0e4c5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b";
+    assert_eq!(
+        got,
+        [
+            (ContainerKind::Service, None, "postgres", "postgres:16", NotPresent),
+            (ContainerKind::Step, Some("init"), "init", "#init", NotPresent),
+            (ContainerKind::Step, Some("clone"), "clone", clone, NotPresent),
+            (ContainerKind::Step, Some("test"), "test", "golang:1.22", Always),
+            (ContainerKind::Step, Some("test"), "lint", "golangci/golangci-lint:v1.59", NotPresent),
+            (ContainerKind::Secret, None, "vault", "target/secret-vault:v1", Always),
+        ]
+    );
+    // JSON gets positions from the YAML parser: the opening quote of the image value.
+    for u in &uses {
+        assert_eq!(at(u), locate(&text, &format!("\"{}\"", u.image)), "{}", u.origin.name);
+    }
+    assert!(skipped(&uses[1]).contains("#init"));
+    assert_eq!(uses[2].disposition, Disposition::Check);
+    assert_eq!(uses[3].disposition, Disposition::Check);
+    // Compiled pull values are validated too.
+    let (line, column) = locate(&text, "\"sometimes\"");
+    let message = invalid(&uses[4]);
+    assert!(
+        message.starts_with(&format!("compiled.json:{line}:{column}: ")),
+        "{message}"
+    );
+    assert_eq!(uses[5].disposition, Disposition::Check);
+}
+
+#[test]
+fn compiled_build_json_indented_with_tabs() {
+    let text = fixture("compiled_steps_tabs.json");
+    let uses = read("compiled_steps_tabs.json");
+    let got: Vec<(&str, &str, PullPolicy)> = uses
+        .iter()
+        .map(|u| (u.origin.name.as_str(), u.image.as_str(), u.policy))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("init", "#init", PullPolicy::NotPresent),
+            ("clone", "target/vela-git-slim:v0.12.0", PullPolicy::NotPresent),
+            ("echo", "alpine:3.20", PullPolicy::OnStart),
+        ]
+    );
+    assert!(skipped(&uses[0]).contains("#init"));
+    assert_eq!(at(&uses[1]), locate(&text, "\"target/vela-git-slim"));
+    assert_eq!(at(&uses[2]), (7, locate(&text, "\"alpine:3.20\"").1));
+}
+
+#[test]
+fn compiled_build_as_yaml() {
+    // The CLI prints compiled pipelines as YAML: same keys, stages as a list.
+    let text = "\
+id: octocat_hello-world_3
+version: \"1\"
+stages:
+  - name: init
+    steps:
+      - id: __0_init_init
+        image: '#init'
+        name: init
+        pull: not_present
+  - name: test
+    steps:
+      - id: __0_test_test
+        image: golang:1.22
+        name: test
+        pull: on_start
+";
+    let uses = read_pipeline("compiled.yml", text).unwrap();
+    assert_eq!(uses.len(), 2);
+    assert!(skipped(&uses[0]).contains("#init"));
+    assert_eq!(uses[1].origin.stage.as_deref(), Some("test"));
+    assert_eq!((uses[1].policy, at(&uses[1])), (PullPolicy::OnStart, (13, 16)));
+}
+
+#[test]
+fn json_the_yaml_parser_refuses_is_read_without_positions() {
+    // A surrogate pair escape (as Python's json.dumps writes an emoji) is valid JSON, but
+    // YAML's `\u` escapes cannot spell surrogates.
+    let text = r#"{"id": "x", "metadata": {"note": "\ud83d\ude80"},
+      "steps": [{"name": "s", "image": "alpine", "pull": "always"}]}"#;
+    let uses = read_pipeline("emoji.json", text).unwrap();
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].image, "alpine");
+    assert_eq!(uses[0].policy, PullPolicy::Always);
+    assert_eq!((uses[0].origin.line, uses[0].origin.column), (None, None));
+
+    let text = r#"{"id": "\ud83d\ude80", "steps": [{"pull": "bad"}]}"#;
+    let uses = read_pipeline("emoji.json", text).unwrap();
+    // Without positions the message names the file alone.
+    assert!(invalid(&uses[0]).starts_with("emoji.json: "), "{:?}", uses[0]);
+}
+
+#[test]
+fn read_pipeline_file_names_the_path() {
+    let path = fixture_path("services.yml");
+    let uses = read_pipeline_file(&path).unwrap();
+    assert_eq!(uses.len(), 3);
+    assert_eq!(uses[0].origin.file, Some(path.display().to_string()));
+
+    let missing = fixture_path("does-not-exist.yml");
+    let err = read_pipeline_file(&missing).unwrap_err();
+    assert_eq!(err.file, Some(missing.display().to_string()));
+    assert!(err.message.starts_with("cannot read"), "{err}");
+}
+
+#[test]
+fn files_that_are_not_pipelines_are_errors() {
+    let e = error("");
+    assert!(e.message.starts_with("empty"), "{e}");
+    let e = error("# nothing here\n");
+    assert!(e.message.starts_with("empty"), "{e}");
+
+    // A list at the top level: e.g. a bare list of steps.
+    let e = error("- name: a\n  image: alpine\n");
+    assert!(e.message.contains("top level is a list"), "{e}");
+    assert_eq!((e.line, e.column), (Some(1), Some(1)));
+
+    let e = error("just text\n");
+    assert!(e.message.contains("top level is a string"), "{e}");
+
+    let e = error("apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\n");
+    assert!(e.message.contains("Kubernetes PipelinePodsTemplate object"), "{e}");
+
+    // A mapping of stages alone, without the pipeline around it.
+    let e = error("build:\n  steps:\n    - image: alpine\n");
+    assert!(e.message.contains("none of `version`"), "{e}");
+    assert_eq!(e.file.as_deref(), Some("bad.yml"));
+}
+
+#[test]
+fn wrong_shapes_of_pipeline_sections_are_errors_at_their_place() {
+    let e = error("version: '1'\nsteps:\n  name: a\n");
+    assert!(e.message.contains("`steps` must be a list, found a mapping"), "{e}");
+    assert_eq!((e.line, e.column), (Some(3), Some(3)));
+
+    let e = error("version: '1'\nstages: 3\n");
+    assert!(e.message.contains("`stages` must be"), "{e}");
+    assert_eq!((e.line, e.column), (Some(2), Some(9)));
+
+    let e = error("version: '1'\nstages:\n  build: [ a ]\n");
+    assert!(e.message.contains("stage `build` must be a mapping"), "{e}");
+
+    let e = error("version: '1'\nstages:\n  build:\n    steps: nope\n");
+    assert!(e.message.contains("`stages.build.steps` must be a list"), "{e}");
+
+    let e = error("version: '1'\nservices: {}\n");
+    assert!(e.message.contains("`services` must be a list"), "{e}");
+
+    let e = error("version: '1'\nsteps:\n  - name: a\n    <<: 3\n");
+    assert!(e.message.contains("merge key"), "{e}");
+    assert_eq!((e.line, e.column), (Some(4), Some(9)));
+}
+
+#[test]
+fn empty_sections_and_null_stages_are_fine() {
+    let uses = read_pipeline(
+        "e.yml",
+        "version: '1'\nsteps:\nservices: []\nstages:\n  empty:\n  nosteps: {}\nsecrets: ~\n",
+    )
+    .unwrap();
+    assert!(uses.is_empty());
+}
+
+#[test]
+fn syntax_errors_have_a_position() {
+    let e = error("version: '1'\nsteps:\n  - name: a\n    image: [alpine\n");
+    assert_eq!(e.file.as_deref(), Some("bad.yml"));
+    assert!(e.line.is_some() && e.column.is_some(), "{e:?}");
+    assert!(e.message.starts_with("not valid YAML"), "{e}");
+    assert!(e.to_string().starts_with("bad.yml:"), "{e}");
+
+    // JSON is reported as JSON, with serde_json's position.
+    let e = error("{\n  \"id\": \"x\",\n  \"steps\": [\n}\n");
+    assert!(e.message.starts_with("not valid JSON"), "{e}");
+    assert_eq!(e.line, Some(4));
+
+    // Go template syntax left in a file, as in upstream's template test data.
+    let e = error("steps:\n  - name: a\n    image: {{ .image }}\n    {{ .pull_policy }}\n");
+    assert!(e.line.is_some(), "{e:?}");
+}
+
+#[test]
+fn only_the_first_document_is_read() {
+    let text = "---\nversion: '1'\nsteps:\n  - image: alpine\n---\nsteps:\n  - image: other\n";
+    let uses = read_pipeline("multi.yml", text).unwrap();
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].image, "alpine");
+}
+
+#[test]
+fn unknown_keys_and_a_byte_order_mark_are_ignored() {
+    let text = "\u{feff}version: '1'\nfuture_key: { a: [1, 2] }\nsteps:\n  - name: a\n    image: alpine\n    whatever: true\n";
+    let uses = read_pipeline("bom.yml", text).unwrap();
+    assert_eq!(uses.len(), 1);
+    assert_eq!(at(&uses[0]), (5, 12));
+}
+
+#[test]
+fn crlf_line_endings_count_lines_the_same() {
+    let text = "version: '1'\r\nsteps:\r\n  - name: a\r\n    image: alpine\r\n    pull: bogus\r\n";
+    let uses = read_pipeline("crlf.yml", text).unwrap();
+    assert_eq!(at(&uses[0]), (4, 12));
+    assert!(invalid(&uses[0]).starts_with("crlf.yml:5:11: "));
+}
+
+#[test]
+fn alias_bombs_end_quickly() {
+    // Steps that alias a list of lists of lists: shared, never expanded.
+    let mut text = String::from("version: '1'\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..30 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    text.push_str("steps: *a29\n");
+    let start = std::time::Instant::now();
+    let uses = read_pipeline("bomb.yml", &text).unwrap();
+    assert_eq!(uses.len(), 10);
+    assert!(uses.iter().all(|u| matches!(u.disposition, Disposition::Invalid(_))));
+
+    // Merge keys that double at each level: refused by the lookup budget.
+    let mut text = String::from("version: '1'\nm0: &m0 {k0: v}\n");
+    for i in 1..64 {
+        let p = i - 1;
+        text.push_str(&format!("m{i}: &m{i} {{<<: [*m{p}, *m{p}], k{i}: v}}\n"));
+    }
+    text.push_str("steps:\n  - *m63\n");
+    let e = read_pipeline("bomb.yml", &text).unwrap_err();
+    assert!(e.message.contains("alias bomb"), "{e}");
+    assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+}
+
+#[test]
+fn many_steps_are_all_read() {
+    let mut text = String::from("version: '1'\nsteps:\n");
+    for i in 0..5000 {
+        text.push_str(&format!(
+            "  - name: s{i}\n    image: alpine:3.{}\n    pull: true\n",
+            i % 20
+        ));
+    }
+    let uses = read_pipeline("many.yml", &text).unwrap();
+    assert_eq!(uses.len(), 5000);
+    assert_eq!(at(&uses[4999]), (2 + 4999 * 3 + 2, 12));
+}
+
+#[test]
+fn no_prefix_of_any_fixture_panics() {
+    // Every truncation of every fixture: a cheap, deterministic cousin of the fuzz target.
+    for name in [
+        "steps.yml",
+        "stages.yml",
+        "services.yml",
+        "secrets.yml",
+        "anchors.yml",
+        "invalid.yml",
+        "templates.yml",
+        "compiled.json",
+        "compiled_steps_tabs.json",
+    ] {
+        let text = fixture(name);
+        for (i, _) in text.char_indices() {
+            let _ = read_pipeline(name, &text[..i]);
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Upstream Vela test data (go-vela/server and go-vela/worker `testdata/`), read in place from
+//! `../shared/upstream-testdata/vela/` beside the repository when it is there. The project
+//! does not ship these files; its own fixtures (tests/fixtures/) carry the core assertions.
+//! Values below are upstream's, cited by file.
+
+use std::path::{Path, PathBuf};
+
+use pullcheck_input::{ContainerKind, Disposition, PullPolicy, read_pipeline_file};
+
+fn upstream_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/upstream-testdata/vela");
+    dir.is_dir().then_some(dir)
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).expect("readable dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "yml" || e == "yaml") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Files that are not whole pipelines, and why reading them is an error.
+const NOT_PIPELINES: &[(&str, &str)] = &[
+    // Fragments for upstream's type unit tests: a bare list of secrets or steps, or a bare
+    // mapping of stages.
+    ("server/compiler/types/yaml/testdata/secret.yml", "top level is a list"),
+    ("server/compiler/types/yaml/testdata/step.yml", "top level is a list"),
+    ("server/compiler/types/yaml/testdata/stage.yml", "none of `version`"),
+    // A Go template, not YAML until rendered.
+    ("server/compiler/native/testdata/gradle.yml", "not valid YAML"),
+    // Kubernetes PipelinePodsTemplate objects.
+    ("worker/runtime/kubernetes/testdata/pipeline-pods-template", ""),
+];
+
+#[test]
+fn every_upstream_file_reads_or_is_refused_with_a_reason() {
+    let Some(dir) = upstream_dir() else {
+        eprintln!("no upstream test data beside the repository; skipped");
+        return;
+    };
+    let all = files(&dir);
+    assert!(all.len() >= 20, "found only {} files", all.len());
+    for path in all {
+        let rel = path.strip_prefix(&dir).unwrap().to_string_lossy().replace('\\', "/");
+        let result = read_pipeline_file(&path);
+        match NOT_PIPELINES.iter().find(|(p, _)| rel.starts_with(p)) {
+            Some((_, why)) => {
+                let e = result.expect_err(&rel);
+                assert!(e.message.contains(why), "{rel}: {e}");
+                assert!(e.line.is_some(), "{rel}: {e}");
+            }
+            None => {
+                let uses = result.unwrap_or_else(|e| panic!("{rel}: {e}"));
+                assert!(!uses.is_empty(), "{rel}: no images");
+                for u in &uses {
+                    assert!(u.origin.line.is_some() && u.origin.column.is_some(), "{rel}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn upstream_values() {
+    let Some(dir) = upstream_dir() else {
+        return;
+    };
+    let read = |rel: &str| read_pipeline_file(&dir.join(rel)).unwrap();
+
+    // server/schema/testdata/pipeline/fail/invalid_pull.yml: `pull: sometimes` at 7:11.
+    let uses = read("server/schema/testdata/pipeline/fail/invalid_pull.yml");
+    assert_eq!(uses.len(), 1);
+    match &uses[0].disposition {
+        Disposition::Invalid(m) => assert!(m.contains(":7:11: "), "{m}"),
+        other => panic!("{other:?}"),
+    }
+
+    // server/compiler/types/yaml/testdata/build_anchor_stage.yml: three stages whose steps
+    // merge `*stage-anchor`; the image is written once, at 11:10.
+    let uses = read("server/compiler/types/yaml/testdata/build_anchor_stage.yml");
+    let got: Vec<(Option<&str>, &str, PullPolicy, Option<usize>, Option<usize>)> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.origin.stage.as_deref(),
+                u.image.as_str(),
+                u.policy,
+                u.origin.line,
+                u.origin.column,
+            )
+        })
+        .collect();
+    let want = |stage| (Some(stage), "openjdk:latest", PullPolicy::Always, Some(11), Some(10));
+    assert_eq!(got, [want("dependencies"), want("test"), want("build")]);
+
+    // server/compiler/types/yaml/testdata/build.yml: one service, five steps, one origin
+    // without a name (`pull: always`), and repo secrets without origins.
+    let uses = read("server/compiler/types/yaml/testdata/build.yml");
+    let kinds: Vec<ContainerKind> = uses.iter().map(|u| u.origin.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ContainerKind::Service,
+            ContainerKind::Step,
+            ContainerKind::Step,
+            ContainerKind::Step,
+            ContainerKind::Step,
+            ContainerKind::Step,
+            ContainerKind::Secret,
+        ]
+    );
+    let origin = &uses[6];
+    assert_eq!(origin.image, "target/vela-vault:latest");
+    assert_eq!(origin.policy, PullPolicy::Always);
+    assert_eq!(origin.origin.name, "secrets[6].origin");
+
+    // worker/executor/linux/testdata/build/secrets/basic.yml: origin `vault`, `pull: true`.
+    let uses = read("worker/executor/linux/testdata/build/secrets/basic.yml");
+    assert_eq!(uses[1].origin.kind, ContainerKind::Secret);
+    assert_eq!(uses[1].origin.name, "vault");
+    assert_eq!(uses[1].image, "vault:latest");
+    assert_eq!(uses[1].policy, PullPolicy::Always);
+
+    // worker/runtime/testdata/large.yml: many steps.
+    let uses = read("worker/runtime/testdata/large.yml");
+    assert_eq!(uses.len(), 100);
+}

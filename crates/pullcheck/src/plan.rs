@@ -1,0 +1,225 @@
+//! Plan: which image uses are queried, deferred, skipped or invalid, and which
+//! canonical references the registries are asked about.
+//!
+//! Pure: no IO. Uses of the same image, as written and with the same pull policy, are
+//! one [`PlanItem`] with every origin kept; items whose references normalise to the same
+//! canonical form share one query.
+
+use std::collections::HashMap;
+
+use pullcheck_input::{Disposition, ImageUse, Origin, PullPolicy};
+use pullcheck_reference::{Reference, ReferenceError};
+
+/// Settings of the plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Also check `on_start` images, which are otherwise deferred (Vela pulls them only
+    /// when their step starts).
+    pub include_on_start: bool,
+}
+
+/// What happens to an item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Query the registry for this reference.
+    Check(Reference),
+    /// `on_start`: pulled when its container starts, so not checked now.
+    Defer(Reference),
+    /// Not checked, with the reason (`never`, a template step, `#init`).
+    Skip(String),
+    /// The reference or its container is invalid.
+    Invalid {
+        /// The message, naming the file, line and column where known.
+        message: String,
+        /// The reference error, when the reference itself did not parse.
+        error: Option<ReferenceError>,
+    },
+}
+
+/// One image as written, with its policy and every place it is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanItem {
+    /// The image as written (empty for a container with no image).
+    pub reference: String,
+    /// The normalised pull policy.
+    pub policy: PullPolicy,
+    /// Every use, in input order.
+    pub origins: Vec<Origin>,
+    /// What happens to it.
+    pub action: Action,
+}
+
+impl PlanItem {
+    /// The parsed reference, for checked and deferred items.
+    pub fn parsed(&self) -> Option<&Reference> {
+        match &self.action {
+            Action::Check(r) | Action::Defer(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The plan: items in input order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// One item per (image as written, policy); invalid and skipped uses stay one each.
+    pub items: Vec<PlanItem>,
+}
+
+impl Plan {
+    /// The distinct references to query, in first-use order.
+    pub fn queries(&self) -> Vec<&Reference> {
+        let mut seen = std::collections::HashSet::new();
+        self.items
+            .iter()
+            .filter_map(|i| match &i.action {
+                Action::Check(r) => Some(r),
+                _ => None,
+            })
+            .filter(|r| seen.insert((*r).clone()))
+            .collect()
+    }
+}
+
+/// Builds the plan from image uses.
+pub fn plan(uses: Vec<ImageUse>, options: PlanOptions) -> Plan {
+    let mut items: Vec<PlanItem> = Vec::new();
+    // (image as written, policy) -> index of the item made from a checkable use.
+    let mut merged: HashMap<(String, PullPolicy), usize> = HashMap::new();
+    for u in uses {
+        let key = (u.image.clone(), u.policy);
+        let checkable = matches!(u.disposition, Disposition::Check);
+        if checkable && let Some(&index) = merged.get(&key) {
+            items[index].origins.push(u.origin);
+            continue;
+        }
+        let action = action_of(&u, options);
+        if checkable {
+            merged.insert(key, items.len());
+        }
+        items.push(PlanItem {
+            reference: u.image,
+            policy: u.policy,
+            origins: vec![u.origin],
+            action,
+        });
+    }
+    Plan { items }
+}
+
+fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
+    match &u.disposition {
+        Disposition::Skip(reason) => return Action::Skip(reason.clone()),
+        Disposition::Invalid(message) => {
+            return Action::Invalid {
+                message: message.clone(),
+                error: None,
+            };
+        }
+        Disposition::Check => {}
+    }
+    let reference = match Reference::parse_normalized(&u.image) {
+        Ok(r) => r,
+        Err(e) => {
+            return Action::Invalid {
+                message: format!("invalid reference {:?}: {e}", u.image),
+                error: Some(e),
+            };
+        }
+    };
+    match u.policy {
+        PullPolicy::Always | PullPolicy::NotPresent => Action::Check(reference),
+        PullPolicy::OnStart if options.include_on_start => Action::Check(reference),
+        PullPolicy::OnStart => Action::Defer(reference),
+        PullPolicy::Never => Action::Skip("pull policy `never`: the image is not pulled".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pullcheck_input::ContainerKind;
+
+    fn step(image: &str, policy: PullPolicy, line: usize) -> ImageUse {
+        ImageUse {
+            image: image.into(),
+            policy,
+            origin: Origin {
+                file: Some(".vela.yml".into()),
+                line: Some(line),
+                column: Some(12),
+                kind: ContainerKind::Step,
+                name: format!("s{line}"),
+                stage: None,
+            },
+            disposition: Disposition::Check,
+        }
+    }
+
+    #[test]
+    fn policies_decide_the_action() {
+        let uses = vec![
+            step("alpine", PullPolicy::Always, 1),
+            step("golang:1.22", PullPolicy::NotPresent, 2),
+            step("node:20", PullPolicy::OnStart, 3),
+            step("redis", PullPolicy::Never, 4),
+        ];
+        let p = plan(uses.clone(), PlanOptions::default());
+        assert!(matches!(p.items[0].action, Action::Check(_)));
+        assert!(matches!(p.items[1].action, Action::Check(_)));
+        assert!(matches!(p.items[2].action, Action::Defer(_)));
+        assert!(matches!(&p.items[3].action, Action::Skip(r) if r.contains("never")));
+        let p = plan(
+            uses,
+            PlanOptions {
+                include_on_start: true,
+            },
+        );
+        assert!(matches!(p.items[2].action, Action::Check(_)));
+    }
+
+    #[test]
+    fn same_image_is_one_item_and_same_canonical_is_one_query() {
+        let uses = vec![
+            step("alpine", PullPolicy::Always, 1),
+            step("alpine", PullPolicy::Always, 2),
+            step("docker.io/library/alpine:latest", PullPolicy::NotPresent, 3),
+            step("alpine", PullPolicy::Never, 4),
+        ];
+        let p = plan(uses, PlanOptions::default());
+        assert_eq!(p.items.len(), 3);
+        assert_eq!(p.items[0].origins.len(), 2);
+        assert_eq!(p.items[0].origins[1].line, Some(2));
+        let queries = p.queries();
+        assert_eq!(queries.len(), 1);
+        assert_eq!(queries[0].canonical(), "docker.io/library/alpine:latest");
+    }
+
+    #[test]
+    fn invalid_and_skipped_uses_stay_apart() {
+        let mut bad = step("Alpine", PullPolicy::Always, 1);
+        let mut template = step("", PullPolicy::NotPresent, 2);
+        template.disposition = Disposition::Skip("template".into());
+        let mut broken = step("alpine", PullPolicy::NotPresent, 3);
+        broken.disposition = Disposition::Invalid(".vela.yml:3:9: bad pull".into());
+        let p = plan(
+            vec![bad.clone(), template.clone(), broken, template.clone()],
+            PlanOptions::default(),
+        );
+        assert_eq!(p.items.len(), 4);
+        match &p.items[0].action {
+            Action::Invalid { error: Some(e), .. } => {
+                assert_eq!(e.kind(), pullcheck_reference::ReferenceErrorKind::Uppercase)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(p.items[1].action, Action::Skip(_)));
+        assert!(matches!(
+            &p.items[2].action,
+            Action::Invalid { error: None, .. }
+        ));
+        assert!(p.queries().is_empty());
+        bad.image = "alpine:3.19".into();
+        assert_eq!(plan(vec![bad], PlanOptions::default()).queries().len(), 1);
+    }
+}

@@ -1,0 +1,384 @@
+//! Report: every image the user gave, with a status, rendered as text or JSON.
+//!
+//! Knows nothing about HTTP or pipelines: it takes the plan's items and the query's
+//! outcomes as data.
+
+use std::fmt::Write as _;
+
+use pullcheck_input::{Origin, PullPolicy};
+use serde::Serialize;
+
+use crate::resolve::CredentialSource;
+
+/// The status of one image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// An endpoint served the manifest.
+    Present,
+    /// The tag, digest, repository or platform does not exist (HTTP 404).
+    Missing,
+    /// Missing, or no access with these credentials (HTTP 401 after authenticating).
+    NoAccess,
+    /// Access refused (HTTP 403, or the credentials were rejected).
+    Denied,
+    /// The mirror configuration blocks the reference; nothing was sent.
+    Blocked,
+    /// No answer could be had: network error, timeout, 5xx, the deadline.
+    Unreachable,
+    /// The reference or its container is invalid.
+    Invalid,
+    /// `on_start`: checked only when its container starts.
+    Deferred,
+    /// Not checked: `never`, a template step, `#init`.
+    Skipped,
+}
+
+impl Status {
+    /// The snake_case name, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Present => "present",
+            Self::Missing => "missing",
+            Self::NoAccess => "no_access",
+            Self::Denied => "denied",
+            Self::Blocked => "blocked",
+            Self::Unreachable => "unreachable",
+            Self::Invalid => "invalid",
+            Self::Deferred => "deferred",
+            Self::Skipped => "skipped",
+        }
+    }
+
+    /// Whether the status counts as failed: missing, no_access, denied, blocked, invalid.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Self::Missing | Self::NoAccess | Self::Denied | Self::Blocked | Self::Invalid
+        )
+    }
+}
+
+/// What is missing, for [`Status::Missing`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingPart {
+    /// The repository exists, the tag does not.
+    Tag,
+    /// The digest does not exist.
+    Digest,
+    /// The repository does not exist.
+    Repository,
+    /// The index has no manifest for the requested platform.
+    Platform,
+}
+
+/// A reference parse error, as in `explain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReferenceErrorReport {
+    /// `empty`, `invalid_format`, `uppercase`, `name_too_long`, `hex64`, `digest_invalid`.
+    pub kind: &'static str,
+    /// The parser's message.
+    pub message: String,
+}
+
+/// One image as written, with its policy, status and every use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImageReport {
+    /// The image as written.
+    pub reference: String,
+    /// The canonical form `domain/path[:tag][@digest]`, when it parsed.
+    pub canonical: Option<String>,
+    /// The pull policy.
+    pub policy: PullPolicy,
+    /// The status.
+    pub status: Status,
+    /// What is missing, for `missing`.
+    pub missing: Option<MissingPart>,
+    /// The manifest digest the registry reported, for `present`.
+    pub digest: Option<String>,
+    /// The registry host that gave the answer.
+    pub registry: Option<String>,
+    /// Human detail; never a secret.
+    pub detail: String,
+    /// Every place the image is used.
+    pub origins: Vec<Origin>,
+    /// The credential the answer was obtained with; `null` for anonymous.
+    pub credential: Option<CredentialSource>,
+    /// The reference parse error, for invalid references.
+    pub error: Option<ReferenceErrorReport>,
+}
+
+/// Counts over the report's images.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Every image entry.
+    pub total: usize,
+    /// `present`.
+    pub present: usize,
+    /// `missing`, `no_access`, `denied`, `blocked` and `invalid`.
+    pub failed: usize,
+    /// `unreachable`.
+    pub unverified: usize,
+    /// `skipped`.
+    pub skipped: usize,
+    /// `deferred`.
+    pub deferred: usize,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// One entry per image as written and policy, in input order.
+    pub images: Vec<ImageReport>,
+    /// Counts.
+    pub summary: Summary,
+    /// Things the user should know that are not about one image (e.g. a credential
+    /// helper that was not run).
+    pub warnings: Vec<String>,
+}
+
+/// The process exit code for a report: 0 when every checked image is present, 1 when
+/// any failed, 3 when nothing failed but something is unverified.
+pub const EXIT_OK: i32 = 0;
+/// Some image failed.
+pub const EXIT_FAILED: i32 = 1;
+/// Usage or configuration error.
+pub const EXIT_USAGE: i32 = 2;
+/// Nothing failed, but something could not be verified.
+pub const EXIT_UNVERIFIED: i32 = 3;
+
+impl Report {
+    /// Builds a report and its summary.
+    pub fn new(images: Vec<ImageReport>, warnings: Vec<String>) -> Report {
+        let mut summary = Summary {
+            total: images.len(),
+            ..Summary::default()
+        };
+        for image in &images {
+            match image.status {
+                Status::Present => summary.present += 1,
+                Status::Unreachable => summary.unverified += 1,
+                Status::Skipped => summary.skipped += 1,
+                Status::Deferred => summary.deferred += 1,
+                s if s.is_failure() => summary.failed += 1,
+                _ => {}
+            }
+        }
+        Report {
+            images,
+            summary,
+            warnings,
+        }
+    }
+
+    /// The exit code: [`EXIT_FAILED`], else [`EXIT_UNVERIFIED`], else [`EXIT_OK`].
+    pub fn exit_code(&self) -> i32 {
+        if self.summary.failed > 0 {
+            EXIT_FAILED
+        } else if self.summary.unverified > 0 {
+            EXIT_UNVERIFIED
+        } else {
+            EXIT_OK
+        }
+    }
+
+    /// The report as pretty JSON, in the documented shape.
+    pub fn to_json(&self) -> String {
+        // Serialising plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// The report as text: one line per image (more for extra uses), then warnings and a
+    /// summary line. `color` adds ANSI colours to the status.
+    pub fn to_text(&self, color: bool) -> String {
+        let mut out = String::new();
+        let width = self
+            .images
+            .iter()
+            .map(|i| display_reference(i).chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(60);
+        for image in &self.images {
+            let status = format!("{:<11}", image.status.as_str());
+            let status = if color {
+                paint(image.status, &status)
+            } else {
+                status
+            };
+            let mut origins = image.origins.iter();
+            let first = origins.next().map(describe_origin).unwrap_or_default();
+            let _ = write!(
+                out,
+                "{status} {:<width$}  {first}",
+                display_reference(image),
+            );
+            if !image.detail.is_empty() {
+                let _ = write!(out, "  {}", image.detail);
+            }
+            out.push('\n');
+            for origin in origins {
+                let _ = writeln!(
+                    out,
+                    "{:11} {:width$}  also {}",
+                    "",
+                    "",
+                    describe_origin(origin)
+                );
+            }
+        }
+        for warning in &self.warnings {
+            let _ = writeln!(out, "warning: {warning}");
+        }
+        let s = &self.summary;
+        let _ = writeln!(
+            out,
+            "{} image{}: {} present, {} failed, {} unverified, {} skipped, {} deferred",
+            s.total,
+            if s.total == 1 { "" } else { "s" },
+            s.present,
+            s.failed,
+            s.unverified,
+            s.skipped,
+            s.deferred
+        );
+        out
+    }
+}
+
+fn display_reference(image: &ImageReport) -> &str {
+    if image.reference.is_empty() {
+        "(no image)"
+    } else {
+        &image.reference
+    }
+}
+
+/// `file:line:col kind "name" (stage s)`.
+fn describe_origin(o: &Origin) -> String {
+    let mut s = String::new();
+    match (&o.file, o.line, o.column) {
+        (Some(f), Some(l), Some(c)) => {
+            let _ = write!(s, "{f}:{l}:{c} ");
+        }
+        (Some(f), Some(l), None) => {
+            let _ = write!(s, "{f}:{l} ");
+        }
+        (Some(f), None, _) => {
+            let _ = write!(s, "{f} ");
+        }
+        _ => {}
+    }
+    let kind = serde_json::to_value(o.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    if kind == "image" {
+        s.push_str("--image");
+    } else {
+        let _ = write!(s, "{kind} {:?}", o.name);
+    }
+    if let Some(stage) = &o.stage {
+        let _ = write!(s, " (stage {stage:?})");
+    }
+    s
+}
+
+fn paint(status: Status, text: &str) -> String {
+    let code = match status {
+        Status::Present => "32",
+        Status::Unreachable => "33",
+        Status::Deferred | Status::Skipped => "2",
+        _ => "31;1",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pullcheck_input::ContainerKind;
+
+    fn image(status: Status) -> ImageReport {
+        ImageReport {
+            reference: "alpine:3.19".into(),
+            canonical: Some("docker.io/library/alpine:3.19".into()),
+            policy: PullPolicy::Always,
+            status,
+            missing: None,
+            digest: None,
+            registry: None,
+            detail: String::new(),
+            origins: vec![Origin {
+                file: Some(".vela.yml".into()),
+                line: Some(4),
+                column: Some(12),
+                kind: ContainerKind::Step,
+                name: "test".into(),
+                stage: None,
+            }],
+            credential: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn summary_and_exit_codes() {
+        let r = Report::new(vec![image(Status::Present), image(Status::Skipped)], vec![]);
+        assert_eq!(r.exit_code(), EXIT_OK);
+        let r = Report::new(
+            vec![
+                image(Status::Present),
+                image(Status::Unreachable),
+                image(Status::Deferred),
+            ],
+            vec![],
+        );
+        assert_eq!((r.summary.unverified, r.summary.deferred), (1, 1));
+        assert_eq!(r.exit_code(), EXIT_UNVERIFIED);
+        for failed in [
+            Status::Missing,
+            Status::NoAccess,
+            Status::Denied,
+            Status::Blocked,
+            Status::Invalid,
+        ] {
+            let r = Report::new(vec![image(Status::Unreachable), image(failed)], vec![]);
+            assert_eq!(r.summary.failed, 1, "{failed:?}");
+            assert_eq!(r.exit_code(), EXIT_FAILED, "{failed:?}");
+        }
+    }
+
+    #[test]
+    fn json_has_the_documented_shape() {
+        let mut i = image(Status::Missing);
+        i.missing = Some(MissingPart::Tag);
+        let v: serde_json::Value =
+            serde_json::from_str(&Report::new(vec![i], vec![]).to_json()).unwrap();
+        let img = &v["images"][0];
+        assert_eq!(img["status"], "missing");
+        assert_eq!(img["missing"], "tag");
+        assert_eq!(img["policy"], "always");
+        assert_eq!(img["digest"], serde_json::Value::Null);
+        assert_eq!(img["origins"][0]["kind"], "step");
+        assert_eq!(img["origins"][0]["line"], 4);
+        assert_eq!(img["origins"][0]["stage"], serde_json::Value::Null);
+        assert_eq!(v["summary"]["failed"], 1);
+        assert_eq!(v["summary"]["total"], 1);
+    }
+
+    #[test]
+    fn text_names_the_position_and_colours_only_on_request() {
+        let r = Report::new(vec![image(Status::Missing)], vec!["w".into()]);
+        let plain = r.to_text(false);
+        assert!(plain.contains("missing"), "{plain}");
+        assert!(plain.contains(".vela.yml:4:12 step \"test\""), "{plain}");
+        assert!(plain.contains("warning: w"));
+        assert!(
+            plain.ends_with("1 image: 0 present, 1 failed, 0 unverified, 0 skipped, 0 deferred\n")
+        );
+        assert!(!plain.contains('\x1b'));
+        assert!(r.to_text(true).contains("\x1b[31;1mmissing"));
+    }
+}

@@ -1,0 +1,281 @@
+//! End-to-end: `Checker::check` against real distribution registries on loopback, in the
+//! three auth modes (anonymous, htpasswd Basic, token), with images of all four manifest
+//! kinds built and pushed by the harness.
+
+use std::path::{Path, PathBuf};
+
+use pullcheck::input::parse_image_arg;
+use pullcheck::report::{MissingPart, Report, Status};
+use pullcheck::resolve::{DockerConfig, Keyring};
+use pullcheck::{CheckOptions, Checker};
+use pullcheck_testkit::{Auth, ImageKind, PushedImage, Registry, Repos, TokenPolicy, User};
+
+const KINDS: [ImageKind; 4] = [
+    ImageKind::OciManifest,
+    ImageKind::OciIndex,
+    ImageKind::DockerManifest,
+    ImageKind::DockerManifestList,
+];
+
+async fn push_kinds(registry: &Registry) -> Vec<PushedImage> {
+    let mut pushed = Vec::new();
+    for (i, kind) in KINDS.into_iter().enumerate() {
+        pushed.push(
+            registry
+                .push("team/app", &format!("v{i}"), kind)
+                .await
+                .expect("push"),
+        );
+    }
+    pushed.push(
+        registry
+            .push("private/secret-app", "1.0", ImageKind::OciManifest)
+            .await
+            .expect("push"),
+    );
+    pushed
+}
+
+/// A Docker config.json with one `auths` entry for `host`.
+fn docker_config(dir: &Path, host: &str, user: &str, password: &str) -> PathBuf {
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let path = dir.join("config.json");
+    std::fs::write(
+        &path,
+        format!(r#"{{"auths":{{"{host}":{{"auth":"{auth}"}}}}}}"#),
+    )
+    .unwrap();
+    path
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pullcheck-check-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn check(images: &[String], config: Option<&Path>) -> Report {
+    let keyring =
+        Keyring::from_docker_config(config.map(|p| DockerConfig::load(Some(p)).unwrap().unwrap()));
+    let checker = Checker::new(CheckOptions::default(), keyring).unwrap();
+    let uses = images.iter().map(|i| parse_image_arg(i).unwrap()).collect();
+    checker.check(uses).await
+}
+
+fn status_of<'a>(report: &'a Report, reference: &str) -> &'a pullcheck::report::ImageReport {
+    report
+        .images
+        .iter()
+        .find(|i| i.reference == reference)
+        .unwrap_or_else(|| panic!("{reference} not in report:\n{}", report.to_text(false)))
+}
+
+/// The matrix every mode must pass, with the credentials the mode needs.
+async fn matrix(registry: &Registry, config: Option<&Path>) -> Report {
+    let pushed = push_kinds(registry).await;
+    let host = registry.host();
+    let mut images: Vec<String> = pushed[..4].iter().map(PushedImage::reference).collect();
+    images.push(pushed[1].digest_reference());
+    let tag_and_digest = format!("{host}/team/app:v0@{}", pushed[1].digest);
+    images.push(tag_and_digest.clone());
+    images.push(format!("{host}/team/app:v9"));
+    images.push(format!("{host}/team/nope:v1"));
+    images.push(format!("{host}/team/app@sha256:{}", "0".repeat(64)));
+    images.push(format!("{host}/Team/App:v1"));
+    let report = check(&images, config).await;
+
+    for p in &pushed[..4] {
+        let i = status_of(&report, &p.reference());
+        assert_eq!(i.status, Status::Present, "{}: {}", p.reference(), i.detail);
+        assert_eq!(i.digest.as_deref(), Some(p.digest.as_str()), "{:?}", p.kind);
+        assert_eq!(i.registry.as_deref(), Some(host));
+    }
+    let by_digest = status_of(&report, &pushed[1].digest_reference());
+    assert_eq!(by_digest.status, Status::Present, "{}", by_digest.detail);
+    // With both a tag and a digest, the digest is what is pulled (and checked).
+    let both = status_of(&report, &tag_and_digest);
+    assert_eq!(both.status, Status::Present, "{}", both.detail);
+    assert_eq!(both.digest.as_deref(), Some(pushed[1].digest.as_str()));
+
+    let typo = status_of(&report, &format!("{host}/team/app:v9"));
+    assert_eq!(typo.status, Status::Missing, "{}", typo.detail);
+    assert_eq!(typo.missing, Some(MissingPart::Tag));
+    assert!(
+        typo.detail.contains("v0") || typo.detail.contains("v1"),
+        "{}",
+        typo.detail
+    );
+    let repo = status_of(&report, &format!("{host}/team/nope:v1"));
+    assert_eq!(repo.status, Status::Missing, "{}", repo.detail);
+    assert_eq!(repo.missing, Some(MissingPart::Repository));
+    let digest = status_of(
+        &report,
+        &format!("{host}/team/app@sha256:{}", "0".repeat(64)),
+    );
+    assert_eq!(digest.status, Status::Missing, "{}", digest.detail);
+    assert_eq!(digest.missing, Some(MissingPart::Digest));
+    let invalid = status_of(&report, &format!("{host}/Team/App:v1"));
+    assert_eq!(invalid.status, Status::Invalid);
+    assert_eq!(invalid.error.as_ref().map(|e| e.kind), Some("uppercase"));
+    assert_eq!(report.summary.total, images.len());
+    assert_eq!(report.summary.present, 6);
+    assert_eq!(report.summary.failed, 4);
+    assert_eq!(report.exit_code(), 1);
+    report
+}
+
+#[tokio::test]
+async fn anonymous_registry() {
+    let registry = Registry::anonymous().await.unwrap();
+    let report = matrix(&registry, None).await;
+    assert!(report.images.iter().all(|i| i.credential.is_none()));
+}
+
+#[tokio::test]
+async fn htpasswd_registry() {
+    let registry = Registry::builder()
+        .auth(Auth::Htpasswd(vec![User::new("alice", "wonderland-pw")]))
+        .start()
+        .await
+        .unwrap();
+    let dir = temp_dir("htpasswd");
+    let good = docker_config(&dir, registry.host(), "alice", "wonderland-pw");
+    let report = matrix(&registry, Some(&good)).await;
+    let present = report
+        .images
+        .iter()
+        .find(|i| i.status == Status::Present)
+        .unwrap();
+    let source = present.credential.as_ref().expect("credential reported");
+    assert_eq!(source.key, registry.host());
+    assert_eq!(source.username.as_deref(), Some("alice"));
+    assert!(!report.to_json().contains("wonderland-pw"));
+
+    let image = format!("{}/team/app:v0", registry.host());
+    // No credentials: the registry needs them.
+    let anonymous = check(std::slice::from_ref(&image), None).await;
+    assert_eq!(
+        anonymous.images[0].status,
+        Status::NoAccess,
+        "{}",
+        anonymous.images[0].detail
+    );
+    // Wrong password.
+    let bad_dir = temp_dir("htpasswd-bad");
+    let bad = docker_config(&bad_dir, registry.host(), "alice", "wrong-pw");
+    let wrong = check(std::slice::from_ref(&image), Some(&bad)).await;
+    assert!(
+        matches!(wrong.images[0].status, Status::Denied | Status::NoAccess),
+        "{:?} {}",
+        wrong.images[0].status,
+        wrong.images[0].detail
+    );
+    assert!(!wrong.to_json().contains("wrong-pw"));
+}
+
+#[tokio::test]
+async fn token_registry() {
+    let policy = TokenPolicy::new(vec![
+        User::new("alice", "token-pw-alice").pulling(Repos::All),
+        User::new("bob", "token-pw-bob").pulling(Repos::only(["team/app"])),
+    ])
+    .anonymous(Repos::only(["team/app"]));
+    let registry = Registry::builder()
+        .auth(Auth::Token(policy))
+        .start()
+        .await
+        .unwrap();
+    let dir = temp_dir("token");
+    let alice = docker_config(&dir, registry.host(), "alice", "token-pw-alice");
+    let report = matrix(&registry, Some(&alice)).await;
+    let tokens = registry.token_server().unwrap().requests();
+    // One ping and one token request for every repository of the registry.
+    assert_eq!(tokens.len(), 1, "{tokens:?}");
+    assert!(tokens[0].scopes.len() >= 2, "{tokens:?}");
+    assert!(!report.to_json().contains("token-pw-alice"));
+
+    // Anonymous can pull team/app but not private/secret-app: missing or no access.
+    let private = format!("{}/private/secret-app:1.0", registry.host());
+    let public = format!("{}/team/app:v0", registry.host());
+    let anonymous = check(&[private.clone(), public.clone()], None).await;
+    assert_eq!(status_of(&anonymous, &public).status, Status::Present);
+    let p = status_of(&anonymous, &private);
+    assert_eq!(p.status, Status::NoAccess, "{}", p.detail);
+
+    // Bob is limited to team/app, so the private repository is no_access for him too.
+    let bob_dir = temp_dir("token-bob");
+    let bob = docker_config(&bob_dir, registry.host(), "bob", "token-pw-bob");
+    let as_bob = check(std::slice::from_ref(&private), Some(&bob)).await;
+    assert_eq!(
+        as_bob.images[0].status,
+        Status::NoAccess,
+        "{}",
+        as_bob.images[0].detail
+    );
+
+    // Wrong password: the token server refuses it.
+    let bad_dir = temp_dir("token-bad");
+    let bad = docker_config(&bad_dir, registry.host(), "alice", "not-the-pw");
+    let wrong = check(std::slice::from_ref(&public), Some(&bad)).await;
+    assert_eq!(
+        wrong.images[0].status,
+        Status::Denied,
+        "{}",
+        wrong.images[0].detail
+    );
+    assert!(
+        wrong.images[0].detail.contains(registry.host()),
+        "{}",
+        wrong.images[0].detail
+    );
+    assert!(!wrong.to_json().contains("not-the-pw"));
+}
+
+#[tokio::test]
+async fn unreachable_registry_is_unverified_within_the_deadline() {
+    // A port nobody listens on: connection refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let report = check(&[format!("127.0.0.1:{port}/team/app:v1")], None).await;
+    assert_eq!(
+        report.images[0].status,
+        Status::Unreachable,
+        "{}",
+        report.images[0].detail
+    );
+    assert_eq!(report.exit_code(), 3);
+}
+
+#[tokio::test]
+async fn hanging_registry_hits_the_overall_deadline() {
+    // Accepts connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _server = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let options = CheckOptions {
+        deadline: std::time::Duration::from_millis(700),
+        ..CheckOptions::default()
+    };
+    let checker = Checker::new(options, Keyring::empty()).unwrap();
+    let started = std::time::Instant::now();
+    let report = checker
+        .check(vec![
+            parse_image_arg(&format!("127.0.0.1:{port}/a/b:c")).unwrap(),
+        ])
+        .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(report.images[0].status, Status::Unreachable);
+    assert!(
+        report.images[0].detail.contains("deadline"),
+        "{}",
+        report.images[0].detail
+    );
+}

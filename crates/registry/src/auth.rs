@@ -1,0 +1,372 @@
+//! The authorization decision, sans IO: given the answer to `GET /v2/` and the
+//! credential, what happens next. Also the wording of authorization failures, so that
+//! every message names the host and, where there is one, the user, and nothing secret.
+
+use crate::challenge::{self, Challenge};
+use crate::token::{BearerError, BearerParams, TokenFailure};
+use crate::{AuthorizeError, Credential, Status};
+
+/// What to do after the ping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// `/v2/` answered 2xx: no authentication.
+    Open,
+    /// A `Basic` challenge and a user name and password: check them once on `/v2/`,
+    /// then send them with every request.
+    Basic,
+    /// A `Basic` challenge but no user name and password: query without; each image
+    /// then answers 401, reported as "authentication required and no credentials".
+    BasicWithoutCredential,
+    /// A `Bearer` challenge: get a token from this realm.
+    Bearer(BearerParams),
+    /// The registry cannot be used; every image on it gets this.
+    Fail(AuthorizeError),
+}
+
+/// How the ping went, as far as the plan needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct Ping<'a> {
+    /// The host as configured, for messages.
+    pub host: &'a str,
+    /// The URL that was pinged, for messages.
+    pub url: &'a str,
+    pub status: u16,
+    /// The raw `WWW-Authenticate` values.
+    pub www_authenticate: Vec<&'a [u8]>,
+    /// Whether a plain-HTTP token realm may be used (the endpoint is insecure).
+    pub allow_http_realm: bool,
+}
+
+fn fail(status: Status, message: String) -> Plan {
+    Plan::Fail(AuthorizeError { status, message })
+}
+
+/// Decides from the ping answer (pure).
+pub(crate) fn plan(ping: &Ping<'_>, credential: &Credential) -> Plan {
+    let host = ping.host;
+    match ping.status {
+        200..=299 => Plan::Open,
+        401 => {
+            let (challenges, parse_error) = challenge::parse_fields(ping.www_authenticate.clone());
+            plan_for_challenges(ping, &challenges, parse_error.as_ref(), credential)
+        }
+        403 => fail(
+            Status::Denied,
+            format!("registry {host} refused access to {} (HTTP 403)", ping.url),
+        ),
+        404 => fail(
+            Status::Unreachable,
+            format!(
+                "{} answered HTTP 404: {host} does not serve the registry API (/v2/)",
+                ping.url
+            ),
+        ),
+        429 => fail(
+            Status::Unreachable,
+            format!(
+                "registry {host} is rate limiting (HTTP 429 on {})",
+                ping.url
+            ),
+        ),
+        status => fail(
+            Status::Unreachable,
+            format!("registry {host} answered HTTP {status} on {}", ping.url),
+        ),
+    }
+}
+
+fn plan_for_challenges(
+    ping: &Ping<'_>,
+    challenges: &[Challenge],
+    parse_error: Option<&challenge::ParseError>,
+    credential: &Credential,
+) -> Plan {
+    let host = ping.host;
+    if let Some(bearer) = challenges.iter().find(|c| c.is("bearer")) {
+        return match BearerParams::from_challenge(bearer, ping.allow_http_realm) {
+            Ok(params) => Plan::Bearer(params),
+            Err(BearerError::InsecureRealm(realm)) => fail(
+                Status::Unreachable,
+                format!(
+                    "registry {host} sends tokens from a plain-HTTP realm ({}://{}); \
+                     refused because {host} is not configured as insecure",
+                    realm.scheme(),
+                    realm.host_str().unwrap_or("?"),
+                ),
+            ),
+            Err(BearerError::BadRealm(why)) => fail(
+                Status::Unreachable,
+                format!("registry {host} sent an unusable Bearer challenge: {why}"),
+            ),
+        };
+    }
+    if challenges.iter().any(|c| c.is("basic")) {
+        return match credential {
+            Credential::Basic { .. } => Plan::Basic,
+            _ => Plan::BasicWithoutCredential,
+        };
+    }
+    let reason = match (challenges.first(), parse_error) {
+        (Some(c), _) => format!("asks for unsupported authentication ({})", c.scheme),
+        (None, Some(e)) => format!("sent a malformed WWW-Authenticate header ({e})"),
+        (None, None) => "answered 401 without a WWW-Authenticate challenge".to_string(),
+    };
+    fail(
+        Status::NoAccess,
+        format!("registry {host} {reason}; its images cannot be checked"),
+    )
+}
+
+/// Who is asking, for messages: `user "alice"`, `an identity token`, …
+pub(crate) fn who(credential: &Credential) -> String {
+    match credential {
+        Credential::Anonymous => "anonymous access".to_string(),
+        Credential::Basic { username, .. } => format!("user {username:?}"),
+        Credential::IdentityToken(_) => "the configured identity token".to_string(),
+        Credential::RegistryToken(_) => "the configured registry token".to_string(),
+    }
+}
+
+/// A token failure as the classification of every image it blocks.
+pub(crate) fn token_failure(
+    host: &str,
+    params: &BearerParams,
+    credential: &Credential,
+    failure: &TokenFailure,
+) -> AuthorizeError {
+    let realm_host = params.realm.host_str().unwrap_or("?");
+    let realm = match params.realm.port() {
+        Some(port) => format!("{realm_host}:{port}"),
+        None => realm_host.to_string(),
+    };
+    match failure {
+        TokenFailure::Rejected { status } => match credential {
+            Credential::Anonymous => AuthorizeError {
+                status: Status::NoAccess,
+                message: format!(
+                    "token server {realm} refused anonymous access to {host} (HTTP {status}); \
+                     credentials are needed"
+                ),
+            },
+            _ => AuthorizeError {
+                status: Status::Denied,
+                message: format!(
+                    "token server {realm} rejected the credentials of {} for {host} (HTTP {status})",
+                    who(credential)
+                ),
+            },
+        },
+        TokenFailure::Status { status } => AuthorizeError {
+            status: Status::Unreachable,
+            message: format!("token server {realm} for {host} answered HTTP {status}"),
+        },
+        TokenFailure::Transport(reason) => AuthorizeError {
+            status: Status::Unreachable,
+            message: format!("token server {realm} for {host} unreachable: {reason}"),
+        },
+        TokenFailure::BadReply(reason) => AuthorizeError {
+            status: Status::Unreachable,
+            message: format!("token server {realm} for {host}: {reason}"),
+        },
+    }
+}
+
+/// The answer to the Basic check on `/v2/` with a user name and password.
+pub(crate) fn basic_check(
+    host: &str,
+    status: u16,
+    credential: &Credential,
+) -> Option<AuthorizeError> {
+    match status {
+        200..=299 => None,
+        401 | 403 => Some(AuthorizeError {
+            status: Status::Denied,
+            message: format!(
+                "registry {host} rejected the credentials of {} (HTTP {status})",
+                who(credential)
+            ),
+        }),
+        status => Some(AuthorizeError {
+            status: Status::Unreachable,
+            message: format!("registry {host} answered HTTP {status} to the credential check"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ping<'a>(status: u16, headers: &[&'a str]) -> Ping<'a> {
+        Ping {
+            host: "reg.example",
+            url: "https://reg.example/v2/",
+            status,
+            www_authenticate: headers.iter().map(|h| h.as_bytes()).collect(),
+            allow_http_realm: false,
+        }
+    }
+
+    fn basic() -> Credential {
+        Credential::Basic {
+            username: "alice".into(),
+            password: "hunter2".into(),
+        }
+    }
+
+    #[test]
+    fn open_registry() {
+        assert_eq!(plan(&ping(200, &[]), &Credential::Anonymous), Plan::Open);
+    }
+
+    #[test]
+    fn bearer_is_preferred_over_basic() {
+        let p = ping(
+            401,
+            &[r#"Basic realm="r", Bearer realm="https://auth.example/token",service="reg""#],
+        );
+        match plan(&p, &basic()) {
+            Plan::Bearer(params) => {
+                assert_eq!(params.realm.as_str(), "https://auth.example/token");
+                assert_eq!(params.service.as_deref(), Some("reg"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn challenges_in_separate_fields() {
+        let p = ping(
+            401,
+            &[r#"Basic realm="r""#, r#"Bearer realm="https://a/t""#],
+        );
+        assert!(matches!(plan(&p, &Credential::Anonymous), Plan::Bearer(_)));
+    }
+
+    #[test]
+    fn basic_with_and_without_credentials() {
+        let p = ping(401, &[r#"Basic realm="Registry Realm""#]);
+        assert_eq!(plan(&p, &basic()), Plan::Basic);
+        assert_eq!(
+            plan(&p, &Credential::Anonymous),
+            Plan::BasicWithoutCredential
+        );
+        assert_eq!(
+            plan(&p, &Credential::RegistryToken("t".into())),
+            Plan::BasicWithoutCredential
+        );
+    }
+
+    #[test]
+    fn plain_http_realm_refused_for_a_secure_endpoint() {
+        let p = ping(401, &[r#"Bearer realm="http://auth.example/token""#]);
+        match plan(&p, &basic()) {
+            Plan::Fail(e) => {
+                assert_eq!(e.status, Status::Unreachable);
+                assert!(e.message.contains("plain-HTTP realm"), "{}", e.message);
+                assert!(e.message.contains("reg.example"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let insecure = Ping {
+            allow_http_realm: true,
+            ..p
+        };
+        assert!(matches!(plan(&insecure, &basic()), Plan::Bearer(_)));
+    }
+
+    #[test]
+    fn unusable_401s() {
+        for (headers, needle) in [
+            (vec![], "without a WWW-Authenticate"),
+            (
+                vec!["Negotiate abc=="],
+                "unsupported authentication (negotiate)",
+            ),
+            (vec![r#"Bearer realm="x"#], "malformed"),
+        ] {
+            match plan(&ping(401, &headers), &Credential::Anonymous) {
+                Plan::Fail(e) => {
+                    assert_eq!(e.status, Status::NoAccess);
+                    assert!(e.message.contains(needle), "{}", e.message);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn other_ping_statuses() {
+        let cases = [
+            (403, Status::Denied),
+            (404, Status::Unreachable),
+            (429, Status::Unreachable),
+            (500, Status::Unreachable),
+            (503, Status::Unreachable),
+        ];
+        for (status, want) in cases {
+            match plan(&ping(status, &[]), &Credential::Anonymous) {
+                Plan::Fail(e) => {
+                    assert_eq!(e.status, want, "{status}");
+                    assert!(e.message.contains("reg.example"));
+                    assert!(e.message.contains(&status.to_string()));
+                }
+                other => panic!("{status}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn token_rejection_names_host_and_user_never_password() {
+        let params = BearerParams {
+            realm: url::Url::parse("https://auth.example:8443/token").unwrap(),
+            service: None,
+        };
+        let e = token_failure(
+            "reg.example",
+            &params,
+            &basic(),
+            &TokenFailure::Rejected { status: 401 },
+        );
+        assert_eq!(e.status, Status::Denied);
+        assert!(e.message.contains("reg.example"));
+        assert!(e.message.contains("auth.example:8443"));
+        assert!(e.message.contains("\"alice\""));
+        assert!(!e.message.contains("hunter2"));
+        let e = token_failure(
+            "reg.example",
+            &params,
+            &Credential::Anonymous,
+            &TokenFailure::Rejected { status: 401 },
+        );
+        assert_eq!(e.status, Status::NoAccess);
+        let e = token_failure(
+            "reg.example",
+            &params,
+            &Credential::IdentityToken("secret-refresh".into()),
+            &TokenFailure::Rejected { status: 400 },
+        );
+        assert_eq!(e.status, Status::Denied);
+        assert!(!e.message.contains("secret-refresh"));
+        let e = token_failure(
+            "reg.example",
+            &params,
+            &basic(),
+            &TokenFailure::Transport("connection refused".into()),
+        );
+        assert_eq!(e.status, Status::Unreachable);
+        assert!(e.message.ends_with("connection refused"));
+    }
+
+    #[test]
+    fn basic_check_outcomes() {
+        assert_eq!(basic_check("h", 200, &basic()), None);
+        let e = basic_check("h", 401, &basic()).unwrap();
+        assert_eq!(e.status, Status::Denied);
+        assert!(e.message.contains("\"alice\"") && !e.message.contains("hunter2"));
+        assert_eq!(
+            basic_check("h", 502, &basic()).unwrap().status,
+            Status::Unreachable
+        );
+    }
+}

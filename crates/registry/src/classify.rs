@@ -1,0 +1,851 @@
+//! Classification, sans IO: the answer to a manifest request (status, headers, error
+//! body) becomes an [`Answer`] or the next request to make; the answer to the tag list
+//! refines a 404. Wording lives here too, so every message is tested.
+//!
+//! Invariant: pure; every function maps data to data.
+
+use std::time::Duration;
+
+use crate::errcode::{self, Code, RegistryError};
+use crate::{Answer, Missing, Status};
+
+/// A manifest reference: a tag or a digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ref<'a> {
+    Tag(&'a str),
+    Digest(&'a str),
+}
+
+impl<'a> Ref<'a> {
+    /// Reads a reference as passed to [`crate::Session::check`]: `sha256:…` is a digest
+    /// (a tag cannot hold `:`), `tag@digest` means the digest, anything else a tag.
+    pub fn parse(reference: &'a str) -> Ref<'a> {
+        let reference = match reference.rsplit_once('@') {
+            Some((_, digest)) => digest,
+            None => reference,
+        };
+        if reference.contains(':') {
+            Ref::Digest(reference)
+        } else {
+            Ref::Tag(reference)
+        }
+    }
+
+    /// The string that goes in the URL.
+    pub fn as_str(&self) -> &'a str {
+        match self {
+            Ref::Tag(s) | Ref::Digest(s) => s,
+        }
+    }
+
+    /// [`Missing::Tag`] or [`Missing::Digest`].
+    pub fn missing(&self) -> Missing {
+        match self {
+            Ref::Tag(_) => Missing::Tag,
+            Ref::Digest(_) => Missing::Digest,
+        }
+    }
+
+    fn noun(&self) -> &'static str {
+        match self {
+            Ref::Tag(_) => "tag",
+            Ref::Digest(_) => "digest",
+        }
+    }
+}
+
+/// Who the request was made as, for the wording of 401s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Who {
+    /// The registry asks for Basic credentials and none are configured.
+    NoCredentials,
+    /// An anonymous token, or no authentication at all.
+    Anonymous,
+    /// `user "alice"`, `the configured identity token`, …
+    Credential(String),
+    /// The registry asks for Basic credentials and the configured credential (named
+    /// here) is a token, which cannot be sent as a user name and password.
+    Unusable(String),
+}
+
+/// The fixed facts of one query.
+#[derive(Debug, Clone)]
+pub(crate) struct Query<'a> {
+    pub host: &'a str,
+    pub repository: &'a str,
+    pub reference: Ref<'a>,
+    pub who: Who,
+    pub tag_hints: bool,
+}
+
+/// HEAD or GET.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    Head,
+    Get,
+}
+
+impl Method {
+    fn as_str(self) -> &'static str {
+        match self {
+            Method::Head => "HEAD",
+            Method::Get => "GET",
+        }
+    }
+}
+
+/// One manifest reply.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply<'a> {
+    pub method: Method,
+    pub status: u16,
+    /// `Docker-Content-Digest`.
+    pub digest: Option<&'a str>,
+    /// `Content-Type`.
+    pub content_type: Option<&'a str>,
+    /// `Retry-After`, as sent.
+    pub retry_after: Option<&'a str>,
+    /// The error envelope, when a body was read.
+    pub errors: &'a [RegistryError],
+}
+
+/// What to do with a manifest reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// The final answer.
+    Done(Answer),
+    /// The registry does not do HEAD here (405/501): ask again with GET.
+    Get,
+    /// 404 and tag hints are on: `GET /v2/<name>/tags/list` decides between a missing
+    /// repository and a missing tag or digest, which is passed along.
+    ListTags(Missing),
+    /// A failure that may pass (429, 5xx): today the answer is final; a retry loop
+    /// would wait `retry_after` (when the registry said) and ask again.
+    Retryable {
+        answer: Answer,
+        retry_after: Option<Duration>,
+    },
+}
+
+fn answer(status: Status, http_status: u16, detail: String) -> Answer {
+    Answer {
+        status,
+        missing: None,
+        digest: None,
+        detail,
+        http_status: Some(http_status),
+        media_type: None,
+    }
+}
+
+fn with_errors(base: String, errors: &[RegistryError]) -> String {
+    match errcode::summary(errors) {
+        Some(s) => format!("{base} ({s})"),
+        None => base,
+    }
+}
+
+/// `Retry-After` as delta-seconds (an HTTP date is not interpreted).
+pub(crate) fn retry_after(value: Option<&str>) -> Option<Duration> {
+    value
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
+/// Splits `algorithm:hex`.
+fn algorithm(digest: &str) -> Option<&str> {
+    digest.split_once(':').map(|(a, _)| a)
+}
+
+/// Classifies one manifest reply (pure).
+pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
+    let Query {
+        host,
+        repository,
+        reference,
+        ..
+    } = query;
+    let status = reply.status;
+    let method = reply.method.as_str();
+    match status {
+        200..=299 => {
+            let digest = reply.digest.map(str::trim).filter(|d| !d.is_empty());
+            // (wanted, got) when the registry names the requested digest otherwise.
+            let mismatch = match (reference, digest) {
+                (Ref::Digest(wanted), Some(got)) if algorithm(wanted) == algorithm(got) => {
+                    (!wanted.eq_ignore_ascii_case(got)).then_some((*wanted, got))
+                }
+                _ => None,
+            };
+            if let Some((wanted, got)) = mismatch {
+                return Decision::Done(answer(
+                    Status::Unreachable,
+                    status,
+                    format!(
+                        "registry {host} returned digest {got} for {wanted}: \
+                         the content does not match its digest, a pull would fail verification"
+                    ),
+                ));
+            }
+            let media_type = reply
+                .content_type
+                .map(|c| c.split(';').next().unwrap_or(c).trim().to_string())
+                .filter(|c| !c.is_empty());
+            let mut detail = format!("{method} {status}");
+            if let Some(mt) = &media_type {
+                detail.push_str(&format!(", {mt}"));
+            }
+            match (reference, digest) {
+                (Ref::Digest(wanted), Some(got)) if algorithm(wanted) != algorithm(got) => {
+                    detail.push_str(&format!(
+                        "; the registry names it {got} (another algorithm, not compared)"
+                    ));
+                }
+                _ => {}
+            }
+            Decision::Done(Answer {
+                status: Status::Present,
+                missing: None,
+                digest: digest.map(str::to_string),
+                detail,
+                http_status: Some(status),
+                media_type,
+            })
+        }
+        404 => {
+            if errcode::has(reply.errors, Code::NameUnknown) {
+                let mut a = answer(
+                    Status::Missing,
+                    status,
+                    with_errors(
+                        format!("repository {repository} not found on {host}"),
+                        reply.errors,
+                    ),
+                );
+                a.missing = Some(Missing::Repository);
+                return Decision::Done(a);
+            }
+            if query.tag_hints {
+                return Decision::ListTags(reference.missing());
+            }
+            let mut a = answer(
+                Status::Missing,
+                status,
+                with_errors(
+                    format!(
+                        "{} {} not found in {repository} on {host} ({method} 404); \
+                         whether the repository exists was not checked",
+                        reference.noun(),
+                        reference.as_str()
+                    ),
+                    reply.errors,
+                ),
+            );
+            a.missing = Some(reference.missing());
+            Decision::Done(a)
+        }
+        401 => Decision::Done(answer(
+            Status::NoAccess,
+            status,
+            with_errors(no_access(query), reply.errors),
+        )),
+        403 => Decision::Done(answer(
+            Status::Denied,
+            status,
+            with_errors(
+                format!("access to {repository} denied by {host} (HTTP 403)"),
+                reply.errors,
+            ),
+        )),
+        405 | 501 if reply.method == Method::Head => Decision::Get,
+        429 => {
+            let wait = retry_after(reply.retry_after);
+            let mut detail = format!("rate limited by {host} (HTTP 429)");
+            if let Some(wait) = wait {
+                detail.push_str(&format!("; retry after {} s", wait.as_secs()));
+            }
+            Decision::Retryable {
+                answer: answer(
+                    Status::Unreachable,
+                    status,
+                    with_errors(detail, reply.errors),
+                ),
+                retry_after: wait,
+            }
+        }
+        500..=599 => Decision::Retryable {
+            answer: answer(
+                Status::Unreachable,
+                status,
+                with_errors(
+                    format!("registry {host} answered HTTP {status} to {method}"),
+                    reply.errors,
+                ),
+            ),
+            retry_after: retry_after(reply.retry_after),
+        },
+        _ => Decision::Done(answer(
+            Status::Unreachable,
+            status,
+            with_errors(
+                format!(
+                    "registry {host} answered HTTP {status} to {method}, which this client does not expect"
+                ),
+                reply.errors,
+            ),
+        )),
+    }
+}
+
+/// The wording of a 401 on a manifest.
+pub(crate) fn no_access(query: &Query<'_>) -> String {
+    let host = query.host;
+    match &query.who {
+        Who::NoCredentials => {
+            format!("authentication required and no credentials are configured for {host}")
+        }
+        Who::Anonymous => format!(
+            "missing, or no access anonymously ({host} answered 401; it does not tell the two apart)"
+        ),
+        Who::Unusable(who) => format!(
+            "authentication required: {host} asks for a user name and password, and {who} is not one"
+        ),
+        Who::Credential(who) => format!(
+            "missing, or no access with these credentials ({who}; {host} answered 401; it does not tell the two apart)"
+        ),
+    }
+}
+
+/// The answer for a credential or token that could not be obtained during a query.
+pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
+    Answer {
+        status: err.status,
+        missing: None,
+        digest: None,
+        detail: err.message.clone(),
+        http_status: None,
+        media_type: None,
+    }
+}
+
+/// The answer for a request that got no HTTP answer.
+pub(crate) fn transport_failure(host: &str, method: Method, reason: &str) -> Answer {
+    Answer {
+        status: Status::Unreachable,
+        missing: None,
+        digest: None,
+        detail: format!("{} to {host} failed: {reason}", method.as_str()),
+        http_status: None,
+        media_type: None,
+    }
+}
+
+/// The verdict on a 404 when the tag list request got no HTTP answer.
+pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str) -> Answer {
+    Answer {
+        status: Status::Missing,
+        missing: Some(missing),
+        digest: None,
+        detail: format!(
+            "{} {} not found in {} on {}; the tag list request failed ({reason}), \
+             so whether the repository exists is unknown",
+            query.reference.noun(),
+            query.reference.as_str(),
+            query.repository,
+            query.host
+        ),
+        http_status: Some(404),
+        media_type: None,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct TagList {
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+/// The tag list's verdict on a 404 (pure). `missing` is the kind the reference implies;
+/// `status`, `body` and `errors` are the tag list's; `link_next` says the list was cut.
+pub(crate) fn tags_list(
+    query: &Query<'_>,
+    missing: Missing,
+    status: u16,
+    body: &[u8],
+    errors: &[RegistryError],
+    link_next: bool,
+) -> Answer {
+    let Query {
+        host,
+        repository,
+        reference,
+        ..
+    } = query;
+    let noun = reference.noun();
+    let wanted = reference.as_str();
+    let mut out = answer(Status::Missing, 404, String::new());
+    if status == 404 {
+        out.missing = Some(Missing::Repository);
+        out.detail = with_errors(
+            format!("repository {repository} not found on {host}"),
+            errors,
+        );
+        return out;
+    }
+    out.missing = Some(missing);
+    let tags = if (200..300).contains(&status) {
+        serde_json::from_slice::<TagList>(body)
+            .ok()
+            .map(|l| l.tags.unwrap_or_default())
+    } else {
+        None
+    };
+    let Some(tags) = tags else {
+        out.detail = if (200..300).contains(&status) {
+            format!(
+                "{noun} {wanted} not found in {repository} on {host}; \
+                 the tag list could not be read, so whether the repository exists is unknown"
+            )
+        } else {
+            with_errors(
+                format!(
+                    "{noun} {wanted} not found in {repository} on {host}; \
+                     the tag list answered HTTP {status}, so whether the repository exists is unknown"
+                ),
+                errors,
+            )
+        };
+        return out;
+    };
+    let count = if link_next {
+        format!("at least {}", tags.len())
+    } else {
+        tags.len().to_string()
+    };
+    out.detail = match reference {
+        Ref::Digest(_) => format!(
+            "digest {wanted} not found in {repository} on {host} (the repository exists, {count} tags)"
+        ),
+        Ref::Tag(tag) if tags.is_empty() => {
+            format!("tag {tag} not found in {repository} on {host}, which has no tags")
+        }
+        Ref::Tag(tag) => {
+            let close = suggest(tag, &tags);
+            if close.is_empty() {
+                format!("tag {tag} not found in {repository} on {host} ({count} tags, none close)")
+            } else {
+                format!(
+                    "tag {tag} not found in {repository} on {host}; did you mean {}?",
+                    or_list(&close)
+                )
+            }
+        }
+    };
+    out
+}
+
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// Levenshtein distance over characters.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// Up to three existing tags closest to `wanted`: those at the smallest edit distance,
+/// if that distance is within a budget of a third of the tag's length (at least 2),
+/// sorted by name.
+pub(crate) fn suggest<'t>(wanted: &str, tags: &'t [String]) -> Vec<&'t str> {
+    let budget = (wanted.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = tags
+        .iter()
+        .map(|t| (edit_distance(wanted, t), t.as_str()))
+        .filter(|(d, t)| *d <= budget && *t != wanted)
+        .collect();
+    scored.sort();
+    scored.dedup();
+    let Some(&(best, _)) = scored.first() else {
+        return Vec::new();
+    };
+    scored
+        .into_iter()
+        .take_while(|(d, _)| *d == best)
+        .take(3)
+        .map(|(_, t)| t)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(reference: &str) -> Query<'_> {
+        Query {
+            host: "reg.example",
+            repository: "library/alpine",
+            reference: Ref::parse(reference),
+            who: Who::Anonymous,
+            tag_hints: true,
+        }
+    }
+
+    fn reply(method: Method, status: u16) -> Reply<'static> {
+        Reply {
+            method,
+            status,
+            digest: None,
+            content_type: None,
+            retry_after: None,
+            errors: &[],
+        }
+    }
+
+    const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+    fn done(d: Decision) -> Answer {
+        match d {
+            Decision::Done(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reference_kinds() {
+        assert_eq!(Ref::parse("3.19"), Ref::Tag("3.19"));
+        assert_eq!(Ref::parse(D1), Ref::Digest(D1));
+        let both = format!("3.19@{D1}");
+        assert_eq!(Ref::parse(&both), Ref::Digest(D1));
+        assert_eq!(Ref::parse(D1).missing(), Missing::Digest);
+    }
+
+    #[test]
+    fn present_tag_with_digest_and_media_type() {
+        let r = Reply {
+            digest: Some(D1),
+            content_type: Some("application/vnd.oci.image.index.v1+json; charset=utf-8"),
+            ..reply(Method::Head, 200)
+        };
+        let a = done(manifest(&query("3.19"), &r));
+        assert_eq!(a.status, Status::Present);
+        assert_eq!(a.digest.as_deref(), Some(D1));
+        assert_eq!(
+            a.media_type.as_deref(),
+            Some("application/vnd.oci.image.index.v1+json")
+        );
+        assert_eq!(a.http_status, Some(200));
+        assert_eq!(
+            a.detail,
+            "HEAD 200, application/vnd.oci.image.index.v1+json"
+        );
+    }
+
+    #[test]
+    fn present_without_digest_header_is_fine() {
+        let a = done(manifest(&query("3.19"), &reply(Method::Head, 200)));
+        assert_eq!(a.status, Status::Present);
+        assert_eq!(a.digest, None);
+        let a = done(manifest(&query(D1), &reply(Method::Head, 200)));
+        assert_eq!(a.status, Status::Present);
+    }
+
+    #[test]
+    fn digest_mismatch_is_unreachable_naming_both() {
+        let r = Reply {
+            digest: Some(D2),
+            ..reply(Method::Head, 200)
+        };
+        let a = done(manifest(&query(D1), &r));
+        assert_eq!(a.status, Status::Unreachable);
+        assert!(
+            a.detail.contains(&format!(
+                "registry reg.example returned digest {D2} for {D1}"
+            )),
+            "{}",
+            a.detail
+        );
+        // Same digest: present.
+        let r = Reply {
+            digest: Some(D1),
+            ..reply(Method::Head, 200)
+        };
+        assert_eq!(done(manifest(&query(D1), &r)).status, Status::Present);
+    }
+
+    #[test]
+    fn digest_of_another_algorithm_is_not_compared() {
+        let sha512 = format!("sha512:{}", "3".repeat(128));
+        let r = Reply {
+            digest: Some(D1),
+            ..reply(Method::Head, 200)
+        };
+        let a = done(manifest(&query(&sha512), &r));
+        assert_eq!(a.status, Status::Present);
+        assert!(a.detail.contains("not compared"));
+    }
+
+    #[test]
+    fn not_found_asks_for_the_tag_list_when_hints_are_on() {
+        assert_eq!(
+            manifest(&query("3.99"), &reply(Method::Head, 404)),
+            Decision::ListTags(Missing::Tag)
+        );
+        assert_eq!(
+            manifest(&query(D1), &reply(Method::Head, 404)),
+            Decision::ListTags(Missing::Digest)
+        );
+    }
+
+    #[test]
+    fn not_found_without_hints_says_the_repository_was_not_checked() {
+        let q = Query {
+            tag_hints: false,
+            ..query("3.99")
+        };
+        let a = done(manifest(&q, &reply(Method::Head, 404)));
+        assert_eq!(a.status, Status::Missing);
+        assert_eq!(a.missing, Some(Missing::Tag));
+        assert!(a.detail.contains("was not checked"), "{}", a.detail);
+        let q = Query {
+            tag_hints: false,
+            ..query(D1)
+        };
+        assert_eq!(
+            done(manifest(&q, &reply(Method::Head, 404))).missing,
+            Some(Missing::Digest)
+        );
+    }
+
+    #[test]
+    fn name_unknown_on_a_get_is_a_missing_repository_at_once() {
+        let errors = errcode::parse(
+            br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}"#,
+        );
+        let r = Reply {
+            errors: &errors,
+            ..reply(Method::Get, 404)
+        };
+        let a = done(manifest(&query("3.19"), &r));
+        assert_eq!(a.missing, Some(Missing::Repository));
+        assert!(a.detail.contains("NAME_UNKNOWN"));
+    }
+
+    #[test]
+    fn unauthorized_is_never_missing() {
+        for (who, needle) in [
+            (Who::Anonymous, "missing, or no access anonymously"),
+            (
+                Who::Credential("user \"alice\"".into()),
+                "missing, or no access with these credentials (user \"alice\"",
+            ),
+            (
+                Who::NoCredentials,
+                "authentication required and no credentials are configured for reg.example",
+            ),
+            (
+                Who::Unusable("the configured registry token".into()),
+                "asks for a user name and password, and the configured registry token is not one",
+            ),
+        ] {
+            let q = Query {
+                who,
+                ..query("3.19")
+            };
+            let a = done(manifest(&q, &reply(Method::Head, 401)));
+            assert_eq!(a.status, Status::NoAccess);
+            assert_eq!(a.missing, None);
+            assert!(a.detail.contains(needle), "{}", a.detail);
+        }
+    }
+
+    #[test]
+    fn forbidden_is_denied() {
+        let errors = errcode::parse(br#"{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}"#);
+        let r = Reply {
+            errors: &errors,
+            ..reply(Method::Get, 403)
+        };
+        let a = done(manifest(&query("3.19"), &r));
+        assert_eq!(a.status, Status::Denied);
+        assert!(a.detail.contains("DENIED: requested access"));
+    }
+
+    #[test]
+    fn head_not_allowed_falls_back_to_get_once() {
+        assert_eq!(
+            manifest(&query("3.19"), &reply(Method::Head, 405)),
+            Decision::Get
+        );
+        assert_eq!(
+            manifest(&query("3.19"), &reply(Method::Head, 501)),
+            Decision::Get
+        );
+        let a = done(manifest(&query("3.19"), &reply(Method::Get, 405)));
+        assert_eq!(a.status, Status::Unreachable);
+    }
+
+    #[test]
+    fn rate_limit_and_server_errors_are_retryable() {
+        let r = Reply {
+            retry_after: Some("30"),
+            ..reply(Method::Head, 429)
+        };
+        match manifest(&query("3.19"), &r) {
+            Decision::Retryable {
+                answer,
+                retry_after,
+            } => {
+                assert_eq!(answer.status, Status::Unreachable);
+                assert_eq!(answer.http_status, Some(429));
+                assert!(answer.detail.contains("retry after 30 s"));
+                assert_eq!(retry_after, Some(Duration::from_secs(30)));
+            }
+            other => panic!("{other:?}"),
+        }
+        match manifest(&query("3.19"), &reply(Method::Head, 503)) {
+            Decision::Retryable {
+                answer,
+                retry_after: None,
+            } => assert!(answer.detail.contains("HTTP 503")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unexpected_statuses_are_unreachable_with_the_code() {
+        let errors = errcode::parse(
+            br#"{"errors":[{"code":"NAME_INVALID","message":"invalid repository name"}]}"#,
+        );
+        let r = Reply {
+            errors: &errors,
+            ..reply(Method::Get, 400)
+        };
+        let a = done(manifest(&query("3.19"), &r));
+        assert_eq!(a.status, Status::Unreachable);
+        assert!(a.detail.contains("HTTP 400") && a.detail.contains("NAME_INVALID"));
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(retry_after(Some(" 5 ")), Some(Duration::from_secs(5)));
+        assert_eq!(retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
+        assert_eq!(retry_after(None), None);
+    }
+
+    #[test]
+    fn tag_list_404_is_missing_repository() {
+        let errors = errcode::parse(br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}"#);
+        let a = tags_list(&query("3.19"), Missing::Tag, 404, b"", &errors, false);
+        assert_eq!(a.status, Status::Missing);
+        assert_eq!(a.missing, Some(Missing::Repository));
+        assert_eq!(a.http_status, Some(404));
+        assert!(
+            a.detail
+                .contains("repository library/alpine not found on reg.example")
+        );
+        let a = tags_list(
+            &query(D1),
+            Missing::Digest,
+            404,
+            b"404 page not found",
+            &[],
+            false,
+        );
+        assert_eq!(a.missing, Some(Missing::Repository));
+    }
+
+    #[test]
+    fn tag_list_suggests_close_tags() {
+        let body = br#"{"name":"library/alpine","tags":["3.18","3.19","3.20","edge","latest"]}"#;
+        let a = tags_list(&query("3.91"), Missing::Tag, 200, body, &[], false);
+        assert_eq!(a.missing, Some(Missing::Tag));
+        assert_eq!(
+            a.detail,
+            "tag 3.91 not found in library/alpine on reg.example; did you mean 3.18, 3.19 or 3.20?"
+        );
+        let a = tags_list(&query("3.199"), Missing::Tag, 200, body, &[], false);
+        assert!(a.detail.ends_with("did you mean 3.19?"), "{}", a.detail);
+        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], false);
+        assert!(a.detail.contains("(5 tags, none close)"), "{}", a.detail);
+        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], true);
+        assert!(a.detail.contains("(at least 5 tags"), "{}", a.detail);
+    }
+
+    #[test]
+    fn tag_list_for_digests_and_empty_repositories() {
+        let body = br#"{"name":"library/alpine","tags":["a"]}"#;
+        let a = tags_list(&query(D1), Missing::Digest, 200, body, &[], false);
+        assert_eq!(a.missing, Some(Missing::Digest));
+        assert!(a.detail.contains("the repository exists"));
+        let a = tags_list(
+            &query("x"),
+            Missing::Tag,
+            200,
+            br#"{"name":"n","tags":null}"#,
+            &[],
+            false,
+        );
+        assert!(a.detail.ends_with("which has no tags"), "{}", a.detail);
+    }
+
+    #[test]
+    fn tag_list_request_failure_keeps_the_reference_kind() {
+        let a = tags_list_failed(&query("x"), Missing::Tag, "connection reset by peer");
+        assert_eq!(a.missing, Some(Missing::Tag));
+        assert!(
+            a.detail.contains("(connection reset by peer)"),
+            "{}",
+            a.detail
+        );
+    }
+
+    #[test]
+    fn tag_list_that_cannot_be_read_keeps_the_reference_kind() {
+        let a = tags_list(&query("x"), Missing::Tag, 401, b"", &[], false);
+        assert_eq!(a.status, Status::Missing);
+        assert_eq!(a.missing, Some(Missing::Tag));
+        assert!(a.detail.contains("answered HTTP 401"), "{}", a.detail);
+        let a = tags_list(&query("x"), Missing::Tag, 200, b"<html>", &[], false);
+        assert!(a.detail.contains("could not be read"), "{}", a.detail);
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("3.19", "3.91"), 2);
+        assert_eq!(edit_distance("3.19", "3.19.1"), 2);
+        assert_eq!(edit_distance("ä", "a"), 1);
+    }
+
+    #[test]
+    fn suggestions_are_nearest_first_and_bounded() {
+        let tags: Vec<String> = ["1.0", "1.1", "1.2", "1.3", "2.0", "latest"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(suggest("1.4", &tags), vec!["1.0", "1.1", "1.2"]);
+        // Only the nearest tier is offered.
+        assert_eq!(suggest("2.01", &tags), vec!["2.0"]);
+        assert_eq!(suggest("lates", &tags), vec!["latest"]);
+        assert!(suggest("something-else-entirely", &tags).is_empty());
+        assert_eq!(or_list(&["a"]), "a");
+        assert_eq!(or_list(&["a", "b"]), "a or b");
+    }
+}

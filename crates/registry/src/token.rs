@@ -1,0 +1,539 @@
+//! Bearer tokens: which request to send to the realm for a credential (pure), how to
+//! read the reply (pure), and the fetch itself, GET or the OAuth2 POST with its GET
+//! fallback (distribution token-auth spec and `oauth.md`).
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde::Deserialize;
+use url::Url;
+
+use crate::Credential;
+use crate::challenge::Challenge;
+use crate::scope;
+use crate::transport::{self, Http, Purpose};
+
+/// The OAuth2 `client_id` this crate presents.
+pub(crate) const CLIENT_ID: &str = "pullcheck";
+/// The lifetime assumed when a reply has no `expires_in` (token-auth spec).
+pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
+
+/// A secret string whose `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+
+    /// The secret itself, for an `Authorization` header or a form field only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Where and for which service to ask for tokens: the `realm` and `service` of a
+/// `Bearer` challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BearerParams {
+    pub realm: Url,
+    pub service: Option<String>,
+}
+
+/// Why a `Bearer` challenge cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BearerError {
+    /// No `realm`, or one that is not an absolute http(s) URL.
+    BadRealm(String),
+    /// A plain-HTTP realm for an endpoint that is not insecure.
+    InsecureRealm(Url),
+}
+
+impl BearerParams {
+    /// Reads `realm` and `service` from a `Bearer` challenge. A plain-HTTP realm is
+    /// refused unless `allow_http_realm`.
+    pub fn from_challenge(
+        challenge: &Challenge,
+        allow_http_realm: bool,
+    ) -> Result<BearerParams, BearerError> {
+        let Some(realm) = challenge.param("realm").filter(|r| !r.is_empty()) else {
+            return Err(BearerError::BadRealm(
+                "the Bearer challenge has no realm".into(),
+            ));
+        };
+        let realm = Url::parse(realm).map_err(|e| {
+            BearerError::BadRealm(format!("the Bearer realm {realm:?} is not a URL ({e})"))
+        })?;
+        match realm.scheme() {
+            "https" => {}
+            "http" if allow_http_realm => {}
+            "http" => return Err(BearerError::InsecureRealm(realm)),
+            other => {
+                return Err(BearerError::BadRealm(format!(
+                    "the Bearer realm has scheme {other:?}"
+                )));
+            }
+        }
+        if realm.host_str().is_none() {
+            return Err(BearerError::BadRealm("the Bearer realm has no host".into()));
+        }
+        let service = challenge
+            .param("service")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        Ok(BearerParams { realm, service })
+    }
+}
+
+/// A token and when it stops being usable.
+#[derive(Debug, Clone)]
+pub(crate) struct Token {
+    pub value: Secret,
+    pub obtained: Instant,
+    pub lifetime: Duration,
+}
+
+impl Token {
+    /// Usable at `now` with a safety margin: a tenth of its lifetime, at most 5 s.
+    pub fn is_fresh(&self, now: Instant) -> bool {
+        let margin = (self.lifetime / 10).min(Duration::from_secs(5));
+        now.saturating_duration_since(self.obtained) + margin < self.lifetime
+    }
+}
+
+/// One request to a token realm.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum TokenRequest {
+    /// `GET <realm>?service=…&scope=…`, with Basic auth when a user is known.
+    Get {
+        url: Url,
+        basic: Option<(String, Secret)>,
+    },
+    /// `POST <realm>`, form `grant_type=refresh_token&refresh_token=…&service=…&client_id=…&scope=…`.
+    OAuthRefresh {
+        url: Url,
+        refresh_token: Secret,
+        service: Option<String>,
+        scope: String,
+    },
+}
+
+impl fmt::Debug for TokenRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenRequest::Get { url, basic } => f
+                .debug_struct("Get")
+                .field("url", &transport::loggable_url(url))
+                .field("user", &basic.as_ref().map(|(u, _)| u))
+                .finish(),
+            TokenRequest::OAuthRefresh { url, .. } => f
+                .debug_struct("OAuthRefresh")
+                .field("url", &transport::loggable_url(url))
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// How to obtain a bearer token for a credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TokenPlan {
+    /// A `registrytoken`: used as it is, nothing is requested.
+    Ready(Secret),
+    /// Send this request.
+    Request(TokenRequest),
+}
+
+/// The first request for `scopes` with `credential` (pure).
+pub(crate) fn plan(params: &BearerParams, credential: &Credential, scopes: &[String]) -> TokenPlan {
+    match credential {
+        Credential::RegistryToken(t) => TokenPlan::Ready(Secret::new(t.clone())),
+        Credential::IdentityToken(t) => TokenPlan::Request(TokenRequest::OAuthRefresh {
+            url: params.realm.clone(),
+            refresh_token: Secret::new(t.clone()),
+            service: params.service.clone(),
+            scope: scope::oauth_scope(scopes),
+        }),
+        Credential::Basic { username, password } => TokenPlan::Request(TokenRequest::Get {
+            url: scope::token_url(&params.realm, params.service.as_deref(), scopes),
+            basic: Some((username.clone(), Secret::new(password.clone()))),
+        }),
+        Credential::Anonymous => TokenPlan::Request(TokenRequest::Get {
+            url: scope::token_url(&params.realm, params.service.as_deref(), scopes),
+            basic: None,
+        }),
+    }
+}
+
+/// The GET that replaces an OAuth2 POST the realm does not support (404 or 405): the
+/// refresh token goes as the Basic password with an empty user name, as containerd
+/// does (pure).
+pub(crate) fn oauth_fallback(
+    params: &BearerParams,
+    refresh_token: &Secret,
+    scopes: &[String],
+) -> TokenRequest {
+    TokenRequest::Get {
+        url: scope::token_url(&params.realm, params.service.as_deref(), scopes),
+        basic: Some((String::new(), refresh_token.clone())),
+    }
+}
+
+/// Why no token was obtained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TokenFailure {
+    /// The realm refused the credential: 401 or 403, or OAuth2 `invalid_grant`.
+    Rejected { status: u16 },
+    /// Any other non-success status.
+    Status { status: u16 },
+    /// No answer: the described network, TLS or timeout error.
+    Transport(String),
+    /// A success status with a body that holds no token.
+    BadReply(String),
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    access_token: Option<String>,
+    #[serde(default)]
+    expires_in: Option<serde_json::Value>,
+}
+
+/// Reads a token reply: `token`, else `access_token`; `expires_in` in seconds (absent,
+/// zero, negative or not a number → 60 s) (pure).
+///
+/// # Errors
+/// A reason when the body is not JSON or holds no non-empty token.
+pub(crate) fn parse_reply(body: &[u8], obtained: Instant) -> Result<Token, String> {
+    let reply: Reply = serde_json::from_slice(body)
+        .map_err(|e| format!("the token reply is not the expected JSON ({e})"))?;
+    let value = reply
+        .token
+        .filter(|t| !t.is_empty())
+        .or(reply.access_token.filter(|t| !t.is_empty()))
+        .ok_or_else(|| "the token reply holds no token".to_string())?;
+    let seconds = reply
+        .expires_in
+        .as_ref()
+        .and_then(serde_json::Value::as_f64)
+        .filter(|s| s.is_finite() && *s > 0.0);
+    let lifetime = match seconds {
+        Some(s) => Duration::from_secs_f64(s.min(366.0 * 86400.0)),
+        None => DEFAULT_LIFETIME,
+    };
+    Ok(Token {
+        value: Secret::new(value),
+        obtained,
+        lifetime,
+    })
+}
+
+/// Whether an OAuth2 error reply means the grant itself was refused (RFC 6749 §5.2).
+fn is_invalid_grant(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct OAuthError {
+        #[serde(default)]
+        error: String,
+    }
+    serde_json::from_slice::<OAuthError>(body)
+        .map(|e| e.error == "invalid_grant" || e.error == "unauthorized_client")
+        .unwrap_or(false)
+}
+
+/// Sends one token request and reads the token.
+async fn send(http: &Http, request: &TokenRequest) -> Result<Token, TokenFailure> {
+    let (method, url, builder) = match request {
+        TokenRequest::Get { url, basic } => {
+            let mut b = http.client.get(url.clone());
+            if let Some((user, password)) = basic {
+                b = b.basic_auth(user, Some(password.expose()));
+            }
+            (Method::GET, url, b)
+        }
+        TokenRequest::OAuthRefresh {
+            url,
+            refresh_token,
+            service,
+            scope,
+        } => {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "refresh_token");
+            form.append_pair("refresh_token", refresh_token.expose());
+            if let Some(service) = service {
+                form.append_pair("service", service);
+            }
+            form.append_pair("client_id", CLIENT_ID);
+            if !scope.is_empty() {
+                form.append_pair("scope", scope);
+            }
+            let b = http
+                .client
+                .post(url.clone())
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                )
+                .body(form.finish());
+            (Method::POST, url, b)
+        }
+    };
+    let obtained = Instant::now();
+    let response = http
+        .send(builder, &method, url, Purpose::Token)
+        .await
+        .map_err(|e| TokenFailure::Transport(transport::describe(&e, http.timeout)))?;
+    let status = response.status().as_u16();
+    if response.status().is_success() {
+        let body = transport::read_limited(response, transport::TOKEN_BODY_LIMIT).await;
+        return parse_reply(&body, obtained).map_err(TokenFailure::BadReply);
+    }
+    let oauth = matches!(request, TokenRequest::OAuthRefresh { .. });
+    match status {
+        401 | 403 => Err(TokenFailure::Rejected { status }),
+        400 if oauth => {
+            let body = transport::read_limited(response, transport::ERROR_BODY_LIMIT).await;
+            if is_invalid_grant(&body) {
+                Err(TokenFailure::Rejected { status })
+            } else {
+                Err(TokenFailure::Status { status })
+            }
+        }
+        _ => Err(TokenFailure::Status { status }),
+    }
+}
+
+/// Obtains a token for `scopes`: the plan's request, and for an identity token whose
+/// POST the realm answers 404 or 405, the GET fallback.
+pub(crate) async fn fetch(
+    http: &Http,
+    params: &BearerParams,
+    credential: &Credential,
+    scopes: &[String],
+) -> Result<Token, TokenFailure> {
+    match plan(params, credential, scopes) {
+        TokenPlan::Ready(value) => Ok(Token {
+            value,
+            obtained: Instant::now(),
+            // A ready token has no known lifetime; it is never refreshed.
+            lifetime: Duration::MAX,
+        }),
+        TokenPlan::Request(request) => match send(http, &request).await {
+            Err(TokenFailure::Status {
+                status: 404 | 405, ..
+            }) if matches!(request, TokenRequest::OAuthRefresh { .. }) => {
+                let TokenRequest::OAuthRefresh { refresh_token, .. } = &request else {
+                    unreachable!("matched above")
+                };
+                tracing::debug!("token realm has no OAuth2 endpoint; falling back to GET");
+                send(http, &oauth_fallback(params, refresh_token, scopes)).await
+            }
+            other => other,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::challenge;
+
+    fn bearer(header: &str) -> Challenge {
+        challenge::parse(header.as_bytes()).unwrap().remove(0)
+    }
+
+    fn params() -> BearerParams {
+        BearerParams {
+            realm: Url::parse("https://auth.example/token").unwrap(),
+            service: Some("reg.example".into()),
+        }
+    }
+
+    #[test]
+    fn params_from_docker_hub_style_challenge() {
+        let c =
+            bearer(r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io""#);
+        let p = BearerParams::from_challenge(&c, false).unwrap();
+        assert_eq!(p.realm.as_str(), "https://auth.docker.io/token");
+        assert_eq!(p.service.as_deref(), Some("registry.docker.io"));
+    }
+
+    #[test]
+    fn params_refuse_plain_http_realm_unless_allowed() {
+        let c = bearer(r#"Bearer realm="http://127.0.0.1:9/token",service="s""#);
+        assert!(matches!(
+            BearerParams::from_challenge(&c, false),
+            Err(BearerError::InsecureRealm(_))
+        ));
+        assert!(BearerParams::from_challenge(&c, true).is_ok());
+    }
+
+    #[test]
+    fn params_reject_missing_or_odd_realms() {
+        for h in [
+            r#"Bearer service="s""#,
+            r#"Bearer realm="""#,
+            r#"Bearer realm="/token""#,
+            r#"Bearer realm="ftp://x/token""#,
+        ] {
+            assert!(
+                matches!(
+                    BearerParams::from_challenge(&bearer(h), true),
+                    Err(BearerError::BadRealm(_))
+                ),
+                "{h}"
+            );
+        }
+        let no_service =
+            BearerParams::from_challenge(&bearer(r#"Bearer realm="https://a/t""#), false).unwrap();
+        assert_eq!(no_service.service, None);
+    }
+
+    #[test]
+    fn plan_per_credential() {
+        let scopes = scope::pull_scopes(["a", "b"]);
+        match plan(&params(), &Credential::Anonymous, &scopes) {
+            TokenPlan::Request(TokenRequest::Get { url, basic: None }) => assert_eq!(
+                url.as_str(),
+                "https://auth.example/token?service=reg.example&scope=repository%3Aa%3Apull&scope=repository%3Ab%3Apull"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let basic = Credential::Basic {
+            username: "u".into(),
+            password: "p".into(),
+        };
+        match plan(&params(), &basic, &scopes) {
+            TokenPlan::Request(TokenRequest::Get {
+                basic: Some((u, p)),
+                ..
+            }) => {
+                assert_eq!(u, "u");
+                assert_eq!(p.expose(), "p");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            plan(&params(), &Credential::RegistryToken("rt".into()), &scopes),
+            TokenPlan::Ready(Secret::new("rt"))
+        );
+        match plan(&params(), &Credential::IdentityToken("it".into()), &scopes) {
+            TokenPlan::Request(TokenRequest::OAuthRefresh {
+                url,
+                refresh_token,
+                service,
+                scope,
+            }) => {
+                assert_eq!(url.as_str(), "https://auth.example/token");
+                assert_eq!(refresh_token.expose(), "it");
+                assert_eq!(service.as_deref(), Some("reg.example"));
+                assert_eq!(scope, "repository:a:pull repository:b:pull");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn oauth_fallback_is_a_get_with_the_refresh_token_as_password() {
+        let req = oauth_fallback(&params(), &Secret::new("it"), &scope::pull_scopes(["a"]));
+        match req {
+            TokenRequest::Get {
+                url,
+                basic: Some((u, p)),
+            } => {
+                assert!(url.as_str().contains("scope=repository%3Aa%3Apull"));
+                assert_eq!(u, "");
+                assert_eq!(p.expose(), "it");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let basic = Credential::Basic {
+            username: "alice".into(),
+            password: "hunter2".into(),
+        };
+        let shown = format!("{:?}", plan(&params(), &basic, &[]));
+        assert!(
+            shown.contains("alice") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        let shown = format!(
+            "{:?}",
+            plan(
+                &params(),
+                &Credential::IdentityToken("refresh-secret".into()),
+                &[]
+            )
+        );
+        assert!(!shown.contains("refresh-secret"), "{shown}");
+        let shown = format!(
+            "{:?}",
+            plan(
+                &params(),
+                &Credential::RegistryToken("bearer-secret".into()),
+                &[]
+            )
+        );
+        assert!(!shown.contains("bearer-secret"), "{shown}");
+    }
+
+    #[test]
+    fn reply_token_access_token_and_lifetime() {
+        let now = Instant::now();
+        // Example reply from the token-auth spec (token, expires_in, issued_at).
+        let t = parse_reply(
+            br#"{"token":"abc","expires_in":3600,"issued_at":"2009-11-10T23:00:00Z"}"#,
+            now,
+        )
+        .unwrap();
+        assert_eq!(t.value.expose(), "abc");
+        assert_eq!(t.lifetime, Duration::from_secs(3600));
+        let t = parse_reply(br#"{"access_token":"xyz"}"#, now).unwrap();
+        assert_eq!(t.value.expose(), "xyz");
+        assert_eq!(t.lifetime, DEFAULT_LIFETIME);
+        let t = parse_reply(br#"{"token":"","access_token":"xyz","expires_in":0}"#, now).unwrap();
+        assert_eq!(t.value.expose(), "xyz");
+        assert_eq!(t.lifetime, DEFAULT_LIFETIME);
+        let t = parse_reply(br#"{"token":"a","expires_in":"soon"}"#, now).unwrap();
+        assert_eq!(t.lifetime, DEFAULT_LIFETIME);
+        assert!(parse_reply(br#"{"expires_in":60}"#, now).is_err());
+        assert!(parse_reply(b"<html>", now).is_err());
+    }
+
+    #[test]
+    fn freshness_keeps_a_margin() {
+        let now = Instant::now();
+        let t = Token {
+            value: Secret::new("x"),
+            obtained: now,
+            lifetime: Duration::from_secs(60),
+        };
+        assert!(t.is_fresh(now));
+        assert!(t.is_fresh(now + Duration::from_secs(54)));
+        assert!(!t.is_fresh(now + Duration::from_secs(55)));
+        let forever = Token {
+            lifetime: Duration::MAX,
+            ..t
+        };
+        assert!(forever.is_fresh(now + Duration::from_secs(1 << 40)));
+    }
+
+    #[test]
+    fn invalid_grant_is_recognised() {
+        assert!(is_invalid_grant(br#"{"error":"invalid_grant"}"#));
+        assert!(!is_invalid_grant(br#"{"error":"invalid_request"}"#));
+        assert!(!is_invalid_grant(b"nope"));
+    }
+}

@@ -1,0 +1,583 @@
+//! The client against real distribution registries on loopback (pullcheck-testkit):
+//! anonymous, htpasswd (Basic) and token (Bearer) modes, each with its own registry.
+//!
+//! The testkit's registries speak plain HTTP, so every endpoint here allows HTTP and
+//! every `authorize` also exercises the https → http fallback.
+
+use std::time::Duration;
+
+use pullcheck_registry::{
+    Answer, AuthorizeError, Client, ClientOptions, Credential, Endpoint, Missing, Session, Status,
+};
+use pullcheck_testkit::{
+    Auth, ImageKind, PushedImage, Registry, Repos, TokenAuth, TokenPolicy, User,
+};
+
+const APP: &str = "team/app";
+const PRIVATE: &str = "team/private";
+const NOPE: &str = "team/does-not-exist";
+const ZERO_DIGEST: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+fn endpoint(registry: &Registry) -> Endpoint {
+    Endpoint {
+        host: registry.host().to_string(),
+        allow_http: true,
+        skip_verify: false,
+    }
+}
+
+fn client() -> Client {
+    Client::new(ClientOptions::default()).expect("client")
+}
+
+fn basic(user: &str, password: &str) -> Credential {
+    Credential::Basic {
+        username: user.into(),
+        password: password.into(),
+    }
+}
+
+fn repos(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// Pushes the images every matrix uses: one of each manifest kind in `team/app`, and
+/// one image in `team/private`.
+async fn push_images(registry: &Registry) -> Vec<PushedImage> {
+    let mut pushed = Vec::new();
+    for (repo, tag, kind) in [
+        (APP, "3.19", ImageKind::OciIndex),
+        (APP, "3.18", ImageKind::OciManifest),
+        (APP, "docker", ImageKind::DockerManifest),
+        (APP, "docker-list", ImageKind::DockerManifestList),
+        (PRIVATE, "v1", ImageKind::OciIndex),
+    ] {
+        pushed.push(registry.push(repo, tag, kind).await.expect("push"));
+    }
+    pushed
+}
+
+#[track_caller]
+fn assert_status(answer: &Answer, status: Status, missing: Option<Missing>) {
+    assert_eq!(
+        (answer.status, answer.missing),
+        (status, missing),
+        "{answer:?}"
+    );
+}
+
+/// Present tags of all four kinds, a present digest, tag+digest, a missing tag with a
+/// suggestion, a missing digest and a missing repository: the same on every mode once
+/// the credential is good.
+async fn check_matrix(session: &Session, pushed: &[PushedImage]) {
+    for image in pushed.iter().filter(|i| i.repository == APP) {
+        let a = session.check(APP, &image.tag).await;
+        assert_status(&a, Status::Present, None);
+        assert_eq!(a.digest.as_deref(), Some(image.digest.as_str()), "{a:?}");
+        assert_eq!(
+            a.media_type.as_deref(),
+            Some(image.kind.media_type()),
+            "{a:?}"
+        );
+        assert_eq!(a.http_status, Some(200));
+    }
+    let index = &pushed[0];
+    let a = session.check(APP, &index.digest).await;
+    assert_status(&a, Status::Present, None);
+    assert_eq!(a.digest.as_deref(), Some(index.digest.as_str()));
+
+    // A child of the index, by digest.
+    let a = session.check(APP, &index.children[1]).await;
+    assert_status(&a, Status::Present, None);
+
+    // tag@digest: only the digest is queried, so a stale tag does not matter.
+    let a = session
+        .check(APP, &format!("no-such-tag@{}", index.digest))
+        .await;
+    assert_status(&a, Status::Present, None);
+
+    let a = session.check(APP, "3.91").await;
+    assert_status(&a, Status::Missing, Some(Missing::Tag));
+    assert!(
+        a.detail.contains("did you mean 3.18 or 3.19?"),
+        "{}",
+        a.detail
+    );
+    assert_eq!(a.http_status, Some(404));
+
+    let a = session.check(APP, "3.199").await;
+    assert!(a.detail.ends_with("did you mean 3.19?"), "{}", a.detail);
+
+    let a = session.check(APP, ZERO_DIGEST).await;
+    assert_status(&a, Status::Missing, Some(Missing::Digest));
+    assert!(a.detail.contains("the repository exists"), "{}", a.detail);
+
+    let a = session.check(NOPE, "v1").await;
+    assert_status(&a, Status::Missing, Some(Missing::Repository));
+    assert!(a.detail.contains("NAME_UNKNOWN"), "{}", a.detail);
+}
+
+#[tokio::test]
+async fn anonymous_registry_matrix() {
+    let registry = Registry::anonymous().await.expect("registry");
+    let pushed = push_images(&registry).await;
+    let client = client();
+    let session = client
+        .authorize(
+            &endpoint(&registry),
+            &Credential::Anonymous,
+            &repos(&[APP, NOPE]),
+        )
+        .await
+        .expect("authorize");
+    assert!(session.base_url().starts_with("http://"), "{session:?}");
+    check_matrix(&session, &pushed).await;
+
+    // An open registry never asks, so credentials, right or wrong, are never sent.
+    let session = client
+        .authorize(&endpoint(&registry), &basic("who", "wrong"), &repos(&[APP]))
+        .await
+        .expect("authorize");
+    assert_status(&session.check(APP, "3.19").await, Status::Present, None);
+}
+
+#[tokio::test]
+async fn htpasswd_registry_matrix() {
+    let registry = Registry::builder()
+        .auth(Auth::Htpasswd(vec![User::new("alice", "s3cret")]))
+        .start()
+        .await
+        .expect("registry");
+    let pushed = push_images(&registry).await;
+    let client = client();
+    let session = client
+        .authorize(
+            &endpoint(&registry),
+            &basic("alice", "s3cret"),
+            &repos(&[APP]),
+        )
+        .await
+        .expect("authorize");
+    check_matrix(&session, &pushed).await;
+
+    // Wrong password: denied at authorize, naming host and user, not the password.
+    let err: AuthorizeError = client
+        .authorize(
+            &endpoint(&registry),
+            &basic("alice", "wrong-pw"),
+            &repos(&[APP]),
+        )
+        .await
+        .expect_err("wrong password");
+    assert_eq!(err.status, Status::Denied, "{err:?}");
+    assert!(err.message.contains(registry.host()), "{}", err.message);
+    assert!(err.message.contains("\"alice\""), "{}", err.message);
+    assert!(!err.message.contains("wrong-pw"), "{}", err.message);
+
+    // Anonymous: authorize succeeds, each image needs credentials.
+    let session = client
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    let a = session.check(APP, "3.19").await;
+    assert_status(&a, Status::NoAccess, None);
+    assert_eq!(
+        a.detail,
+        format!(
+            "authentication required and no credentials are configured for {}",
+            registry.host()
+        )
+    );
+    assert_eq!(a.http_status, Some(401));
+    // A missing image answers the same: never Missing without access.
+    assert_status(&session.check(NOPE, "v1").await, Status::NoAccess, None);
+}
+
+fn token_registry_policy() -> TokenPolicy {
+    TokenPolicy::new(vec![
+        User::new("alice", "s3cret"),
+        User::new("bob", "hunter2").pulling(Repos::only([APP])),
+    ])
+}
+
+#[tokio::test]
+async fn token_registry_matrix() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    let pushed = push_images(&registry).await;
+    let tokens = registry.token_server().expect("token server");
+    let client = client();
+
+    let session = client
+        .authorize(
+            &endpoint(&registry),
+            &basic("alice", "s3cret"),
+            &repos(&[APP, NOPE]),
+        )
+        .await
+        .expect("authorize");
+    check_matrix(&session, &pushed).await;
+    // Everything above used the one token from authorize.
+    assert_eq!(tokens.requests().len(), 1, "{:?}", tokens.requests());
+
+    // Wrong password: the token server rejects it.
+    tokens.clear_requests();
+    let err = client
+        .authorize(
+            &endpoint(&registry),
+            &basic("alice", "wrong-pw"),
+            &repos(&[APP]),
+        )
+        .await
+        .expect_err("wrong password");
+    assert_eq!(err.status, Status::Denied, "{err:?}");
+    assert!(err.message.contains(registry.host()), "{}", err.message);
+    assert!(err.message.contains("\"alice\""), "{}", err.message);
+    assert!(!err.message.contains("wrong-pw"), "{}", err.message);
+    assert_eq!(
+        tokens.requests()[0].auth,
+        TokenAuth::Rejected {
+            username: "alice".into()
+        }
+    );
+
+    // Anonymous: an empty grant, so every image answers 401.
+    let session = client
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    let a = session.check(APP, "3.19").await;
+    assert_status(&a, Status::NoAccess, None);
+    assert!(
+        a.detail.starts_with("missing, or no access anonymously"),
+        "{}",
+        a.detail
+    );
+
+    // A user without pull on a repository: 401 too, with these credentials.
+    let session = client
+        .authorize(
+            &endpoint(&registry),
+            &basic("bob", "hunter2"),
+            &repos(&[APP, PRIVATE]),
+        )
+        .await
+        .expect("authorize");
+    assert_status(&session.check(APP, "3.19").await, Status::Present, None);
+    let a = session.check(PRIVATE, "v1").await;
+    assert_status(&a, Status::NoAccess, None);
+    assert!(
+        a.detail
+            .contains("no access with these credentials (user \"bob\""),
+        "{}",
+        a.detail
+    );
+}
+
+#[tokio::test]
+async fn one_token_request_carries_every_scope() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let tokens = registry.token_server().expect("token server");
+    let client = client();
+    let session = client
+        .authorize(
+            &endpoint(&registry),
+            &basic("alice", "s3cret"),
+            &repos(&[PRIVATE, APP, NOPE, APP]),
+        )
+        .await
+        .expect("authorize");
+    let seen = tokens.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].method, "GET");
+    assert_eq!(seen[0].service.as_deref(), Some(tokens.service()));
+    assert_eq!(
+        seen[0].scopes,
+        vec![
+            "repository:team/app:pull",
+            "repository:team/does-not-exist:pull",
+            "repository:team/private:pull",
+        ]
+    );
+    assert_eq!(seen[0].auth, TokenAuth::User("alice".into()));
+    assert_eq!(client.token_request_count(), 1);
+
+    // Many concurrent checks on clones of the session share that token.
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let session = session.clone();
+        tasks.push(tokio::spawn(async move {
+            let (repo, tag) = if i % 2 == 0 {
+                (APP, "3.19")
+            } else {
+                (PRIVATE, "v1")
+            };
+            session.check(repo, tag).await
+        }));
+    }
+    for task in tasks {
+        assert_status(&task.await.expect("task"), Status::Present, None);
+    }
+    assert_eq!(tokens.requests().len(), 1);
+
+    // A repository that was not authorized costs one token of its own, then is cached.
+    registry
+        .push("other/repo", "v1", ImageKind::DockerManifest)
+        .await
+        .expect("push");
+    assert_status(
+        &session.check("other/repo", "v1").await,
+        Status::Present,
+        None,
+    );
+    assert_status(
+        &session.check("other/repo", "v1").await,
+        Status::Present,
+        None,
+    );
+    let seen = tokens.requests();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[1].scopes, vec!["repository:other/repo:pull"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_token_is_refreshed_once_for_concurrent_checks() {
+    let policy = token_registry_policy().expires_in(Duration::from_secs(1));
+    let registry = Registry::builder()
+        .auth(Auth::Token(policy))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let tokens = registry.token_server().expect("token server");
+    let session = client()
+        .authorize(
+            &endpoint(&registry),
+            &basic("alice", "s3cret"),
+            &repos(&[APP]),
+        )
+        .await
+        .expect("authorize");
+    assert_status(&session.check(APP, "3.19").await, Status::Present, None);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let checks: Vec<_> = (0..10)
+        .map(|_| {
+            let s = session.clone();
+            tokio::spawn(async move { s.check(APP, "3.19").await })
+        })
+        .collect();
+    for c in checks {
+        assert_status(&c.await.expect("task"), Status::Present, None);
+    }
+    assert_eq!(tokens.requests().len(), 2, "{:?}", tokens.requests());
+}
+
+#[tokio::test]
+async fn identity_token_posts_oauth_then_falls_back_to_get() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    let tokens = registry.token_server().expect("token server");
+    let err = client()
+        .authorize(
+            &endpoint(&registry),
+            &Credential::IdentityToken("refresh-secret".into()),
+            &repos(&[APP]),
+        )
+        .await
+        .expect_err("the harness accepts no identity token");
+    assert_eq!(err.status, Status::Denied, "{err:?}");
+    assert!(!err.message.contains("refresh-secret"));
+    let seen = tokens.requests();
+    let methods: Vec<_> = seen.iter().map(|r| (r.method.as_str(), r.status)).collect();
+    assert_eq!(methods, vec![("POST", 404), ("GET", 401)], "{seen:?}");
+    assert_eq!(seen[1].scopes, vec!["repository:team/app:pull"]);
+}
+
+#[tokio::test]
+async fn registry_token_is_used_as_the_bearer() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let tokens = registry.token_server().expect("token server");
+    // Obtain a token by hand, as a credential helper would have.
+    let url = format!(
+        "{}?service={}&scope=repository:{APP}:pull",
+        tokens.realm(),
+        tokens.service()
+    );
+    let body = reqwest::Client::new()
+        .get(url)
+        .basic_auth("alice", Some("s3cret"))
+        .send()
+        .await
+        .expect("token")
+        .bytes()
+        .await
+        .expect("body");
+    let reply: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    let token = reply["token"].as_str().expect("token field").to_string();
+    tokens.clear_requests();
+    let client = client();
+    let session = client
+        .authorize(
+            &endpoint(&registry),
+            &Credential::RegistryToken(token),
+            &repos(&[APP]),
+        )
+        .await
+        .expect("authorize");
+    assert_status(&session.check(APP, "3.19").await, Status::Present, None);
+    assert!(tokens.requests().is_empty(), "{:?}", tokens.requests());
+    assert!(!format!("{session:?}").contains(reply["token"].as_str().unwrap()));
+}
+
+#[tokio::test]
+async fn head_only_and_tag_list_only_after_a_404() {
+    let registry = Registry::anonymous().await.expect("registry");
+    push_images(&registry).await;
+    let session = client()
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    registry.clear_requests().await.expect("clear");
+    session.check(APP, "3.19").await;
+    session.check(APP, "3.91").await;
+    let served: Vec<String> = registry
+        .requests()
+        .await
+        .expect("requests")
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(
+        served,
+        vec![
+            "HEAD /v2/team/app/manifests/3.19 200",
+            "HEAD /v2/team/app/manifests/3.91 404",
+            "GET /v2/team/app/tags/list?n=1000 200",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn without_tag_hints_a_404_is_not_refined() {
+    let registry = Registry::anonymous().await.expect("registry");
+    push_images(&registry).await;
+    let client = Client::new(ClientOptions {
+        tag_hints: false,
+        ..ClientOptions::default()
+    })
+    .expect("client");
+    let session = client
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    registry.clear_requests().await.expect("clear");
+    let a = session.check(NOPE, "v1").await;
+    assert_status(&a, Status::Missing, Some(Missing::Tag));
+    assert!(a.detail.contains("was not checked"), "{}", a.detail);
+    let a = session.check(APP, ZERO_DIGEST).await;
+    assert_status(&a, Status::Missing, Some(Missing::Digest));
+    let served = registry.requests().await.expect("requests");
+    assert!(served.iter().all(|r| r.method == "HEAD"), "{served:?}");
+}
+
+#[tokio::test]
+async fn plain_http_registry_without_allow_http_is_a_tls_failure() {
+    let registry = Registry::anonymous().await.expect("registry");
+    let err = client()
+        .authorize(
+            &Endpoint {
+                host: registry.host().to_string(),
+                allow_http: false,
+                skip_verify: false,
+            },
+            &Credential::Anonymous,
+            &repos(&[APP]),
+        )
+        .await
+        .expect_err("no TLS there");
+    assert_eq!(err.status, Status::Unreachable);
+    assert!(err.message.contains("TLS"), "{}", err.message);
+    assert!(err.message.contains(registry.host()), "{}", err.message);
+}
+
+#[tokio::test]
+async fn plain_http_realm_is_allowed_for_an_insecure_endpoint() {
+    // The harness realm is `http://127.0.0.1:…/token`. An endpoint with `allow_http`
+    // may use it; the refusal for a secure endpoint is covered by `auth`'s unit tests,
+    // since the harness has no TLS registry to reach it through.
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let session = client()
+        .authorize(
+            &endpoint(&registry),
+            &basic("alice", "s3cret"),
+            &repos(&[APP]),
+        )
+        .await
+        .expect("authorize");
+    assert_status(&session.check(APP, "3.19").await, Status::Present, None);
+}
+
+#[tokio::test]
+async fn connection_refused_is_unreachable_with_the_reason() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let err = client()
+        .authorize(
+            &Endpoint {
+                host: format!("127.0.0.1:{port}"),
+                allow_http: true,
+                skip_verify: false,
+            },
+            &Credential::Anonymous,
+            &repos(&[APP]),
+        )
+        .await
+        .expect_err("nothing listens");
+    assert_eq!(err.status, Status::Unreachable);
+    assert_eq!(
+        err.message,
+        format!(
+            "registry 127.0.0.1:{port} unreachable: https: connection refused; http: connection refused"
+        )
+    );
+}
+
+#[tokio::test]
+async fn request_counter_counts_every_request() {
+    let registry = Registry::anonymous().await.expect("registry");
+    push_images(&registry).await;
+    let client = client();
+    let session = client
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    // https attempt + http ping.
+    assert_eq!(client.request_count(), 2);
+    session.check(APP, "3.19").await;
+    session.check(APP, "nope").await;
+    assert_eq!(client.request_count(), 5);
+    assert_eq!(client.token_request_count(), 0);
+}

@@ -1,0 +1,548 @@
+//! Starting `docker-registry` processes and watching what they serve.
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::Method;
+
+use crate::Error;
+use crate::http::Http;
+use crate::image::{self, ImageKind, ImageSpec, PushedImage};
+use crate::process::{Process, run_tool};
+use crate::tempdir::TempDir;
+use crate::token::{TokenPolicy, TokenServer, User};
+
+/// The registry binary, as installed by Debian's `docker-registry` package.
+const REGISTRY_BINARY: &str = "/usr/bin/docker-registry";
+
+/// The realm of htpasswd Basic challenges.
+const BASIC_REALM: &str = "pullcheck-testkit";
+
+/// Requests to this path prefix synchronise the access log; they are never
+/// reported by [`Registry::requests`].
+const SYNC_PREFIX: &str = "/__pullcheck_testkit_sync/";
+
+/// How many images [`Registry::push_all`] pushes at once.
+const PUSH_CONCURRENCY: usize = 16;
+
+/// How clients authenticate to a [`Registry`].
+#[derive(Clone, Debug, Default)]
+pub enum Auth {
+    /// No authentication: everyone may pull and push.
+    #[default]
+    Anonymous,
+    /// `auth: htpasswd`: Basic credentials; any listed user may pull every
+    /// repository (the registry has no per-repository rules here, so each
+    /// [`User::pull`] is ignored). Without credentials: `401` with
+    /// `WWW-Authenticate: Basic realm="pullcheck-testkit"`.
+    Htpasswd(Vec<User>),
+    /// `auth: token`: Bearer tokens from a [`TokenServer`] started with the
+    /// registry, which grants `pull` as the policy says.
+    Token(TokenPolicy),
+}
+
+/// One request the registry served, from its access log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// `GET`, `HEAD`, `PUT`, ...
+    pub method: String,
+    /// The request target: path and query, e.g. `/v2/app/manifests/v1`.
+    pub path: String,
+    /// The response status.
+    pub status: u16,
+}
+
+impl fmt::Display for RequestRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.method, self.path, self.status)
+    }
+}
+
+/// Options for [`Registry`]; made by [`Registry::builder`].
+#[derive(Debug)]
+pub struct RegistryBuilder {
+    auth: Auth,
+    upstream: Option<String>,
+    start_timeout: Duration,
+    access_log_file: Option<PathBuf>,
+}
+
+impl RegistryBuilder {
+    /// Sets how clients authenticate (default [`Auth::Anonymous`]).
+    pub fn auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Makes this registry a pull-through cache (`proxy: remoteurl`) of
+    /// `upstream`, which must be anonymous. A mirror cannot be pushed to.
+    pub fn mirror_of(self, upstream: &Registry) -> Self {
+        self.mirror_of_url(upstream.url())
+    }
+
+    /// Like [`mirror_of`](Self::mirror_of), with the upstream's base URL
+    /// (`http://HOST:PORT`).
+    pub fn mirror_of_url(mut self, url: impl Into<String>) -> Self {
+        self.upstream = Some(url.into());
+        self
+    }
+
+    /// How long to wait for `GET /v2/` to answer (default 20 s).
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
+        self
+    }
+
+    /// Also appends every served request to this file, one
+    /// `METHOD PATH STATUS` line each, as the registry logs it.
+    pub fn access_log_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.access_log_file = Some(path.into());
+        self
+    }
+
+    /// Starts the registry (and, for [`Auth::Token`], its token server) and
+    /// waits until it answers.
+    pub async fn start(self) -> Result<Registry, Error> {
+        let dir = TempDir::new("registry")?;
+        let root = dir.path().join("storage");
+        std::fs::create_dir(&root).map_err(|e| Error::io("creating the storage root", e))?;
+        let secret = format!(
+            "pullcheck-testkit-{}-{:?}",
+            std::process::id(),
+            Instant::now()
+        );
+
+        let (auth_yaml, users, token) = match &self.auth {
+            Auth::Anonymous => (String::new(), Vec::new(), None),
+            Auth::Htpasswd(users) => {
+                let path = dir.path().join("htpasswd");
+                write_htpasswd(&path, users, dir.path())?;
+                let yaml = format!(
+                    "auth:\n  htpasswd:\n    realm: {}\n    path: {}\n",
+                    BASIC_REALM,
+                    yaml_str(&path)
+                );
+                (yaml, users.clone(), None)
+            }
+            Auth::Token(policy) => {
+                let server = TokenServer::start_in(policy.clone(), dir.path())?;
+                let yaml = format!(
+                    "auth:\n  token:\n    realm: {}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
+                    yaml_str(server.realm()),
+                    yaml_str(server.service()),
+                    yaml_str(server.issuer()),
+                    yaml_str(server.cert_path()),
+                );
+                (yaml, policy.users.clone(), Some(server))
+            }
+        };
+        let proxy_yaml = match &self.upstream {
+            Some(url) => format!("proxy:\n  remoteurl: {}\n", yaml_str(url)),
+            None => String::new(),
+        };
+
+        let log = Arc::new(Mutex::new(AccessLog::default()));
+        if let Some(path) = &self.access_log_file {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+            lock(&log).file = Some(file);
+        }
+        let http = Http::new();
+        let main = {
+            let log = log.clone();
+            launch(
+                dir.path(),
+                "registry",
+                &root,
+                &secret,
+                &format!("{auth_yaml}{proxy_yaml}"),
+                self.start_timeout,
+                &http,
+                move |line| record_line(&log, &line),
+            )
+            .await?
+        };
+        // Auth-protected registries are pushed to through an anonymous
+        // registry that shares their storage root; mirrors are not pushed to.
+        let pusher = if matches!(self.auth, Auth::Anonymous) || self.upstream.is_some() {
+            None
+        } else {
+            Some(
+                launch(
+                    dir.path(),
+                    "pusher",
+                    &root,
+                    &secret,
+                    "",
+                    self.start_timeout,
+                    &http,
+                    |_| {},
+                )
+                .await?,
+            )
+        };
+        let registry = Registry {
+            main: main.0,
+            host: main.1,
+            pusher,
+            token,
+            users,
+            upstream: self.upstream,
+            log,
+            sync_counter: AtomicU64::new(1),
+            dir,
+        };
+        registry.clear_requests().await?;
+        Ok(registry)
+    }
+}
+
+/// A running `docker-registry` on `127.0.0.1`, with its temp dir. Dropping it
+/// kills the process (and the token server) and removes the directory.
+pub struct Registry {
+    main: Process,
+    host: String,
+    /// For auth modes: an anonymous registry on the same storage, used only
+    /// for pushing, with its host.
+    pusher: Option<(Process, String)>,
+    token: Option<TokenServer>,
+    users: Vec<User>,
+    upstream: Option<String>,
+    log: Arc<Mutex<AccessLog>>,
+    sync_counter: AtomicU64,
+    // Last: removed after the processes are gone.
+    dir: TempDir,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("host", &self.host)
+            .field("pid", &self.main.id())
+            .field("token", &self.token.as_ref().map(TokenServer::realm))
+            .field("upstream", &self.upstream)
+            .field("dir", &self.dir.path())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Options for a new registry.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder {
+            auth: Auth::Anonymous,
+            upstream: None,
+            start_timeout: Duration::from_secs(20),
+            access_log_file: None,
+        }
+    }
+
+    /// Starts an anonymous registry.
+    pub async fn anonymous() -> Result<Registry, Error> {
+        Registry::builder().start().await
+    }
+
+    /// `127.0.0.1:PORT`: the registry host as it appears in image references.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.host)
+    }
+
+    /// The users of [`Auth::Htpasswd`] or [`Auth::Token`] (empty if anonymous).
+    pub fn users(&self) -> &[User] {
+        &self.users
+    }
+
+    /// The token server, in [`Auth::Token`] mode.
+    pub fn token_server(&self) -> Option<&TokenServer> {
+        self.token.as_ref()
+    }
+
+    /// The upstream URL, for a pull-through mirror.
+    pub fn upstream(&self) -> Option<&str> {
+        self.upstream.as_deref()
+    }
+
+    /// The registry process id.
+    pub fn pid(&self) -> u32 {
+        self.main.id()
+    }
+
+    /// The temporary directory holding config, storage and keys.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The last lines the registry wrote to stderr (its log, level `warn`).
+    pub fn stderr(&self) -> String {
+        self.main.stderr()
+    }
+
+    /// Every request the registry served since start (or the last
+    /// [`clear_requests`](Self::clear_requests)), in order. Pushes to an
+    /// auth-protected registry go through a separate process and never show
+    /// here; pushes to an anonymous registry do.
+    ///
+    /// The access log is read asynchronously, so this first sends a marker
+    /// request and waits until the log shows it: every request answered
+    /// before the call is included.
+    pub async fn requests(&self) -> Result<Vec<RequestRecord>, Error> {
+        self.sync_log().await?;
+        Ok(lock(&self.log).records.clone())
+    }
+
+    /// Forgets the requests served so far.
+    pub async fn clear_requests(&self) -> Result<(), Error> {
+        self.sync_log().await?;
+        lock(&self.log).records.clear();
+        Ok(())
+    }
+
+    async fn sync_log(&self) -> Result<(), Error> {
+        let n = self.sync_counter.fetch_add(1, Ordering::Relaxed);
+        let url = format!("{}{SYNC_PREFIX}{n}", self.url());
+        Http::new()
+            .send(Method::GET, &url, &[], Bytes::new())
+            .await?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock(&self.log).synced < n {
+            if Instant::now() > deadline {
+                return Err(Error::LogSync(10));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Ok(())
+    }
+
+    fn push_url(&self) -> Result<String, Error> {
+        if self.upstream.is_some() {
+            return Err(Error::Unsupported(format!(
+                "{} is a pull-through mirror; push to its upstream instead",
+                self.host
+            )));
+        }
+        Ok(match &self.pusher {
+            Some((_, host)) => format!("http://{host}"),
+            None => self.url(),
+        })
+    }
+
+    /// Builds one test image of `kind` and pushes it as `repository:tag`.
+    /// The config blob names the repository, tag and a per-process counter,
+    /// so every call yields new digests.
+    pub async fn push(
+        &self,
+        repository: &str,
+        tag: &str,
+        kind: ImageKind,
+    ) -> Result<PushedImage, Error> {
+        let spec = ImageSpec::new(repository, tag, kind);
+        let seed = image::LayerSeed::default();
+        image::push(&Http::new(), &self.push_url()?, &self.host, &spec, &seed).await
+    }
+
+    /// Pushes many images, several at once; the result is in `specs` order.
+    pub async fn push_all(&self, specs: &[ImageSpec]) -> Result<Vec<PushedImage>, Error> {
+        use futures::stream::{self, StreamExt, TryStreamExt};
+        let base = self.push_url()?;
+        let http = Http::new();
+        let seed = image::LayerSeed::default();
+        stream::iter(specs)
+            .map(|spec| image::push(&http, &base, &self.host, spec, &seed))
+            .buffered(PUSH_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+}
+
+#[derive(Default)]
+struct AccessLog {
+    records: Vec<RequestRecord>,
+    synced: u64,
+    file: Option<std::fs::File>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn record_line(log: &Mutex<AccessLog>, line: &str) {
+    let Some(record) = parse_access_line(line) else {
+        return;
+    };
+    let mut log = lock(log);
+    if let Some(n) = record.path.strip_prefix(SYNC_PREFIX) {
+        if let Ok(n) = n.parse::<u64>() {
+            log.synced = log.synced.max(n);
+        }
+        return;
+    }
+    if let Some(file) = &mut log.file {
+        let _ = writeln!(file, "{record}");
+    }
+    log.records.push(record);
+}
+
+/// Parses one combined-log-format line:
+/// `127.0.0.1 - - [date] "HEAD /v2/a/manifests/b HTTP/1.1" 200 0 "" "ua"`.
+fn parse_access_line(line: &str) -> Option<RequestRecord> {
+    let start = line.find("] \"")? + 3;
+    let rest = &line[start..];
+    let end = rest.find('"')?;
+    let mut request = rest[..end].split(' ');
+    let method = request.next()?.to_string();
+    let path = request.next()?.to_string();
+    let status = rest[end + 1..].split_whitespace().next()?.parse().ok()?;
+    Some(RequestRecord {
+        method,
+        path,
+        status,
+    })
+}
+
+/// Quotes a string or path as a YAML double-quoted scalar (JSON strings are
+/// valid YAML).
+fn yaml_str(s: impl AsRef<std::ffi::OsStr>) -> String {
+    serde_json::Value::String(s.as_ref().to_string_lossy().into_owned()).to_string()
+}
+
+fn write_htpasswd(path: &Path, users: &[User], dir: &Path) -> Result<(), Error> {
+    let mut content = String::new();
+    for user in users {
+        // Cost 4 (the minimum): the registry checks bcrypt on every request,
+        // and benchmarks should measure the client, not bcrypt.
+        let line = run_tool(
+            "htpasswd",
+            &["-nbB", "-C", "4", &user.username, &user.password],
+            dir,
+            &format!("htpasswd -nbB -C 4 {} ******", user.username),
+        )?;
+        content.push_str(line.trim_end());
+        content.push('\n');
+    }
+    std::fs::write(path, content).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+fn free_port() -> Result<u16, Error> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::io("finding a free port", e))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| Error::io("finding a free port", e))
+}
+
+/// Writes a config and starts one registry process; retries on a port race.
+#[allow(clippy::too_many_arguments)]
+async fn launch(
+    dir: &Path,
+    name: &str,
+    root: &Path,
+    secret: &str,
+    extra_yaml: &str,
+    timeout: Duration,
+    http: &Http,
+    on_stdout: impl FnMut(String) + Send + Clone + 'static,
+) -> Result<(Process, String), Error> {
+    let config = dir.join(format!("{name}.yml"));
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let port = free_port()?;
+        let host = format!("127.0.0.1:{port}");
+        let yaml = format!(
+            "version: 0.1\n\
+             log:\n  level: warn\n  formatter: text\n\
+             storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
+             http:\n  addr: {host}\n  secret: {}\n\
+             {extra_yaml}",
+            yaml_str(root),
+            yaml_str(secret),
+        );
+        std::fs::write(&config, yaml)
+            .map_err(|e| Error::io(format!("writing {}", config.display()), e))?;
+        let mut process = Process::spawn(
+            PathBuf::from(REGISTRY_BINARY),
+            vec!["serve".into(), config.to_string_lossy().into_owned()],
+            dir.to_path_buf(),
+            on_stdout.clone(),
+        )?;
+        match wait_ready(&mut process, &host, &config, timeout, http).await {
+            Ok(()) => return Ok((process, host)),
+            Err(Error::RegistryExited { stderr, .. })
+                if attempt < 5 && stderr.contains("address already in use") =>
+            {
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn wait_ready(
+    process: &mut Process,
+    host: &str,
+    config: &Path,
+    timeout: Duration,
+    http: &Http,
+) -> Result<(), Error> {
+    let deadline = Instant::now() + timeout;
+    let url = format!("http://{host}/v2/");
+    loop {
+        if let Some(status) = process.exited() {
+            // Let the reader thread catch the last stderr lines.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(Error::RegistryExited {
+                config: config.to_path_buf(),
+                status,
+                stderr: process.stderr(),
+            });
+        }
+        if http
+            .send(Method::GET, &url, &[], Bytes::new())
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Error::RegistryTimeout {
+                host: host.to_string(),
+                seconds: timeout.as_secs(),
+                stderr: process.stderr(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_access_log_lines() {
+        let line = r#"127.0.0.1 - - [29/Nov/2026:15:15:40 +0000] "HEAD /v2/foo/manifests/x HTTP/1.1" 404 91 "" "curl/7.88.1""#;
+        assert_eq!(
+            parse_access_line(line),
+            Some(RequestRecord {
+                method: "HEAD".into(),
+                path: "/v2/foo/manifests/x".into(),
+                status: 404
+            })
+        );
+        assert_eq!(parse_access_line("time=... level=info msg=x"), None);
+    }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests, the demo and the benchmarks need:
+# the CNCF distribution registry (docker-registry), htpasswd, skopeo and openssl.
+set -euo pipefail
+need=()
+command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+[ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
