@@ -69,7 +69,6 @@ pub struct RegistryBuilder {
     auth: Auth,
     upstream: Option<String>,
     start_timeout: Duration,
-    access_log_file: Option<PathBuf>,
 }
 
 impl RegistryBuilder {
@@ -95,13 +94,6 @@ impl RegistryBuilder {
     /// How long to wait for `GET /v2/` to answer (default 20 s).
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
-        self
-    }
-
-    /// Also appends every served request to this file, one
-    /// `METHOD PATH STATUS` line each, as the registry logs it.
-    pub fn access_log_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.access_log_file = Some(path.into());
         self
     }
 
@@ -147,14 +139,6 @@ impl RegistryBuilder {
         };
 
         let log = Arc::new(Mutex::new(AccessLog::default()));
-        if let Some(path) = &self.access_log_file {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-            lock(&log).file = Some(file);
-        }
         let http = Http::new();
         let main = {
             let log = log.clone();
@@ -241,7 +225,6 @@ impl Registry {
             auth: Auth::Anonymous,
             upstream: None,
             start_timeout: Duration::from_secs(20),
-            access_log_file: None,
         }
     }
 
@@ -307,6 +290,21 @@ impl Registry {
     pub async fn clear_requests(&self) -> Result<(), Error> {
         self.sync_log().await?;
         lock(&self.log).records.clear();
+        Ok(())
+    }
+
+    /// From now on, also appends every served request to `path` (created
+    /// if missing), one `METHOD PATH STATUS` line each, as soon as the
+    /// registry logs it. For scripts that count requests while the registry
+    /// runs (the `pullcheck-testkit` binary's `--access-log`).
+    pub async fn log_requests_to(&self, path: &Path) -> Result<(), Error> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        self.sync_log().await?;
+        lock(&self.log).file = Some(file);
         Ok(())
     }
 
