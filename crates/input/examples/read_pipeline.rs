@@ -22,7 +22,11 @@ fn main() {
                         Disposition::Skip(reason) => format!("skip: {reason}"),
                         Disposition::Invalid(message) => format!("invalid: {message}"),
                     };
-                    let stage = o.stage.as_deref().map(|s| format!("{s}/")).unwrap_or_default();
+                    let stage = o
+                        .stage
+                        .as_deref()
+                        .map(|s| format!("{s}/"))
+                        .unwrap_or_default();
                     println!(
                         "{at} {:?} {stage}{} {} pull={} {what}",
                         o.kind, o.name, u.image, u.policy

@@ -141,16 +141,16 @@ impl<'a> Reader<'a> {
             }
         }
         for key in ["image", "name", "pull", "id"] {
-            if let Some(v) = self.get_set(origin, key)? {
-                if self.doc.text(v) != Some("") {
-                    return Ok(true);
-                }
-            }
-        }
-        if let Some(v) = self.get_set(origin, "secrets")? {
-            if self.doc.items(v).is_none_or(|items| !items.is_empty()) {
+            if let Some(v) = self.get_set(origin, key)?
+                && self.doc.text(v) != Some("")
+            {
                 return Ok(true);
             }
+        }
+        if let Some(v) = self.get_set(origin, "secrets")?
+            && self.doc.items(v).is_none_or(|items| !items.is_empty())
+        {
+            return Ok(true);
         }
         Ok(false)
     }
@@ -174,7 +174,14 @@ impl<'a> Reader<'a> {
             );
             let name = place.fallback_name.clone();
             let disposition = Disposition::Invalid(message);
-            self.push(String::new(), PullPolicy::NotPresent, pos, name, &place, disposition);
+            self.push(
+                String::new(),
+                PullPolicy::NotPresent,
+                pos,
+                name,
+                &place,
+                disposition,
+            );
             return Ok(());
         }
 

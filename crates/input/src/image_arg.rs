@@ -55,7 +55,10 @@ mod tests {
         assert_eq!(u.disposition, Disposition::Check);
         assert_eq!(u.origin.kind, ContainerKind::Image);
         assert_eq!(u.origin.name, "alpine:3.20");
-        assert_eq!((u.origin.file, u.origin.line, u.origin.column), (None, None, None));
+        assert_eq!(
+            (u.origin.file, u.origin.line, u.origin.column),
+            (None, None, None)
+        );
     }
 
     #[test]

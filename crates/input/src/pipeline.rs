@@ -42,12 +42,22 @@ pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
     }
     ensure_pipeline(&mut r, root)?;
 
-    for (i, item) in r.list(root, "services", "services")?.into_iter().enumerate() {
-        r.container(item, place(ContainerKind::Service, format!("services[{i}]"), None))?;
+    for (i, item) in r
+        .list(root, "services", "services")?
+        .into_iter()
+        .enumerate()
+    {
+        r.container(
+            item,
+            place(ContainerKind::Service, format!("services[{i}]"), None),
+        )?;
     }
     stages(&mut r, root)?;
     for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
-        r.container(item, place(ContainerKind::Step, format!("steps[{i}]"), None))?;
+        r.container(
+            item,
+            place(ContainerKind::Step, format!("steps[{i}]"), None),
+        )?;
     }
     for (i, secret) in r.list(root, "secrets", "secrets")?.into_iter().enumerate() {
         let Some(origin) = r.get(secret, "origin")? else {
@@ -94,7 +104,9 @@ fn stages(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
     } else if let Some(items) = r.doc.items(stages) {
         let mut named = Vec::with_capacity(items.len());
         for (i, &stage) in items.iter().enumerate() {
-            let name = r.text(stage, "name")?.unwrap_or_else(|| format!("stages[{i}]"));
+            let name = r
+                .text(stage, "name")?
+                .unwrap_or_else(|| format!("stages[{i}]"));
             named.push((name, stage));
         }
         named
@@ -125,7 +137,11 @@ fn stages(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
         for (i, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
             r.container(
                 item,
-                place(ContainerKind::Step, format!("steps[{i}]"), Some(name.clone())),
+                place(
+                    ContainerKind::Step,
+                    format!("steps[{i}]"),
+                    Some(name.clone()),
+                ),
             )?;
         }
     }

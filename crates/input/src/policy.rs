@@ -127,7 +127,13 @@ mod tests {
         for k8s in ["Always", "IfNotPresent", "Never"] {
             assert_eq!(PullPolicy::from_vela(k8s), None, "{k8s}");
         }
-        for bad in ["ALWAYS", "ifnotpresent", "NEVER", "IFNOTPRESENT", "Not_Present"] {
+        for bad in [
+            "ALWAYS",
+            "ifnotpresent",
+            "NEVER",
+            "IFNOTPRESENT",
+            "Not_Present",
+        ] {
             assert_eq!(PullPolicy::parse(bad), None, "{bad}");
         }
     }
@@ -136,7 +142,16 @@ mod tests {
     fn unknown_values_are_rejected() {
         // `sometimes` is the value of upstream's schema test
         // server/schema/testdata/pipeline/fail/invalid_pull.yml.
-        for bad in ["sometimes", "yes", "no", "1", "0", " always", "always ", "build_start"] {
+        for bad in [
+            "sometimes",
+            "yes",
+            "no",
+            "1",
+            "0",
+            " always",
+            "always ",
+            "build_start",
+        ] {
             assert_eq!(PullPolicy::parse(bad), None, "{bad}");
             assert_eq!(PullPolicy::from_vela(bad), None, "{bad}");
         }

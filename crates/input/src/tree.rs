@@ -48,7 +48,10 @@ pub(crate) enum Value {
     Null,
     /// Any other scalar, as written (YAML booleans and numbers included). `merge` is true for
     /// a plain, untagged `<<`, the only spelling that is a merge key.
-    Scalar { text: String, merge: bool },
+    Scalar {
+        text: String,
+        merge: bool,
+    },
     Seq(Vec<NodeId>),
     Map(Vec<(NodeId, NodeId)>),
 }
@@ -361,7 +364,6 @@ impl Builder {
     /// Where a scalar's content starts. The parser's span of a scalar with an anchor or a tag
     /// starts at those properties (`&img alpine`); the position we want is `alpine`'s.
     fn content_start(&mut self, text: &str, start: &Marker, end: &Marker) -> Pos {
-        #[derive(PartialEq)]
         enum Skip {
             Blank,
             Property,
@@ -371,7 +373,10 @@ impl Builder {
         let from = self.cursor.byte_of(text, start.index());
         let (mut line, mut column) = (fallback.line, fallback.column);
         let mut state = Skip::Blank;
-        for c in text[from..].chars().take(end.index().saturating_sub(start.index())) {
+        for c in text[from..]
+            .chars()
+            .take(end.index().saturating_sub(start.index()))
+        {
             match state {
                 Skip::Property if matches!(c, ' ' | '\t' | '\r' | '\n') => state = Skip::Blank,
                 Skip::Comment if c == '\n' => state = Skip::Blank,
@@ -421,8 +426,7 @@ impl Builder {
                         pos
                     };
                     let plain = style == ScalarStyle::Plain && tag.is_none();
-                    let value = if plain && matches!(&*value, "" | "~" | "null" | "Null" | "NULL")
-                    {
+                    let value = if plain && matches!(&*value, "" | "~" | "null" | "Null" | "NULL") {
                         Value::Null
                     } else {
                         Value::Scalar {
@@ -531,8 +535,20 @@ mod tests {
         let text = "a: &img  alpine\nb: !!str  \"x\"\nc: &t !!str\n  # note\n  y\nd: é &e z\n";
         let doc = load(text);
         let at = |k: &str| doc.pos(get_path(&doc, &[k]).unwrap()).unwrap();
-        assert_eq!(at("a"), Pos { line: 1, column: 10 });
-        assert_eq!(at("b"), Pos { line: 2, column: 11 });
+        assert_eq!(
+            at("a"),
+            Pos {
+                line: 1,
+                column: 10
+            }
+        );
+        assert_eq!(
+            at("b"),
+            Pos {
+                line: 2,
+                column: 11
+            }
+        );
         assert_eq!(at("c"), Pos { line: 5, column: 3 });
         assert_eq!(doc.text(get_path(&doc, &["d"]).unwrap()), Some("é &e z"));
         assert_eq!(at("d"), Pos { line: 6, column: 4 });
@@ -540,7 +556,13 @@ mod tests {
         let doc = load("é: [ &x é, &y  ü ]\n");
         let items = doc.items(get_path(&doc, &["é"]).unwrap()).unwrap().to_vec();
         assert_eq!(doc.pos(items[0]), Some(Pos { line: 1, column: 9 }));
-        assert_eq!(doc.pos(items[1]), Some(Pos { line: 1, column: 16 }));
+        assert_eq!(
+            doc.pos(items[1]),
+            Some(Pos {
+                line: 1,
+                column: 16
+            })
+        );
     }
 
     #[test]
@@ -577,7 +599,13 @@ d:
         assert_eq!(t(&["d", "<<"]), None);
         // The merged value keeps the position where it is written: inside the anchor.
         let z = get_path(&doc, &["c", "z"]).unwrap();
-        assert_eq!(doc.pos(z), Some(Pos { line: 1, column: 23 }));
+        assert_eq!(
+            doc.pos(z),
+            Some(Pos {
+                line: 1,
+                column: 23
+            })
+        );
 
         let mut budget = Budget::new(BUDGET);
         let c = get_path(&doc, &["c"]).unwrap();
@@ -663,7 +691,9 @@ leaf: {<<: [*mid, *other]}
         assert!(Doc::load_yaml(&text).is_ok());
         // Block nesting: ours.
         let block = |depth: usize| -> String {
-            (0..depth).map(|i| format!("{}k:\n", " ".repeat(i))).collect()
+            (0..depth)
+                .map(|i| format!("{}k:\n", " ".repeat(i)))
+                .collect()
         };
         let err = Doc::load_yaml(&block(MAX_DEPTH + 1)).unwrap_err();
         assert!(err.message.contains("nested"), "{err:?}");

@@ -3,8 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use pullcheck_input::{
-    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, read_pipeline,
-    read_pipeline_file,
+    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, read_pipeline, read_pipeline_file,
 };
 
 fn fixture_path(name: &str) -> PathBuf {
@@ -37,6 +36,27 @@ fn locate(text: &str, needle: &str) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     (line, text[line_start..byte].chars().count() + 1)
+}
+
+/// Kind, name, image, policy and position of one use.
+type Row<'a> = (ContainerKind, &'a str, &'a str, PullPolicy, (usize, usize));
+/// Stage, name, image, policy and position of one stage step.
+type StageRow<'a> = (
+    Option<&'a str>,
+    &'a str,
+    &'a str,
+    PullPolicy,
+    (usize, usize),
+);
+
+fn row(u: &ImageUse) -> Row<'_> {
+    (
+        u.origin.kind,
+        u.origin.name.as_str(),
+        u.image.as_str(),
+        u.policy,
+        at(u),
+    )
 }
 
 fn invalid(u: &ImageUse) -> &str {
@@ -74,7 +94,12 @@ fn steps_with_every_pull_spelling() {
             ("install", "golang:1.22", Always, (6, 12)),
             ("test", "golang:1.22-alpine", Always, (9, 12)),
             ("lint", "ghcr.io/example/lint:v2", NotPresent, (12, 12)),
-            ("build", "registry.example.com:5000/team/build:v1", Always, (15, 12)),
+            (
+                "build",
+                "registry.example.com:5000/team/build:v1",
+                Always,
+                (15, 12)
+            ),
             ("package", "alpine", NotPresent, (18, 12)),
             ("publish", "plugins/docker:18.09", OnStart, (21, 12)),
             ("notify", "localhost/notify", Never, (24, 12)),
@@ -96,7 +121,7 @@ fn steps_with_every_pull_spelling() {
 fn stage_steps_keep_file_order_and_name_their_stage() {
     use PullPolicy::*;
     let uses = read("stages.yml");
-    let got: Vec<(Option<&str>, &str, &str, PullPolicy, (usize, usize))> = uses
+    let got: Vec<StageRow> = uses
         .iter()
         .map(|u| {
             (
@@ -130,8 +155,18 @@ fn services_come_before_steps() {
     assert_eq!(
         got,
         [
-            (ContainerKind::Service, "postgres", PullPolicy::NotPresent, (5, 12)),
-            (ContainerKind::Service, "redis", PullPolicy::Always, (10, 12)),
+            (
+                ContainerKind::Service,
+                "postgres",
+                PullPolicy::NotPresent,
+                (5, 12)
+            ),
+            (
+                ContainerKind::Service,
+                "redis",
+                PullPolicy::Always,
+                (10, 12)
+            ),
             (ContainerKind::Step, "test", PullPolicy::Always, (15, 12)),
         ]
     );
@@ -140,24 +175,31 @@ fn services_come_before_steps() {
 #[test]
 fn secret_origins_use_origin_pull_and_fall_back_to_secret_names() {
     let uses = read("secrets.yml");
-    let got: Vec<(ContainerKind, &str, &str, PullPolicy, (usize, usize))> = uses
-        .iter()
-        .map(|u| {
-            (
-                u.origin.kind,
-                u.origin.name.as_str(),
-                u.image.as_str(),
-                u.policy,
-                at(u),
-            )
-        })
-        .collect();
+    let got: Vec<Row> = uses.iter().map(row).collect();
     assert_eq!(
         got,
         [
-            (ContainerKind::Step, "test", "alpine:3.20", PullPolicy::NotPresent, (5, 12)),
-            (ContainerKind::Secret, "vault", "target/secret-vault:v1", PullPolicy::Always, (20, 14)),
-            (ContainerKind::Secret, "aws_creds", "target/secret-aws:v2", PullPolicy::OnStart, (28, 14)),
+            (
+                ContainerKind::Step,
+                "test",
+                "alpine:3.20",
+                PullPolicy::NotPresent,
+                (5, 12)
+            ),
+            (
+                ContainerKind::Secret,
+                "vault",
+                "target/secret-vault:v1",
+                PullPolicy::Always,
+                (20, 14)
+            ),
+            (
+                ContainerKind::Secret,
+                "aws_creds",
+                "target/secret-aws:v2",
+                PullPolicy::OnStart,
+                (28, 14)
+            ),
             (
                 ContainerKind::Secret,
                 "secrets[3].origin",
@@ -165,43 +207,87 @@ fn secret_origins_use_origin_pull_and_fall_back_to_secret_names() {
                 PullPolicy::NotPresent,
                 (33, 14),
             ),
-            (ContainerKind::Secret, "broken-origin", "", PullPolicy::NotPresent, (49, 7)),
+            (
+                ContainerKind::Secret,
+                "broken-origin",
+                "",
+                PullPolicy::NotPresent,
+                (49, 7)
+            ),
         ]
     );
-    assert!(uses[..4].iter().all(|u| u.disposition == Disposition::Check));
+    assert!(
+        uses[..4]
+            .iter()
+            .all(|u| u.disposition == Disposition::Check)
+    );
     let message = invalid(&uses[4]);
     assert!(message.starts_with("secrets.yml:49:7: "), "{message}");
-    assert!(message.contains("secret origin `broken-origin`"), "{message}");
+    assert!(
+        message.contains("secret origin `broken-origin`"),
+        "{message}"
+    );
 }
 
 #[test]
 fn anchors_aliases_and_merge_keys() {
     use PullPolicy::*;
     let uses = read("anchors.yml");
-    let got: Vec<(ContainerKind, &str, &str, PullPolicy, (usize, usize))> = uses
-        .iter()
-        .map(|u| {
-            (
-                u.origin.kind,
-                u.origin.name.as_str(),
-                u.image.as_str(),
-                u.policy,
-                at(u),
-            )
-        })
-        .collect();
+    let got: Vec<Row> = uses.iter().map(row).collect();
     // Merged images point into the anchor (line 5), where the image is written.
     assert_eq!(
         got,
         [
-            (ContainerKind::Service, "db", "postgres:16", Always, (45, 12)),
-            (ContainerKind::Step, "merged", "golang:1.22", Always, (5, 12)),
-            (ContainerKind::Step, "overridden", "golang:1.22", OnStart, (5, 12)),
-            (ContainerKind::Step, "list-merge", "golang:1.22", Always, (5, 12)),
-            (ContainerKind::Step, "repeated-merge-keys", "golang:1.22", Always, (5, 12)),
-            (ContainerKind::Step, "scalar-alias", "node:22-alpine", Always, (10, 27)),
+            (
+                ContainerKind::Service,
+                "db",
+                "postgres:16",
+                Always,
+                (45, 12)
+            ),
+            (
+                ContainerKind::Step,
+                "merged",
+                "golang:1.22",
+                Always,
+                (5, 12)
+            ),
+            (
+                ContainerKind::Step,
+                "overridden",
+                "golang:1.22",
+                OnStart,
+                (5, 12)
+            ),
+            (
+                ContainerKind::Step,
+                "list-merge",
+                "golang:1.22",
+                Always,
+                (5, 12)
+            ),
+            (
+                ContainerKind::Step,
+                "repeated-merge-keys",
+                "golang:1.22",
+                Always,
+                (5, 12)
+            ),
+            (
+                ContainerKind::Step,
+                "scalar-alias",
+                "node:22-alpine",
+                Always,
+                (10, 27)
+            ),
             (ContainerKind::Step, "whole", "ruby:3.3", Never, (13, 12)),
-            (ContainerKind::Step, "pull-before-merge", "golang:1.22", NotPresent, (5, 12)),
+            (
+                ContainerKind::Step,
+                "pull-before-merge",
+                "golang:1.22",
+                NotPresent,
+                (5, 12)
+            ),
         ]
     );
     assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
@@ -285,8 +371,14 @@ fn template_steps_are_skipped_with_their_template_name() {
     assert_eq!(build.image, "");
     assert_eq!(at(build), (9, 5));
     let reason = skipped(build);
-    assert!(reason.starts_with("not checked: uses template go_build;"), "{reason}");
-    assert!(reason.contains("after the server expands the template"), "{reason}");
+    assert!(
+        reason.starts_with("not checked: uses template go_build;"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("after the server expands the template"),
+        "{reason}"
+    );
 
     assert_eq!(uses[1].disposition, Disposition::Check);
     assert_eq!(uses[1].image, "golang:1.22");
@@ -330,17 +422,58 @@ fn compiled_build_json_with_init_stage_and_secret_origin() {
     assert_eq!(
         got,
         [
-            (ContainerKind::Service, None, "postgres", "postgres:16", NotPresent),
-            (ContainerKind::Step, Some("init"), "init", "#init", NotPresent),
-            (ContainerKind::Step, Some("clone"), "clone", clone, NotPresent),
-            (ContainerKind::Step, Some("test"), "test", "golang:1.22", Always),
-            (ContainerKind::Step, Some("test"), "lint", "golangci/golangci-lint:v1.59", NotPresent),
-            (ContainerKind::Secret, None, "vault", "target/secret-vault:v1", Always),
+            (
+                ContainerKind::Service,
+                None,
+                "postgres",
+                "postgres:16",
+                NotPresent
+            ),
+            (
+                ContainerKind::Step,
+                Some("init"),
+                "init",
+                "#init",
+                NotPresent
+            ),
+            (
+                ContainerKind::Step,
+                Some("clone"),
+                "clone",
+                clone,
+                NotPresent
+            ),
+            (
+                ContainerKind::Step,
+                Some("test"),
+                "test",
+                "golang:1.22",
+                Always
+            ),
+            (
+                ContainerKind::Step,
+                Some("test"),
+                "lint",
+                "golangci/golangci-lint:v1.59",
+                NotPresent
+            ),
+            (
+                ContainerKind::Secret,
+                None,
+                "vault",
+                "target/secret-vault:v1",
+                Always
+            ),
         ]
     );
     // JSON gets positions from the YAML parser: the opening quote of the image value.
     for u in &uses {
-        assert_eq!(at(u), locate(&text, &format!("\"{}\"", u.image)), "{}", u.origin.name);
+        assert_eq!(
+            at(u),
+            locate(&text, &format!("\"{}\"", u.image)),
+            "{}",
+            u.origin.name
+        );
     }
     assert!(skipped(&uses[1]).contains("#init"));
     assert_eq!(uses[2].disposition, Disposition::Check);
@@ -367,7 +500,11 @@ fn compiled_build_json_indented_with_tabs() {
         got,
         [
             ("init", "#init", PullPolicy::NotPresent),
-            ("clone", "target/vela-git-slim:v0.12.0", PullPolicy::NotPresent),
+            (
+                "clone",
+                "target/vela-git-slim:v0.12.0",
+                PullPolicy::NotPresent
+            ),
             ("echo", "alpine:3.20", PullPolicy::OnStart),
         ]
     );
@@ -400,7 +537,10 @@ stages:
     assert_eq!(uses.len(), 2);
     assert!(skipped(&uses[0]).contains("#init"));
     assert_eq!(uses[1].origin.stage.as_deref(), Some("test"));
-    assert_eq!((uses[1].policy, at(&uses[1])), (PullPolicy::OnStart, (13, 16)));
+    assert_eq!(
+        (uses[1].policy, at(&uses[1])),
+        (PullPolicy::OnStart, (13, 16))
+    );
 }
 
 #[test]
@@ -418,7 +558,11 @@ fn json_the_yaml_parser_refuses_is_read_without_positions() {
     let text = r#"{"id": "\ud83d\ude80", "steps": [{"pull": "bad"}]}"#;
     let uses = read_pipeline("emoji.json", text).unwrap();
     // Without positions the message names the file alone.
-    assert!(invalid(&uses[0]).starts_with("emoji.json: "), "{:?}", uses[0]);
+    assert!(
+        invalid(&uses[0]).starts_with("emoji.json: "),
+        "{:?}",
+        uses[0]
+    );
 }
 
 #[test]
@@ -450,7 +594,10 @@ fn files_that_are_not_pipelines_are_errors() {
     assert!(e.message.contains("top level is a string"), "{e}");
 
     let e = error("apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\n");
-    assert!(e.message.contains("Kubernetes PipelinePodsTemplate object"), "{e}");
+    assert!(
+        e.message.contains("Kubernetes PipelinePodsTemplate object"),
+        "{e}"
+    );
 
     // A mapping of stages alone, without the pipeline around it.
     let e = error("build:\n  steps:\n    - image: alpine\n");
@@ -461,7 +608,11 @@ fn files_that_are_not_pipelines_are_errors() {
 #[test]
 fn wrong_shapes_of_pipeline_sections_are_errors_at_their_place() {
     let e = error("version: '1'\nsteps:\n  name: a\n");
-    assert!(e.message.contains("`steps` must be a list, found a mapping"), "{e}");
+    assert!(
+        e.message
+            .contains("`steps` must be a list, found a mapping"),
+        "{e}"
+    );
     assert_eq!((e.line, e.column), (Some(3), Some(3)));
 
     let e = error("version: '1'\nstages: 3\n");
@@ -472,7 +623,10 @@ fn wrong_shapes_of_pipeline_sections_are_errors_at_their_place() {
     assert!(e.message.contains("stage `build` must be a mapping"), "{e}");
 
     let e = error("version: '1'\nstages:\n  build:\n    steps: nope\n");
-    assert!(e.message.contains("`stages.build.steps` must be a list"), "{e}");
+    assert!(
+        e.message.contains("`stages.build.steps` must be a list"),
+        "{e}"
+    );
 
     let e = error("version: '1'\nservices: {}\n");
     assert!(e.message.contains("`services` must be a list"), "{e}");
@@ -546,7 +700,10 @@ fn alias_bombs_end_quickly() {
     let start = std::time::Instant::now();
     let uses = read_pipeline("bomb.yml", &text).unwrap();
     assert_eq!(uses.len(), 10);
-    assert!(uses.iter().all(|u| matches!(u.disposition, Disposition::Invalid(_))));
+    assert!(
+        uses.iter()
+            .all(|u| matches!(u.disposition, Disposition::Invalid(_)))
+    );
 
     // Merge keys that double at each level: refused by the lookup budget.
     let mut text = String::from("version: '1'\nm0: &m0 {k0: v}\n");

@@ -33,13 +33,28 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 const NOT_PIPELINES: &[(&str, &str)] = &[
     // Fragments for upstream's type unit tests: a bare list of secrets or steps, or a bare
     // mapping of stages.
-    ("server/compiler/types/yaml/testdata/secret.yml", "top level is a list"),
-    ("server/compiler/types/yaml/testdata/step.yml", "top level is a list"),
-    ("server/compiler/types/yaml/testdata/stage.yml", "none of `version`"),
+    (
+        "server/compiler/types/yaml/testdata/secret.yml",
+        "top level is a list",
+    ),
+    (
+        "server/compiler/types/yaml/testdata/step.yml",
+        "top level is a list",
+    ),
+    (
+        "server/compiler/types/yaml/testdata/stage.yml",
+        "none of `version`",
+    ),
     // A Go template, not YAML until rendered.
-    ("server/compiler/native/testdata/gradle.yml", "not valid YAML"),
+    (
+        "server/compiler/native/testdata/gradle.yml",
+        "not valid YAML",
+    ),
     // Kubernetes PipelinePodsTemplate objects.
-    ("worker/runtime/kubernetes/testdata/pipeline-pods-template", ""),
+    (
+        "worker/runtime/kubernetes/testdata/pipeline-pods-template",
+        "",
+    ),
 ];
 
 #[test]
@@ -51,7 +66,11 @@ fn every_upstream_file_reads_or_is_refused_with_a_reason() {
     let all = files(&dir);
     assert!(all.len() >= 20, "found only {} files", all.len());
     for path in all {
-        let rel = path.strip_prefix(&dir).unwrap().to_string_lossy().replace('\\', "/");
+        let rel = path
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         let result = read_pipeline_file(&path);
         match NOT_PIPELINES.iter().find(|(p, _)| rel.starts_with(p)) {
             Some((_, why)) => {
@@ -63,7 +82,10 @@ fn every_upstream_file_reads_or_is_refused_with_a_reason() {
                 let uses = result.unwrap_or_else(|e| panic!("{rel}: {e}"));
                 assert!(!uses.is_empty(), "{rel}: no images");
                 for u in &uses {
-                    assert!(u.origin.line.is_some() && u.origin.column.is_some(), "{rel}");
+                    assert!(
+                        u.origin.line.is_some() && u.origin.column.is_some(),
+                        "{rel}"
+                    );
                 }
             }
         }
@@ -88,7 +110,14 @@ fn upstream_values() {
     // server/compiler/types/yaml/testdata/build_anchor_stage.yml: three stages whose steps
     // merge `*stage-anchor`; the image is written once, at 11:10.
     let uses = read("server/compiler/types/yaml/testdata/build_anchor_stage.yml");
-    let got: Vec<(Option<&str>, &str, PullPolicy, Option<usize>, Option<usize>)> = uses
+    type Row<'a> = (
+        Option<&'a str>,
+        &'a str,
+        PullPolicy,
+        Option<usize>,
+        Option<usize>,
+    );
+    let got: Vec<Row> = uses
         .iter()
         .map(|u| {
             (
@@ -100,7 +129,15 @@ fn upstream_values() {
             )
         })
         .collect();
-    let want = |stage| (Some(stage), "openjdk:latest", PullPolicy::Always, Some(11), Some(10));
+    let want = |stage| {
+        (
+            Some(stage),
+            "openjdk:latest",
+            PullPolicy::Always,
+            Some(11),
+            Some(10),
+        )
+    };
     assert_eq!(got, [want("dependencies"), want("test"), want("build")]);
 
     // server/compiler/types/yaml/testdata/build.yml: one service, five steps, one origin
