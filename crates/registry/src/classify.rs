@@ -417,14 +417,14 @@ pub(crate) fn tags_list(
         };
         return out;
     };
-    let count = if link_next {
-        format!("at least {}", tags.len())
-    } else {
-        tags.len().to_string()
+    let count = match (link_next, tags.len()) {
+        (true, n) => format!("at least {n} tags"),
+        (false, 1) => "1 tag".to_string(),
+        (false, n) => format!("{n} tags"),
     };
     out.detail = match reference {
         Ref::Digest(_) => format!(
-            "digest {wanted} not found in {repository} on {host} (the repository exists, {count} tags)"
+            "digest {wanted} not found in {repository} on {host} (the repository exists, {count})"
         ),
         Ref::Tag(tag) if tags.is_empty() => {
             format!("tag {tag} not found in {repository} on {host}, which has no tags")
@@ -432,7 +432,7 @@ pub(crate) fn tags_list(
         Ref::Tag(tag) => {
             let close = suggest(tag, &tags);
             if close.is_empty() {
-                format!("tag {tag} not found in {repository} on {host} ({count} tags, none close)")
+                format!("tag {tag} not found in {repository} on {host} ({count}, none close)")
             } else {
                 format!(
                     "tag {tag} not found in {repository} on {host}; did you mean {}?",
@@ -792,7 +792,11 @@ mod tests {
         let body = br#"{"name":"library/alpine","tags":["a"]}"#;
         let a = tags_list(&query(D1), Missing::Digest, 200, body, &[], false);
         assert_eq!(a.missing, Some(Missing::Digest));
-        assert!(a.detail.contains("the repository exists"));
+        assert!(
+            a.detail.ends_with("(the repository exists, 1 tag)"),
+            "{}",
+            a.detail
+        );
         let a = tags_list(
             &query("x"),
             Missing::Tag,

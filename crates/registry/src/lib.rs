@@ -39,6 +39,8 @@
 //! `Debug` output or a trace event; trace events show the method, the URL without its
 //! query, the status and the time.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 use std::time::Duration;
 

@@ -1,0 +1,58 @@
+//! Checks one manifest and prints the answer.
+//!
+//! ```text
+//! cargo run -p pullcheck-registry --example check -- HOST REPOSITORY REFERENCE [USER]
+//! ```
+//!
+//! With `USER`, the password is read from the `REGISTRY_PASSWORD` environment variable
+//! (never from the command line). `HOST` such as `127.0.0.1:5000` or `localhost:5000`
+//! may fall back to plain HTTP.
+
+use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [host, repository, reference, rest @ ..] = args.as_slice() else {
+        eprintln!("usage: check HOST REPOSITORY REFERENCE [USER]");
+        std::process::exit(2);
+    };
+    let credential = match rest.first() {
+        Some(user) => Credential::Basic {
+            username: user.clone(),
+            password: std::env::var("REGISTRY_PASSWORD").unwrap_or_default(),
+        },
+        None => Credential::Anonymous,
+    };
+    let loopback =
+        host.starts_with("localhost") || host.starts_with("127.") || host.starts_with("[::1]");
+    let endpoint = Endpoint {
+        host: host.clone(),
+        allow_http: loopback,
+        skip_verify: false,
+    };
+    let client = match Client::new(ClientOptions::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    match client
+        .authorize(&endpoint, &credential, std::slice::from_ref(repository))
+        .await
+    {
+        Err(e) => {
+            println!("{:?}: {}", e.status, e.message);
+            std::process::exit(1);
+        }
+        Ok(session) => {
+            let answer = session.check(repository, reference).await;
+            println!("{:?} {:?} {}", answer.status, answer.missing, answer.detail);
+            if let Some(digest) = answer.digest {
+                println!("{digest}");
+            }
+            println!("({} requests)", client.request_count());
+        }
+    }
+}
