@@ -156,7 +156,7 @@ impl Checker {
                     error: None,
                 };
                 match item.action {
-                    Action::Check(r) => match outcomes.get(&r) {
+                    Action::Check(r) => match outcomes.get(&plan::query_key(&r)) {
                         Some(o) => {
                             image.status = o.status;
                             image.missing = o.missing;

@@ -67,7 +67,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The distinct references to query, in first-use order.
+    /// The distinct references to query, in first-use order: one per [`query_key`], so
+    /// `alpine` and `docker.io/library/alpine:latest` are asked once, as are `app:v1@d`
+    /// and `app@d` (the digest is what is pulled).
     pub fn queries(&self) -> Vec<&Reference> {
         let mut seen = std::collections::HashSet::new();
         self.items
@@ -76,9 +78,24 @@ impl Plan {
                 Action::Check(r) => Some(r),
                 _ => None,
             })
-            .filter(|r| seen.insert((*r).clone()))
+            .filter(|r| seen.insert(query_key(r)))
             .collect()
     }
+}
+
+/// What a pull of `reference` asks the registry for: `domain/path:tag` or
+/// `domain/path@digest` (the digest when there is one, else the tag, else `latest`).
+pub fn query_key(reference: &Reference) -> String {
+    let separator = if reference.digest().is_some() {
+        '@'
+    } else {
+        ':'
+    };
+    format!(
+        "{}{separator}{}",
+        reference.repository(),
+        reference.manifest_reference()
+    )
 }
 
 /// Builds the plan from image uses.

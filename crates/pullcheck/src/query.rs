@@ -15,6 +15,7 @@ use pullcheck_reference::Reference;
 use pullcheck_registry::{Answer, Client, Credential, Endpoint, Missing};
 use tokio::sync::Semaphore;
 
+use crate::plan::query_key;
 use crate::report::{MissingPart, Status};
 use crate::resolve::{CredentialSource, Keyring, resolve};
 
@@ -46,15 +47,16 @@ pub struct Outcome {
     pub credential: Option<CredentialSource>,
 }
 
-type Outcomes = Arc<Mutex<HashMap<Reference, Outcome>>>;
+type Outcomes = Arc<Mutex<HashMap<String, Outcome>>>;
 
-/// Queries every reference; every one of them gets an [`Outcome`].
+/// Queries every reference; every one of them gets an [`Outcome`], keyed by
+/// [`query_key`].
 pub async fn run(
     client: &Client,
     keyring: &Keyring,
     references: &[&Reference],
     options: &QueryOptions,
-) -> HashMap<Reference, Outcome> {
+) -> HashMap<String, Outcome> {
     let mut groups: Vec<Group> = Vec::new();
     for reference in references {
         let resolution = resolve(reference, keyring, &options.insecure_registries);
@@ -91,7 +93,7 @@ pub async fn run(
     let mut outcomes = std::mem::take(&mut *lock(&outcomes));
     for g in &groups {
         for r in &g.references {
-            outcomes.entry(r.clone()).or_insert_with(|| Outcome {
+            outcomes.entry(query_key(r)).or_insert_with(|| Outcome {
                 status: Status::Unreachable,
                 missing: None,
                 digest: None,
@@ -119,7 +121,7 @@ struct Group {
     references: Vec<Reference>,
 }
 
-fn lock(outcomes: &Outcomes) -> std::sync::MutexGuard<'_, HashMap<Reference, Outcome>> {
+fn lock(outcomes: &Outcomes) -> std::sync::MutexGuard<'_, HashMap<String, Outcome>> {
     // A poisoned lock only means another task panicked mid-insert; the map is still sound.
     outcomes.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -145,7 +147,7 @@ async fn query_group(client: &Client, group: &Group, permits: Arc<Semaphore>, ou
             let mut map = lock(&outcomes);
             for r in &group.references {
                 map.insert(
-                    r.clone(),
+                    query_key(r),
                     Outcome {
                         status: map_status(e.status),
                         missing: None,
@@ -170,7 +172,7 @@ async fn query_group(client: &Client, group: &Group, permits: Arc<Semaphore>, ou
                 session.check(r.path(), r.manifest_reference()).await
             };
             let outcome = outcome_of(answer, host, group.source.clone());
-            lock(&outcomes).insert(r.clone(), outcome);
+            lock(&outcomes).insert(query_key(r), outcome);
         }
     }))
     .await;

@@ -13,6 +13,10 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::Error;
 
+/// The `User-Agent` of every request the harness sends; the access-log
+/// reader leaves such requests out of [`Registry::requests`](crate::Registry::requests).
+pub(crate) const HARNESS_USER_AGENT: &str = "pullcheck-testkit-harness";
+
 /// A response, body fully read.
 pub(crate) struct Reply {
     pub(crate) status: u16,
@@ -55,7 +59,10 @@ impl Http {
             url: url.to_string(),
             message,
         };
-        let mut req = Request::builder().method(method.clone()).uri(url);
+        let mut req = Request::builder()
+            .method(method.clone())
+            .uri(url)
+            .header("user-agent", HARNESS_USER_AGENT);
         for (name, value) in headers {
             req = req.header(*name, *value);
         }

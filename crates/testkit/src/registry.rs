@@ -11,7 +11,7 @@ use bytes::Bytes;
 use hyper::Method;
 
 use crate::Error;
-use crate::http::Http;
+use crate::http::{HARNESS_USER_AGENT, Http};
 use crate::image::{self, ImageKind, ImageSpec, PushedImage};
 use crate::process::{Process, run_tool};
 use crate::tempdir::TempDir;
@@ -274,9 +274,10 @@ impl Registry {
     }
 
     /// Every request the registry served since start (or the last
-    /// [`clear_requests`](Self::clear_requests)), in order. Pushes to an
-    /// auth-protected registry go through a separate process and never show
-    /// here; pushes to an anonymous registry do.
+    /// [`clear_requests`](Self::clear_requests)), in order. Requests the
+    /// harness made itself (readiness probes, [`push`](Self::push)) are left
+    /// out: they are recognised by their `User-Agent`. A mirror's requests
+    /// to its upstream show in the upstream's list.
     ///
     /// The access log is read asynchronously, so this first sends a marker
     /// request and waits until the log shows it: every request answered
@@ -385,6 +386,10 @@ fn record_line(log: &Mutex<AccessLog>, line: &str) {
         if let Ok(n) = n.parse::<u64>() {
             log.synced = log.synced.max(n);
         }
+        return;
+    }
+    // The harness's own requests (readiness probes, pushes) are not counted.
+    if line.ends_with(&format!("\"{HARNESS_USER_AGENT}\"")) {
         return;
     }
     if let Some(file) = &mut log.file {

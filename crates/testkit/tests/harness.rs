@@ -201,7 +201,7 @@ async fn htpasswd_registry_wants_basic_credentials() {
     let bad = head(&registry, "team/app", "v1", Some(basic("alice", "nope"))).await;
     assert_eq!(bad.status, 401);
 
-    // Pushes go through a separate process: only the three HEADs show.
+    // The harness's pushes are not counted: only the three HEADs show.
     let requests = registry.requests().await.unwrap();
     let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
     assert_eq!(statuses, [401, 200, 401], "{requests:?}");
@@ -503,4 +503,36 @@ async fn standalone_token_server_answers() {
         .status,
         404
     );
+}
+
+#[tokio::test]
+async fn request_log_file_starts_when_asked() {
+    let registry = Registry::anonymous().await.unwrap();
+    registry
+        .push("app", "v1", ImageKind::OciManifest)
+        .await
+        .unwrap();
+    assert_eq!(
+        registry.requests().await.unwrap(),
+        [],
+        "pushes are not counted"
+    );
+    let path = registry.dir().join("access.log");
+    registry.log_requests_to(&path).await.unwrap();
+    head(&registry, "app", "v1", None).await;
+    head(&registry, "app", "v2", None).await;
+    registry.requests().await.unwrap(); // waits for the log to catch up
+    let logged = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        logged,
+        "HEAD /v2/app/manifests/v1 200\nHEAD /v2/app/manifests/v2 404\n"
+    );
+}
+
+#[test]
+fn handles_can_be_shared_across_tests() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<Registry>();
+    shareable::<pullcheck_testkit::TokenServer>();
+    shareable::<pullcheck_testkit::Error>();
 }

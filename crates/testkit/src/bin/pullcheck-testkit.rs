@@ -47,9 +47,8 @@ OPTIONS:
                               once everything is ready)
     --images-file PATH        write one line per pushed image:
                               REFERENCE DIGEST KIND
-    --access-log PATH         append every request the registry serves:
-                              METHOD PATH STATUS (pushes to auth registries go
-                              through a separate process and are not logged)
+    --access-log PATH         append every request the registry serves once it
+                              is ready (after the pushes): METHOD PATH STATUS
     --token-log PATH          token mode: append every token request as a JSON
                               line (path, service, scopes, user, status, granted)
     -h, --help                print this help
@@ -293,11 +292,11 @@ async fn serve(opts: Options) -> Result<(), String> {
             Auth::Token(policy)
         }
     };
-    let mut builder = Registry::builder().auth(auth);
-    if let Some(path) = &opts.access_log {
-        builder = builder.access_log_file(path);
-    }
-    let registry = builder.start().await.map_err(|e| e.to_string())?;
+    let registry = Registry::builder()
+        .auth(auth)
+        .start()
+        .await
+        .map_err(|e| e.to_string())?;
     let mirror = if opts.mirror {
         Some(
             Registry::builder()
@@ -335,8 +334,14 @@ async fn serve(opts: Options) -> Result<(), String> {
     if pushed.len() > 20 {
         eprintln!("  ... and {} more", pushed.len() - 20);
     }
-    // Pushes to an anonymous registry show in its log; start counting now.
+    // Count from here (the harness's own pushes are never counted).
     registry.clear_requests().await.map_err(|e| e.to_string())?;
+    if let Some(path) = &opts.access_log {
+        registry
+            .log_requests_to(path)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
 
     let mut env = format!(
         "PULLCHECK_REGISTRY={}\nPULLCHECK_REGISTRY_URL={}\n",
