@@ -35,7 +35,8 @@ pub struct Explanation {
     pub tag: Option<String>,
     /// The digest as written.
     pub digest: Option<String>,
-    /// The familiar form, as the Docker CLI prints it.
+    /// The familiar form, as the Docker CLI prints it (`FamiliarString` after
+    /// `TagNameOnly`, so `alpine` is `alpine:latest`).
     pub familiar: Option<String>,
     /// The parse error.
     pub error: Option<ReferenceErrorReport>,
@@ -63,7 +64,12 @@ pub fn explain(input: &str, keyring: &Keyring, insecure: &[String]) -> Explanati
                 path: Some(r.path().to_string()),
                 tag,
                 digest: r.digest().map(str::to_string),
-                familiar: Some(r.familiar()),
+                // As the Docker CLI prints it after `TagNameOnly`: `alpine:latest`.
+                familiar: Some(if r.tag().is_none() && r.digest().is_none() {
+                    format!("{}:latest", r.familiar())
+                } else {
+                    r.familiar()
+                }),
                 error: None,
                 endpoints: resolution
                     .endpoints

@@ -1,0 +1,388 @@
+//! The `pullcheck` binary end to end: a Vela pipeline against a real token-auth registry,
+//! text and JSON output, exit codes, and a canary that no secret appears anywhere.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pullcheck_testkit::{Auth, ImageKind, Registry, Repos, TokenPolicy, User};
+
+const PASSWORD: &str = "canary-password-7f3a";
+
+fn pullcheck(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("DOCKER_CONFIG")
+        .env("HOME", dir)
+        .output()
+        .expect("run pullcheck")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pullcheck-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+async fn token_registry() -> Registry {
+    let policy = TokenPolicy::new(vec![User::new("ci", PASSWORD).pulling(Repos::All)]);
+    let registry = Registry::builder()
+        .auth(Auth::Token(policy))
+        .start()
+        .await
+        .unwrap();
+    registry
+        .push("library/alpine", "3.19", ImageKind::DockerManifest)
+        .await
+        .unwrap();
+    registry
+        .push("library/golang", "1.22", ImageKind::OciIndex)
+        .await
+        .unwrap();
+    registry
+        .push("library/postgres", "16", ImageKind::DockerManifestList)
+        .await
+        .unwrap();
+    registry
+}
+
+fn write_pipeline(dir: &Path, host: &str) {
+    let pipeline = format!(
+        r#"version: "1"
+x-go: &go
+  image: {host}/library/golang:1.22
+  pull: not_present
+services:
+  - name: db
+    image: {host}/library/postgres:16
+stages:
+  build:
+    steps:
+      - name: compile
+        <<: *go
+steps:
+  - name: test
+    image: {host}/library/alpine:3.91
+    pull: true
+  - name: publish
+    image: {host}/team/publisher:v2
+  - name: later
+    image: {host}/library/alpine:3.19
+    pull: on_start
+  - name: lint
+    template:
+      name: golangci
+"#
+    );
+    std::fs::write(dir.join(".vela.yml"), pipeline).unwrap();
+}
+
+fn write_docker_config(dir: &Path, host: &str) {
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("ci:{PASSWORD}"));
+    std::fs::create_dir_all(dir.join("docker")).unwrap();
+    std::fs::write(
+        dir.join("docker/config.json"),
+        format!(r#"{{"auths":{{"{host}":{{"auth":"{auth}"}}}}}}"#),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn pipeline_against_a_token_registry() {
+    let registry = token_registry().await;
+    let host = registry.host().to_string();
+    let dir = temp_dir("pipeline");
+    write_pipeline(&dir, &host);
+    write_docker_config(&dir, &host);
+
+    let out = pullcheck(&["check", ".vela.yml", "--docker-config", "docker"], &dir);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    // The typo'd tag, at its line and column, with a suggestion.
+    assert!(
+        shown.lines().any(|l| l.starts_with("missing")
+            && l.contains("alpine:3.91")
+            && l.contains(".vela.yml:15:12 step \"test\"")
+            && l.contains("3.19")),
+        "{shown}"
+    );
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("missing") && l.contains("team/publisher:v2")),
+        "{shown}"
+    );
+    // The merged anchor: the position is where the image is written, in the anchor.
+    assert!(
+        shown.lines().any(|l| l.starts_with("present")
+            && l.contains("golang:1.22")
+            && l.contains(".vela.yml:3:10")),
+        "{shown}"
+    );
+    assert!(shown.lines().any(|l| l.starts_with("deferred")), "{shown}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("skipped") && l.contains("template")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("6 images: 2 present, 2 failed, 0 unverified, 1 skipped, 1 deferred"),
+        "{shown}"
+    );
+
+    let out = pullcheck(
+        &[
+            "check",
+            ".vela.yml",
+            "--docker-config",
+            "docker",
+            "--format",
+            "json",
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let images = json["images"].as_array().unwrap();
+    assert_eq!(images.len(), 6);
+    let typo = images
+        .iter()
+        .find(|i| i["reference"].as_str().unwrap().ends_with("alpine:3.91"))
+        .unwrap();
+    assert_eq!(typo["status"], "missing");
+    assert_eq!(typo["missing"], "tag");
+    assert_eq!(typo["policy"], "always");
+    assert_eq!(typo["registry"], host.as_str());
+    assert_eq!(typo["canonical"], format!("{host}/library/alpine:3.91"));
+    assert_eq!(typo["origins"][0]["line"], 15);
+    assert_eq!(typo["origins"][0]["kind"], "step");
+    let repo = images
+        .iter()
+        .find(|i| i["reference"].as_str().unwrap().ends_with("publisher:v2"))
+        .unwrap();
+    assert_eq!(repo["missing"], "repository");
+    assert_eq!(repo["policy"], "not_present");
+    let golang = images
+        .iter()
+        .find(|i| i["reference"].as_str().unwrap().ends_with("golang:1.22"))
+        .unwrap();
+    assert_eq!(golang["status"], "present");
+    assert!(golang["digest"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(golang["origins"][0]["stage"], "build");
+    assert_eq!(golang["credential"]["username"], "ci");
+    assert_eq!(json["summary"]["failed"], 2);
+    assert_eq!(json["summary"]["deferred"], 1);
+
+    // Only present images: exit 0. --include-on-start checks the deferred one.
+    let ok = pullcheck(
+        &[
+            "check",
+            "--docker-config",
+            "docker",
+            "--image",
+            &format!("{host}/library/golang:1.22=not_present"),
+            "--image",
+            &format!("{host}/library/alpine:3.19=on_start"),
+            "--include-on-start",
+        ],
+        &dir,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    assert!(text(&ok).contains("2 images: 2 present"), "{}", text(&ok));
+}
+
+#[tokio::test]
+async fn no_secret_in_any_output_at_any_log_level() {
+    let registry = token_registry().await;
+    let host = registry.host().to_string();
+    let dir = temp_dir("canary");
+    write_pipeline(&dir, &host);
+    write_docker_config(&dir, &host);
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("ci:{PASSWORD}"));
+
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["check", ".vela.yml", "--docker-config", "docker", "-vv"],
+        vec![
+            "check",
+            ".vela.yml",
+            "--docker-config",
+            "docker",
+            "-vv",
+            "--format",
+            "json",
+        ],
+        vec!["explain", "alpine", "--docker-config", "docker", "-vv"],
+        vec![
+            "explain",
+            "--format",
+            "json",
+            "--docker-config",
+            "docker",
+            "-vv",
+            "x/y",
+        ],
+    ];
+    let explain_host = format!("{host}/library/alpine:3.19");
+    let mut runs = runs;
+    runs.push(vec![
+        "explain",
+        &explain_host,
+        "--docker-config",
+        "docker",
+        "-vv",
+    ]);
+    runs.push(vec![
+        "explain",
+        &explain_host,
+        "--format",
+        "json",
+        "--docker-config",
+        "docker",
+    ]);
+    for args in &runs {
+        let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+            .args(args)
+            .current_dir(&dir)
+            .env("PULLCHECK_LOG", "trace")
+            .env("HOME", &dir)
+            .output()
+            .unwrap();
+        let shown = text(&out);
+        assert!(!shown.is_empty());
+        for secret in [PASSWORD, basic.as_str()] {
+            assert!(
+                !shown.contains(secret),
+                "{args:?} printed a secret:\n{shown}"
+            );
+        }
+        // A bearer token from the token server is a JWT: base64url JSON header `eyJ`.
+        assert!(!shown.contains("eyJ"), "{args:?} printed a token:\n{shown}");
+    }
+    // The explain output names the credential, without the secret.
+    let out = pullcheck(
+        &[
+            "explain",
+            &explain_host,
+            "--format",
+            "json",
+            "--docker-config",
+            "docker",
+        ],
+        &dir,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["credentials"][0]["username"], "ci");
+    assert_eq!(json["credentials"][0]["key"], host.as_str());
+}
+
+#[test]
+fn explain_json_shape() {
+    let dir = temp_dir("explain");
+    let out = pullcheck(&["explain", "alpine", "Alpine", "--format", "json"], &dir);
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["ok"], true);
+    assert_eq!(lines[0]["canonical"], "docker.io/library/alpine:latest");
+    assert_eq!(lines[0]["domain"], "docker.io");
+    assert_eq!(lines[0]["path"], "library/alpine");
+    assert_eq!(lines[0]["tag"], "latest");
+    assert_eq!(lines[0]["digest"], serde_json::Value::Null);
+    assert_eq!(lines[0]["familiar"], "alpine:latest");
+    assert_eq!(
+        lines[0]["endpoints"][0]["url"],
+        "https://registry-1.docker.io/v2/"
+    );
+    assert_eq!(lines[1]["ok"], false);
+    assert_eq!(lines[1]["error"]["kind"], "uppercase");
+    // An upper-case first component is a domain (distribution/reference), so this parses.
+    let out = pullcheck(&["explain", "Foo/bar", "--format", "json"], &dir);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["domain"], "Foo");
+    let out = pullcheck(
+        &["explain", "example.com/Foo/bar", "--format", "json"],
+        &dir,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["error"]["kind"], "uppercase");
+}
+
+#[test]
+fn usage_and_configuration_errors_exit_2_with_the_position() {
+    let dir = temp_dir("errors");
+    std::fs::write(
+        dir.join("broken.yml"),
+        "steps:\n  - name: a\n    image: [unclosed\n",
+    )
+    .unwrap();
+    let out = pullcheck(&["check", "broken.yml"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("broken.yml:"), "{}", text(&out));
+
+    let out = pullcheck(&["check", "missing.yml"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("missing.yml"), "{}", text(&out));
+
+    let out = pullcheck(&["check"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+
+    std::fs::write(
+        dir.join("config.json"),
+        "{\"auths\": {\"a.io\": {\"auth\": \"@@@\"}}}",
+    )
+    .unwrap();
+    let out = pullcheck(
+        &[
+            "check",
+            "--image",
+            "alpine",
+            "--docker-config",
+            "config.json",
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("config.json") && text(&out).contains("a.io"),
+        "{}",
+        text(&out)
+    );
+
+    let out = pullcheck(&["check", "--image", "alpine=sometimes"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("sometimes"), "{}", text(&out));
+}
+
+#[test]
+fn invalid_pull_value_is_an_invalid_image_at_its_position() {
+    let dir = temp_dir("badpull");
+    std::fs::write(
+        dir.join(".vela.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n",
+    )
+    .unwrap();
+    let out = pullcheck(&["check", ".vela.yml", "--format", "json"], &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["images"][0]["status"], "invalid");
+    let detail = json["images"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains(".vela.yml:5:11"), "{detail}");
+}
