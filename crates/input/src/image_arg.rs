@@ -13,6 +13,11 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
     };
     // A reference never contains `=`, so the last one separates the policy.
     let (reference, policy) = match arg.rsplit_once('=') {
+        Some((_, "")) => {
+            return Err(error(format!(
+                "--image {arg:?}: empty pull policy after `=`; allowed: {ALL_PULL_VALUES}"
+            )));
+        }
         Some((reference, policy)) => {
             let policy = PullPolicy::parse(policy).ok_or_else(|| {
                 error(format!(
@@ -75,8 +80,6 @@ mod tests {
             ("Never", PullPolicy::Never),
             ("TRUE", PullPolicy::Always),
             ("false", PullPolicy::NotPresent),
-            // Empty after `=` is Vela's empty `pull:`, as `PullPolicy::parse` reads it.
-            ("", PullPolicy::NotPresent),
         ] {
             let u = parse(&format!("{r}={policy}")).unwrap();
             assert_eq!(u.image, r);
@@ -101,5 +104,14 @@ mod tests {
     fn empty_reference_is_an_error() {
         assert!(parse("").is_err());
         assert!(parse("=always").is_err());
+    }
+}
+
+#[cfg(test)]
+mod empty_policy_tests {
+    #[test]
+    fn an_empty_policy_after_equals_is_an_error() {
+        let err = super::parse("alpine=").unwrap_err();
+        assert!(err.message.contains("empty pull policy"), "{err}");
     }
 }
