@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::reference::Reference;
 use crate::report::ReferenceErrorReport;
-use crate::resolve::{CredentialSource, Keyring, resolve};
+use crate::resolve::{CredentialSource, Keyring, Resolution, resolve};
 
 /// One endpoint, in the order it would be tried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -50,7 +50,37 @@ pub struct Explanation {
 pub fn explain(input: &str, keyring: &Keyring, insecure: &[String]) -> Explanation {
     match Reference::parse_normalized(input) {
         Ok(r) => {
-            let resolution = resolve(&r, keyring, insecure);
+            let (endpoints, credentials) = match resolve(&r, keyring, insecure) {
+                Resolution::Blocked { rule } => (
+                    vec![EndpointExplanation {
+                        url: String::new(),
+                        rule: format!("blocked: {rule}"),
+                        insecure: false,
+                    }],
+                    Vec::new(),
+                ),
+                Resolution::Routes(routes) => {
+                    let endpoints = routes
+                        .iter()
+                        .map(|route| EndpointExplanation {
+                            url: route.endpoint.url(),
+                            rule: route.endpoint.rule.clone(),
+                            insecure: route.endpoint.insecure(),
+                        })
+                        .collect();
+                    let mut credentials: Vec<CredentialSource> = Vec::new();
+                    for source in routes
+                        .into_iter()
+                        .flat_map(|route| route.credentials)
+                        .filter_map(|c| c.source)
+                    {
+                        if !credentials.contains(&source) {
+                            credentials.push(source);
+                        }
+                    }
+                    (endpoints, credentials)
+                }
+            };
             let tag = match (r.tag(), r.digest()) {
                 (Some(t), _) => Some(t.to_string()),
                 (None, None) => Some("latest".to_string()),
@@ -71,20 +101,8 @@ pub fn explain(input: &str, keyring: &Keyring, insecure: &[String]) -> Explanati
                     r.familiar()
                 }),
                 error: None,
-                endpoints: resolution
-                    .endpoints
-                    .iter()
-                    .map(|e| EndpointExplanation {
-                        url: e.url(),
-                        rule: e.rule.clone(),
-                        insecure: e.insecure(),
-                    })
-                    .collect(),
-                credentials: resolution
-                    .credentials
-                    .into_iter()
-                    .filter_map(|c| c.source)
-                    .collect(),
+                endpoints,
+                credentials,
             }
         }
         Err(e) => Explanation {

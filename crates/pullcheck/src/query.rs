@@ -1,23 +1,34 @@
 //! Query: asks the registries about every planned reference, concurrently, within one
 //! overall deadline.
 //!
-//! References are grouped by (endpoint, credential): each group is pinged and
-//! authenticated once, for all of its repositories together, then gets one manifest
-//! `HEAD` per reference. That is the protocol floor: one ping and one token request per
-//! registry, one `HEAD` per image.
+//! Each reference has a list of attempts: its routes (mirrors, then the primary) and, on
+//! each route, its credentials in keyring order (anonymous when there are none). Like
+//! the container runtime, the first attempt that finds the manifest wins; like the
+//! kubelet, the next credential is tried after a failure, and anonymous is never tried
+//! after credentials fail. When every attempt fails, the most meaningful failure is
+//! reported (a definite 404 outranks a refusal, which outranks a network error), with
+//! every attempt's answer in the detail.
+//!
+//! Attempts run in rounds: in each round, the next attempt of every unfinished
+//! reference is grouped by (endpoint, credential), each group is authorized once for
+//! all its repositories, and every `HEAD` of the round runs concurrently under one
+//! semaphore. With no mirrors and at most one credential per registry there is one
+//! round: one ping and one token request per registry, one `HEAD` per image, which is
+//! the protocol floor.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::join_all;
 use pullcheck_reference::Reference;
-use pullcheck_registry::{Answer, Client, Credential, Endpoint, Missing};
+use pullcheck_registry::{Answer, AuthorizeError, Client, Credential, Endpoint, Missing, Session};
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use crate::plan::query_key;
 use crate::report::{MissingPart, Status};
-use crate::resolve::{CredentialSource, Keyring, resolve};
+use crate::resolve::{CredentialSource, Keyring, Resolution, resolve};
 
 /// Settings of the query stage.
 #[derive(Debug, Clone)]
@@ -47,7 +58,25 @@ pub struct Outcome {
     pub credential: Option<CredentialSource>,
 }
 
-type Outcomes = Arc<Mutex<HashMap<String, Outcome>>>;
+/// One (route, credential) pair to try.
+#[derive(Debug, Clone)]
+struct Attempt {
+    endpoint: Endpoint,
+    repository: String,
+    credential: Credential,
+    source: Option<CredentialSource>,
+}
+
+/// A reference still being asked about.
+#[derive(Debug)]
+struct Pending {
+    reference: Reference,
+    attempts: VecDeque<Attempt>,
+    /// Every failed attempt so far: (where, outcome).
+    failures: Vec<(String, Outcome)>,
+}
+
+type Finished = HashMap<String, Outcome>;
 
 /// Queries every reference; every one of them gets an [`Outcome`], keyed by
 /// [`query_key`].
@@ -57,97 +86,239 @@ pub async fn run(
     references: &[&Reference],
     options: &QueryOptions,
 ) -> HashMap<String, Outcome> {
-    let mut groups: Vec<Group> = Vec::new();
+    let deadline = Instant::now() + options.deadline;
+    let mut finished: Finished = HashMap::new();
+    let mut pending: HashMap<String, Pending> = HashMap::new();
     for reference in references {
-        let resolution = resolve(reference, keyring, &options.insecure_registries);
-        let Some(endpoint) = resolution.endpoints.into_iter().next() else {
-            continue;
-        };
-        let (credential, source) = match resolution.credentials.into_iter().next() {
-            Some(c) => (c.credential, c.source),
-            None => (Credential::Anonymous, None),
-        };
-        match groups
-            .iter_mut()
-            .find(|g| g.endpoint == endpoint.endpoint && g.credential == credential)
-        {
-            Some(g) => g.references.push((*reference).clone()),
-            None => groups.push(Group {
-                endpoint: endpoint.endpoint,
-                credential,
-                source,
-                references: vec![(*reference).clone()],
-            }),
+        let key = query_key(reference);
+        match resolve(reference, keyring, &options.insecure_registries) {
+            Resolution::Blocked { rule } => {
+                finished.insert(
+                    key,
+                    Outcome {
+                        status: Status::Blocked,
+                        missing: None,
+                        digest: None,
+                        registry: None,
+                        detail: format!("blocked by {rule}; no request was sent"),
+                        credential: None,
+                    },
+                );
+            }
+            Resolution::Routes(routes) => {
+                let mut attempts = VecDeque::new();
+                for route in routes {
+                    if route.credentials.is_empty() {
+                        attempts.push_back(Attempt {
+                            endpoint: route.endpoint.endpoint.clone(),
+                            repository: route.repository.clone(),
+                            credential: Credential::Anonymous,
+                            source: None,
+                        });
+                    }
+                    for c in route.credentials {
+                        attempts.push_back(Attempt {
+                            endpoint: route.endpoint.endpoint.clone(),
+                            repository: route.repository.clone(),
+                            credential: c.credential,
+                            source: c.source,
+                        });
+                    }
+                }
+                pending.insert(
+                    key,
+                    Pending {
+                        reference: (*reference).clone(),
+                        attempts,
+                        failures: Vec::new(),
+                    },
+                );
+            }
         }
     }
 
-    let outcomes: Outcomes = Arc::new(Mutex::new(HashMap::new()));
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let work = join_all(
-        groups
-            .iter()
-            .map(|g| query_group(client, g, permits.clone(), outcomes.clone())),
-    );
-    let timed_out = tokio::time::timeout(options.deadline, work).await.is_err();
-
-    let mut outcomes = std::mem::take(&mut *lock(&outcomes));
-    for g in &groups {
-        for r in &g.references {
-            outcomes.entry(query_key(r)).or_insert_with(|| Outcome {
+    let mut sessions: HashMap<(Endpoint, Credential), Result<Session, AuthorizeError>> =
+        HashMap::new();
+    let mut timed_out = false;
+    while !pending.is_empty() && !timed_out {
+        // This round: the next attempt of every pending reference, grouped.
+        let mut groups: Vec<Group> = Vec::new();
+        for (key, p) in pending.iter_mut() {
+            let Some(attempt) = p.attempts.pop_front() else {
+                continue;
+            };
+            let slot = (attempt.endpoint.clone(), attempt.credential.clone());
+            let job = Job {
+                key: key.clone(),
+                repository: attempt.repository.clone(),
+                manifest_reference: p.reference.manifest_reference().to_string(),
+            };
+            match groups.iter_mut().find(|g| g.slot == slot) {
+                Some(g) => g.jobs.push(job),
+                None => groups.push(Group {
+                    slot,
+                    source: attempt.source,
+                    jobs: vec![job],
+                }),
+            }
+        }
+        if groups.is_empty() {
+            break;
+        }
+        let answers: Arc<Mutex<Vec<(String, String, Outcome)>>> = Arc::default();
+        let round = join_all(groups.iter().map(|g| {
+            let cached = sessions.get(&g.slot).cloned();
+            run_group(client, g, cached, permits.clone(), answers.clone())
+        }));
+        match tokio::time::timeout_at(deadline, round).await {
+            Ok(authorized) => {
+                for (slot, session) in authorized {
+                    sessions.entry(slot).or_insert(session);
+                }
+            }
+            Err(_) => timed_out = true,
+        }
+        let answers = std::mem::take(&mut *answers.lock().unwrap_or_else(|p| p.into_inner()));
+        for (key, place, outcome) in answers {
+            let Some(p) = pending.get_mut(&key) else {
+                continue;
+            };
+            let done = outcome.status == Status::Present || p.attempts.is_empty();
+            p.failures.push((place, outcome));
+            if done && let Some(p) = pending.remove(&key) {
+                finished.insert(key, choose(p.failures));
+            }
+        }
+    }
+    for (key, p) in pending {
+        let waited = format!(
+            "no answer within the overall deadline of {} ms",
+            options.deadline.as_millis()
+        );
+        let mut failures = p.failures;
+        let host = p
+            .attempts
+            .front()
+            .map(|a| a.endpoint.host.clone())
+            .unwrap_or_default();
+        failures.push((
+            host.clone(),
+            Outcome {
                 status: Status::Unreachable,
                 missing: None,
                 digest: None,
-                registry: Some(g.endpoint.host.clone()),
+                registry: Some(host.clone()),
                 detail: if timed_out {
-                    format!(
-                        "no answer from {} within the overall deadline of {} ms",
-                        g.endpoint.host,
-                        options.deadline.as_millis()
-                    )
+                    format!("{waited} from {host}")
                 } else {
-                    format!("no answer from {}", g.endpoint.host)
+                    format!("no answer from {host}")
                 },
-                credential: g.source.clone(),
-            });
-        }
+                credential: None,
+            },
+        ));
+        finished.insert(key, choose(failures));
     }
-    outcomes
+    finished
 }
 
-struct Group {
-    endpoint: Endpoint,
-    credential: Credential,
-    source: Option<CredentialSource>,
-    references: Vec<Reference>,
+/// How meaningful a failure is: a definite answer outranks a refusal, which outranks a
+/// network error.
+fn rank(status: Status) -> u8 {
+    match status {
+        Status::Present => 5,
+        Status::Missing => 4,
+        Status::NoAccess => 3,
+        Status::Denied => 2,
+        Status::Blocked => 1,
+        _ => 0,
+    }
 }
 
-fn lock(outcomes: &Outcomes) -> std::sync::MutexGuard<'_, HashMap<String, Outcome>> {
-    // A poisoned lock only means another task panicked mid-insert; the map is still sound.
-    outcomes.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-async fn query_group(client: &Client, group: &Group, permits: Arc<Semaphore>, outcomes: Outcomes) {
-    let mut repositories: Vec<String> = group
-        .references
+/// The outcome to report from every attempt's answer: the present one, else the most
+/// meaningful failure, with the other attempts listed in the detail.
+fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
+    let best = attempts
         .iter()
-        .map(|r| r.path().to_string())
+        .enumerate()
+        .max_by_key(|(i, (_, o))| (rank(o.status), std::cmp::Reverse(*i)))
+        .map_or(0, |(i, _)| i);
+    if attempts.is_empty() {
+        return Outcome {
+            status: Status::Unreachable,
+            missing: None,
+            digest: None,
+            registry: None,
+            detail: "no endpoint to ask".into(),
+            credential: None,
+        };
+    }
+    let others: Vec<String> = attempts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != best)
+        .map(|(_, (place, o))| format!("{place}: {} ({})", o.status.as_str(), o.detail))
         .collect();
-    repositories.sort();
-    repositories.dedup();
-    let host = group.endpoint.host.clone();
-    let session = {
-        let _permit = permits.acquire().await;
-        client
-            .authorize(&group.endpoint, &group.credential, &repositories)
-            .await
+    let mut chosen = attempts.swap_remove(best).1;
+    if !others.is_empty() {
+        let verb = if chosen.status == Status::Present {
+            "after"
+        } else {
+            "also tried"
+        };
+        chosen.detail = format!("{}; {verb}: {}", chosen.detail, others.join("; "));
+    }
+    chosen
+}
+
+/// A (endpoint, credential) pair and the references to ask it about this round.
+struct Group {
+    slot: (Endpoint, Credential),
+    source: Option<CredentialSource>,
+    jobs: Vec<Job>,
+}
+
+struct Job {
+    key: String,
+    repository: String,
+    manifest_reference: String,
+}
+
+type Answers = Arc<Mutex<Vec<(String, String, Outcome)>>>;
+
+/// Authorizes the group (unless a session is cached) and asks about each job; returns
+/// the session for later rounds.
+async fn run_group(
+    client: &Client,
+    group: &Group,
+    cached: Option<Result<Session, AuthorizeError>>,
+    permits: Arc<Semaphore>,
+    answers: Answers,
+) -> ((Endpoint, Credential), Result<Session, AuthorizeError>) {
+    let (endpoint, credential) = &group.slot;
+    let host = endpoint.host.clone();
+    let place = match &group.source {
+        Some(s) => format!("{host} with {} key {:?}", s.source, s.key),
+        None => host.clone(),
     };
-    let session = match session {
-        Ok(s) => s,
+    let session = match cached {
+        Some(s) => s,
+        None => {
+            let mut repositories: Vec<String> =
+                group.jobs.iter().map(|j| j.repository.clone()).collect();
+            repositories.sort();
+            repositories.dedup();
+            let _permit = permits.acquire().await;
+            client.authorize(endpoint, credential, &repositories).await
+        }
+    };
+    match &session {
         Err(e) => {
-            let mut map = lock(&outcomes);
-            for r in &group.references {
-                map.insert(
-                    query_key(r),
+            let mut list = answers.lock().unwrap_or_else(|p| p.into_inner());
+            for job in &group.jobs {
+                list.push((
+                    job.key.clone(),
+                    place.clone(),
                     Outcome {
                         status: map_status(e.status),
                         missing: None,
@@ -156,26 +327,34 @@ async fn query_group(client: &Client, group: &Group, permits: Arc<Semaphore>, ou
                         detail: e.message.clone(),
                         credential: group.source.clone(),
                     },
-                );
+                ));
             }
-            return;
         }
-    };
-    join_all(group.references.iter().map(|r| {
-        let permits = permits.clone();
-        let outcomes = outcomes.clone();
-        let session = session.clone();
-        let host = host.clone();
-        async move {
-            let answer = {
-                let _permit = permits.acquire().await;
-                session.check(r.path(), r.manifest_reference()).await
-            };
-            let outcome = outcome_of(answer, host, group.source.clone());
-            lock(&outcomes).insert(query_key(r), outcome);
+        Ok(session) => {
+            join_all(group.jobs.iter().map(|job| {
+                let permits = permits.clone();
+                let answers = answers.clone();
+                let host = host.clone();
+                let place = place.clone();
+                async move {
+                    let answer = {
+                        let _permit = permits.acquire().await;
+                        session
+                            .check(&job.repository, &job.manifest_reference)
+                            .await
+                    };
+                    let outcome = outcome_of(answer, host, group.source.clone());
+                    answers.lock().unwrap_or_else(|p| p.into_inner()).push((
+                        job.key.clone(),
+                        place,
+                        outcome,
+                    ));
+                }
+            }))
+            .await;
         }
-    }))
-    .await;
+    }
+    (group.slot.clone(), session)
 }
 
 fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
@@ -201,5 +380,56 @@ fn map_status(status: pullcheck_registry::Status) -> Status {
         S::NoAccess => Status::NoAccess,
         S::Denied => Status::Denied,
         S::Unreachable => Status::Unreachable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(status: Status, detail: &str) -> Outcome {
+        Outcome {
+            status,
+            missing: None,
+            digest: None,
+            registry: None,
+            detail: detail.into(),
+            credential: None,
+        }
+    }
+
+    #[test]
+    fn a_definite_404_outranks_a_network_error() {
+        let chosen = choose(vec![
+            (
+                "mirror".into(),
+                outcome(Status::Unreachable, "connection refused"),
+            ),
+            ("primary".into(), outcome(Status::Missing, "tag not found")),
+        ]);
+        assert_eq!(chosen.status, Status::Missing);
+        assert_eq!(
+            chosen.detail,
+            "tag not found; also tried: mirror: unreachable (connection refused)"
+        );
+    }
+
+    #[test]
+    fn present_wins_and_names_earlier_failures() {
+        let chosen = choose(vec![
+            ("a".into(), outcome(Status::Denied, "rejected")),
+            ("b".into(), outcome(Status::Present, "HEAD 200")),
+        ]);
+        assert_eq!(chosen.status, Status::Present);
+        assert_eq!(chosen.detail, "HEAD 200; after: a: denied (rejected)");
+    }
+
+    #[test]
+    fn among_equals_the_first_attempt_is_reported() {
+        let chosen = choose(vec![
+            ("a".into(), outcome(Status::NoAccess, "first")),
+            ("b".into(), outcome(Status::NoAccess, "second")),
+        ]);
+        assert!(chosen.detail.starts_with("first;"), "{}", chosen.detail);
     }
 }

@@ -82,19 +82,36 @@ impl Keyring {
     }
 }
 
-/// Everything needed to query one reference.
+/// One place to ask about a reference, with the credentials to ask it with.
 #[derive(Debug, Clone)]
-pub struct Resolution {
-    /// Endpoints in the order they are tried.
-    pub endpoints: Vec<ResolvedEndpoint>,
-    /// Credentials in the order they are tried; empty means anonymous.
+pub struct Route {
+    /// The endpoint and the rule that produced it.
+    pub endpoint: ResolvedEndpoint,
+    /// The repository path on that endpoint (a mirror may rewrite it).
+    pub repository: String,
+    /// Credentials in the order they are tried; empty means anonymous. The first
+    /// success wins, and anonymous is not tried after credentials fail.
     pub credentials: Vec<ResolvedCredential>,
 }
 
-/// Resolves endpoints and credentials for one reference.
+/// Everything needed to query one reference.
+#[derive(Debug, Clone)]
+pub enum Resolution {
+    /// The configuration refuses the pull; no request is sent.
+    Blocked {
+        /// The rule that blocks it, naming the file and entry.
+        rule: String,
+    },
+    /// The routes in the order the runtime tries them: mirrors, then the primary.
+    Routes(Vec<Route>),
+}
+
+/// Resolves the routes for one reference: today its primary endpoint, with the
+/// credentials the keyring holds for its registry.
 pub fn resolve(reference: &Reference, keyring: &Keyring, insecure: &[String]) -> Resolution {
-    Resolution {
-        endpoints: vec![endpoint::primary(reference.domain(), insecure)],
+    Resolution::Routes(vec![Route {
+        endpoint: endpoint::primary(reference.domain(), insecure),
+        repository: reference.path().to_string(),
         credentials: keyring.credentials_for(reference),
-    }
+    }])
 }
