@@ -144,6 +144,18 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
             };
         }
     };
+    if reference.domain().is_empty() {
+        // distribution/reference accepts e.g. `foo_bar.com/app` as a bare path (`_` is
+        // not allowed in a host name), leaving no registry to ask.
+        return Action::Invalid {
+            message: format!(
+                "invalid reference {:?}: it names no registry (its first component looks \
+                 like a host but is not a valid host name)",
+                u.image
+            ),
+            error: None,
+        };
+    }
     match u.policy {
         PullPolicy::Always | PullPolicy::NotPresent => Action::Check(reference),
         PullPolicy::OnStart if options.include_on_start => Action::Check(reference),
@@ -236,6 +248,12 @@ mod tests {
             Action::Invalid { error: None, .. }
         ));
         assert!(p.queries().is_empty());
+        // distribution/reference parses this with an empty domain: nothing to ask.
+        bad.image = "foo_bar.com/app".into();
+        let p = plan(vec![bad.clone()], PlanOptions::default());
+        assert!(
+            matches!(&p.items[0].action, Action::Invalid { message, .. } if message.contains("no registry"))
+        );
         bad.image = "alpine:3.19".into();
         assert_eq!(plan(vec![bad], PlanOptions::default()).queries().len(), 1);
     }

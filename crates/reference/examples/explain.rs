@@ -15,7 +15,11 @@ fn main() {
                 r.path(),
                 r.manifest_reference()
             ),
-            Err(e) => println!("{input:?}\n  error     {}: {}", e.kind().as_str(), e.message()),
+            Err(e) => println!(
+                "{input:?}\n  error     {}: {}",
+                e.kind().as_str(),
+                e.message()
+            ),
         }
     }
 }

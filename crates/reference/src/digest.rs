@@ -91,7 +91,11 @@ mod tests {
     fn problems() {
         assert!(matches!(
             validate(&format!("sha256:{}", "a".repeat(63))),
-            Err(DigestProblem::Length { want: 64, got: 63, .. })
+            Err(DigestProblem::Length {
+                want: 64,
+                got: 63,
+                ..
+            })
         ));
         assert!(matches!(
             validate(&format!("sha256:{}", "A".repeat(64))),

@@ -3,9 +3,7 @@
 use std::fmt;
 
 use crate::digest::DigestProblem;
-use crate::grammar::{
-    self, ComponentProblem, DigestPatternProblem, DomainProblem, TagProblem,
-};
+use crate::grammar::{self, ComponentProblem, DigestPatternProblem, DomainProblem, TagProblem};
 
 /// Why a reference did not parse.
 ///
@@ -155,12 +153,8 @@ impl ReferenceError {
     /// An `InvalidFormat` error for `text` (the string matched against the
     /// grammar), with the first part found at fault.
     pub(crate) fn invalid_format(text: &str) -> Self {
-        let detail = find_problem(text).unwrap_or_else(|| {
-            format!(
-                "{} does not match name[:tag][@digest]",
-                quote(text)
-            )
-        });
+        let detail = find_problem(text)
+            .unwrap_or_else(|| format!("{} does not match name[:tag][@digest]", quote(text)));
         Self::new(
             ReferenceErrorKind::InvalidFormat,
             format!("invalid reference format: {detail}"),
@@ -210,16 +204,14 @@ fn find_problem(text: &str) -> Option<String> {
         Some((left, digest)) => (left, Some(digest)),
         None => (text, None),
     };
-    if let Some(digest) = digest {
-        if let Some(problem) = digest_problem(digest) {
-            return Some(problem);
-        }
+    if let Some(problem) = digest.and_then(digest_problem) {
+        return Some(problem);
     }
     let (name, tag) = grammar::split_tag(left);
-    if let Some(tag) = tag {
-        if let Err(problem) = grammar::check_tag(tag) {
-            return Some(tag_problem(tag, problem));
-        }
+    if let Some(tag) = tag
+        && let Err(problem) = grammar::check_tag(tag)
+    {
+        return Some(tag_problem(tag, problem));
     }
     if name.is_empty() {
         return Some(format!(
@@ -233,20 +225,21 @@ fn find_problem(text: &str) -> Option<String> {
             .map(|p| component_problem(name, name, p));
     };
     let first_is_component = grammar::is_path_component(first);
-    if looks_like_domain(first) && !first_is_component {
-        if let Err(problem) = grammar::check_domain(first) {
-            return Some(domain_problem(first, rest, problem));
-        }
+    if looks_like_domain(first)
+        && !first_is_component
+        && let Err(problem) = grammar::check_domain(first)
+    {
+        return Some(domain_problem(first, rest, problem));
     }
     for component in rest.split('/') {
         if let Err(problem) = grammar::check_path_component(component) {
             return Some(component_problem(name, component, problem));
         }
     }
-    if !grammar::is_domain(first) {
-        if let Err(problem) = grammar::check_path_component(first) {
-            return Some(component_problem(name, first, problem));
-        }
+    if !grammar::is_domain(first)
+        && let Err(problem) = grammar::check_path_component(first)
+    {
+        return Some(component_problem(name, first, problem));
     }
     None
 }
@@ -277,10 +270,9 @@ fn digest_problem(digest: &str) -> Option<String> {
             "digest algorithm {} in {d} must be letters and digits, starting with a letter",
             quote(algorithm)
         ),
-        DigestPatternProblem::HexChar(c) => format!(
-            "digest {d} has {}, which is not a hex digit",
-            quote_char(c)
-        ),
+        DigestPatternProblem::HexChar(c) => {
+            format!("digest {d} has {}, which is not a hex digit", quote_char(c))
+        }
         DigestPatternProblem::HexShort(n) => format!(
             "digest {d} has only {n} hex digits; at least {} are needed",
             grammar::DIGEST_HEX_MIN_LEN
@@ -306,9 +298,8 @@ fn tag_problem(tag: &str, problem: TagProblem) -> String {
                 quote_char(c)
             );
             if c == ']' {
-                message.push_str(
-                    " (a registry host must be followed by \"/\" and a repository path)",
-                );
+                message
+                    .push_str(" (a registry host must be followed by \"/\" and a repository path)");
             }
             message
         }
@@ -329,13 +320,14 @@ fn component_problem(name: &str, component: &str, problem: ComponentProblem<'_>)
                 quote_char(ch)
             );
             if ch == '[' || ch == ']' {
-                message.push_str(" (a registry host must be followed by \"/\" and a repository path)");
+                message
+                    .push_str(" (a registry host must be followed by \"/\" and a repository path)");
             }
             message
         }
-        ComponentProblem::Edge => format!(
-            "path component {c} must start and end with a lowercase letter or digit"
-        ),
+        ComponentProblem::Edge => {
+            format!("path component {c} must start and end with a lowercase letter or digit")
+        }
         ComponentProblem::Separator(sep) => format!(
             "path component {c} has the separator {}; allowed are \".\", \"_\", \"__\" \
              or one or more \"-\"",
@@ -359,10 +351,9 @@ fn domain_problem(domain: &str, rest: &str, problem: DomainProblem<'_>) -> Strin
             quote(after)
         ),
         DomainProblem::PortEmpty => format!("domain {d} has \":\" but no port after it"),
-        DomainProblem::PortNotDigits(port) => format!(
-            "port {} of domain {d} must be decimal digits",
-            quote(port)
-        ),
+        DomainProblem::PortNotDigits(port) => {
+            format!("port {} of domain {d} must be decimal digits", quote(port))
+        }
         DomainProblem::LabelEmpty => format!("domain {d} has an empty label"),
         DomainProblem::LabelChar(c) => format!(
             "domain {d} has {}; a host name holds only letters, digits, \"-\" and \".\"",

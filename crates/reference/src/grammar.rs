@@ -205,7 +205,10 @@ pub(crate) fn check_domain(s: &str) -> Result<(), DomainProblem<'_>> {
         if inner.is_empty() {
             return Err(DomainProblem::Ipv6Empty);
         }
-        if let Some(c) = inner.chars().find(|&c| !(c.is_ascii_hexdigit() || c == ':')) {
+        if let Some(c) = inner
+            .chars()
+            .find(|&c| !(c.is_ascii_hexdigit() || c == ':'))
+        {
             return Err(DomainProblem::Ipv6Char(c));
         }
         if rest.is_empty() {
@@ -328,10 +331,11 @@ pub(crate) fn split_tag(left: &str) -> (&str, Option<&str>) {
 /// So `foo_bar.com/app` gives `("", "foo_bar.com/app")`: `_` is not allowed
 /// in a host name, but `foo_bar.com` is a valid path component.
 pub fn split_name(name: &str) -> Option<(&str, &str)> {
-    if let Some((first, rest)) = name.split_once('/') {
-        if is_domain(first) && is_remote_name(rest) {
-            return Some((first, rest));
-        }
+    if let Some((first, rest)) = name.split_once('/')
+        && is_domain(first)
+        && is_remote_name(rest)
+    {
+        return Some((first, rest));
     }
     if is_remote_name(name) {
         Some(("", name))
@@ -374,7 +378,9 @@ mod tests {
         for ok in ["a", "a.b", "a_b", "a__b", "a-b", "a---b", "a.b_c__d-e"] {
             assert!(is_path_component(ok), "{ok}");
         }
-        for bad in ["", ".a", "a.", "a..b", "a___b", "a_.b", "a-.b", "a.-b", "A", "a b"] {
+        for bad in [
+            "", ".a", "a.", "a..b", "a___b", "a_.b", "a-.b", "a.-b", "A", "a b",
+        ] {
             assert!(!is_path_component(bad), "{bad}");
         }
     }
@@ -399,7 +405,15 @@ mod tests {
 
     #[test]
     fn non_ascii_never_matches() {
-        for s in ["é", "a/é", "é.com/a", "a:é", "a@sha256:é", "[é]/a", "\u{212A}/a"] {
+        for s in [
+            "é",
+            "a/é",
+            "é.com/a",
+            "a:é",
+            "a@sha256:é",
+            "[é]/a",
+            "\u{212A}/a",
+        ] {
             assert!(match_reference(s).is_none(), "{s}");
         }
     }

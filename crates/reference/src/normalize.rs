@@ -2,7 +2,9 @@
 //! familiar form (`FamiliarName`).
 
 use crate::error::ReferenceError;
-use crate::{DEFAULT_DOMAIN, LEGACY_DEFAULT_DOMAIN, OFFICIAL_REPO_PREFIX, Reference, digest, grammar};
+use crate::{
+    DEFAULT_DOMAIN, LEGACY_DEFAULT_DOMAIN, OFFICIAL_REPO_PREFIX, Reference, digest, grammar,
+};
 
 /// Whether Go's `strings.ToLower(s) != s`: some character has a (simple)
 /// lowercase mapping other than itself. Go maps per character, Unicode-wide.
@@ -99,7 +101,9 @@ pub(crate) fn parse_normalized(s: &str) -> Result<Reference, ReferenceError> {
     let (domain, remainder, added_prefix) = split_docker_domain(s);
     // Upstream checks everything before the first `:` of the remainder,
     // which can include an `@digest` when there is no tag.
-    let remote = remainder.split_once(':').map_or(remainder.as_str(), |(r, _)| r);
+    let remote = remainder
+        .split_once(':')
+        .map_or(remainder.as_str(), |(r, _)| r);
     if has_upper(remote) {
         let written = if added_prefix {
             remote.strip_prefix(OFFICIAL_REPO_PREFIX).unwrap_or(remote)
@@ -134,16 +138,31 @@ mod tests {
         assert!(has_upper("\u{212A}"));
         assert!(has_upper("\u{1C5}")); // a title-case letter lowers too
         assert!(!has_upper("aé1_"));
-        assert_eq!(go_lower_ascii("AbC\u{212A}\u{130}").as_deref(), Some("abcki"));
+        assert_eq!(
+            go_lower_ascii("AbC\u{212A}\u{130}").as_deref(),
+            Some("abcki")
+        );
         assert_eq!(go_lower_ascii("É"), None);
     }
 
     #[test]
     fn docker_domain_split() {
-        assert_eq!(split_docker_domain("ubuntu"), ("docker.io", "library/ubuntu".into(), true));
-        assert_eq!(split_docker_domain("a/b"), ("docker.io", "a/b".into(), false));
-        assert_eq!(split_docker_domain("index.docker.io/b"), ("docker.io", "library/b".into(), true));
-        assert_eq!(split_docker_domain("localhost/b"), ("localhost", "b".into(), false));
+        assert_eq!(
+            split_docker_domain("ubuntu"),
+            ("docker.io", "library/ubuntu".into(), true)
+        );
+        assert_eq!(
+            split_docker_domain("a/b"),
+            ("docker.io", "a/b".into(), false)
+        );
+        assert_eq!(
+            split_docker_domain("index.docker.io/b"),
+            ("docker.io", "library/b".into(), true)
+        );
+        assert_eq!(
+            split_docker_domain("localhost/b"),
+            ("localhost", "b".into(), false)
+        );
         assert_eq!(split_docker_domain("A/b"), ("A", "b".into(), false));
         assert_eq!(split_docker_domain("a:1/b"), ("a:1", "b".into(), false));
     }

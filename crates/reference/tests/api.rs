@@ -8,12 +8,42 @@ const D: &str = "sha256:86e0e091d0da6bde2456dbb48306f3956bbeb2eae1b5b9a43045843f
 fn forms() {
     // (input, canonical, familiar, manifest_reference)
     let cases = [
-        ("alpine", "docker.io/library/alpine:latest", "alpine", "latest"),
-        ("alpine:3.20", "docker.io/library/alpine:3.20", "alpine:3.20", "3.20"),
-        ("index.docker.io/user/app", "docker.io/user/app:latest", "user/app", "latest"),
-        ("docker.io/library/foo/bar", "docker.io/library/foo/bar:latest", "library/foo/bar", "latest"),
-        ("localhost:5000/app:v1", "localhost:5000/app:v1", "localhost:5000/app:v1", "v1"),
-        ("[::1]:5000/app", "[::1]:5000/app:latest", "[::1]:5000/app", "latest"),
+        (
+            "alpine",
+            "docker.io/library/alpine:latest",
+            "alpine",
+            "latest",
+        ),
+        (
+            "alpine:3.20",
+            "docker.io/library/alpine:3.20",
+            "alpine:3.20",
+            "3.20",
+        ),
+        (
+            "index.docker.io/user/app",
+            "docker.io/user/app:latest",
+            "user/app",
+            "latest",
+        ),
+        (
+            "docker.io/library/foo/bar",
+            "docker.io/library/foo/bar:latest",
+            "library/foo/bar",
+            "latest",
+        ),
+        (
+            "localhost:5000/app:v1",
+            "localhost:5000/app:v1",
+            "localhost:5000/app:v1",
+            "v1",
+        ),
+        (
+            "[::1]:5000/app",
+            "[::1]:5000/app:latest",
+            "[::1]:5000/app",
+            "latest",
+        ),
         ("Registry.Example.com/App/x", "", "", ""), // upper-case path: error
     ];
     for (input, canonical, familiar, pulled) in cases {
@@ -66,7 +96,12 @@ fn familiar_forms_that_mean_something_else() {
     // As upstream: these familiar strings parse to other references.
     let r = Reference::parse_normalized("docker.io/localhost/app").unwrap();
     assert_eq!(r.familiar(), "localhost/app");
-    assert_eq!(Reference::parse_normalized("localhost/app").unwrap().domain(), "localhost");
+    assert_eq!(
+        Reference::parse_normalized("localhost/app")
+            .unwrap()
+            .domain(),
+        "localhost"
+    );
 
     let r = Reference::parse_normalized("docker.io/foo.com/app").unwrap();
     assert_eq!(r.familiar(), "foo.com/app");

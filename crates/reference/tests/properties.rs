@@ -70,10 +70,48 @@ fn reference_like() -> impl Strategy<Value = String> {
 /// Strings made of the pieces that matter to the grammar, valid or not.
 fn fragments() -> impl Strategy<Value = String> {
     let pieces = vec![
-        "docker.io", "index.docker.io", "localhost", "library", "a", "b0", "A", "Foo", "_", "__",
-        "___", ".", "..", "-", "--", ":", "::", "/", "//", "@", "sha256:", "sha384:", "sha512:",
-        "SHA256:", "md5:", "[", "]", "[::1]", "fe80::1%eth0", "5000", "http", "latest", "\u{212A}",
-        "\u{130}", "é", "É", "ß", " ", "\n", "$", "~", "+",
+        "docker.io",
+        "index.docker.io",
+        "localhost",
+        "library",
+        "a",
+        "b0",
+        "A",
+        "Foo",
+        "_",
+        "__",
+        "___",
+        ".",
+        "..",
+        "-",
+        "--",
+        ":",
+        "::",
+        "/",
+        "//",
+        "@",
+        "sha256:",
+        "sha384:",
+        "sha512:",
+        "SHA256:",
+        "md5:",
+        "[",
+        "]",
+        "[::1]",
+        "fe80::1%eth0",
+        "5000",
+        "http",
+        "latest",
+        "\u{212A}",
+        "\u{130}",
+        "é",
+        "É",
+        "ß",
+        " ",
+        "\n",
+        "$",
+        "~",
+        "+",
         "0123456789abcdef0123456789abcdef",
         "0123456789ABCDEF0123456789ABCDEF",
     ];
@@ -90,7 +128,12 @@ fn assert_same_as_oracle(input: &str) -> Result<(), TestCaseError> {
         )
     });
     let ours = ours.map_err(|e| e.kind().as_str());
-    prop_assert_eq!(ours, oracle::parse_normalized(input), "normalized {:?}", input);
+    prop_assert_eq!(
+        ours,
+        oracle::parse_normalized(input),
+        "normalized {:?}",
+        input
+    );
     let ours = Reference::parse(input).map(|r| {
         (
             r.domain().to_owned(),
@@ -114,18 +157,34 @@ fn familiar_is_ambiguous(r: &Reference) -> bool {
     let name = r.familiar();
     let name = name.split(['@', ':']).next().unwrap_or_default();
     let first = name.split('/').next().unwrap_or_default();
-    grammar::is_identifier(name) || (name.contains('/') && (first == "localhost" || first.contains('.')))
+    grammar::is_identifier(name)
+        || (name.contains('/') && (first == "localhost" || first.contains('.')))
 }
 
 fn check_round_trips(r: &Reference) -> Result<(), TestCaseError> {
     let canonical = r.canonical();
     let expected = r.tag_name_only();
-    prop_assert_eq!(Reference::parse_normalized(&canonical).ok(), Some(expected.clone()), "{}", canonical);
-    prop_assert_eq!(Reference::parse(&canonical).ok(), Some(expected), "{}", canonical);
+    prop_assert_eq!(
+        Reference::parse_normalized(&canonical).ok(),
+        Some(expected.clone()),
+        "{}",
+        canonical
+    );
+    prop_assert_eq!(
+        Reference::parse(&canonical).ok(),
+        Some(expected),
+        "{}",
+        canonical
+    );
     prop_assert_eq!(Reference::parse(&r.upstream_string()).ok(), Some(r.clone()));
     if !familiar_is_ambiguous(r) {
         let familiar = r.familiar();
-        prop_assert_eq!(Reference::parse_normalized(&familiar).ok(), Some(r.clone()), "{}", familiar);
+        prop_assert_eq!(
+            Reference::parse_normalized(&familiar).ok(),
+            Some(r.clone()),
+            "{}",
+            familiar
+        );
     }
     Ok(())
 }

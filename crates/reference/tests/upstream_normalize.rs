@@ -54,8 +54,14 @@ const INVALID_REFERENCE_NAMES: &[(&str, Kind)] = &[
     ("[fc00::1]:5000", Kind::InvalidFormat),
     ("fc00::1:5000/debian", Kind::InvalidFormat),
     ("[fe80::1%eth0]:5000/debian", Kind::InvalidFormat),
-    ("[2001:db8:3:4::192.0.2.33]:5000/debian", Kind::InvalidFormat),
-    ("1a3f5e7d9c1b3a5f7e9d1c3b5a7f9e1d3c5b7a9f1e3d5d7c9b1a3f5e7d9c1b3a", Kind::Hex64),
+    (
+        "[2001:db8:3:4::192.0.2.33]:5000/debian",
+        Kind::InvalidFormat,
+    ),
+    (
+        "1a3f5e7d9c1b3a5f7e9d1c3b5a7f9e1d3c5b7a9f1e3d5d7c9b1a3f5e7d9c1b3a",
+        Kind::Hex64,
+    ),
 ];
 
 #[test]
@@ -89,7 +95,10 @@ fn validate_remote_name() {
     let invalid = [
         ("docker/Docker", Kind::Uppercase),
         ("docker///docker", Kind::InvalidFormat),
-        ("1a3f5e7d9c1b3a5f7e9d1c3b5a7f9e1d3c5b7a9f1e3d5d7c9b1a3f5e7d9c1b3a", Kind::Hex64),
+        (
+            "1a3f5e7d9c1b3a5f7e9d1c3b5a7f9e1d3c5b7a9f1e3d5d7c9b1a3f5e7d9c1b3a",
+            Kind::Hex64,
+        ),
         ("-docker/docker", Kind::InvalidFormat),
         ("docker-/docker", Kind::InvalidFormat),
         ("-docker-/docker", Kind::InvalidFormat),
@@ -114,16 +123,76 @@ fn validate_remote_name() {
 /// Each of familiar, full and (when given) ambiguous parses to the same
 /// repository.
 const REPOSITORY_INFO: &[(&str, &str, &str, &str, &str)] = &[
-    ("fooo/bar", "fooo/bar", "docker.io/fooo/bar", "index.docker.io/fooo/bar", "docker.io"),
-    ("library/ubuntu", "ubuntu", "docker.io/library/ubuntu", "library/ubuntu", "docker.io"),
-    ("nonlibrary/ubuntu", "nonlibrary/ubuntu", "docker.io/nonlibrary/ubuntu", "", "docker.io"),
-    ("other/library", "other/library", "docker.io/other/library", "", "docker.io"),
-    ("private/moonbase", "127.0.0.1:8000/private/moonbase", "127.0.0.1:8000/private/moonbase", "", "127.0.0.1:8000"),
-    ("privatebase", "127.0.0.1:8000/privatebase", "127.0.0.1:8000/privatebase", "", "127.0.0.1:8000"),
-    ("private/moonbase", "example.com/private/moonbase", "example.com/private/moonbase", "", "example.com"),
-    ("privatebase", "example.com/privatebase", "example.com/privatebase", "", "example.com"),
-    ("private/moonbase", "example.com:8000/private/moonbase", "example.com:8000/private/moonbase", "", "example.com:8000"),
-    ("privatebasee", "example.com:8000/privatebasee", "example.com:8000/privatebasee", "", "example.com:8000"),
+    (
+        "fooo/bar",
+        "fooo/bar",
+        "docker.io/fooo/bar",
+        "index.docker.io/fooo/bar",
+        "docker.io",
+    ),
+    (
+        "library/ubuntu",
+        "ubuntu",
+        "docker.io/library/ubuntu",
+        "library/ubuntu",
+        "docker.io",
+    ),
+    (
+        "nonlibrary/ubuntu",
+        "nonlibrary/ubuntu",
+        "docker.io/nonlibrary/ubuntu",
+        "",
+        "docker.io",
+    ),
+    (
+        "other/library",
+        "other/library",
+        "docker.io/other/library",
+        "",
+        "docker.io",
+    ),
+    (
+        "private/moonbase",
+        "127.0.0.1:8000/private/moonbase",
+        "127.0.0.1:8000/private/moonbase",
+        "",
+        "127.0.0.1:8000",
+    ),
+    (
+        "privatebase",
+        "127.0.0.1:8000/privatebase",
+        "127.0.0.1:8000/privatebase",
+        "",
+        "127.0.0.1:8000",
+    ),
+    (
+        "private/moonbase",
+        "example.com/private/moonbase",
+        "example.com/private/moonbase",
+        "",
+        "example.com",
+    ),
+    (
+        "privatebase",
+        "example.com/privatebase",
+        "example.com/privatebase",
+        "",
+        "example.com",
+    ),
+    (
+        "private/moonbase",
+        "example.com:8000/private/moonbase",
+        "example.com:8000/private/moonbase",
+        "",
+        "example.com:8000",
+    ),
+    (
+        "privatebasee",
+        "example.com:8000/privatebasee",
+        "example.com:8000/privatebasee",
+        "",
+        "example.com:8000",
+    ),
     (
         "library/ubuntu-12.04-base",
         "ubuntu-12.04-base",
@@ -131,9 +200,27 @@ const REPOSITORY_INFO: &[(&str, &str, &str, &str, &str)] = &[
         "index.docker.io/library/ubuntu-12.04-base",
         "docker.io",
     ),
-    ("library/foo", "foo", "docker.io/library/foo", "docker.io/foo", "docker.io"),
-    ("library/foo/bar", "library/foo/bar", "docker.io/library/foo/bar", "", "docker.io"),
-    ("store/foo/bar", "store/foo/bar", "docker.io/store/foo/bar", "", "docker.io"),
+    (
+        "library/foo",
+        "foo",
+        "docker.io/library/foo",
+        "docker.io/foo",
+        "docker.io",
+    ),
+    (
+        "library/foo/bar",
+        "library/foo/bar",
+        "docker.io/library/foo/bar",
+        "",
+        "docker.io",
+    ),
+    (
+        "store/foo/bar",
+        "store/foo/bar",
+        "docker.io/store/foo/bar",
+        "",
+        "docker.io",
+    ),
     ("bar", "Foo/bar", "Foo/bar", "", "Foo"),
     ("bar", "FOO/bar", "FOO/bar", "", "FOO"),
 ];
@@ -159,7 +246,8 @@ fn parse_repository_info() {
 /// `TestParseReferenceWithTagAndDigest`.
 #[test]
 fn reference_with_tag_and_digest() {
-    let short = "busybox:latest@sha256:86e0e091d0da6bde2456dbb48306f3956bbeb2eae1b5b9a43045843f69fe4aaa";
+    let short =
+        "busybox:latest@sha256:86e0e091d0da6bde2456dbb48306f3956bbeb2eae1b5b9a43045843f69fe4aaa";
     let r = parse(short);
     assert_eq!(r.canonical(), format!("docker.io/library/{short}"));
     assert_eq!(r.tag(), Some("latest"));
@@ -193,18 +281,40 @@ fn parse_any_reference_named_cases() {
     let d = "sha256:dbcc1c35ac38df41fd2f5e4130b32ffdb93ebae8b3dbe638c23575912276fc9c";
     let cases = [
         ("redis".to_owned(), "docker.io/library/redis".to_owned()),
-        ("redis:latest".into(), "docker.io/library/redis:latest".into()),
-        ("docker.io/library/redis:latest".into(), "docker.io/library/redis:latest".into()),
+        (
+            "redis:latest".into(),
+            "docker.io/library/redis:latest".into(),
+        ),
+        (
+            "docker.io/library/redis:latest".into(),
+            "docker.io/library/redis:latest".into(),
+        ),
         (format!("redis@{d}"), format!("docker.io/library/redis@{d}")),
-        (format!("docker.io/library/redis@{d}"), format!("docker.io/library/redis@{d}")),
+        (
+            format!("docker.io/library/redis@{d}"),
+            format!("docker.io/library/redis@{d}"),
+        ),
         ("dmcgowan/myapp".into(), "docker.io/dmcgowan/myapp".into()),
-        ("dmcgowan/myapp:latest".into(), "docker.io/dmcgowan/myapp:latest".into()),
-        ("docker.io/mcgowan/myapp:latest".into(), "docker.io/mcgowan/myapp:latest".into()),
-        (format!("dmcgowan/myapp@{d}"), format!("docker.io/dmcgowan/myapp@{d}")),
-        (format!("docker.io/dmcgowan/myapp@{d}"), format!("docker.io/dmcgowan/myapp@{d}")),
+        (
+            "dmcgowan/myapp:latest".into(),
+            "docker.io/dmcgowan/myapp:latest".into(),
+        ),
+        (
+            "docker.io/mcgowan/myapp:latest".into(),
+            "docker.io/mcgowan/myapp:latest".into(),
+        ),
+        (
+            format!("dmcgowan/myapp@{d}"),
+            format!("docker.io/dmcgowan/myapp@{d}"),
+        ),
+        (
+            format!("docker.io/dmcgowan/myapp@{d}"),
+            format!("docker.io/dmcgowan/myapp@{d}"),
+        ),
         (
             "dbcc1c35ac38df41fd2f5e4130b32ffdb93ebae8b3dbe638c23575912276fc9".into(),
-            "docker.io/library/dbcc1c35ac38df41fd2f5e4130b32ffdb93ebae8b3dbe638c23575912276fc9".into(),
+            "docker.io/library/dbcc1c35ac38df41fd2f5e4130b32ffdb93ebae8b3dbe638c23575912276fc9"
+                .into(),
         ),
         ("dbcc1".into(), "docker.io/library/dbcc1".into()),
     ];
@@ -214,8 +324,10 @@ fn parse_any_reference_named_cases() {
         assert_eq!(Reference::parse(&equivalent).unwrap(), r, "{input}");
     }
     assert_eq!(
-        Reference::parse_normalized("dbcc1c35ac38df41fd2f5e4130b32ffdb93ebae8b3dbe638c23575912276fc9c")
-            .map_err(|e| e.kind()),
+        Reference::parse_normalized(
+            "dbcc1c35ac38df41fd2f5e4130b32ffdb93ebae8b3dbe638c23575912276fc9c"
+        )
+        .map_err(|e| e.kind()),
         Err(Kind::Hex64)
     );
     // Not a digest for ParseNormalizedNamed: the image `sha256` with the hex as tag.
@@ -253,16 +365,46 @@ fn normalized_split_hostname() {
 fn parse_docker_ref() {
     let d = "sha256:e6693c20186f837fc393390135d8a598a96a833917917789d63766cab6c59582";
     let cases = [
-        ("busybox".to_owned(), "docker.io/library/busybox:latest".to_owned()),
-        ("busybox:latest".into(), "docker.io/library/busybox:latest".into()),
-        (format!("busybox@{d}"), format!("docker.io/library/busybox@{d}")),
-        ("library/busybox".into(), "docker.io/library/busybox:latest".into()),
-        ("docker.io/busybox".into(), "docker.io/library/busybox:latest".into()),
-        ("docker.io/library/busybox".into(), "docker.io/library/busybox:latest".into()),
-        ("docker.io/busybox:latest".into(), "docker.io/library/busybox:latest".into()),
-        ("library/busybox:latest".into(), "docker.io/library/busybox:latest".into()),
-        ("docker.io/library/busybox:latest".into(), "docker.io/library/busybox:latest".into()),
-        ("gcr.io/library/busybox".into(), "gcr.io/library/busybox:latest".into()),
+        (
+            "busybox".to_owned(),
+            "docker.io/library/busybox:latest".to_owned(),
+        ),
+        (
+            "busybox:latest".into(),
+            "docker.io/library/busybox:latest".into(),
+        ),
+        (
+            format!("busybox@{d}"),
+            format!("docker.io/library/busybox@{d}"),
+        ),
+        (
+            "library/busybox".into(),
+            "docker.io/library/busybox:latest".into(),
+        ),
+        (
+            "docker.io/busybox".into(),
+            "docker.io/library/busybox:latest".into(),
+        ),
+        (
+            "docker.io/library/busybox".into(),
+            "docker.io/library/busybox:latest".into(),
+        ),
+        (
+            "docker.io/busybox:latest".into(),
+            "docker.io/library/busybox:latest".into(),
+        ),
+        (
+            "library/busybox:latest".into(),
+            "docker.io/library/busybox:latest".into(),
+        ),
+        (
+            "docker.io/library/busybox:latest".into(),
+            "docker.io/library/busybox:latest".into(),
+        ),
+        (
+            "gcr.io/library/busybox".into(),
+            "gcr.io/library/busybox:latest".into(),
+        ),
     ];
     for (input, expected) in cases {
         let r = parse(&input);

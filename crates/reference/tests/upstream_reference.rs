@@ -41,22 +41,49 @@ fn reference_parse_table() -> Vec<(String, Want)> {
         (s("test_com"), ok("test_com", "", None, None)),
         (s("test.com:tag"), ok("test.com", "", Some("tag"), None)),
         (s("test.com:5000"), ok("test.com", "", Some("5000"), None)),
-        (s("test.com/repo:tag"), ok("test.com/repo", "test.com", Some("tag"), None)),
-        (s("test:5000/repo"), ok("test:5000/repo", "test:5000", None, None)),
-        (s("test:5000/repo:tag"), ok("test:5000/repo", "test:5000", Some("tag"), None)),
-        (format!("test:5000/repo@sha256:{FF64}"), ok("test:5000/repo", "test:5000", None, sha256_ff())),
-        (format!("test:5000/repo:tag@sha256:{FF64}"), ok("test:5000/repo", "test:5000", Some("tag"), sha256_ff())),
+        (
+            s("test.com/repo:tag"),
+            ok("test.com/repo", "test.com", Some("tag"), None),
+        ),
+        (
+            s("test:5000/repo"),
+            ok("test:5000/repo", "test:5000", None, None),
+        ),
+        (
+            s("test:5000/repo:tag"),
+            ok("test:5000/repo", "test:5000", Some("tag"), None),
+        ),
+        (
+            format!("test:5000/repo@sha256:{FF64}"),
+            ok("test:5000/repo", "test:5000", None, sha256_ff()),
+        ),
+        (
+            format!("test:5000/repo:tag@sha256:{FF64}"),
+            ok("test:5000/repo", "test:5000", Some("tag"), sha256_ff()),
+        ),
         (s(""), Err(Kind::Empty)),
         (s(":justtag"), Err(Kind::InvalidFormat)),
         (format!("@sha256:{FF64}"), Err(Kind::InvalidFormat)),
         // ErrDigestInvalidLength
-        (s("repo@sha256:ffffffffffffffffffffffffffffffffff"), Err(Kind::DigestInvalid)),
+        (
+            s("repo@sha256:ffffffffffffffffffffffffffffffffff"),
+            Err(Kind::DigestInvalid),
+        ),
         // ErrDigestUnsupported
-        (format!("validname@invaliddigest:{FF64}"), Err(Kind::DigestInvalid)),
+        (
+            format!("validname@invaliddigest:{FF64}"),
+            Err(Kind::DigestInvalid),
+        ),
         (s("Uppercase:tag"), Err(Kind::Uppercase)),
         (s("test:5000/Uppercase/lowercase:tag"), Err(Kind::Uppercase)),
-        (s("lowercase:Uppercase"), ok("lowercase", "", Some("Uppercase"), None)),
-        (format!("domain/{}:tag", "a".repeat(256)), Err(Kind::NameTooLong)),
+        (
+            s("lowercase:Uppercase"),
+            ok("lowercase", "", Some("Uppercase"), None),
+        ),
+        (
+            format!("domain/{}:tag", "a".repeat(256)),
+            Err(Kind::NameTooLong),
+        ),
         (
             format!("{}a:tag-puts-this-over-max", "a/".repeat(127)),
             Want::Ok {
@@ -67,52 +94,150 @@ fn reference_parse_table() -> Vec<(String, Want)> {
             },
         ),
         (s("aa/asdf$$^/aa"), Err(Kind::InvalidFormat)),
-        (s("sub-dom1.foo.com/bar/baz/quux"), ok("sub-dom1.foo.com/bar/baz/quux", "sub-dom1.foo.com", None, None)),
+        (
+            s("sub-dom1.foo.com/bar/baz/quux"),
+            ok(
+                "sub-dom1.foo.com/bar/baz/quux",
+                "sub-dom1.foo.com",
+                None,
+                None,
+            ),
+        ),
         (
             s("sub-dom1.foo.com/bar/baz/quux:some-long-tag"),
-            ok("sub-dom1.foo.com/bar/baz/quux", "sub-dom1.foo.com", Some("some-long-tag"), None),
+            ok(
+                "sub-dom1.foo.com/bar/baz/quux",
+                "sub-dom1.foo.com",
+                Some("some-long-tag"),
+                None,
+            ),
         ),
         (
             s("b.gcr.io/test.example.com/my-app:test.example.com"),
-            ok("b.gcr.io/test.example.com/my-app", "b.gcr.io", Some("test.example.com"), None),
+            ok(
+                "b.gcr.io/test.example.com/my-app",
+                "b.gcr.io",
+                Some("test.example.com"),
+                None,
+            ),
         ),
         // ☃.com in punycode
-        (s("xn--n3h.com/myimage:xn--n3h.com"), ok("xn--n3h.com/myimage", "xn--n3h.com", Some("xn--n3h.com"), None)),
+        (
+            s("xn--n3h.com/myimage:xn--n3h.com"),
+            ok(
+                "xn--n3h.com/myimage",
+                "xn--n3h.com",
+                Some("xn--n3h.com"),
+                None,
+            ),
+        ),
         // 🐳.com in punycode
         (
-            format!("xn--7o8h.com/myimage:xn--7o8h.com@sha512:{}", "f".repeat(128)),
-            ok("xn--7o8h.com/myimage", "xn--7o8h.com", Some("xn--7o8h.com"), Some(format!("sha512:{}", "f".repeat(128)))),
+            format!(
+                "xn--7o8h.com/myimage:xn--7o8h.com@sha512:{}",
+                "f".repeat(128)
+            ),
+            ok(
+                "xn--7o8h.com/myimage",
+                "xn--7o8h.com",
+                Some("xn--7o8h.com"),
+                Some(format!("sha512:{}", "f".repeat(128))),
+            ),
         ),
-        (s("foo_bar.com:8080"), ok("foo_bar.com", "", Some("8080"), None)),
-        (s("foo/foo_bar.com:8080"), ok("foo/foo_bar.com", "foo", Some("8080"), None)),
+        (
+            s("foo_bar.com:8080"),
+            ok("foo_bar.com", "", Some("8080"), None),
+        ),
+        (
+            s("foo/foo_bar.com:8080"),
+            ok("foo/foo_bar.com", "foo", Some("8080"), None),
+        ),
         (s("192.168.1.1"), ok("192.168.1.1", "", None, None)),
-        (s("192.168.1.1:tag"), ok("192.168.1.1", "", Some("tag"), None)),
-        (s("192.168.1.1:5000"), ok("192.168.1.1", "", Some("5000"), None)),
-        (s("192.168.1.1/repo"), ok("192.168.1.1/repo", "192.168.1.1", None, None)),
-        (s("192.168.1.1:5000/repo"), ok("192.168.1.1:5000/repo", "192.168.1.1:5000", None, None)),
-        (s("192.168.1.1:5000/repo:5050"), ok("192.168.1.1:5000/repo", "192.168.1.1:5000", Some("5050"), None)),
+        (
+            s("192.168.1.1:tag"),
+            ok("192.168.1.1", "", Some("tag"), None),
+        ),
+        (
+            s("192.168.1.1:5000"),
+            ok("192.168.1.1", "", Some("5000"), None),
+        ),
+        (
+            s("192.168.1.1/repo"),
+            ok("192.168.1.1/repo", "192.168.1.1", None, None),
+        ),
+        (
+            s("192.168.1.1:5000/repo"),
+            ok("192.168.1.1:5000/repo", "192.168.1.1:5000", None, None),
+        ),
+        (
+            s("192.168.1.1:5000/repo:5050"),
+            ok(
+                "192.168.1.1:5000/repo",
+                "192.168.1.1:5000",
+                Some("5050"),
+                None,
+            ),
+        ),
         (s("[2001:db8::1]"), Err(Kind::InvalidFormat)),
         (s("[2001:db8::1]:5000"), Err(Kind::InvalidFormat)),
         (s("[2001:db8::1]:tag"), Err(Kind::InvalidFormat)),
-        (s("[2001:db8::1]/repo"), ok("[2001:db8::1]/repo", "[2001:db8::1]", None, None)),
+        (
+            s("[2001:db8::1]/repo"),
+            ok("[2001:db8::1]/repo", "[2001:db8::1]", None, None),
+        ),
         (
             s("[2001:db8:1:2:3:4:5:6]/repo:tag"),
-            ok("[2001:db8:1:2:3:4:5:6]/repo", "[2001:db8:1:2:3:4:5:6]", Some("tag"), None),
+            ok(
+                "[2001:db8:1:2:3:4:5:6]/repo",
+                "[2001:db8:1:2:3:4:5:6]",
+                Some("tag"),
+                None,
+            ),
         ),
-        (s("[2001:db8::1]:5000/repo"), ok("[2001:db8::1]:5000/repo", "[2001:db8::1]:5000", None, None)),
-        (s("[2001:db8::1]:5000/repo:tag"), ok("[2001:db8::1]:5000/repo", "[2001:db8::1]:5000", Some("tag"), None)),
+        (
+            s("[2001:db8::1]:5000/repo"),
+            ok("[2001:db8::1]:5000/repo", "[2001:db8::1]:5000", None, None),
+        ),
+        (
+            s("[2001:db8::1]:5000/repo:tag"),
+            ok(
+                "[2001:db8::1]:5000/repo",
+                "[2001:db8::1]:5000",
+                Some("tag"),
+                None,
+            ),
+        ),
         (
             format!("[2001:db8::1]:5000/repo@sha256:{FF64}"),
-            ok("[2001:db8::1]:5000/repo", "[2001:db8::1]:5000", None, sha256_ff()),
+            ok(
+                "[2001:db8::1]:5000/repo",
+                "[2001:db8::1]:5000",
+                None,
+                sha256_ff(),
+            ),
         ),
         (
             format!("[2001:db8::1]:5000/repo:tag@sha256:{FF64}"),
-            ok("[2001:db8::1]:5000/repo", "[2001:db8::1]:5000", Some("tag"), sha256_ff()),
+            ok(
+                "[2001:db8::1]:5000/repo",
+                "[2001:db8::1]:5000",
+                Some("tag"),
+                sha256_ff(),
+            ),
         ),
-        (s("[2001:db8::]:5000/repo"), ok("[2001:db8::]:5000/repo", "[2001:db8::]:5000", None, None)),
-        (s("[::1]:5000/repo"), ok("[::1]:5000/repo", "[::1]:5000", None, None)),
+        (
+            s("[2001:db8::]:5000/repo"),
+            ok("[2001:db8::]:5000/repo", "[2001:db8::]:5000", None, None),
+        ),
+        (
+            s("[::1]:5000/repo"),
+            ok("[::1]:5000/repo", "[::1]:5000", None, None),
+        ),
         (s("[fe80::1%eth0]:5000/repo"), Err(Kind::InvalidFormat)),
-        (s("[fe80::1%@invalidzone]:5000/repo"), Err(Kind::InvalidFormat)),
+        (
+            s("[fe80::1%@invalidzone]:5000/repo"),
+            Err(Kind::InvalidFormat),
+        ),
         (
             format!("example.com/{}:tag", "a".repeat(255)),
             Want::Ok {
@@ -161,11 +286,18 @@ fn with_name_failures_are_refused() {
         (String::new(), Kind::Empty),
         (":justtag".to_owned(), Kind::InvalidFormat),
         (format!("@sha256:{FF64}"), Kind::InvalidFormat),
-        (format!("example.com/{}", "a".repeat(256)), Kind::NameTooLong),
+        (
+            format!("example.com/{}", "a".repeat(256)),
+            Kind::NameTooLong,
+        ),
         ("aa/asdf$$^/aa".to_owned(), Kind::InvalidFormat),
     ];
     for (input, kind) in cases {
-        assert_eq!(Reference::parse(&input).map_err(|e| e.kind()), Err(kind), "{input}");
+        assert_eq!(
+            Reference::parse(&input).map_err(|e| e.kind()),
+            Err(kind),
+            "{input}"
+        );
     }
     // `validname@invaliddigest:…` is not a name for WithName; for Parse the
     // name is fine and the digest algorithm is unregistered.
@@ -185,7 +317,10 @@ fn length_limit_counts_the_path_only() {
     let r = Reference::parse(&input).unwrap();
     assert_eq!((r.domain(), r.path().len()), ("a", 255));
     let input = format!("{}a:tag", "a/".repeat(129));
-    assert_eq!(Reference::parse(&input).map_err(|e| e.kind()), Err(Kind::NameTooLong));
+    assert_eq!(
+        Reference::parse(&input).map_err(|e| e.kind()),
+        Err(Kind::NameTooLong)
+    );
 }
 
 /// `TestDomainAndPath`: how a bare name splits into domain and path.
@@ -210,12 +345,21 @@ fn domain_and_path_of_names() {
 fn serialization_values() {
     assert_eq!(Reference::parse("").map_err(|e| e.kind()), Err(Kind::Empty));
     let r = Reference::parse("example.com:8000/named").unwrap();
-    assert_eq!((r.repository().as_str(), r.tag(), r.digest()), ("example.com:8000/named", None, None));
+    assert_eq!(
+        (r.repository().as_str(), r.tag(), r.digest()),
+        ("example.com:8000/named", None, None)
+    );
     let r = Reference::parse("example.com:8000/named:tagged").unwrap();
-    assert_eq!((r.repository().as_str(), r.tag()), ("example.com:8000/named", Some("tagged")));
+    assert_eq!(
+        (r.repository().as_str(), r.tag()),
+        ("example.com:8000/named", Some("tagged"))
+    );
     let d = "sha256:1234567890098765432112345667890098765432112345667890098765432112";
     let r = Reference::parse(&format!("other.com/named@{d}")).unwrap();
-    assert_eq!((r.repository().as_str(), r.digest()), ("other.com/named", Some(d)));
+    assert_eq!(
+        (r.repository().as_str(), r.digest()),
+        ("other.com/named", Some(d))
+    );
 }
 
 /// `TestWithTag` / `TestWithDigest`: the combined strings. `WithDigest` only

@@ -76,7 +76,10 @@ fn full_name_regexp() {
         ("foo.com/bar", Some(("foo.com", "bar"))),
         ("foo.com/bar/baz", Some(("foo.com", "bar/baz"))),
         ("localhost:8080/bar", Some(("localhost:8080", "bar"))),
-        ("sub-dom1.foo.com/bar/baz/quux", Some(("sub-dom1.foo.com", "bar/baz/quux"))),
+        (
+            "sub-dom1.foo.com/bar/baz/quux",
+            Some(("sub-dom1.foo.com", "bar/baz/quux")),
+        ),
         ("blog.foo.com/bar/baz", Some(("blog.foo.com", "bar/baz"))),
         ("a^a", None),
         ("aa/asdf$$^/aa", None),
@@ -98,10 +101,16 @@ fn full_name_regexp() {
         ("____/____", None),
         ("_docker/_docker", None),
         ("docker_/docker_", None),
-        ("b.gcr.io/test.example.com/my-app", Some(("b.gcr.io", "test.example.com/my-app"))),
+        (
+            "b.gcr.io/test.example.com/my-app",
+            Some(("b.gcr.io", "test.example.com/my-app")),
+        ),
         ("xn--n3h.com/myimage", Some(("xn--n3h.com", "myimage"))),
         ("xn--7o8h.com/myimage", Some(("xn--7o8h.com", "myimage"))),
-        ("example.com/xn--7o8h.com/myimage", Some(("example.com", "xn--7o8h.com/myimage"))),
+        (
+            "example.com/xn--7o8h.com/myimage",
+            Some(("example.com", "xn--7o8h.com/myimage")),
+        ),
         (
             "example.com/some_separator__underscore/myimage",
             Some(("example.com", "some_separator__underscore/myimage")),
@@ -118,10 +127,16 @@ fn full_name_regexp() {
         ("do..cker/docker", None),
         ("do__cker:8080/docker", None),
         ("do__cker/docker", Some(("", "do__cker/docker"))),
-        ("b.gcr.io/test.example.com/my-app", Some(("b.gcr.io", "test.example.com/my-app"))),
+        (
+            "b.gcr.io/test.example.com/my-app",
+            Some(("b.gcr.io", "test.example.com/my-app")),
+        ),
         (
             "registry.io/foo/project--id.module--name.ver---sion--name",
-            Some(("registry.io", "foo/project--id.module--name.ver---sion--name")),
+            Some((
+                "registry.io",
+                "foo/project--id.module--name.ver---sion--name",
+            )),
         ),
         ("Asdf.com/foo/bar", Some(("Asdf.com", "foo/bar"))), // upper case host
         ("Foo/FarB", None),                                  // upper case path
@@ -132,20 +147,41 @@ fn full_name_regexp() {
     }
 }
 
+/// A match as (name, tag, digest).
+type Parts<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
+
 /// `TestReferenceRegexp`: `None` for no match, else (name, tag, digest).
 #[test]
 fn reference_regexp() {
     let d = "sha256:be178c0543eb17f5f3043021c9e5fcf30285e557a4fc309cce97ff9ca6182912";
-    let cases: Vec<(String, Option<(&str, Option<&str>, Option<&str>)>)> = vec![
-        ("registry.com:8080/myapp:tag".to_owned(), Some(("registry.com:8080/myapp", Some("tag"), None))),
-        (format!("registry.com:8080/myapp@{d}"), Some(("registry.com:8080/myapp", None, Some(d)))),
-        (format!("registry.com:8080/myapp:tag2@{d}"), Some(("registry.com:8080/myapp", Some("tag2"), Some(d)))),
-        ("registry.com:8080/myapp@sha256:badbadbadbad".to_owned(), None),
+    let cases: Vec<(String, Option<Parts<'_>>)> = vec![
+        (
+            "registry.com:8080/myapp:tag".to_owned(),
+            Some(("registry.com:8080/myapp", Some("tag"), None)),
+        ),
+        (
+            format!("registry.com:8080/myapp@{d}"),
+            Some(("registry.com:8080/myapp", None, Some(d))),
+        ),
+        (
+            format!("registry.com:8080/myapp:tag2@{d}"),
+            Some(("registry.com:8080/myapp", Some("tag2"), Some(d))),
+        ),
+        (
+            "registry.com:8080/myapp@sha256:badbadbadbad".to_owned(),
+            None,
+        ),
         ("registry.com:8080/myapp:invalid~tag".to_owned(), None),
         ("bad_hostname.com:8080/myapp:tag".to_owned(), None),
         // localhost is the name and 8080 the tag here
-        (format!("localhost:8080@{d}"), Some(("localhost", Some("8080"), Some(d)))),
-        (format!("localhost:8080/name@{d}"), Some(("localhost:8080/name", None, Some(d)))),
+        (
+            format!("localhost:8080@{d}"),
+            Some(("localhost", Some("8080"), Some(d))),
+        ),
+        (
+            format!("localhost:8080/name@{d}"),
+            Some(("localhost:8080/name", None, Some(d))),
+        ),
         (format!("localhost:http/name@{d}"), None),
         // localhost is a name without a host here
         (format!("localhost@{d}"), Some(("localhost", None, Some(d)))),
@@ -171,11 +207,26 @@ fn reference_regexp() {
 #[test]
 fn identifier_regexp() {
     let cases = [
-        ("da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf9821", true),
-        ("7EC43B381E5AEFE6E04EFB0B3F0693FF2A4A50652D64AEC573905F2DB5889A1C", false),
-        ("da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf", false),
-        ("sha256:da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf9821", false),
-        ("da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf98218482", false),
+        (
+            "da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf9821",
+            true,
+        ),
+        (
+            "7EC43B381E5AEFE6E04EFB0B3F0693FF2A4A50652D64AEC573905F2DB5889A1C",
+            false,
+        ),
+        (
+            "da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf",
+            false,
+        ),
+        (
+            "sha256:da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf9821",
+            false,
+        ),
+        (
+            "da304e823d8ca2b9d863a3c897baeb852ba21ea9a9f1414736394ae7fcaf98218482",
+            false,
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(grammar::is_identifier(input), want, "{input}");

@@ -46,7 +46,11 @@ fn familiar_is_ambiguous(r: &Reference) -> bool {
 fn check(input: &str) {
     let normalized = Reference::parse_normalized(input);
     let plain = Reference::parse(input);
-    assert_eq!(parts(&normalized), oracle::parse_normalized(input), "normalized {input:?}");
+    assert_eq!(
+        parts(&normalized),
+        oracle::parse_normalized(input),
+        "normalized {input:?}"
+    );
     assert_eq!(parts(&plain), oracle::parse(input), "parse {input:?}");
 
     for (result, is_normalized) in [(&normalized, true), (&plain, false)] {
@@ -54,8 +58,15 @@ fn check(input: &str) {
             Ok(r) => {
                 let canonical = r.canonical();
                 let expected = r.tag_name_only();
-                assert_eq!(Reference::parse(&canonical).as_ref().ok(), Some(&expected), "{canonical:?}");
-                assert_eq!(Reference::parse(&r.upstream_string()).as_ref().ok(), Some(r));
+                assert_eq!(
+                    Reference::parse(&canonical).as_ref().ok(),
+                    Some(&expected),
+                    "{canonical:?}"
+                );
+                assert_eq!(
+                    Reference::parse(&r.upstream_string()).as_ref().ok(),
+                    Some(r)
+                );
                 // `parse` keeps names like `a/b` (domain `a`) that the
                 // normalised parser reads as Docker Hub paths.
                 if is_normalized {
@@ -75,7 +86,11 @@ fn check(input: &str) {
     if let Ok(r) = &normalized {
         if !familiar_is_ambiguous(r) {
             let familiar = r.familiar();
-            assert_eq!(Reference::parse_normalized(&familiar).as_ref().ok(), Some(r), "{familiar:?}");
+            assert_eq!(
+                Reference::parse_normalized(&familiar).as_ref().ok(),
+                Some(r),
+                "{familiar:?}"
+            );
         }
     }
 }

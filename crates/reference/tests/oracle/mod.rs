@@ -49,19 +49,30 @@ fn patterns() -> &'static Patterns {
 /// Go's `strings.ToLower` (simple case mapping, one character each).
 fn go_to_lower(s: &str) -> String {
     s.chars()
-        .map(|c| if c == '\u{130}' { 'i' } else { c.to_lowercase().next().unwrap_or(c) })
+        .map(|c| {
+            if c == '\u{130}' {
+                'i'
+            } else {
+                c.to_lowercase().next().unwrap_or(c)
+            }
+        })
         .collect()
 }
 
 fn digest_ok(d: &str) -> bool {
-    let Some((alg, hex)) = d.split_once(':') else { return false };
+    let Some((alg, hex)) = d.split_once(':') else {
+        return false;
+    };
     let want = match alg {
         "sha256" => 64,
         "sha384" => 96,
         "sha512" => 128,
         _ => return false,
     };
-    hex.len() == want && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    hex.len() == want
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Upstream `Parse`.
@@ -89,10 +100,8 @@ pub fn parse(s: &str) -> Outcome {
         return Err("name_too_long");
     }
     let digest = caps.get(3).map(|m| m.as_str().to_owned());
-    if let Some(d) = &digest {
-        if !digest_ok(d) {
-            return Err("digest_invalid");
-        }
+    if digest.as_deref().is_some_and(|d| !digest_ok(d)) {
+        return Err("digest_invalid");
     }
     Ok((
         domain.to_owned(),
@@ -124,7 +133,11 @@ pub fn parse_normalized(s: &str) -> Outcome {
                 ("docker.io".to_owned(), s.to_owned())
             };
             // `index.docker.io` has a dot, so it was taken as a domain above.
-            let d = if d == "index.docker.io" { "docker.io".to_owned() } else { d };
+            let d = if d == "index.docker.io" {
+                "docker.io".to_owned()
+            } else {
+                d
+            };
             if d == "docker.io" && !r.contains('/') {
                 (d, format!("library/{r}"))
             } else {
