@@ -163,6 +163,7 @@ impl<'a> Reader<'a> {
             ContainerKind::Service => "service",
             ContainerKind::Secret => "secret origin",
             ContainerKind::Image => "image",
+            ContainerKind::Container => "container",
         };
         if !doc.is_map(node) {
             let pos = doc.pos(node);

@@ -55,6 +55,10 @@ pub enum ContainerKind {
     Secret,
     /// An image given on the command line (`--image`).
     Image,
+    /// A container of a Kubernetes Pod or pod template (`containers`, `initContainers`
+    /// or `ephemeralContainers` of a Pod, Deployment, StatefulSet, DaemonSet,
+    /// ReplicaSet, Job or CronJob).
+    Container,
 }
 
 /// Where an image was written.

@@ -1,0 +1,573 @@
+//! Cluster access: the kubeconfig (or in-cluster) configuration, and the only requests this
+//! crate makes: a `GET` of one named object. Never a list, never a watch.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use kube::client::Body;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde::de::DeserializeOwned;
+
+use crate::KubeError;
+use crate::chain::{ObjectSource, PodPullSecrets, PullSecretChain, Subject, walk_pull_secrets};
+use crate::template::{
+    PipelinePodsTemplate, TEMPLATE_GROUP, TEMPLATE_PLURAL, TEMPLATE_VERSION, TemplateSource,
+    read_template_file,
+};
+
+/// How to reach the cluster, as kubectl's flags say it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// An explicit kubeconfig file (`--kubeconfig`). When `None`: the files in
+    /// `$KUBECONFIG` (merged, missing ones skipped), else `~/.kube/config`, else the
+    /// in-cluster configuration (the Pod's ServiceAccount token).
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (`--context`); `None` means its `current-context`.
+    pub context: Option<String>,
+    /// The build namespace: where the template, ServiceAccount and Secrets are looked up.
+    /// Empty means the context's namespace (in a cluster: the Pod's own), as kubectl does.
+    pub namespace: String,
+}
+
+/// A connection to one cluster's API server, with the build namespace.
+#[derive(Clone)]
+pub struct Cluster {
+    client: kube::Client,
+    url: String,
+    namespace: String,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("url", &self.url)
+            .field("namespace", &self.namespace)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Time to connect to the API server.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The outcome of one `GET` that the caller interprets.
+enum Answer {
+    Found(Vec<u8>),
+    /// 404; `status` is true when the body is a Kubernetes `Status` (the object is missing),
+    /// false for a plain 404 (the API path itself is not served).
+    NotFound {
+        status: bool,
+    },
+}
+
+/// Names one object for requests and messages.
+struct ObjectRef<'a> {
+    /// `/api/v1` or `/apis/<group>/<version>`.
+    prefix: String,
+    api_group: &'static str,
+    resource: &'static str,
+    namespace: &'a str,
+    name: &'a str,
+}
+
+impl ObjectRef<'_> {
+    fn path(&self) -> String {
+        format!(
+            "{}/namespaces/{}/{}/{}",
+            self.prefix,
+            segment(self.namespace),
+            self.resource,
+            segment(self.name)
+        )
+    }
+}
+
+/// Percent-encodes one path segment (object names are DNS labels or subdomains, but the
+/// names come from files we do not control).
+fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The text of an error and its sources, each once (a source whose text is already part
+/// of an outer message is left out).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut current = error.source();
+    while let Some(inner) = current {
+        let text = inner.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        current = inner.source();
+    }
+    parts.join(": ")
+}
+
+/// The `message` of a Kubernetes `Status` body, else the body itself (shortened).
+fn status_message(body: &[u8]) -> String {
+    if let Ok(status) = serde_json::from_slice::<kube::core::Status>(body)
+        && !status.message.is_empty()
+    {
+        return status.message;
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(no message)".to_owned();
+    }
+    let mut short: String = text.chars().take(300).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    short
+}
+
+fn is_status(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status"))
+}
+
+impl Cluster {
+    /// How long one request may take, connection included, before the API server counts
+    /// as unreachable.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Loads the configuration `options` describe and builds a client; see
+    /// [`ClusterOptions`] for the order of kubeconfig sources.
+    ///
+    /// No request is sent yet.
+    ///
+    /// # Errors
+    /// [`KubeError::Config`] when the kubeconfig cannot be read or parsed, the context does
+    /// not exist, or there is no kubeconfig and the process is not in a cluster.
+    pub async fn connect(options: &ClusterOptions) -> Result<Cluster, KubeError> {
+        let config = load_config(options).await?;
+        Cluster::from_config(config, &options.namespace)
+    }
+
+    /// A client for the API server at `url` (`http://127.0.0.1:PORT` in tests), with no
+    /// credentials and no TLS settings.
+    ///
+    /// # Errors
+    /// [`KubeError::Config`] when `url` is not a URL.
+    pub fn from_url(url: &str, namespace: &str) -> Result<Cluster, KubeError> {
+        let uri = url
+            .parse::<http::Uri>()
+            .map_err(|e| KubeError::Config(format!("not a URL: {url:?}: {e}")))?;
+        Cluster::from_config(kube::Config::new(uri), namespace)
+    }
+
+    /// A client from a ready `kube::Config`. `namespace` empty means the config's default
+    /// namespace. The config's timeouts are tightened so that a silent server cannot hang
+    /// the check.
+    ///
+    /// Like every constructor here, it must be called inside a Tokio runtime (kube spawns
+    /// its request queue on it).
+    ///
+    /// # Errors
+    /// [`KubeError::Config`] when kube cannot build a client from it (TLS settings), or when
+    /// called outside a Tokio runtime.
+    pub fn from_config(mut config: kube::Config, namespace: &str) -> Result<Cluster, KubeError> {
+        // kube spawns its request queue on the current runtime, and would panic outside one.
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(KubeError::Config(
+                "a Kubernetes client must be made inside a Tokio runtime".to_owned(),
+            ));
+        }
+        let url = config.cluster_url.to_string();
+        let namespace = if namespace.is_empty() {
+            config.default_namespace.clone()
+        } else {
+            namespace.to_owned()
+        };
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        config.read_timeout = Some(Self::DEFAULT_TIMEOUT);
+        config.reset_reader_on_write = true;
+        let client = kube::Client::try_from(config).map_err(|e| {
+            KubeError::Config(format!(
+                "cannot make a client for {url}: {}",
+                error_chain(&e)
+            ))
+        })?;
+        Ok(Cluster {
+            client,
+            url,
+            namespace,
+            timeout: Self::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// Sets the per-request timeout (default [`Cluster::DEFAULT_TIMEOUT`]).
+    pub fn with_timeout(mut self, timeout: Duration) -> Cluster {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The underlying `kube::Client`.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// The API server URL, as configured.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The build namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// `GET` one object: its body, or a 404 told apart; every other answer is an error.
+    async fn get(&self, object: &ObjectRef<'_>) -> Result<Answer, KubeError> {
+        let path = object.path();
+        let request = http::Request::builder()
+            .method(http::Method::GET)
+            .uri(&path)
+            .header(http::header::ACCEPT, "application/json")
+            .body(Body::empty())
+            .map_err(|e| KubeError::Config(format!("cannot build the request for {path}: {e}")))?;
+        let exchange = async {
+            let response = self.client.send(request).await?;
+            let status = response.status();
+            let body = response.into_body().collect_bytes().await?;
+            Ok::<_, kube::Error>((status, body))
+        };
+        let (status, body) = match tokio::time::timeout(self.timeout, exchange).await {
+            Err(_) => {
+                return Err(KubeError::Unreachable {
+                    url: self.url.clone(),
+                    reason: format!("no answer within {} s", self.timeout.as_secs_f32()),
+                });
+            }
+            Ok(Err(kube::Error::Auth(e))) => {
+                return Err(KubeError::Unauthorized {
+                    url: self.url.clone(),
+                    message: error_chain(&e),
+                });
+            }
+            Ok(Err(e)) => {
+                // kube's wrappers ("ServiceError: ...") add nothing to the cause.
+                let reason = match &e {
+                    kube::Error::Service(inner) => error_chain(inner.as_ref()),
+                    kube::Error::HyperError(inner) => error_chain(inner),
+                    other => error_chain(other),
+                };
+                return Err(KubeError::Unreachable {
+                    url: self.url.clone(),
+                    reason,
+                });
+            }
+            Ok(Ok(answer)) => answer,
+        };
+        tracing::debug!(path, status = status.as_u16(), "kubernetes get");
+        match status.as_u16() {
+            200..=299 => Ok(Answer::Found(body.to_vec())),
+            404 => Ok(Answer::NotFound {
+                status: is_status(&body),
+            }),
+            401 => Err(KubeError::Unauthorized {
+                url: self.url.clone(),
+                message: status_message(&body),
+            }),
+            403 => Err(KubeError::Forbidden {
+                verb: "get",
+                resource: object.resource,
+                api_group: object.api_group,
+                name: object.name.to_owned(),
+                namespace: object.namespace.to_owned(),
+                message: status_message(&body),
+            }),
+            code => Err(KubeError::Api {
+                verb: "get",
+                resource: object.resource,
+                name: object.name.to_owned(),
+                namespace: object.namespace.to_owned(),
+                code,
+                message: status_message(&body),
+            }),
+        }
+    }
+
+    async fn get_core<T: DeserializeOwned>(
+        &self,
+        resource: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<T>, KubeError> {
+        let object = ObjectRef {
+            prefix: "/api/v1".to_owned(),
+            api_group: "",
+            resource,
+            namespace,
+            name,
+        };
+        match self.get(&object).await? {
+            Answer::NotFound { .. } => Ok(None),
+            Answer::Found(body) => decode(&body, &object).map(Some),
+        }
+    }
+
+    /// `GET /api/v1/namespaces/NS/secrets/NAME`; `Ok(None)` on 404.
+    ///
+    /// # Errors
+    /// [`KubeError::Forbidden`] (403), [`KubeError::Unauthorized`] (401),
+    /// [`KubeError::Unreachable`], [`KubeError::Malformed`] (not a Secret), [`KubeError::Api`].
+    pub async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, KubeError> {
+        self.get_core("secrets", namespace, name).await
+    }
+
+    /// `GET /api/v1/namespaces/NS/serviceaccounts/NAME`; `Ok(None)` on 404.
+    ///
+    /// # Errors
+    /// As [`Cluster::secret`].
+    pub async fn service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ServiceAccount>, KubeError> {
+        self.get_core("serviceaccounts", namespace, name).await
+    }
+
+    /// `GET /apis/go-vela.github.io/v1alpha1/namespaces/NS/pipelinepodstemplates/NAME` in the
+    /// build namespace, as upstream's worker does in `SetupBuild`.
+    ///
+    /// The object is read leniently (unknown fields ignored), as Go's client decodes it: the
+    /// API server has already pruned it to the CRD's schema.
+    ///
+    /// # Errors
+    /// [`KubeError::TemplateNotFound`]; [`KubeError::TemplateApiMissing`] when the CRD is not
+    /// installed; otherwise as [`Cluster::secret`].
+    pub async fn pipeline_pods_template(
+        &self,
+        name: &str,
+    ) -> Result<PipelinePodsTemplate, KubeError> {
+        let object = ObjectRef {
+            prefix: format!("/apis/{TEMPLATE_GROUP}/{TEMPLATE_VERSION}"),
+            api_group: TEMPLATE_GROUP,
+            resource: TEMPLATE_PLURAL,
+            namespace: &self.namespace,
+            name,
+        };
+        match self.get(&object).await? {
+            Answer::Found(body) => decode(&body, &object),
+            Answer::NotFound { status: true } => Err(KubeError::TemplateNotFound {
+                name: name.to_owned(),
+                namespace: self.namespace.clone(),
+            }),
+            Answer::NotFound { status: false } => Err(KubeError::TemplateApiMissing {
+                url: self.url.clone(),
+            }),
+        }
+    }
+
+    /// The whole chain for the build Pod: loads the template from `source` (a GET by name, or
+    /// a strict read of a file), then walks its `imagePullSecrets` or its ServiceAccount's,
+    /// then the Secrets.
+    ///
+    /// # Errors
+    /// [`KubeError::TemplateFile`] for a bad template file; otherwise as
+    /// [`Cluster::pipeline_pods_template`] and [`walk_pull_secrets`].
+    pub async fn build_pull_secrets(
+        &self,
+        source: &TemplateSource,
+    ) -> Result<PullSecretChain, KubeError> {
+        let pod = match source {
+            TemplateSource::None => PodPullSecrets::no_template(),
+            TemplateSource::Name(name) => self
+                .pipeline_pods_template(name)
+                .await?
+                .pull_secrets(Subject::Template { name: name.clone() }),
+            TemplateSource::File(path) => template_from_file(path)?,
+        };
+        walk_pull_secrets(self, &pod).await
+    }
+}
+
+fn template_from_file(path: &Path) -> Result<PodPullSecrets, KubeError> {
+    let template = read_template_file(path).map_err(KubeError::TemplateFile)?;
+    Ok(template.pull_secrets(Subject::TemplateFile {
+        path: path.display().to_string(),
+    }))
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8], object: &ObjectRef<'_>) -> Result<T, KubeError> {
+    serde_json::from_slice(body).map_err(|e| KubeError::Malformed {
+        resource: object.resource,
+        name: object.name.to_owned(),
+        namespace: object.namespace.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+impl ObjectSource for Cluster {
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    async fn service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ServiceAccount>, KubeError> {
+        Cluster::service_account(self, namespace, name).await
+    }
+
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, KubeError> {
+        Cluster::secret(self, namespace, name).await
+    }
+}
+
+/// The configuration `options` describe: explicit kubeconfig, else `$KUBECONFIG`, else
+/// `~/.kube/config`, else in-cluster.
+async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError> {
+    let kubeconfig = if let Some(path) = &options.kubeconfig {
+        Some((
+            Kubeconfig::read_from(path).map_err(|e| {
+                KubeError::Config(format!(
+                    "kubeconfig {}: {}",
+                    path.display(),
+                    error_chain(&e)
+                ))
+            })?,
+            path.display().to_string(),
+        ))
+    } else if let Some(found) = from_env_list()? {
+        Some(found)
+    } else {
+        match std::env::var_os("HOME").map(|home| Path::new(&home).join(".kube").join("config")) {
+            Some(path) if path.is_file() => Some((
+                Kubeconfig::read_from(&path).map_err(|e| {
+                    KubeError::Config(format!(
+                        "kubeconfig {}: {}",
+                        path.display(),
+                        error_chain(&e)
+                    ))
+                })?,
+                path.display().to_string(),
+            )),
+            _ => None,
+        }
+    };
+    match kubeconfig {
+        Some((kubeconfig, origin)) => {
+            let kube_options = KubeConfigOptions {
+                context: options.context.clone(),
+                cluster: None,
+                user: None,
+            };
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube_options)
+                .await
+                .map_err(|e| {
+                    let problem = match (&e, options.context.as_deref()) {
+                        (kube::config::KubeconfigError::LoadContext(_), Some(context)) => {
+                            format!("it has no context {context:?}")
+                        }
+                        (kube::config::KubeconfigError::CurrentContextNotSet, None) => {
+                            "it sets no current-context; name one (--context)".to_owned()
+                        }
+                        _ => error_chain(&e),
+                    };
+                    KubeError::Config(format!("kubeconfig {origin}: {problem}"))
+                })
+        }
+        None if options.context.is_some() => Err(KubeError::Config(
+            "a context was given but there is no kubeconfig (--kubeconfig, $KUBECONFIG, \
+             ~/.kube/config)"
+                .to_owned(),
+        )),
+        None => kube::Config::incluster().map_err(|e| {
+            KubeError::Config(format!(
+                "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a \
+                 cluster: {}",
+                error_chain(&e)
+            ))
+        }),
+    }
+}
+
+/// `$KUBECONFIG`: a list of files, merged in order (first one to set a value wins); empty
+/// entries and files that do not exist are skipped, as kubectl skips them.
+fn from_env_list() -> Result<Option<(Kubeconfig, String)>, KubeError> {
+    let Some(value) = std::env::var_os("KUBECONFIG") else {
+        return Ok(None);
+    };
+    let paths: Vec<PathBuf> = std::env::split_paths(&value)
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mut merged: Option<Kubeconfig> = None;
+    let mut used = Vec::new();
+    for path in &paths {
+        if !path.is_file() {
+            continue;
+        }
+        let config = Kubeconfig::read_from(path).map_err(|e| {
+            KubeError::Config(format!(
+                "kubeconfig {} (from $KUBECONFIG): {}",
+                path.display(),
+                error_chain(&e)
+            ))
+        })?;
+        merged = Some(match merged {
+            None => config,
+            Some(m) => m
+                .merge(config)
+                .map_err(|e| KubeError::Config(format!("$KUBECONFIG: {}", error_chain(&e))))?,
+        });
+        used.push(path.display().to_string());
+    }
+    match merged {
+        Some(config) => Ok(Some((config, format!("$KUBECONFIG ({})", used.join(", "))))),
+        None => Err(KubeError::Config(format!(
+            "$KUBECONFIG names no existing file: {}",
+            value.to_string_lossy()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_runtime_is_an_error_not_a_panic() {
+        let err = Cluster::from_url("http://127.0.0.1:1", "ns").expect_err("no runtime");
+        assert!(err.to_string().contains("Tokio runtime"), "{err}");
+        let err = Cluster::from_url("not a url at all", "ns").expect_err("bad url");
+        assert!(err.to_string().contains("not a URL"), "{err}");
+    }
+
+    #[test]
+    fn path_segments_are_encoded() {
+        assert_eq!(segment("regcred-1.x"), "regcred-1.x");
+        assert_eq!(segment("a/b c"), "a%2Fb%20c");
+        assert_eq!(segment("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn status_messages_prefer_the_status() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"secrets \"x\" is forbidden","reason":"Forbidden","code":403}"#;
+        assert_eq!(status_message(body), "secrets \"x\" is forbidden");
+        assert!(is_status(body));
+        assert_eq!(
+            status_message(b"404 page not found\n"),
+            "404 page not found"
+        );
+        assert!(!is_status(b"404 page not found\n"));
+        assert_eq!(status_message(b""), "(no message)");
+    }
+}

@@ -1,0 +1,649 @@
+//! The credential chain against a stand-in API server: exact requests, 404s, 403s,
+//! malformed objects and unreachable servers.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use pullcheck_kube::{
+    Cluster, ClusterOptions, KubeError, Step, Subject, TemplateSource, walk_pull_secrets_many,
+};
+use serde_json::json;
+use support::{ApiServer, TEMPLATES, status};
+
+const NS: &str = "builds";
+
+fn cluster(server: &ApiServer) -> Cluster {
+    Cluster::from_url(&server.url, NS).expect("client")
+}
+
+fn get(path: &str) -> String {
+    format!("GET {path}")
+}
+
+fn template_path(name: &str) -> String {
+    format!("{TEMPLATES}/namespaces/{NS}/pipelinepodstemplates/{name}")
+}
+
+fn secret_path(name: &str) -> String {
+    format!("/api/v1/namespaces/{NS}/secrets/{name}")
+}
+
+fn account_path(name: &str) -> String {
+    format!("/api/v1/namespaces/{NS}/serviceaccounts/{name}")
+}
+
+/// Only GETs of named objects: no list (a path ending in the resource), no watch.
+fn assert_only_named_gets(requests: &[String]) {
+    for r in requests {
+        assert!(r.starts_with("GET "), "{r}");
+        assert!(!r.contains("watch"), "{r}");
+        let segments = r.trim_start_matches("GET ").split('/').count();
+        // "", api, v1, namespaces, NS, resource, name  /  "", apis, group, version, ...
+        assert!(segments == 7 || segments == 8, "not a named object: {r}");
+    }
+}
+
+#[tokio::test]
+async fn template_secrets_are_used_and_the_service_account_is_not_asked() {
+    let server = ApiServer::start().await;
+    server.template(
+        NS,
+        "vela-pods",
+        json!({
+            "imagePullSecrets": [{"name": "regcred"}, {"name": "quay"}],
+            "serviceAccountName": "builder",
+            "nodeSelector": {"disktype": "ssd"},
+        }),
+    );
+    server.secret(NS, "regcred", "registry.example.com");
+    server.secret(NS, "quay", "quay.io");
+
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("chain");
+
+    assert_eq!(
+        server.requests(),
+        [
+            get(&template_path("vela-pods")),
+            get(&secret_path("regcred")),
+            get(&secret_path("quay")),
+        ]
+    );
+    assert_only_named_gets(&server.requests());
+    let names: Vec<_> = chain.secrets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["regcred", "quay"]);
+    assert!(chain.secrets.iter().all(|s| s.namespace == NS));
+    assert_eq!(
+        chain.secrets[0].secret_type(),
+        Some("kubernetes.io/dockerconfigjson")
+    );
+    assert!(
+        chain.secrets[0]
+            .secret
+            .data
+            .as_ref()
+            .is_some_and(|d| d.contains_key(".dockerconfigjson"))
+    );
+    assert_eq!(chain.service_account, None);
+    assert!(chain.warnings.is_empty());
+    assert_eq!(
+        chain.walked[1],
+        Step::PodSecrets {
+            names: vec!["regcred".into(), "quay".into()]
+        }
+    );
+    let text = chain.to_string();
+    assert!(
+        text.starts_with(
+            "PipelinePodsTemplate \"vela-pods\" (from the cluster), namespace \"builds\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("the pod has 2 imagePullSecrets: regcred, quay"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Secret \"quay\": found, type kubernetes.io/dockerconfigjson"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn no_template_secrets_means_the_named_service_accounts() {
+    let server = ApiServer::start().await;
+    server.template(NS, "vela-pods", json!({"serviceAccountName": "builder"}));
+    server.service_account(NS, "builder", &["from-sa"]);
+    server.secret(NS, "from-sa", "registry.example.com");
+
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("chain");
+
+    assert_eq!(
+        server.requests(),
+        [
+            get(&template_path("vela-pods")),
+            get(&account_path("builder")),
+            get(&secret_path("from-sa")),
+        ]
+    );
+    assert_eq!(chain.service_account.as_deref(), Some("builder"));
+    assert_eq!(chain.secrets.len(), 1);
+    assert_eq!(chain.secrets[0].name, "from-sa");
+    assert_eq!(
+        chain.walked[2],
+        Step::ServiceAccount {
+            name: "builder".into(),
+            defaulted: false,
+            image_pull_secrets: Some(vec!["from-sa".into()]),
+        }
+    );
+    assert!(
+        chain
+            .to_string()
+            .contains("ServiceAccount \"builder\": imagePullSecrets from-sa")
+    );
+}
+
+#[tokio::test]
+async fn no_secrets_and_no_service_account_named_means_default() {
+    let server = ApiServer::start().await;
+    // An empty list and an empty name are the same as none.
+    server.template(
+        NS,
+        "vela-pods",
+        json!({"imagePullSecrets": [], "serviceAccountName": ""}),
+    );
+    server.service_account(NS, "default", &["hub"]);
+    server.secret(NS, "hub", "https://index.docker.io/v1/");
+
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("chain");
+
+    assert_eq!(
+        server.requests(),
+        [
+            get(&template_path("vela-pods")),
+            get(&account_path("default")),
+            get(&secret_path("hub")),
+        ]
+    );
+    assert_eq!(chain.service_account.as_deref(), Some("default"));
+    assert!(
+        chain
+            .to_string()
+            .contains("ServiceAccount \"default\" (none named)")
+    );
+    assert_eq!(chain.secrets[0].name, "hub");
+}
+
+#[tokio::test]
+async fn no_template_at_all_means_default_service_account() {
+    let server = ApiServer::start().await;
+    server.service_account(NS, "default", &[]);
+
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect("chain");
+
+    assert_eq!(server.requests(), [get(&account_path("default"))]);
+    assert_eq!(chain.subject, Subject::NoTemplate);
+    assert!(chain.secrets.is_empty());
+    let text = chain.to_string();
+    assert!(text.contains("has no imagePullSecrets"), "{text}");
+    assert!(text.contains("pulls anonymously"), "{text}");
+}
+
+#[tokio::test]
+async fn a_missing_secret_is_a_warning_and_the_chain_goes_on() {
+    let server = ApiServer::start().await;
+    server.template(
+        NS,
+        "vela-pods",
+        json!({"imagePullSecrets": [{"name": "gone"}, {"name": "regcred"}]}),
+    );
+    server.secret(NS, "regcred", "registry.example.com");
+
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("chain");
+
+    assert_eq!(
+        server.requests(),
+        [
+            get(&template_path("vela-pods")),
+            get(&secret_path("gone")),
+            get(&secret_path("regcred")),
+        ]
+    );
+    assert_eq!(chain.secrets.len(), 1);
+    assert_eq!(chain.warnings.len(), 1);
+    assert!(
+        chain.warnings[0].contains("Secret \"gone\" not found in namespace \"builds\""),
+        "{:?}",
+        chain.warnings
+    );
+    assert!(chain.walked.contains(&Step::Secret {
+        name: "gone".into(),
+        found: false,
+        secret_type: None
+    }));
+    assert!(
+        chain
+            .to_string()
+            .contains("Secret \"gone\": not found, skipped")
+    );
+}
+
+#[tokio::test]
+async fn a_missing_service_account_is_a_warning_with_no_secrets() {
+    let server = ApiServer::start().await;
+    server.template(NS, "vela-pods", json!({"serviceAccountName": "ghost"}));
+
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("chain");
+
+    assert_eq!(
+        server.requests(),
+        [
+            get(&template_path("vela-pods")),
+            get(&account_path("ghost"))
+        ]
+    );
+    assert!(chain.secrets.is_empty());
+    assert_eq!(chain.warnings.len(), 1);
+    assert!(chain.warnings[0].contains("ServiceAccount \"ghost\" not found"));
+}
+
+#[tokio::test]
+async fn forbidden_names_verb_resource_name_namespace_and_the_rule() {
+    let server = ApiServer::start().await;
+    server.template(
+        NS,
+        "vela-pods",
+        json!({"imagePullSecrets": [{"name": "regcred"}]}),
+    );
+    server.forbid(NS, "secrets", "regcred");
+
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect_err("403");
+
+    assert!(matches!(err, KubeError::Forbidden { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "forbidden: get secrets \"regcred\" in namespace \"builds\": add this to the Role"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "{apiGroups: [\"\"], resources: [\"secrets\"], verbs: [\"get\"], resourceNames: [\"regcred\"]}"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("system:serviceaccount:vela:worker"), "{text}");
+    assert_eq!(
+        server.requests(),
+        [
+            get(&template_path("vela-pods")),
+            get(&secret_path("regcred"))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn forbidden_on_the_service_account_and_the_template() {
+    let server = ApiServer::start().await;
+    server.forbid(NS, "serviceaccounts", "default");
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect_err("403");
+    assert!(
+        err.to_string()
+            .starts_with("forbidden: get serviceaccounts \"default\" in namespace \"builds\""),
+        "{err}"
+    );
+
+    server.forbid(NS, "pipelinepodstemplates", "vela-pods");
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect_err("403");
+    let text = err.to_string();
+    assert!(
+        text.contains("get pipelinepodstemplates \"vela-pods\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("apiGroups: [\"go-vela.github.io\"]"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_template_that_does_not_exist_or_a_crd_that_is_not_installed() {
+    let server = ApiServer::start().await;
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("nope".into()))
+        .await
+        .expect_err("404");
+    assert_eq!(
+        err,
+        KubeError::TemplateNotFound {
+            name: "nope".into(),
+            namespace: NS.into()
+        }
+    );
+    server.uninstall_crd();
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("nope".into()))
+        .await
+        .expect_err("404");
+    assert!(
+        matches!(err, KubeError::TemplateApiMissing { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("is the CRD installed"), "{err}");
+}
+
+#[tokio::test]
+async fn a_malformed_secret_is_an_error_naming_it() {
+    let server = ApiServer::start().await;
+    server.template(
+        NS,
+        "vela-pods",
+        json!({"imagePullSecrets": [{"name": "bad"}]}),
+    );
+    // `data` values must be base64 strings.
+    server.secret_json(
+        NS,
+        "bad",
+        json!({"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "bad"},
+               "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "%%% not base64"}}),
+    );
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect_err("malformed");
+    assert!(matches!(err, KubeError::Malformed { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("malformed secrets \"bad\" in namespace \"builds\""),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_bodies_of_every_kind() {
+    let server = ApiServer::start().await;
+    server.raw(&template_path("t"), 200, "this is not json", "text/plain");
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("t".into()))
+        .await
+        .expect_err("malformed template");
+    assert!(
+        err.to_string()
+            .starts_with("malformed pipelinepodstemplates \"t\""),
+        "{err}"
+    );
+
+    server.raw(
+        &account_path("default"),
+        200,
+        r#"{"kind":"ServiceAccount","imagePullSecrets":"regcred"}"#,
+        "application/json",
+    );
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect_err("malformed account");
+    assert!(
+        err.to_string()
+            .starts_with("malformed serviceaccounts \"default\""),
+        "{err}"
+    );
+
+    // A template whose spec has the wrong shape.
+    server.raw(
+        &template_path("t"),
+        200,
+        r#"{"apiVersion":"go-vela.github.io/v1alpha1","kind":"PipelinePodsTemplate","spec":{"template":{"spec":{"imagePullSecrets":{"name":"x"}}}}}"#,
+        "application/json",
+    );
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("t".into()))
+        .await
+        .expect_err("malformed template spec");
+    assert!(matches!(err, KubeError::Malformed { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn other_answers_are_errors_with_the_code_and_401_names_the_server() {
+    let server = ApiServer::start().await;
+    server.raw(
+        &account_path("default"),
+        401,
+        &status(401, "Unauthorized", "Unauthorized", "", ""),
+        "application/json",
+    );
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect_err("401");
+    assert!(matches!(err, KubeError::Unauthorized { .. }), "{err:?}");
+    assert!(err.to_string().contains(&server.url), "{err}");
+
+    server.raw(
+        &account_path("default"),
+        500,
+        &status(
+            500,
+            "InternalError",
+            "etcdserver: request timed out",
+            "",
+            "",
+        ),
+        "application/json",
+    );
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect_err("500");
+    assert!(matches!(err, KubeError::Api { code: 500, .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("etcdserver: request timed out"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_clear_error_not_a_hang() {
+    // A port nobody listens on: bind, then close.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    drop(listener);
+
+    let started = Instant::now();
+    let err = Cluster::from_url(&url, NS)
+        .expect("client")
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect_err("refused");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(matches!(err, KubeError::Unreachable { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("cannot reach the Kubernetes API server at {url}")),
+        "{text}"
+    );
+    assert!(text.to_lowercase().contains("refused"), "{text}");
+}
+
+#[tokio::test]
+async fn a_silent_server_times_out() {
+    // Accepts connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let hold = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            open.push(stream);
+        }
+    });
+
+    let started = Instant::now();
+    let err = Cluster::from_url(&url, NS)
+        .expect("client")
+        .with_timeout(Duration::from_millis(300))
+        .secret(NS, "regcred")
+        .await
+        .expect_err("timeout");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(err.to_string().contains("no answer within 0.3 s"), "{err}");
+    hold.abort();
+}
+
+#[tokio::test]
+async fn template_file_source_reads_the_file_then_walks_the_cluster() {
+    let server = ApiServer::start().await;
+    server.secret(NS, "regcred", "registry.example.com");
+    let dir = std::env::temp_dir().join(format!("pullcheck-kube-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("template.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\nmetadata:\n  name: t\n\
+         spec:\n  template:\n    spec:\n      imagePullSecrets:\n        - name: regcred\n",
+    )
+    .expect("write");
+
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::File(path.clone()))
+        .await
+        .expect("chain");
+    assert_eq!(server.requests(), [get(&secret_path("regcred"))]);
+    assert_eq!(
+        chain.subject,
+        Subject::TemplateFile {
+            path: path.display().to_string()
+        }
+    );
+
+    std::fs::write(
+        &path,
+        "spec:\n  template:\n    spec:\n      imagePullSecret: []\n",
+    )
+    .expect("write");
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::File(path.clone()))
+        .await
+        .expect_err("strict");
+    assert!(matches!(err, KubeError::TemplateFile(_)), "{err:?}");
+    assert!(err.to_string().contains(":4:7: "), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn workloads_share_lookups_and_keep_their_namespaces() {
+    let server = ApiServer::start().await;
+    server.service_account(NS, "default", &["regcred"]);
+    server.service_account("prod", "web", &[]);
+    server.secret(NS, "regcred", "registry.example.com");
+    let manifests = pullcheck_kube::read_manifests(
+        "all.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: x}]}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec: {containers: [{name: c, image: y}]}\n\
+         ---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: prod}\n\
+         spec: {template: {spec: {serviceAccountName: web, containers: [{name: c, image: z}]}}}\n",
+    )
+    .expect("manifests");
+    let chains = walk_pull_secrets_many(&cluster(&server), &manifests.pull_secrets())
+        .await
+        .expect("chains");
+    assert_eq!(chains.len(), 3);
+    assert_eq!(chains[0].secrets.len(), 1);
+    assert_eq!(chains[1].secrets.len(), 1);
+    assert_eq!(chains[2].namespace, "prod");
+    assert!(chains[2].secrets.is_empty());
+    assert_eq!(
+        server.requests(),
+        [
+            get(&account_path("default")),
+            get(&secret_path("regcred")),
+            get("/api/v1/namespaces/prod/serviceaccounts/web"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn kubeconfig_file_and_context_select_the_server() {
+    let server = ApiServer::start().await;
+    server.service_account("from-context", "default", &[]);
+    let dir = std::env::temp_dir().join(format!("pullcheck-kubeconfig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("config");
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: nowhere\n\
+         clusters:\n- name: stand-in\n  cluster: {{server: \"{url}\"}}\n\
+         - name: nowhere\n  cluster: {{server: \"http://127.0.0.1:9\"}}\n\
+         users:\n- name: ci\n  user: {{token: not-a-real-token}}\n\
+         contexts:\n- name: stand-in\n  context: {{cluster: stand-in, user: ci, namespace: from-context}}\n\
+         - name: nowhere\n  context: {{cluster: nowhere, user: ci}}\n",
+        url = server.url
+    );
+    std::fs::write(&path, kubeconfig).expect("write");
+
+    // An empty namespace means the context's.
+    let options = ClusterOptions {
+        kubeconfig: Some(path.clone()),
+        context: Some("stand-in".into()),
+        namespace: String::new(),
+    };
+    let cluster = Cluster::connect(&options).await.expect("connect");
+    assert_eq!(cluster.namespace(), "from-context");
+    assert!(cluster.url().starts_with(&server.url), "{}", cluster.url());
+    let chain = cluster
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect("chain");
+    assert_eq!(chain.namespace, "from-context");
+    assert_eq!(
+        server.requests(),
+        [get(
+            "/api/v1/namespaces/from-context/serviceaccounts/default"
+        )]
+    );
+
+    let missing = ClusterOptions {
+        context: Some("no-such-context".into()),
+        ..options.clone()
+    };
+    let err = Cluster::connect(&missing).await.expect_err("no context");
+    assert!(matches!(err, KubeError::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("no-such-context"), "{err}");
+
+    let absent = ClusterOptions {
+        kubeconfig: Some(dir.join("absent")),
+        ..options
+    };
+    let err = Cluster::connect(&absent).await.expect_err("no file");
+    assert!(err.to_string().contains("absent"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,435 @@
+//! Kubernetes workload manifests as input.
+
+use std::path::{Path, PathBuf};
+
+use pullcheck_input::{ContainerKind, Disposition, ImageUse, PullPolicy};
+use pullcheck_kube::{
+    Manifests, Subject, Workload, is_kubernetes_manifest, read_manifests, read_manifests_file,
+};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn read(text: &str) -> Manifests {
+    read_manifests("m.yaml", text).expect("manifests")
+}
+
+/// (name, image, policy, line, column) of each use.
+fn summary(w: &Workload) -> Vec<(String, String, PullPolicy, usize, usize)> {
+    w.images
+        .iter()
+        .map(|u| {
+            (
+                u.origin.name.clone(),
+                u.image.clone(),
+                u.policy,
+                u.origin.line.unwrap_or(0),
+                u.origin.column.unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+fn row(
+    name: &str,
+    image: &str,
+    policy: PullPolicy,
+    line: usize,
+    column: usize,
+) -> (String, String, PullPolicy, usize, usize) {
+    (name.to_owned(), image.to_owned(), policy, line, column)
+}
+
+#[test]
+fn every_workload_kind_in_one_multi_document_file() {
+    use PullPolicy::{Always, Never, NotPresent};
+    let path = fixture("workloads.yaml");
+    let m = read_manifests_file(&path).expect("manifests");
+    let file = path.display().to_string();
+    let kinds: Vec<_> = m.workloads.iter().map(|w| w.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Pod",
+            "Deployment",
+            "StatefulSet",
+            "DaemonSet",
+            "ReplicaSet",
+            "Job",
+            "CronJob"
+        ]
+    );
+
+    let pod = &m.workloads[0];
+    assert_eq!(pod.namespace.as_deref(), Some("tools"));
+    assert_eq!(
+        pod.pull_secrets.service_account_name.as_deref(),
+        Some("debugger")
+    );
+    assert_eq!(pod.pull_secrets.namespace.as_deref(), Some("tools"));
+    assert_eq!((pod.line, pod.column), (2, 1));
+    assert_eq!(
+        summary(pod),
+        [
+            row(
+                "Pod/debug container shell",
+                "busybox:1.36",
+                NotPresent,
+                11,
+                14
+            ),
+            row(
+                "Pod/debug ephemeralContainer probe",
+                "nicolaka/netshoot",
+                Never,
+                14,
+                14
+            ),
+        ]
+    );
+
+    let web = &m.workloads[1];
+    assert_eq!(web.pull_secrets.image_pull_secrets, ["registry-creds"]);
+    assert_eq!(web.pull_secrets.service_account_name, None);
+    assert_eq!(
+        web.pull_secrets.subject,
+        Subject::Workload {
+            kind: "Deployment".into(),
+            name: "web".into(),
+            file: file.clone()
+        }
+    );
+    // Containers first, then init containers, then ephemeral ones.
+    assert_eq!(
+        summary(web),
+        [
+            row(
+                "Deployment/web container app",
+                "registry.example.com/team/web",
+                Always,
+                33,
+                18
+            ),
+            row(
+                "Deployment/web container proxy",
+                "envoyproxy/envoy:v1.31-latest",
+                NotPresent,
+                35,
+                18
+            ),
+            row(
+                "Deployment/web initContainer migrate",
+                "registry.example.com/team/migrate:v3",
+                Always,
+                29,
+                18
+            ),
+        ]
+    );
+
+    assert_eq!(summary(&m.workloads[2])[0].2, NotPresent, "tag and digest");
+    assert_eq!(summary(&m.workloads[3])[0].2, NotPresent, "digest only");
+    assert_eq!(
+        m.workloads[3].pull_secrets.service_account_name.as_deref(),
+        Some("node-agent"),
+        "the deprecated serviceAccount alias"
+    );
+    assert_eq!(
+        summary(&m.workloads[4])[0].2,
+        NotPresent,
+        "written policy wins over :latest"
+    );
+    assert_eq!(m.workloads[5].name, "report-*");
+    assert_eq!(
+        summary(&m.workloads[5])[0].0,
+        "Job/report-* container report"
+    );
+    let backup = &m.workloads[6];
+    assert_eq!(backup.pull_secrets.image_pull_secrets, ["backup-creds"]);
+    assert_eq!(
+        summary(backup),
+        [row(
+            "CronJob/backup container backup",
+            "ghcr.io/acme/backup:latest",
+            Always,
+            98,
+            22
+        )]
+    );
+
+    for u in m.images() {
+        assert_eq!(u.origin.kind, ContainerKind::Container);
+        assert_eq!(u.origin.file.as_deref(), Some(file.as_str()));
+        assert_eq!(u.origin.stage, None);
+        assert_eq!(u.disposition, Disposition::Check);
+    }
+    assert_eq!(m.images().len(), 10);
+    assert_eq!(m.pull_secrets().len(), 7);
+
+    assert_eq!(m.skipped.len(), 1);
+    assert_eq!(m.skipped[0].kind.as_deref(), Some("Service"));
+    assert_eq!(m.skipped[0].name.as_deref(), Some("web"));
+    assert_eq!(m.skipped[0].line, 100);
+}
+
+#[test]
+fn a_v1_list_is_read_item_by_item() {
+    let m = read_manifests_file(&fixture("list.yaml")).expect("manifests");
+    let names: Vec<_> = m.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["one", "two"]);
+    assert_eq!(m.workloads[0].namespace.as_deref(), Some("a"));
+    assert_eq!(m.workloads[0].images[0].policy, PullPolicy::NotPresent);
+    assert_eq!(m.workloads[1].images[0].policy, PullPolicy::Always);
+    assert_eq!(m.workloads[1].images[0].origin.line, Some(17));
+    assert_eq!(m.skipped.len(), 1);
+    assert_eq!(m.skipped[0].kind.as_deref(), Some("ConfigMap"));
+
+    // A typed list (`kubectl get pods -o yaml` on some versions) and an empty one.
+    let m = read(
+        "apiVersion: v1\nkind: PodList\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {containers: [{name: c, image: a:1}]}\n",
+    );
+    assert_eq!(m.workloads.len(), 1);
+    let m = read("apiVersion: v1\nkind: List\nitems: []\n");
+    assert!(m.workloads.is_empty());
+}
+
+#[test]
+fn defaulting_table_through_manifests() {
+    let digest = "sha256:".to_owned() + &"c".repeat(64);
+    let cases = [
+        ("alpine", PullPolicy::Always),
+        ("alpine:latest", PullPolicy::Always),
+        ("docker.io/library/alpine", PullPolicy::Always),
+        ("alpine:3.20", PullPolicy::NotPresent),
+        ("myregistry.local:5000/alpine", PullPolicy::Always),
+        ("myregistry.local:5000/alpine:3", PullPolicy::NotPresent),
+        (&*format!("alpine@{digest}"), PullPolicy::NotPresent),
+        (&*format!("alpine:3@{digest}"), PullPolicy::NotPresent),
+        (&*format!("alpine:latest@{digest}"), PullPolicy::Always),
+    ];
+    let containers: String = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (image, _))| format!("    - name: c{i}\n      image: \"{image}\"\n"))
+        .collect();
+    let m = read(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n{containers}"
+    ));
+    for ((image, want), got) in cases.iter().zip(&m.workloads[0].images) {
+        assert_eq!(got.image, *image);
+        assert_eq!(got.policy, *want, "{image}");
+    }
+    // Each written policy maps; an empty one is the same as none.
+    let m = read(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - {name: a, image: x:1, imagePullPolicy: Always}
+  - {name: b, image: x, imagePullPolicy: IfNotPresent}
+  - {name: c, image: x, imagePullPolicy: Never}
+  - {name: d, image: x, imagePullPolicy: ''}
+",
+    );
+    let policies: Vec<_> = m.workloads[0].images.iter().map(|u| u.policy).collect();
+    assert_eq!(
+        policies,
+        [
+            PullPolicy::Always,
+            PullPolicy::NotPresent,
+            PullPolicy::Never,
+            PullPolicy::Always
+        ]
+    );
+}
+
+#[test]
+fn container_problems_are_invalid_uses_with_positions() {
+    let m = read(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: bad-policy
+    image: nginx:1
+    imagePullPolicy: always
+  - name: no-image
+  - just-a-string
+  - name: map-image
+    image: {repo: x}
+",
+    );
+    let uses: &[ImageUse] = &m.workloads[0].images;
+    assert_eq!(uses.len(), 4);
+    let invalid = |u: &ImageUse| match &u.disposition {
+        Disposition::Invalid(message) => message.clone(),
+        other => panic!("expected invalid, got {other:?}"),
+    };
+    let message = invalid(&uses[0]);
+    assert!(
+        message.starts_with("m.yaml:8:22: unsupported imagePullPolicy \"always\""),
+        "{message}"
+    );
+    assert_eq!(uses[0].image, "nginx:1");
+    assert_eq!(
+        (uses[0].origin.line, uses[0].origin.column),
+        (Some(7), Some(12))
+    );
+    assert_eq!(
+        invalid(&uses[1]),
+        "m.yaml:9:5: Pod/p container no-image: no image"
+    );
+    assert_eq!(uses[1].origin.name, "Pod/p container no-image");
+    assert!(
+        invalid(&uses[2]).contains("containers[2] must be a mapping"),
+        "{}",
+        invalid(&uses[2])
+    );
+    assert_eq!(uses[2].origin.name, "Pod/p container containers[2]");
+    assert!(invalid(&uses[3]).contains("image must be a string, found a mapping"));
+}
+
+#[test]
+fn shape_errors_in_a_workload_are_file_errors_with_positions() {
+    let e = read_manifests(
+        "m.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: {name: app}\n",
+    )
+    .expect_err("containers must be a list");
+    assert_eq!((e.line, e.column), (Some(7), Some(19)));
+    assert!(
+        e.message
+            .contains("Deployment/web: containers must be a list"),
+        "{}",
+        e.message
+    );
+
+    let e = read_manifests("m.yaml", "apiVersion: v1\nkind: Pod\nspec: [1]\n").expect_err("spec");
+    assert_eq!(e.line, Some(3));
+    assert!(e.message.contains("must be a mapping"), "{}", e.message);
+
+    let e = read_manifests(
+        "m.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  imagePullSecrets: regcred\n",
+    )
+    .expect_err("secrets");
+    assert!(
+        e.message.contains("imagePullSecrets must be a list"),
+        "{}",
+        e.message
+    );
+
+    let e = read_manifests(
+        "m.yaml",
+        "apiVersion: v1\nkind: Pod\nspec: {containers: [\n",
+    )
+    .expect_err("yaml");
+    assert!(e.message.starts_with("not valid YAML"), "{}", e.message);
+    assert!(e.line.is_some());
+}
+
+#[test]
+fn what_is_not_a_workload_is_skipped_with_a_reason() {
+    let m = read(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n\
+         - a list\n---\n\
+         metadata: {name: untyped}\n---\n\
+         apiVersion: argoproj.io/v1alpha1\nkind: Deployment\nmetadata: {name: custom}\n---\n\
+         apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\nmetadata: {name: t}\n---\n",
+    );
+    assert!(m.workloads.is_empty());
+    let reasons: Vec<_> = m.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        [
+            "holds no pod template",
+            "not a Kubernetes object: a list",
+            "no apiVersion and kind",
+            "argoproj.io/v1alpha1 is not a core workload API group",
+            "holds no pod template",
+        ]
+    );
+    assert_eq!(m.skipped[3].line, 9);
+}
+
+#[test]
+fn pods_without_containers_and_unnamed_objects() {
+    let m = read(
+        "apiVersion: batch/v1\nkind: Job\nspec: {}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: empty}\n",
+    );
+    assert_eq!(m.workloads.len(), 2);
+    assert_eq!(m.workloads[0].name, "document 1");
+    assert!(m.workloads[0].images.is_empty());
+    assert!(m.workloads[1].images.is_empty());
+}
+
+#[test]
+fn anchors_and_merge_keys_in_manifests() {
+    let m = read(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - &base
+    name: a
+    image: &img registry.example.com/app:1
+    imagePullPolicy: Always
+  - <<: *base
+    name: b
+  - name: c
+    image: *img
+",
+    );
+    let uses = &m.workloads[0].images;
+    assert_eq!(uses.len(), 3);
+    assert_eq!(uses[1].origin.name, "Pod/p container b");
+    assert_eq!(uses[1].policy, PullPolicy::Always);
+    // A merged or aliased value keeps the position where it is written: in the anchor.
+    assert_eq!(
+        (uses[1].origin.line, uses[1].origin.column),
+        (Some(8), Some(17))
+    );
+    assert_eq!(uses[2].image, "registry.example.com/app:1");
+    assert_eq!(uses[2].policy, PullPolicy::NotPresent);
+}
+
+#[test]
+fn routing_detects_manifests_but_not_pipelines() {
+    let text = std::fs::read_to_string(fixture("workloads.yaml")).expect("read");
+    assert!(is_kubernetes_manifest(&text));
+    let text = std::fs::read_to_string(fixture("template-full.yaml")).expect("read");
+    assert!(
+        is_kubernetes_manifest(&text),
+        "a template is a manifest too (no workload)"
+    );
+    assert!(!is_kubernetes_manifest(
+        "version: \"1\"\nsteps:\n  - name: test\n    image: golang:1.22\n"
+    ));
+    assert!(!is_kubernetes_manifest(
+        r#"{"id": "step_org_repo_1_init", "version": "1", "steps": []}"#
+    ));
+    assert!(is_kubernetes_manifest(
+        r#"{"apiVersion": "v1", "kind": "Pod"}"#
+    ));
+}
+
+#[test]
+fn hostile_manifests_end_in_bounded_time() {
+    // An alias bomb of containers: each level lists the previous one ten times. Aliases
+    // are shared, so reading stays small; the uses are one per written container entry.
+    let mut text = String::from("x0: &a0 {name: c, image: \"i:1\"}\n");
+    for i in 1..6 {
+        let refs = vec![format!("*a{}", i - 1); 3].join(", ");
+        text.push_str(&format!("x{i}: &a{i} [{refs}]\n"));
+    }
+    text.push_str("---\napiVersion: v1\nkind: Pod\nspec: {containers: [{name: c, image: x}]}\n");
+    let m = read(&text);
+    assert_eq!(m.workloads.len(), 1);
+    assert_eq!(m.skipped.len(), 1);
+}
