@@ -1,0 +1,67 @@
+//! The one error type of the crate: a configuration file that cannot be read, does not
+//! parse, or says something the runtime itself rejects.
+
+use std::path::PathBuf;
+
+/// Why a mirror configuration could not be loaded.
+///
+/// Every variant names the file; [`MirrorError::Invalid`] also names the entry
+/// (`[[registry]] #2 (line 7) prefix="docker.io"`, `registry-mirrors[0]`, …) so that the
+/// message alone is enough to find and fix the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MirrorError {
+    /// The file or directory could not be read (missing, permission, not UTF-8, …).
+    #[error("{}: cannot read: {message}", path.display())]
+    Read {
+        /// The path that was read.
+        path: PathBuf,
+        /// The operating system's reason.
+        message: String,
+    },
+    /// The file is not valid TOML or JSON, or a value has the wrong type
+    /// (`insecure = "yes"`). `message` starts with `line L, column C:` when the
+    /// parser knows where.
+    #[error("{file}: {message}")]
+    Syntax {
+        /// The file, as given to the loader.
+        file: String,
+        /// What is wrong, with its position.
+        message: String,
+    },
+    /// The file parses but one of its entries is rejected, as the runtime would reject
+    /// it (conflicting `insecure`, a mirror without `location`, mixing v1 and v2, a
+    /// `registry-mirrors` entry with a path, …).
+    #[error("{file}: {entry}: {message}")]
+    Invalid {
+        /// The file, as given to the loader.
+        file: String,
+        /// The entry, e.g. `[[registry]] #2 (line 7) location="registry.com"`.
+        entry: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// `--node-config` named no known profile.
+    #[error("unknown node profile {0:?}: expected crio, containerd or docker")]
+    UnknownProfile(String),
+}
+
+impl MirrorError {
+    pub(crate) fn read(path: impl Into<PathBuf>, err: &std::io::Error) -> Self {
+        MirrorError::Read {
+            path: path.into(),
+            message: err.to_string(),
+        }
+    }
+
+    pub(crate) fn invalid(
+        file: &str,
+        entry: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        MirrorError::Invalid {
+            file: file.to_owned(),
+            entry: entry.into(),
+            message: message.into(),
+        }
+    }
+}
