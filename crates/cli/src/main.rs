@@ -1,14 +1,21 @@
 //! The `pullcheck` command: a thin layer over the `pullcheck` library.
 
+mod sources;
+
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use pullcheck::credentials::{HelperOptions, NodeCredentials, NodeEnv, NodeOptions};
+use pullcheck::mirrors::{MirrorConfig, NodeProfile};
+use pullcheck::registry::{ClientOptions, Platform};
 use pullcheck::report::EXIT_USAGE;
-use pullcheck::resolve::{DockerConfig, Keyring};
-use pullcheck::{CheckOptions, Checker, Error};
+use pullcheck::resolve::{Credentials, Resolver};
+use pullcheck::{CheckOptions, Checker};
+
+use sources::ClusterArgs;
 
 /// Checks, before a build starts, that every image it will pull exists in its registry.
 #[derive(Debug, Parser)]
@@ -23,16 +30,18 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Check every image of pipelines (Vela .vela.yml or a compiled build JSON) and
-    /// --image arguments against their registries.
+    /// Check every image of pipelines (Vela .vela.yml, a compiled build JSON) and
+    /// Kubernetes manifests (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
+    /// CronJob), and --image arguments, against their registries.
     ///
     /// Exit codes: 0 every checked image is present; 1 an image failed (missing,
     /// no_access, denied, blocked, invalid); 3 nothing failed but some image could not
     /// be verified (unreachable); 2 usage or configuration error.
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// Show how references are understood: the normalised parts, and the endpoints and
-    /// credentials a check would use. Sends no request.
-    Explain(ExplainArgs),
+    /// credentials a check would use, with the rule behind each. Sends no request to a
+    /// registry and runs no credential helper.
+    Explain(Box<ExplainArgs>),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -48,21 +57,92 @@ enum Color {
     Never,
 }
 
+/// Where credentials, mirrors and the cluster are found; shared by check and explain.
 #[derive(Debug, Args)]
-struct Registries {
+struct Sources {
+    /// A pull secret: a Secret manifest (YAML or JSON, kubernetes.io/dockerconfigjson or
+    /// kubernetes.io/dockercfg; a List or several documents are fine). Repeatable. Its
+    /// keys go in one keyring, as the kubelet builds it.
+    #[arg(long, value_name = "FILE", help_heading = "Credentials")]
+    pull_secret: Vec<PathBuf>,
     /// Docker config: a config.json file, or a directory holding one. Default:
     /// $DOCKER_CONFIG/config.json, else ~/.docker/config.json.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help_heading = "Credentials")]
     docker_config: Option<PathBuf>,
+    /// containers auth.json. Default: $REGISTRY_AUTH_FILE, else
+    /// $XDG_RUNTIME_DIR/containers/auth.json.
+    #[arg(long, value_name = "PATH", help_heading = "Credentials")]
+    auth_file: Option<PathBuf>,
+    /// How long a docker-credential-<name> helper may take.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Credentials")]
+    helper_timeout: Duration,
+
+    /// containers-registries.conf (CRI-O, podman), with its registries.conf.d drop-ins.
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Mirrors",
+        group = "mirror_source"
+    )]
+    registries_conf: Option<PathBuf>,
+    /// containerd's hosts directory (the certs.d layout of hosts.toml files).
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "Mirrors",
+        group = "mirror_source"
+    )]
+    hosts_dir: Option<PathBuf>,
+    /// Docker daemon.json: its registry-mirrors (Docker Hub only) and insecure-registries.
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Mirrors",
+        group = "mirror_source"
+    )]
+    docker_daemon_config: Option<PathBuf>,
+    /// Read the standard paths of a node running this runtime: crio
+    /// (/etc/containers/registries.conf), containerd (/etc/containerd/certs.d), docker
+    /// (/etc/docker/daemon.json).
+    #[arg(
+        long,
+        value_name = "RUNTIME",
+        help_heading = "Mirrors",
+        group = "mirror_source"
+    )]
+    node_config: Option<String>,
     /// Allow plain HTTP and unverified TLS for this registry (host or host:port).
     /// localhost and 127.0.0.0/8 may use plain HTTP without it. Repeatable.
-    #[arg(long, value_name = "HOST[:PORT]")]
+    #[arg(long, value_name = "HOST[:PORT]", help_heading = "Mirrors")]
     insecure_registry: Vec<String>,
+
+    /// The build namespace: read the pull secrets from the cluster, as the build Pod
+    /// will get them (the pods template's imagePullSecrets, else its ServiceAccount's).
+    #[arg(long, short = 'n', value_name = "NS", help_heading = "Kubernetes")]
+    namespace: Option<String>,
+    /// kubeconfig file. Default: $KUBECONFIG, else ~/.kube/config, else in-cluster.
+    #[arg(long, value_name = "PATH", help_heading = "Kubernetes")]
+    kubeconfig: Option<PathBuf>,
+    /// kubeconfig context, as in kubectl.
+    #[arg(long, value_name = "NAME", help_heading = "Kubernetes")]
+    context: Option<String>,
+    /// A PipelinePodsTemplate (go-vela.github.io/v1alpha1) in the build namespace.
+    #[arg(
+        long,
+        value_name = "NAME",
+        help_heading = "Kubernetes",
+        conflicts_with = "pods_template_file"
+    )]
+    pods_template: Option<String>,
+    /// A PipelinePodsTemplate file (read strictly: unknown fields are errors).
+    #[arg(long, value_name = "PATH", help_heading = "Kubernetes")]
+    pods_template_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 struct CheckArgs {
-    /// Pipeline files: Vela source YAML or a compiled build JSON (detected from content).
+    /// Pipeline files (Vela source YAML, a compiled build JSON) or Kubernetes manifests;
+    /// the kind is detected from the content.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
     /// An image to check, with an optional pull policy (always, not_present, on_start,
@@ -88,12 +168,28 @@ struct CheckArgs {
     /// Overall deadline; images without an answer by then are unreachable (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
+    /// Tries per request when the registry answers 408, 429, 502, 503, 504 or the
+    /// connection is refused or reset.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
+    max_attempts: u32,
     /// Do not ask tags/list after a 404 (which tells a missing repository from a missing
     /// tag and suggests close tags).
     #[arg(long)]
     no_tag_hints: bool,
+    /// Also require this platform (os/arch[/variant], e.g. linux/arm64) in indexes and
+    /// manifest lists. Off by default: it needs a GET of each index, which counts
+    /// against Docker Hub's pull rate limit (a HEAD does not).
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]", value_parser = Platform::parse)]
+    platform: Option<Platform>,
+    /// Extra root certificates (PEM) trusted for every registry.
+    #[arg(long, value_name = "PATH")]
+    ca_file: Option<PathBuf>,
+    /// Docker-style certificates directory: <dir>/<host[:port]>/ca.crt, and
+    /// client.cert + client.key for mutual TLS.
+    #[arg(long, value_name = "DIR")]
+    certs_dir: Option<PathBuf>,
     #[command(flatten)]
-    registries: Registries,
+    sources: Sources,
 }
 
 #[derive(Debug, Args)]
@@ -105,7 +201,7 @@ struct ExplainArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     #[command(flatten)]
-    registries: Registries,
+    sources: Sources,
 }
 
 /// Parses `10s`, `500ms`, `2m`, or a bare number of seconds.
@@ -128,9 +224,19 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            return ExitCode::from(fail(&format!("cannot start the async runtime: {e}")) as u8);
+        }
+    };
     let code = match cli.command {
-        Command::Check(args) => run_check(args),
-        Command::Explain(args) => run_explain(args),
+        Command::Check(args) => runtime.block_on(run_check(*args)),
+        Command::Explain(args) => runtime.block_on(run_explain(*args)),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
@@ -150,59 +256,105 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
-fn keyring(registries: &Registries) -> Result<Keyring, Error> {
-    Ok(Keyring::from_docker_config(DockerConfig::load(
-        registries.docker_config.as_deref(),
-    )?))
-}
-
 fn fail(error: &dyn std::fmt::Display) -> i32 {
     eprintln!("pullcheck: error: {error}");
     EXIT_USAGE
 }
 
-fn run_check(args: CheckArgs) -> i32 {
+impl Sources {
+    fn resolver(&self) -> Result<Resolver, String> {
+        let mirrors = if let Some(path) = &self.registries_conf {
+            MirrorConfig::load_registries_conf(path)
+        } else if let Some(dir) = &self.hosts_dir {
+            MirrorConfig::load_hosts_dir(dir)
+        } else if let Some(path) = &self.docker_daemon_config {
+            MirrorConfig::load_docker_daemon(path)
+        } else if let Some(profile) = &self.node_config {
+            profile
+                .parse::<NodeProfile>()
+                .and_then(|p| MirrorConfig::from_node_profile(p, None))
+        } else {
+            Ok(MirrorConfig::none())
+        }
+        .map_err(|e| e.to_string())?;
+        Ok(Resolver {
+            mirrors,
+            insecure_registries: self.insecure_registry.clone(),
+        })
+    }
+
+    fn node(&self) -> Result<NodeCredentials, String> {
+        NodeCredentials::load(&NodeOptions {
+            docker_config: self.docker_config.clone(),
+            auth_file: self.auth_file.clone(),
+            env: NodeEnv::from_process(),
+            helpers: HelperOptions {
+                timeout: self.helper_timeout,
+                ..HelperOptions::default()
+            },
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    fn cluster(&self) -> ClusterArgs {
+        ClusterArgs {
+            namespace: self.namespace.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            pods_template: self.pods_template.clone(),
+            pods_template_file: self.pods_template_file.clone(),
+        }
+    }
+}
+
+async fn run_check(args: CheckArgs) -> i32 {
     if args.files.is_empty() && args.images.is_empty() {
         return fail(&"nothing to check: give pipeline files and/or --image REF[=POLICY]");
     }
-    let mut uses = Vec::new();
-    for file in &args.files {
-        match pullcheck::input::read_pipeline_file(file) {
-            Ok(mut u) => uses.append(&mut u),
-            Err(e) => return fail(&e),
-        }
-    }
+    let mut images = Vec::new();
     for image in &args.images {
         match pullcheck::input::parse_image_arg(image) {
-            Ok(u) => uses.push(u),
+            Ok(u) => images.push(u),
             Err(e) => return fail(&e),
         }
     }
-    let keyring = match keyring(&args.registries) {
-        Ok(k) => k,
+    let (resolver, node) = match (args.sources.resolver(), args.sources.node()) {
+        (Ok(r), Ok(n)) => (r, n),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let gathered = match sources::gather(
+        &args.files,
+        images,
+        &args.sources.pull_secret,
+        &args.sources.cluster(),
+    )
+    .await
+    {
+        Ok(g) => g,
         Err(e) => return fail(&e),
     };
+    for chain in &gathered.walked {
+        tracing::debug!("pull secrets: {chain}");
+    }
     let options = CheckOptions {
         include_on_start: args.include_on_start,
         concurrency: usize::from(args.concurrency),
         request_timeout: args.request_timeout,
         deadline: args.deadline,
-        insecure_registries: args.registries.insecure_registry.clone(),
         tag_hints: !args.no_tag_hints,
+        registry: ClientOptions {
+            max_attempts: args.max_attempts,
+            platform: args.platform.clone(),
+            ca_file: args.ca_file.clone(),
+            certs_dir: args.certs_dir.clone(),
+            ..ClientOptions::default()
+        },
     };
-    let checker = match Checker::new(options, keyring) {
+    let checker = match Checker::new(options, resolver, node) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
-    };
-    let report = runtime.block_on(checker.check(uses));
+    let report = checker.check_sets(gathered.sets).await;
     match args.format {
         Format::Json => println!("{}", report.to_json()),
         Format::Text => {
@@ -219,21 +371,41 @@ fn run_check(args: CheckArgs) -> i32 {
     report.exit_code()
 }
 
-fn run_explain(args: ExplainArgs) -> i32 {
-    let keyring = match keyring(&args.registries) {
+async fn run_explain(args: ExplainArgs) -> i32 {
+    let (resolver, node) = match (args.sources.resolver(), args.sources.node()) {
+        (Ok(r), Ok(n)) => (r, n),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let chain = match sources::build_chain(&args.sources.cluster()).await {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let keyring = match sources::build_keyring(&args.sources.pull_secret, chain.as_ref()) {
         Ok(k) => k,
         Err(e) => return fail(&e),
     };
+    let credentials = Credentials::new(keyring, node);
+    if let (Some(chain), Format::Text) = (&chain, args.format) {
+        println!("pull secrets: {chain}");
+    }
     let mut any_invalid = false;
     for input in &args.references {
-        let explanation =
-            pullcheck::explain::explain(input, &keyring, &args.registries.insecure_registry);
+        let explanation = pullcheck::explain::explain(input, &resolver, &credentials);
         any_invalid |= !explanation.ok;
         match args.format {
-            Format::Json => match serde_json::to_string(&explanation) {
-                Ok(line) => println!("{line}"),
-                Err(e) => return fail(&e),
-            },
+            Format::Json => {
+                let mut value = match serde_json::to_value(&explanation) {
+                    Ok(v) => v,
+                    Err(e) => return fail(&e),
+                };
+                if let (Some(chain), Some(object)) = (&chain, value.as_object_mut()) {
+                    object.insert(
+                        "pull_secrets".into(),
+                        serde_json::to_value(chain).unwrap_or_default(),
+                    );
+                }
+                println!("{value}");
+            }
             Format::Text => print!("{}", explanation.to_text()),
         }
     }

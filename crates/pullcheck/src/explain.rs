@@ -1,21 +1,43 @@
 //! `explain`: how one reference is understood — its normalised parts, and the endpoints
-//! and credentials a check would use — without sending any request.
+//! and credentials a check would use, with the rule behind each — without sending any
+//! request or running any credential helper.
 
 use serde::Serialize;
 
 use crate::reference::Reference;
 use crate::report::ReferenceErrorReport;
-use crate::resolve::{CredentialSource, Keyring, Resolution, resolve};
+use crate::resolve::{CredentialStep, Credentials, Resolution, Resolver};
+
+/// One credential, in the order it would be tried. Never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CredentialExplanation {
+    /// `pull secret <name> (<file>)`, a node file's path, or a credential helper.
+    pub source: String,
+    /// The key it is stored under, as written.
+    pub key: String,
+    /// The user name, when known without running a helper.
+    pub username: Option<String>,
+    /// `basic`, `anonymous`, `identity_token`, `registry_token` or `helper`.
+    pub kind: &'static str,
+}
 
 /// One endpoint, in the order it would be tried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EndpointExplanation {
-    /// The base URL, `https://host/v2/`.
+    /// The API base URL tried first, e.g. `https://registry-1.docker.io/v2/`.
     pub url: String,
-    /// The rule that produced it.
+    /// The rule that produced it, naming the configuration file and entry.
     pub rule: String,
     /// Whether plain HTTP or unverified TLS is allowed.
     pub insecure: bool,
+    /// Whether it is a mirror.
+    pub mirror: bool,
+    /// The repository path asked for there.
+    pub repository: String,
+    /// The rule that decides which credentials this endpoint gets.
+    pub credential_rule: String,
+    /// The credentials for this endpoint, in order; empty means anonymous.
+    pub credentials: Vec<CredentialExplanation>,
 }
 
 /// How one input is understood; the JSON shape of `pullcheck explain --format json`.
@@ -40,87 +62,109 @@ pub struct Explanation {
     pub familiar: Option<String>,
     /// The parse error.
     pub error: Option<ReferenceErrorReport>,
+    /// The mirror configuration mode, in one line.
+    pub mode: String,
+    /// `blocked` or `unresolvable` with the rule, when no endpoint would be asked.
+    pub refused: Option<String>,
     /// Endpoints in the order they would be tried.
     pub endpoints: Vec<EndpointExplanation>,
-    /// Credentials in the order they would be tried; empty means anonymous. Never a secret.
-    pub credentials: Vec<CredentialSource>,
+    /// Every distinct credential over all endpoints, in the order first tried; empty
+    /// means anonymous. Never a secret.
+    pub credentials: Vec<CredentialExplanation>,
+}
+
+fn credential_of(step: &CredentialStep) -> CredentialExplanation {
+    let source = step.source();
+    CredentialExplanation {
+        source: source.source,
+        key: source.key,
+        username: source.username,
+        kind: step.kind(),
+    }
 }
 
 /// Explains one input.
-pub fn explain(input: &str, keyring: &Keyring, insecure: &[String]) -> Explanation {
-    match Reference::parse_normalized(input) {
-        Ok(r) => {
-            let (endpoints, credentials) = match resolve(&r, keyring, insecure) {
-                Resolution::Blocked { rule } => (
-                    vec![EndpointExplanation {
-                        url: String::new(),
-                        rule: format!("blocked: {rule}"),
-                        insecure: false,
-                    }],
-                    Vec::new(),
-                ),
-                Resolution::Routes(routes) => {
-                    let endpoints = routes
-                        .iter()
-                        .map(|route| EndpointExplanation {
-                            url: route.endpoint.url(),
-                            rule: route.endpoint.rule.clone(),
-                            insecure: route.endpoint.insecure(),
-                        })
-                        .collect();
-                    let mut credentials: Vec<CredentialSource> = Vec::new();
-                    for source in routes
-                        .into_iter()
-                        .flat_map(|route| route.credentials)
-                        .filter_map(|c| c.source)
-                    {
-                        if !credentials.contains(&source) {
-                            credentials.push(source);
-                        }
-                    }
-                    (endpoints, credentials)
-                }
-            };
-            let tag = match (r.tag(), r.digest()) {
-                (Some(t), _) => Some(t.to_string()),
-                (None, None) => Some("latest".to_string()),
-                (None, Some(_)) => None,
-            };
-            Explanation {
+pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> Explanation {
+    let mode = resolver.mirrors.mode().describe().to_string();
+    let r = match Reference::parse_normalized(input) {
+        Ok(r) => r,
+        Err(e) => {
+            return Explanation {
                 input: input.to_string(),
-                ok: true,
-                canonical: Some(r.canonical()),
-                domain: Some(r.domain().to_string()),
-                path: Some(r.path().to_string()),
-                tag,
-                digest: r.digest().map(str::to_string),
-                // As the Docker CLI prints it after `TagNameOnly`: `alpine:latest`.
-                familiar: Some(if r.tag().is_none() && r.digest().is_none() {
-                    format!("{}:latest", r.familiar())
-                } else {
-                    r.familiar()
+                ok: false,
+                canonical: None,
+                domain: None,
+                path: None,
+                tag: None,
+                digest: None,
+                familiar: None,
+                error: Some(ReferenceErrorReport {
+                    kind: e.kind().as_str(),
+                    message: e.message().to_string(),
                 }),
-                error: None,
-                endpoints,
-                credentials,
-            }
+                mode,
+                refused: None,
+                endpoints: Vec::new(),
+                credentials: Vec::new(),
+            };
         }
-        Err(e) => Explanation {
-            input: input.to_string(),
-            ok: false,
-            canonical: None,
-            domain: None,
-            path: None,
-            tag: None,
-            digest: None,
-            familiar: None,
-            error: Some(ReferenceErrorReport {
-                kind: e.kind().as_str(),
-                message: e.message().to_string(),
-            }),
-            endpoints: Vec::new(),
-            credentials: Vec::new(),
-        },
+    };
+    let (refused, endpoints) = match resolver.endpoints(&r) {
+        Err(Resolution::Blocked { rule }) => (Some(format!("blocked: {rule}")), Vec::new()),
+        Err(Resolution::Unresolvable { rule, reason }) => {
+            (Some(format!("unresolvable: {reason} ({rule})")), Vec::new())
+        }
+        Err(Resolution::Routes(_)) => (None, Vec::new()),
+        Ok(routes) => (
+            None,
+            routes
+                .iter()
+                .map(|route| EndpointExplanation {
+                    url: route.endpoint.url.clone(),
+                    rule: route.endpoint.rule.clone(),
+                    insecure: route.endpoint.insecure(),
+                    mirror: route.endpoint.is_mirror,
+                    repository: route.repository.clone(),
+                    credential_rule: route.credentials.rule.clone(),
+                    credentials: credentials
+                        .explain_route(route)
+                        .iter()
+                        .map(credential_of)
+                        .collect(),
+                })
+                .collect::<Vec<_>>(),
+        ),
+    };
+    let mut all: Vec<CredentialExplanation> = Vec::new();
+    for c in endpoints.iter().flat_map(|e| e.credentials.iter()) {
+        if !all.contains(c) {
+            all.push(c.clone());
+        }
+    }
+    let tag = match (r.tag(), r.digest()) {
+        (Some(t), _) => Some(t.to_string()),
+        (None, None) => Some("latest".to_string()),
+        (None, Some(_)) => None,
+    };
+    Explanation {
+        input: input.to_string(),
+        ok: true,
+        canonical: Some(r.canonical()),
+        domain: Some(r.domain().to_string()),
+        path: Some(r.path().to_string()),
+        tag,
+        digest: r.digest().map(str::to_string),
+        // As the Docker CLI prints it after `TagNameOnly`: `alpine:latest`.
+        familiar: Some(if r.tag().is_none() && r.digest().is_none() {
+            format!("{}:latest", r.familiar())
+        } else {
+            r.familiar()
+        }),
+        error: None,
+        mode,
+        refused,
+        endpoints,
+        credentials: all,
     }
 }
 
@@ -141,31 +185,37 @@ impl Explanation {
         let _ = writeln!(out, "  path:      {}", field(&self.path));
         let _ = writeln!(out, "  tag:       {}", field(&self.tag));
         let _ = writeln!(out, "  digest:    {}", field(&self.digest));
+        let _ = writeln!(out, "  mirrors:   {}", self.mode);
+        if let Some(refused) = &self.refused {
+            let _ = writeln!(out, "  refused:   {refused}");
+        }
         for (i, e) in self.endpoints.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "  endpoint {}: {} ({}{})",
+                "  endpoint {}: {}{} ({}{})",
                 i + 1,
                 e.url,
+                e.repository,
                 e.rule,
                 if e.insecure { ", insecure" } else { "" }
             );
-        }
-        if self.credentials.is_empty() {
-            let _ = writeln!(out, "  credentials: none (anonymous)");
-        }
-        for (i, c) in self.credentials.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "  credential {}: {} key {:?}{}",
-                i + 1,
-                c.source,
-                c.key,
-                c.username
-                    .as_ref()
-                    .map(|u| format!(" user {u:?}"))
-                    .unwrap_or_default()
-            );
+            let _ = writeln!(out, "    credentials: {}", e.credential_rule);
+            if e.credentials.is_empty() {
+                let _ = writeln!(out, "    - none (anonymous)");
+            }
+            for c in &e.credentials {
+                let _ = writeln!(
+                    out,
+                    "    - {} key {:?} ({}{})",
+                    c.source,
+                    c.key,
+                    c.kind,
+                    c.username
+                        .as_ref()
+                        .map(|u| format!(", user {u:?}"))
+                        .unwrap_or_default()
+                );
+            }
         }
         out
     }

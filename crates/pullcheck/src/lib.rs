@@ -14,9 +14,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), pullcheck::Error> {
-//! use pullcheck::{CheckOptions, Checker, resolve::Keyring};
+//! use pullcheck::{CheckOptions, Checker, credentials::NodeCredentials, resolve::Resolver};
 //! let uses = pullcheck::input::read_pipeline_file(".vela.yml".as_ref())?;
-//! let checker = Checker::new(CheckOptions::default(), Keyring::empty())?;
+//! let checker = Checker::new(CheckOptions::default(), Resolver::default(), NodeCredentials::empty())?;
 //! let report = checker.check(uses).await;
 //! println!("{}", report.to_text(false));
 //! std::process::exit(report.exit_code());
@@ -31,13 +31,17 @@ pub mod resolve;
 
 use std::time::Duration;
 
+pub use pullcheck_credentials as credentials;
 pub use pullcheck_input as input;
+pub use pullcheck_mirrors as mirrors;
 pub use pullcheck_reference as reference;
+pub use pullcheck_registry as registry;
 
+use credentials::{Keyring, NodeCredentials};
 use input::{ImageUse, InputError};
 use plan::{Action, PlanOptions};
 use report::{ImageReport, ReferenceErrorReport, Report, Status};
-use resolve::Keyring;
+use resolve::{Credentials, Resolver};
 
 /// A usage or configuration error: the run cannot start. The CLI exits with 2.
 #[derive(Debug, thiserror::Error)]
@@ -45,10 +49,16 @@ pub enum Error {
     /// An input file cannot be read or is not a pipeline at all.
     #[error("{0}")]
     Input(#[from] InputError),
-    /// A configuration file (Docker config, ...) is unreadable or malformed; the message
-    /// names the file.
+    /// A configuration file (Docker config, mirror configuration, ...) is unreadable or
+    /// malformed; the message names the file.
     #[error("{0}")]
     Config(String),
+    /// A pull secret or credential file is malformed; the message names it.
+    #[error("{0}")]
+    Credentials(#[from] credentials::CredentialError),
+    /// A mirror configuration is malformed; the message names the file and entry.
+    #[error("{0}")]
+    Mirrors(#[from] mirrors::MirrorError),
     /// The HTTP client cannot be built (TLS setup).
     #[error("{0}")]
     Client(String),
@@ -67,11 +77,12 @@ pub struct CheckOptions {
     /// Overall deadline of the query stage; unanswered images are `unreachable`.
     /// Default 60 s.
     pub deadline: Duration,
-    /// Hosts (`host` or `host:port`) allowed plain HTTP and unverified TLS.
-    pub insecure_registries: Vec<String>,
     /// After a 404, ask `tags/list` to tell a missing repository from a missing tag and
     /// suggest close tags. Default true.
     pub tag_hints: bool,
+    /// Everything else about the registry client (retries, TLS files, platform); its
+    /// `request_timeout` and `tag_hints` are replaced by the fields above.
+    pub registry: pullcheck_registry::ClientOptions,
 }
 
 impl Default for CheckOptions {
@@ -81,18 +92,33 @@ impl Default for CheckOptions {
             concurrency: 16,
             request_timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(60),
-            insecure_registries: Vec::new(),
             tag_hints: true,
+            registry: pullcheck_registry::ClientOptions::default(),
         }
     }
 }
 
+/// Image uses that share one set of pull secrets: one Pod (a Vela build Pod, or one
+/// workload's pod template).
+#[derive(Debug, Default)]
+pub struct ImageSet {
+    /// The uses.
+    pub uses: Vec<ImageUse>,
+    /// The kubelet keyring over the Pod's pull secrets (empty: none).
+    pub pull_secrets: Keyring,
+    /// Things found while collecting the pull secrets (a missing secret, ...), for the
+    /// report's warnings.
+    pub warnings: Vec<String>,
+}
+
 /// Runs checks. Build one per process and reuse it: it holds the HTTP client (one
-/// connection pool for every registry) and the keyring.
+/// connection pool for every registry), the mirror configuration and the node's
+/// credentials.
 #[derive(Debug, Clone)]
 pub struct Checker {
     client: pullcheck_registry::Client,
-    keyring: Keyring,
+    resolver: Resolver,
+    node: NodeCredentials,
     options: CheckOptions,
 }
 
@@ -101,25 +127,58 @@ impl Checker {
     ///
     /// # Errors
     /// [`Error::Client`] when the TLS configuration cannot be built.
-    pub fn new(options: CheckOptions, keyring: Keyring) -> Result<Checker, Error> {
+    pub fn new(
+        options: CheckOptions,
+        resolver: Resolver,
+        node: NodeCredentials,
+    ) -> Result<Checker, Error> {
         let client = pullcheck_registry::Client::new(pullcheck_registry::ClientOptions {
             request_timeout: options.request_timeout,
             tag_hints: options.tag_hints,
-            ..pullcheck_registry::ClientOptions::default()
+            ..options.registry.clone()
         })
         .map_err(|e| Error::Client(e.to_string()))?;
         Ok(Checker {
             client,
-            keyring,
+            resolver,
+            node,
             options,
         })
     }
 
-    /// Plans, resolves and queries `uses`, and reports every one of them. Never fails:
-    /// problems of one image are that image's status. Returns within the deadline plus
-    /// the time to build the report.
+    /// The mirror configuration and insecure registries in use.
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
+    /// Plans, resolves and queries `uses` with the node's credentials only (no pull
+    /// secrets), and reports every one of them; see [`Checker::check_sets`].
     pub async fn check(&self, uses: Vec<ImageUse>) -> Report {
-        let plan = plan::plan(
+        self.check_sets(vec![ImageSet {
+            uses,
+            ..ImageSet::default()
+        }])
+        .await
+    }
+
+    /// Plans, resolves and queries every set's uses with that set's pull secrets (then
+    /// the node's credentials), and reports every use. Never fails: problems of one image
+    /// are that image's status. Returns within the deadline plus the time to build the
+    /// report.
+    pub async fn check_sets(&self, sets: Vec<ImageSet>) -> Report {
+        let mut warnings = Vec::new();
+        let mut credentials = Vec::with_capacity(sets.len());
+        let mut uses = Vec::with_capacity(sets.len());
+        for set in sets {
+            let creds = Credentials::new(set.pull_secrets, self.node.clone());
+            warnings.extend(set.warnings);
+            warnings.extend(creds.chain.warnings());
+            credentials.push(creds);
+            uses.push(set.uses);
+        }
+        warnings.extend(self.resolver.mirrors.warnings());
+        warnings.dedup();
+        let plan = plan::plan_sets(
             uses,
             PlanOptions {
                 include_on_start: self.options.include_on_start,
@@ -128,12 +187,12 @@ impl Checker {
         let queries = plan.queries();
         let outcomes = query::run(
             &self.client,
-            &self.keyring,
+            &self.resolver,
+            &credentials,
             &queries,
             &query::QueryOptions {
                 concurrency: self.options.concurrency,
                 deadline: self.options.deadline,
-                insecure_registries: self.options.insecure_registries.clone(),
             },
         )
         .await;
@@ -156,7 +215,7 @@ impl Checker {
                     error: None,
                 };
                 match item.action {
-                    Action::Check(r) => match outcomes.get(&plan::query_key(&r)) {
+                    Action::Check(r) => match outcomes.get(&query::outcome_key(item.set, &r)) {
                         Some(o) => {
                             image.status = o.status;
                             image.missing = o.missing;
@@ -192,6 +251,6 @@ impl Checker {
                 image
             })
             .collect();
-        Report::new(images, self.keyring.unsupported_helpers())
+        Report::new(images, warnings)
     }
 }

@@ -39,6 +39,9 @@ pub enum Action {
 /// One image as written, with its policy and every place it is used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanItem {
+    /// The image set (one Pod's pull secrets) the uses belong to; index into the sets
+    /// given to [`plan_sets`]. 0 for [`plan`].
+    pub set: usize,
     /// The image as written (empty for a container with no image).
     pub reference: String,
     /// The normalised pull policy.
@@ -67,18 +70,18 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The distinct references to query, in first-use order: one per [`query_key`], so
-    /// `alpine` and `docker.io/library/alpine:latest` are asked once, as are `app:v1@d`
-    /// and `app@d` (the digest is what is pulled).
-    pub fn queries(&self) -> Vec<&Reference> {
+    /// The distinct (set, reference) pairs to query, in first-use order: one per set and
+    /// [`query_key`], so `alpine` and `docker.io/library/alpine:latest` are asked once,
+    /// as are `app:v1@d` and `app@d` (the digest is what is pulled).
+    pub fn queries(&self) -> Vec<(usize, &Reference)> {
         let mut seen = std::collections::HashSet::new();
         self.items
             .iter()
             .filter_map(|i| match &i.action {
-                Action::Check(r) => Some(r),
+                Action::Check(r) => Some((i.set, r)),
                 _ => None,
             })
-            .filter(|r| seen.insert(query_key(r)))
+            .filter(|(set, r)| seen.insert((*set, query_key(r))))
             .collect()
     }
 }
@@ -98,13 +101,23 @@ pub fn query_key(reference: &Reference) -> String {
     )
 }
 
-/// Builds the plan from image uses.
+/// Builds the plan from image uses that share one set of pull secrets.
 pub fn plan(uses: Vec<ImageUse>, options: PlanOptions) -> Plan {
+    plan_sets(vec![uses], options)
+}
+
+/// Builds the plan from several sets of image uses (one per Pod, each with its own pull
+/// secrets); items never merge across sets.
+pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
     let mut items: Vec<PlanItem> = Vec::new();
-    // (image as written, policy) -> index of the item made from a checkable use.
-    let mut merged: HashMap<(String, PullPolicy), usize> = HashMap::new();
-    for u in uses {
-        let key = (u.image.clone(), u.policy);
+    // (set, image as written, policy) -> index of the item made from a checkable use.
+    let mut merged: HashMap<(usize, String, PullPolicy), usize> = HashMap::new();
+    for (set, u) in sets
+        .into_iter()
+        .enumerate()
+        .flat_map(|(set, uses)| uses.into_iter().map(move |u| (set, u)))
+    {
+        let key = (set, u.image.clone(), u.policy);
         let checkable = matches!(u.disposition, Disposition::Check);
         if checkable && let Some(&index) = merged.get(&key) {
             items[index].origins.push(u.origin);
@@ -115,6 +128,7 @@ pub fn plan(uses: Vec<ImageUse>, options: PlanOptions) -> Plan {
             merged.insert(key, items.len());
         }
         items.push(PlanItem {
+            set,
             reference: u.image,
             policy: u.policy,
             origins: vec![u.origin],
@@ -221,7 +235,7 @@ mod tests {
         assert_eq!(p.items[0].origins[1].line, Some(2));
         let queries = p.queries();
         assert_eq!(queries.len(), 1);
-        assert_eq!(queries[0].canonical(), "docker.io/library/alpine:latest");
+        assert_eq!(queries[0].1.canonical(), "docker.io/library/alpine:latest");
     }
 
     #[test]
@@ -248,6 +262,16 @@ mod tests {
             Action::Invalid { error: None, .. }
         ));
         assert!(p.queries().is_empty());
+        // The same image in two sets (two Pods' pull secrets) is two items and queries.
+        let sets = plan_sets(
+            vec![
+                vec![step("alpine", PullPolicy::Always, 1)],
+                vec![step("alpine", PullPolicy::Always, 2)],
+            ],
+            PlanOptions::default(),
+        );
+        assert_eq!(sets.items.len(), 2);
+        assert_eq!(sets.queries().len(), 2);
         // distribution/reference parses this with an empty domain: nothing to ask.
         bad.image = "foo_bar.com/app".into();
         let p = plan(vec![bad.clone()], PlanOptions::default());

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 use crate::plan::query_key;
 use crate::report::{MissingPart, Status};
-use crate::resolve::{CredentialSource, Keyring, Resolution, resolve};
+use crate::resolve::{CredentialSource, Credentials, Resolution, Resolver, resolve};
 
 /// Settings of the query stage.
 #[derive(Debug, Clone)]
@@ -37,8 +37,6 @@ pub struct QueryOptions {
     pub concurrency: usize,
     /// Past this, references without an answer are `unreachable`.
     pub deadline: Duration,
-    /// `--insecure-registry` values (`host` or `host:port`).
-    pub insecure_registries: Vec<String>,
 }
 
 /// The answer for one reference.
@@ -78,34 +76,79 @@ struct Pending {
 
 type Finished = HashMap<String, Outcome>;
 
-/// Queries every reference; every one of them gets an [`Outcome`], keyed by
-/// [`query_key`].
+/// The key of one (set, reference) query in the map [`run`] returns.
+pub fn outcome_key(set: usize, reference: &Reference) -> String {
+    format!("{set} {}", query_key(reference))
+}
+
+/// Queries every (set, reference) pair, with the set's credentials; every one of them
+/// gets an [`Outcome`], keyed by [`outcome_key`].
 pub async fn run(
     client: &Client,
-    keyring: &Keyring,
-    references: &[&Reference],
+    resolver: &Resolver,
+    credentials: &[Credentials],
+    references: &[(usize, &Reference)],
     options: &QueryOptions,
 ) -> HashMap<String, Outcome> {
     let deadline = Instant::now() + options.deadline;
     let mut finished: Finished = HashMap::new();
     let mut pending: HashMap<String, Pending> = HashMap::new();
-    for reference in references {
-        let key = query_key(reference);
-        match resolve(reference, keyring, &options.insecure_registries) {
-            Resolution::Blocked { rule } => {
+
+    let resolutions = references.iter().map(|(set, reference)| async move {
+        let resolution = match credentials.get(*set) {
+            Some(c) => resolve(reference, resolver, c).await,
+            None => Ok(Resolution::Routes(Vec::new())),
+        };
+        (outcome_key(*set, reference), *reference, resolution)
+    });
+    let resolutions = match tokio::time::timeout_at(deadline, join_all(resolutions)).await {
+        Ok(r) => r,
+        Err(_) => {
+            for (set, reference) in references {
                 finished.insert(
-                    key,
-                    Outcome {
-                        status: Status::Blocked,
-                        missing: None,
-                        digest: None,
-                        registry: None,
-                        detail: format!("blocked by {rule}; no request was sent"),
-                        credential: None,
-                    },
+                    outcome_key(*set, reference),
+                    failure(
+                        Status::Unreachable,
+                        format!(
+                            "credential helpers did not answer within the overall deadline \
+                             of {} ms",
+                            options.deadline.as_millis()
+                        ),
+                    ),
                 );
             }
-            Resolution::Routes(routes) => {
+            return finished;
+        }
+    };
+    for (key, reference, resolution) in resolutions {
+        match resolution {
+            Err(e) => {
+                finished.insert(
+                    key,
+                    failure(Status::Unreachable, format!("not checked: {e}")),
+                );
+            }
+            Ok(Resolution::Blocked { rule }) => {
+                finished.insert(
+                    key,
+                    failure(
+                        Status::Blocked,
+                        format!("blocked by {rule}; no request was sent"),
+                    ),
+                );
+            }
+            Ok(Resolution::Unresolvable { rule, reason }) => {
+                finished.insert(
+                    key,
+                    failure(
+                        Status::Invalid,
+                        format!(
+                            "the runtime cannot pull this: {reason} ({rule}); no request was sent"
+                        ),
+                    ),
+                );
+            }
+            Ok(Resolution::Routes(routes)) => {
                 let mut attempts = VecDeque::new();
                 for route in routes {
                     if route.credentials.is_empty() {
@@ -121,14 +164,14 @@ pub async fn run(
                             endpoint: route.endpoint.endpoint.clone(),
                             repository: route.repository.clone(),
                             credential: c.credential,
-                            source: c.source,
+                            source: Some(c.source),
                         });
                     }
                 }
                 pending.insert(
                     key,
                     Pending {
-                        reference: (*reference).clone(),
+                        reference: reference.clone(),
                         attempts,
                         failures: Vec::new(),
                     },
@@ -220,6 +263,18 @@ pub async fn run(
         finished.insert(key, choose(failures));
     }
     finished
+}
+
+/// An outcome without an answer from any registry.
+fn failure(status: Status, detail: String) -> Outcome {
+    Outcome {
+        status,
+        missing: None,
+        digest: None,
+        registry: None,
+        detail,
+        credential: None,
+    }
 }
 
 /// How meaningful a failure is: a definite answer outranks a refusal, which outranks a
@@ -364,6 +419,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
             Missing::Tag => MissingPart::Tag,
             Missing::Digest => MissingPart::Digest,
             Missing::Repository => MissingPart::Repository,
+            Missing::Platform => MissingPart::Platform,
         }),
         digest: answer.digest,
         registry: Some(host),

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use pullcheck_input::{Origin, PullPolicy};
 use serde::Serialize;
 
-use crate::resolve::CredentialSource;
+use crate::credentials::CredentialSource;
 
 /// The status of one image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

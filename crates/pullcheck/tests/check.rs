@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use pullcheck::credentials::{NodeCredentials, NodeEnv, NodeOptions};
 use pullcheck::input::parse_image_arg;
 use pullcheck::report::{MissingPart, Report, Status};
-use pullcheck::resolve::{DockerConfig, Keyring};
+use pullcheck::resolve::Resolver;
 use pullcheck::{CheckOptions, Checker};
 use pullcheck_testkit::{Auth, ImageKind, PushedImage, Registry, Repos, TokenPolicy, User};
 
@@ -56,10 +57,21 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The node's credentials from one Docker config file, ignoring the environment.
+fn node(config: Option<&Path>) -> NodeCredentials {
+    match config {
+        Some(path) => NodeCredentials::load(&NodeOptions {
+            docker_config: Some(path.to_path_buf()),
+            env: NodeEnv::default(),
+            ..NodeOptions::default()
+        })
+        .unwrap(),
+        None => NodeCredentials::empty(),
+    }
+}
+
 async fn check(images: &[String], config: Option<&Path>) -> Report {
-    let keyring =
-        Keyring::from_docker_config(config.map(|p| DockerConfig::load(Some(p)).unwrap().unwrap()));
-    let checker = Checker::new(CheckOptions::default(), keyring).unwrap();
+    let checker = Checker::new(CheckOptions::default(), Resolver::default(), node(config)).unwrap();
     let uses = images.iter().map(|i| parse_image_arg(i).unwrap()).collect();
     checker.check(uses).await
 }
@@ -264,7 +276,7 @@ async fn hanging_registry_hits_the_overall_deadline() {
         deadline: std::time::Duration::from_millis(700),
         ..CheckOptions::default()
     };
-    let checker = Checker::new(options, Keyring::empty()).unwrap();
+    let checker = Checker::new(options, Resolver::default(), NodeCredentials::empty()).unwrap();
     let started = std::time::Instant::now();
     let report = checker
         .check(vec![

@@ -1,4 +1,4 @@
-//! Which host a registry domain is reached at, and whether it may use plain HTTP.
+//! How an endpoint is reached: whether it may use plain HTTP or unverified TLS.
 //!
 //! Follows the Docker daemon's rules (`registry.ServiceOptions`, `isSecureIndex`):
 //! `docker.io` is served by `registry-1.docker.io`; `localhost`, 127.0.0.0/8 and `::1`
@@ -9,56 +9,71 @@ use std::net::IpAddr;
 
 use pullcheck_registry::Endpoint;
 
-/// The host serving Docker Hub's API.
-pub const DOCKER_HUB_API_HOST: &str = "registry-1.docker.io";
-
-/// An endpoint with the rule that produced it, for reports and `explain`.
+/// An endpoint with the rule that produced it, for queries, reports and `explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedEndpoint {
     /// The endpoint to query.
     pub endpoint: Endpoint,
-    /// Why it is this endpoint, e.g. `primary`, `primary (Docker Hub API host)`.
+    /// The API base URL tried first, e.g. `https://registry-1.docker.io/v2/`.
+    pub url: String,
+    /// Why it is this endpoint, naming the configuration file and entry when there is
+    /// one, plus the insecure rule that applied.
     pub rule: String,
+    /// Whether this is a mirror rather than the image's own registry.
+    pub is_mirror: bool,
 }
 
 impl ResolvedEndpoint {
-    /// The base URL as it would be tried first: `https://host/v2/`.
-    pub fn url(&self) -> String {
-        format!("https://{}/v2/", self.endpoint.host)
-    }
-
     /// Whether plain HTTP or unverified TLS is allowed.
     pub fn insecure(&self) -> bool {
         self.endpoint.allow_http || self.endpoint.skip_verify
     }
 }
 
-/// Resolves a normalised registry domain (`docker.io`, `ghcr.io`, `127.0.0.1:5000`) to
-/// its primary endpoint. `insecure` holds `--insecure-registry` values, `host` or
-/// `host:port`; a bare host matches any port.
-pub fn primary(domain: &str, insecure: &[String]) -> ResolvedEndpoint {
-    let (host, rule) = if domain == "docker.io" {
-        (
-            DOCKER_HUB_API_HOST.to_string(),
-            "primary (Docker Hub's API host)",
-        )
-    } else {
-        (domain.to_string(), "primary")
-    };
-    let marked = insecure.iter().any(|i| matches_insecure(i, domain));
-    let local = is_local(host_part(domain));
-    let rule = match (marked, local) {
-        (true, _) => format!("{rule}; insecure by --insecure-registry"),
-        (false, true) => format!("{rule}; loopback may use plain HTTP"),
-        _ => rule.to_string(),
-    };
+/// Turns a mirror-configuration endpoint into the registry client's endpoint, adding
+/// Docker's rules: `localhost`, 127.0.0.0/8 and `::1` may use plain HTTP, and the
+/// `--insecure-registry` hosts (`host` or `host:port`; a bare host matches any port) may
+/// use plain HTTP and unverified TLS.
+pub fn from_mirror(e: &pullcheck_mirrors::Endpoint, insecure: &[String]) -> ResolvedEndpoint {
+    let marked = insecure.iter().any(|i| matches_insecure(i, &e.host));
+    let local = is_local(host_part(&e.host));
+    let mut rule = e.rule.clone();
+    if marked {
+        rule.push_str("; insecure by --insecure-registry");
+    } else if local && !e.http_fallback {
+        rule.push_str("; loopback may use plain HTTP");
+    }
     ResolvedEndpoint {
         endpoint: Endpoint {
-            host,
-            allow_http: marked || local,
-            skip_verify: marked,
+            host: e.host.clone(),
+            allow_http: e.http_fallback || marked || local,
+            skip_verify: e.skip_verify || marked,
         },
+        url: e.url.clone(),
         rule,
+        is_mirror: e.is_mirror,
+    }
+}
+
+/// The primary endpoint of a registry domain with no mirror configuration.
+pub fn primary(domain: &str, insecure: &[String]) -> ResolvedEndpoint {
+    let reference = format!("{domain}/x");
+    match pullcheck_reference::Reference::parse_normalized(&reference)
+        .map(|r| pullcheck_mirrors::MirrorConfig::none().resolve(&r))
+    {
+        Ok(pullcheck_mirrors::Resolution::Endpoints(list)) if !list.is_empty() => {
+            from_mirror(&list[0], insecure)
+        }
+        _ => ResolvedEndpoint {
+            endpoint: Endpoint {
+                host: domain.to_string(),
+                allow_http: false,
+                skip_verify: false,
+            },
+            url: format!("https://{domain}/v2/"),
+            rule: "the image's own registry".into(),
+            is_mirror: false,
+        },
     }
 }
 
@@ -93,7 +108,7 @@ mod tests {
         let e = primary("docker.io", &[]);
         assert_eq!(e.endpoint.host, "registry-1.docker.io");
         assert!(!e.insecure());
-        assert_eq!(e.url(), "https://registry-1.docker.io/v2/");
+        assert_eq!(e.url, "https://registry-1.docker.io/v2/");
     }
 
     #[test]

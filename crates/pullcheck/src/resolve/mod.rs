@@ -1,85 +1,27 @@
-//! Resolve: for each reference, the endpoints to ask and the credentials to ask with.
+//! Resolve: for each reference, the endpoints to ask (from the node's mirror
+//! configuration, [`pullcheck_mirrors`]) and, on each, the credentials to ask with (the
+//! kubelet's keyring and the node's files, [`pullcheck_credentials`]).
 //!
-//! Pure apart from reading configuration files; no network.
+//! No network. Credential helpers are the only processes run, and only by
+//! [`resolve`].
 
-pub mod docker_config;
 pub mod endpoint;
 
+use pullcheck_credentials::{CredentialChain, CredentialError, Keyring};
+use pullcheck_mirrors::MirrorConfig;
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
-pub use docker_config::DockerConfig;
 pub use endpoint::ResolvedEndpoint;
+pub use pullcheck_credentials::{CredentialSource, CredentialStep, ResolvedCredential};
 
-/// Where a credential came from, for reports. Never holds the secret.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct CredentialSource {
-    /// The file it was read from.
-    pub source: String,
-    /// The key it is stored under, e.g. `https://index.docker.io/v1/`.
-    pub key: String,
-    /// The user name, when there is one.
-    pub username: Option<String>,
-}
-
-/// A credential with its provenance.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ResolvedCredential {
-    /// What to send.
-    pub credential: Credential,
-    /// Where it came from; `None` for anonymous.
-    pub source: Option<CredentialSource>,
-}
-
-/// The keyring: every credential source, in the order they are consulted.
+/// How endpoints are chosen: the mirror configuration plus `--insecure-registry`.
 #[derive(Debug, Clone, Default)]
-pub struct Keyring {
-    docker: Option<DockerConfig>,
-}
-
-impl Keyring {
-    /// A keyring with no credentials: every request is anonymous.
-    pub fn empty() -> Keyring {
-        Keyring::default()
-    }
-
-    /// A keyring over one Docker config file.
-    pub fn from_docker_config(config: Option<DockerConfig>) -> Keyring {
-        Keyring { docker: config }
-    }
-
-    /// Credential helpers named in the config, which this version does not run; the
-    /// report lists them as warnings so that nothing is skipped silently.
-    pub fn unsupported_helpers(&self) -> Vec<String> {
-        self.docker.as_ref().map_or_else(Vec::new, |d| {
-            d.helpers
-                .iter()
-                .map(|h| format!("{}: {h} is not run by this version", d.path.display()))
-                .collect()
-        })
-    }
-
-    /// The credentials to try for `reference`, in order; empty means anonymous.
-    pub fn credentials_for(&self, reference: &Reference) -> Vec<ResolvedCredential> {
-        let Some(config) = &self.docker else {
-            return Vec::new();
-        };
-        config
-            .lookup(reference.domain())
-            .map(|entry| ResolvedCredential {
-                credential: entry.credential.clone(),
-                source: Some(CredentialSource {
-                    source: config.path.display().to_string(),
-                    key: entry.key.clone(),
-                    username: match &entry.credential {
-                        Credential::Basic { username, .. } => Some(username.clone()),
-                        _ => None,
-                    },
-                }),
-            })
-            .into_iter()
-            .collect()
-    }
+pub struct Resolver {
+    /// The node's mirror configuration; [`MirrorConfig::none`] asks each image's own
+    /// registry.
+    pub mirrors: MirrorConfig,
+    /// `--insecure-registry` values (`host` or `host:port`).
+    pub insecure_registries: Vec<String>,
 }
 
 /// One place to ask about a reference, with the credentials to ask it with.
@@ -87,14 +29,17 @@ impl Keyring {
 pub struct Route {
     /// The endpoint and the rule that produced it.
     pub endpoint: ResolvedEndpoint,
-    /// The repository path on that endpoint (a mirror may rewrite it).
+    /// The repository path on that endpoint (a registries.conf `location` may rewrite it).
     pub repository: String,
+    /// The rule that chose the credentials, in words (e.g. containerd sends pull-secret
+    /// credentials to the image's own registry only).
+    pub credential_rule: String,
     /// Credentials in the order they are tried; empty means anonymous. The first
     /// success wins, and anonymous is not tried after credentials fail.
     pub credentials: Vec<ResolvedCredential>,
 }
 
-/// Everything needed to query one reference.
+/// Where to ask about one reference.
 #[derive(Debug, Clone)]
 pub enum Resolution {
     /// The configuration refuses the pull; no request is sent.
@@ -102,16 +47,139 @@ pub enum Resolution {
         /// The rule that blocks it, naming the file and entry.
         rule: String,
     },
+    /// The runtime would fail this pull without asking anything (e.g. a rewrite that
+    /// gives an invalid reference).
+    Unresolvable {
+        /// The rule involved.
+        rule: String,
+        /// Why.
+        reason: String,
+    },
     /// The routes in the order the runtime tries them: mirrors, then the primary.
     Routes(Vec<Route>),
 }
 
-/// Resolves the routes for one reference: today its primary endpoint, with the
-/// credentials the keyring holds for its registry.
-pub fn resolve(reference: &Reference, keyring: &Keyring, insecure: &[String]) -> Resolution {
-    Resolution::Routes(vec![Route {
-        endpoint: endpoint::primary(reference.domain(), insecure),
-        repository: reference.path().to_string(),
-        credentials: keyring.credentials_for(reference),
-    }])
+/// A route before its credentials are looked up.
+#[derive(Debug, Clone)]
+pub struct PlannedRoute {
+    /// The endpoint.
+    pub endpoint: ResolvedEndpoint,
+    /// The repository path on that endpoint.
+    pub repository: String,
+    /// Whose credentials apply: the host to look up (`None`: anonymous), whether the
+    /// pull secrets apply, and the rule in words.
+    pub credentials: pullcheck_mirrors::CredentialRule,
+}
+
+impl Resolver {
+    /// The endpoints for `reference`, in order, before credentials (pure).
+    pub fn endpoints(&self, reference: &Reference) -> Result<Vec<PlannedRoute>, Resolution> {
+        match self.mirrors.resolve(reference) {
+            pullcheck_mirrors::Resolution::Blocked { rule } => Err(Resolution::Blocked { rule }),
+            pullcheck_mirrors::Resolution::Unresolvable { rule, reason } => {
+                Err(Resolution::Unresolvable { rule, reason })
+            }
+            pullcheck_mirrors::Resolution::Endpoints(list) => Ok(list
+                .iter()
+                // registries.conf: an endpoint under a blocked prefix is skipped, as
+                // containers/image does per source.
+                .filter(|e| e.blocked.is_none())
+                .map(|e| PlannedRoute {
+                    endpoint: endpoint::from_mirror(e, &self.insecure_registries),
+                    repository: e.repository.clone(),
+                    credentials: e.credentials.clone(),
+                })
+                .collect()),
+        }
+    }
+}
+
+/// The credentials of one Pod (one set of pull secrets) plus the node's.
+#[derive(Debug)]
+pub struct Credentials {
+    /// Pull secrets, then node files and helpers.
+    pub chain: CredentialChain,
+    /// Node files and helpers only, for endpoints that do not get the pull secrets.
+    pub node_only: CredentialChain,
+}
+
+impl Credentials {
+    /// Credentials over a keyring of pull secrets and the node's files.
+    pub fn new(pull_secrets: Keyring, node: pullcheck_credentials::NodeCredentials) -> Self {
+        Credentials {
+            node_only: CredentialChain::new(Keyring::new(), node.clone()),
+            chain: CredentialChain::new(pull_secrets, node),
+        }
+    }
+
+    /// No pull secrets and no node files: everything is anonymous.
+    pub fn anonymous() -> Self {
+        Credentials::new(
+            Keyring::new(),
+            pullcheck_credentials::NodeCredentials::empty(),
+        )
+    }
+
+    fn chain_for(&self, rule: &pullcheck_mirrors::CredentialRule) -> &CredentialChain {
+        if rule.pull_secrets {
+            &self.chain
+        } else {
+            &self.node_only
+        }
+    }
+
+    /// The credential steps for one route, without running helpers (for `explain`).
+    pub fn explain_route(&self, route: &PlannedRoute) -> Vec<CredentialStep> {
+        match lookup_reference(route) {
+            Some(r) => self.chain_for(&route.credentials).explain_for(&r),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The reference whose credentials a route uses: its lookup host plus its repository.
+fn lookup_reference(route: &PlannedRoute) -> Option<Reference> {
+    let host = route.credentials.lookup_host.as_deref()?;
+    Reference::parse_normalized(&format!("{host}/{}", route.repository)).ok()
+}
+
+/// Resolves the routes for one reference, looking up each route's credentials (running
+/// credential helpers where the configuration names them).
+///
+/// # Errors
+/// [`CredentialError`] when a credential helper this image needs fails; the message
+/// names the helper.
+pub async fn resolve(
+    reference: &Reference,
+    resolver: &Resolver,
+    credentials: &Credentials,
+) -> Result<Resolution, CredentialError> {
+    let planned = match resolver.endpoints(reference) {
+        Ok(p) => p,
+        Err(resolution) => return Ok(resolution),
+    };
+    if planned.is_empty() {
+        return Ok(Resolution::Blocked {
+            rule: "every endpoint of this reference is blocked".into(),
+        });
+    }
+    let mut routes = Vec::with_capacity(planned.len());
+    for p in planned {
+        let creds = match lookup_reference(&p) {
+            Some(r) => {
+                credentials
+                    .chain_for(&p.credentials)
+                    .credentials_for(&r)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        routes.push(Route {
+            credential_rule: p.credentials.rule.clone(),
+            endpoint: p.endpoint,
+            repository: p.repository,
+            credentials: creds,
+        });
+    }
+    Ok(Resolution::Routes(routes))
 }

@@ -1,0 +1,322 @@
+//! The part of Go's `net/url.Parse` and `net.SplitHostPort` that the kubelet keyring
+//! depends on, reproduced so that keys and images split exactly as they do there.
+//!
+//! The kubelet parses every key (after adding `https://` when it has neither `http://`
+//! nor `https://`) and every image name (always with `https://` added) with Go's
+//! `url.Parse`, keeps `Host` and the decoded `Path`, and splits the host into labels and
+//! a port. Go's parser is lenient in ways a WHATWG URL parser is not: the host keeps
+//! its case, `*` is allowed in it, and there is no IDNA. It is strict in others: a
+//! control character anywhere before `#`, a malformed `%` escape, a non-numeric port or
+//! a character such as a space, `{`, `|` or `^` in the host are errors.
+
+/// The parts of a parsed URL the keyring uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GoUrl {
+    /// `Host`: `host[:port]`, percent-decoded, case kept, user info removed.
+    pub host: String,
+    /// `Path`: percent-decoded.
+    pub path: String,
+}
+
+/// Parses an absolute URL as Go's `url.Parse` does, returning its host and path, or a
+/// short reason for Go's error.
+pub(crate) fn parse(raw: &str) -> Result<GoUrl, &'static str> {
+    // The fragment is cut first; control characters are only checked before it.
+    let (rest, fragment) = match raw.find('#') {
+        Some(i) => (&raw[..i], Some(&raw[i + 1..])),
+        None => (raw, None),
+    };
+    if rest.bytes().any(|b| b < 0x20 || b == 0x7f) {
+        return Err("invalid control character in URL");
+    }
+    let rest = match split_scheme(rest)? {
+        Some((_, rest)) => rest,
+        // No scheme: a relative reference. The keyring always adds one, so this only
+        // happens for input that starts with something Go does not take for a scheme.
+        None => rest,
+    };
+    let rest = if rest.ends_with('?') && rest.matches('?').count() == 1 {
+        &rest[..rest.len() - 1]
+    } else {
+        rest.split_once('?').map_or(rest, |(before, _)| before)
+    };
+    let (host, path) = match rest.strip_prefix("//") {
+        Some(after) => match after.find('/') {
+            Some(i) => (parse_authority(&after[..i])?, &after[i..]),
+            None => (parse_authority(after)?, ""),
+        },
+        // Opaque (`https:foo`) or relative: no host.
+        None => (String::new(), if rest.starts_with('/') { rest } else { "" }),
+    };
+    let path = unescape(path, Mode::Path)?;
+    if let Some(fragment) = fragment {
+        unescape(fragment, Mode::Fragment)?;
+    }
+    Ok(GoUrl { host, path })
+}
+
+/// `scheme:` at the start of `raw`, as Go's `getScheme`: letters, then letters, digits,
+/// `+`, `-` or `.`, then `:`. `Ok(None)` when `raw` does not start with a scheme.
+fn split_scheme(raw: &str) -> Result<Option<(&str, &str)>, &'static str> {
+    for (i, c) in raw.char_indices() {
+        match c {
+            'a'..='z' | 'A'..='Z' => {}
+            '0'..='9' | '+' | '-' | '.' if i > 0 => {}
+            ':' if i == 0 => return Err("missing protocol scheme"),
+            ':' => return Ok(Some((&raw[..i], &raw[i + 1..]))),
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// `[userinfo@]host[:port]` → the decoded host, as Go's `parseAuthority`.
+fn parse_authority(authority: &str) -> Result<String, &'static str> {
+    let (userinfo, host) = match authority.rfind('@') {
+        Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
+        None => (None, authority),
+    };
+    let host = parse_host(host)?;
+    if let Some(userinfo) = userinfo {
+        let valid = userinfo.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(
+                    c,
+                    '-' | '.'
+                        | '_'
+                        | ':'
+                        | '~'
+                        | '!'
+                        | '$'
+                        | '&'
+                        | '\''
+                        | '('
+                        | ')'
+                        | '*'
+                        | '+'
+                        | ','
+                        | ';'
+                        | '='
+                        | '%'
+                        | '@'
+                )
+        });
+        if !valid {
+            return Err("invalid userinfo");
+        }
+        unescape(userinfo, Mode::UserInfo)?;
+    }
+    Ok(host)
+}
+
+/// The host with an optional port, validated and decoded as Go's `parseHost`.
+fn parse_host(host: &str) -> Result<String, &'static str> {
+    if host.starts_with('[') {
+        let Some(close) = host.rfind(']') else {
+            return Err("missing ']' in host");
+        };
+        if !valid_optional_port(&host[close + 1..]) {
+            return Err("invalid port after host");
+        }
+        if let Some(zone) = host[..close].find("%25") {
+            let mut out = unescape(&host[..zone], Mode::Host)?;
+            out.push_str(&unescape(&host[zone..close], Mode::Zone)?);
+            out.push_str(&unescape(&host[close..], Mode::Host)?);
+            return Ok(out);
+        }
+    } else if let Some(colon) = host.rfind(':')
+        && !valid_optional_port(&host[colon..])
+    {
+        return Err("invalid port after host");
+    }
+    unescape(host, Mode::Host)
+}
+
+/// `""` or `:` followed by digits only.
+fn valid_optional_port(port: &str) -> bool {
+    port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Host,
+    Zone,
+    Path,
+    UserInfo,
+    Fragment,
+}
+
+/// Characters Go accepts unescaped in a host (and zone): alphanumerics, the unreserved
+/// marks and the sub-delimiters, plus `:`, `[`, `]`, `<`, `>` and `"`.
+fn host_char_ok(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'_'
+                | b'.'
+                | b'~'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+                | b':'
+                | b'['
+                | b']'
+                | b'<'
+                | b'>'
+                | b'"'
+        )
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Go's `unescape`: checks every `%XY`, applies the host rules, and decodes. Decoded
+/// bytes that are not UTF-8 are replaced (Go keeps them as raw bytes).
+fn unescape(s: &str, mode: Mode) -> Result<String, &'static str> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' {
+            let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            ) else {
+                return Err("invalid URL escape");
+            };
+            let is_pct25 = &bytes[i..i + 3] == b"%25";
+            let value = hi << 4 | lo;
+            match mode {
+                // In a host, escapes are only for non-ASCII bytes (and `%25`).
+                Mode::Host if hi < 8 && !is_pct25 => return Err("invalid URL escape in host"),
+                Mode::Zone if !is_pct25 && value != b' ' && !host_char_ok(value) => {
+                    return Err("invalid URL escape in zone");
+                }
+                _ => {}
+            }
+            out.push(value);
+            i += 3;
+            continue;
+        }
+        if matches!(mode, Mode::Host | Mode::Zone) && b < 0x80 && !host_char_ok(b) {
+            return Err("invalid character in host name");
+        }
+        out.push(b);
+        i += 1;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Go's `net.SplitHostPort` as the kubelet uses it: on any error the whole host is
+/// the name and the port is empty.
+pub(crate) fn split_host_port(hostport: &str) -> (&str, &str) {
+    try_split_host_port(hostport).unwrap_or((hostport, ""))
+}
+
+fn try_split_host_port(hostport: &str) -> Option<(&str, &str)> {
+    let last = hostport.rfind(':')?;
+    let (host, inner_from, inner_to) = if hostport.starts_with('[') {
+        let end = hostport.find(']')?;
+        if end + 1 != last {
+            // Nothing after `]`, or something other than the last `:`.
+            return None;
+        }
+        (&hostport[1..end], 1, end + 1)
+    } else {
+        let host = &hostport[..last];
+        if host.contains(':') {
+            return None;
+        }
+        (host, 0, 0)
+    };
+    if hostport[inner_from..].contains('[') || hostport[inner_to..].contains(']') {
+        return None;
+    }
+    Some((host, &hostport[last + 1..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(raw: &str) -> (String, String) {
+        let u = parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
+        (u.host, u.path)
+    }
+
+    #[test]
+    fn hosts_and_paths_as_go_parses_them() {
+        let cases = [
+            ("https://quay.io", "quay.io", ""),
+            ("https://quay.io/", "quay.io", "/"),
+            ("https://Quay.IO:443/v2/a%2Fb", "Quay.IO:443", "/v2/a/b"),
+            ("https://*.docker.io/path:1111", "*.docker.io", "/path:1111"),
+            ("https://user:pw@host.io/x?q=1#frag", "host.io", "/x"),
+            ("https://[::1]:5000/app", "[::1]:5000", "/app"),
+            ("https://host?", "host", ""),
+            ("http://h/a?b?c", "h", "/a"),
+            ("https://host:/p", "host:", "/p"),
+            ("https://", "", ""),
+            ("https://https://x", "https:", "//x"),
+        ];
+        for (raw, host, path) in cases {
+            assert_eq!(ok(raw), (host.to_string(), path.to_string()), "{raw}");
+        }
+    }
+
+    #[test]
+    fn what_go_rejects() {
+        for raw in [
+            "https://host:port/",
+            "https://ho st/",
+            "https://ho|st/",
+            "https://host/%zz",
+            "https://host/%4",
+            "https://h%41/",
+            "https://[::1/",
+            "https://host/\u{7f}",
+            "https://host/\n",
+            "https://us er@host/",
+            "https://host/#%",
+        ] {
+            assert!(parse(raw).is_err(), "{raw:?} should fail");
+        }
+        // A control character after `#` is not checked.
+        assert!(parse("https://host/#\n").is_ok());
+    }
+
+    #[test]
+    fn split_host_port_like_go() {
+        let cases = [
+            ("host", ("host", "")),
+            ("host:80", ("host", "80")),
+            ("host:", ("host", "")),
+            ("[::1]:5000", ("::1", "5000")),
+            ("[::1]", ("[::1]", "")),
+            ("a:b:c", ("a:b:c", "")),
+            ("[a]b:1", ("[a]b:1", "")),
+            ("a]:1", ("a]:1", "")),
+        ];
+        for (input, want) in cases {
+            assert_eq!(split_host_port(input), want, "{input}");
+        }
+    }
+}
