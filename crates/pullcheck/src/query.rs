@@ -212,7 +212,14 @@ pub async fn run(
         let answers: Arc<Mutex<Vec<(String, String, Outcome)>>> = Arc::default();
         let round = join_all(groups.iter().map(|g| {
             let cached = sessions.get(&g.slot).cloned();
-            run_group(client, g, cached, permits.clone(), answers.clone())
+            run_group(
+                client,
+                g,
+                cached,
+                permits.clone(),
+                answers.clone(),
+                deadline,
+            )
         }));
         match tokio::time::timeout_at(deadline, round).await {
             Ok(authorized) => {
@@ -349,7 +356,10 @@ async fn run_group(
     cached: Option<Result<Session, AuthorizeError>>,
     permits: Arc<Semaphore>,
     answers: Answers,
+    deadline: Instant,
 ) -> ((Endpoint, Credential), Result<Session, AuthorizeError>) {
+    // The client stops retrying and backing off at the same deadline.
+    let deadline = deadline.into_std();
     let (endpoint, credential) = &group.slot;
     let host = endpoint.host.clone();
     let place = match &group.source {
@@ -364,7 +374,9 @@ async fn run_group(
             repositories.sort();
             repositories.dedup();
             let _permit = permits.acquire().await;
-            client.authorize(endpoint, credential, &repositories).await
+            client
+                .authorize_before(endpoint, credential, &repositories, deadline)
+                .await
         }
     };
     match &session {
@@ -395,7 +407,7 @@ async fn run_group(
                     let answer = {
                         let _permit = permits.acquire().await;
                         session
-                            .check(&job.repository, &job.manifest_reference)
+                            .check_before(&job.repository, &job.manifest_reference, deadline)
                             .await
                     };
                     let outcome = outcome_of(answer, host, group.source.clone());

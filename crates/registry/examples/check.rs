@@ -5,10 +5,14 @@
 //! ```
 //!
 //! With `USER`, the password is read from the `REGISTRY_PASSWORD` environment variable
-//! (never from the command line). `HOST` such as `127.0.0.1:5000` or `localhost:5000`
+//! (never from the command line). `PLATFORM=linux/arm64` also checks that an index
+//! lists that platform; `CERTS_DIR=/etc/docker/certs.d` uses Docker's per-host
+//! certificates. The whole check has 30 s. `HOST` such as `127.0.0.1:5000` or `localhost:5000`
 //! may fall back to plain HTTP.
 
-use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint};
+use std::time::{Duration, Instant};
+
+use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Platform};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -31,7 +35,21 @@ async fn main() {
         allow_http: loopback,
         skip_verify: false,
     };
-    let client = match Client::new(ClientOptions::default()) {
+    let platform = match std::env::var("PLATFORM").ok().map(|p| Platform::parse(&p)) {
+        Some(Err(e)) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+        Some(Ok(p)) => Some(p),
+        None => None,
+    };
+    let options = ClientOptions {
+        platform,
+        certs_dir: std::env::var_os("CERTS_DIR").map(Into::into),
+        deadline: Some(Instant::now() + Duration::from_secs(30)),
+        ..ClientOptions::default()
+    };
+    let client = match Client::new(options) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -48,7 +66,10 @@ async fn main() {
         }
         Ok(session) => {
             let answer = session.check(repository, reference).await;
-            println!("{:?} {:?} {}", answer.status, answer.missing, answer.detail);
+            println!(
+                "{:?} {:?} ({} attempts) {}",
+                answer.status, answer.missing, answer.attempts, answer.detail
+            );
             if let Some(digest) = answer.digest {
                 println!("{digest}");
             }

@@ -3,6 +3,7 @@
 //! every message names the host and, where there is one, the user, and nothing secret.
 
 use crate::challenge::{self, Challenge};
+use crate::scope;
 use crate::token::{BearerError, BearerParams, TokenFailure};
 use crate::{AuthorizeError, Credential, Status};
 
@@ -117,6 +118,37 @@ fn plan_for_challenges(
     )
 }
 
+/// After a 401 to a request that carried a bearer token: when the registry's challenge
+/// says `error="insufficient_scope"` (distribution token-auth spec), the scopes to ask
+/// a new token for. Only pull is ever asked for: each `repository:<name>:…` scope of
+/// the challenge becomes `repository:<name>:pull`, and without one, `repository` is
+/// used. `None` when the 401 is not about scope (pure).
+pub(crate) fn insufficient_scope(
+    www_authenticate: Vec<&[u8]>,
+    repository: &str,
+) -> Option<Vec<String>> {
+    let (challenges, _) = challenge::parse_fields(www_authenticate);
+    let bearer = challenges.iter().find(|c| {
+        c.is("bearer")
+            && c.param("error")
+                .is_some_and(|e| e.eq_ignore_ascii_case("insufficient_scope"))
+    })?;
+    let named: Vec<&str> = bearer
+        .param("scope")
+        .unwrap_or_default()
+        .split(' ')
+        .filter_map(|s| s.strip_prefix("repository:"))
+        .filter_map(|rest| rest.rsplit_once(':').map(|(name, _actions)| name))
+        .filter(|name| !name.is_empty())
+        .collect();
+    let scopes = if named.is_empty() {
+        scope::pull_scopes([repository])
+    } else {
+        scope::pull_scopes(named)
+    };
+    Some(scopes)
+}
+
 /// Who is asking, for messages: `user "alice"`, `an identity token`, …
 pub(crate) fn who(credential: &Credential) -> String {
     match credential {
@@ -156,11 +188,11 @@ pub(crate) fn token_failure(
                 ),
             },
         },
-        TokenFailure::Status { status } => AuthorizeError {
+        TokenFailure::Status { status, .. } => AuthorizeError {
             status: Status::Unreachable,
             message: format!("token server {realm} for {host} answered HTTP {status}"),
         },
-        TokenFailure::Transport(reason) => AuthorizeError {
+        TokenFailure::Transport { reason, .. } => AuthorizeError {
             status: Status::Unreachable,
             message: format!("token server {realm} for {host} unreachable: {reason}"),
         },
@@ -352,10 +384,55 @@ mod tests {
             "reg.example",
             &params,
             &basic(),
-            &TokenFailure::Transport("connection refused".into()),
+            &TokenFailure::Transport {
+                reason: "connection refused".into(),
+                retryable: true,
+            },
         );
         assert_eq!(e.status, Status::Unreachable);
         assert!(e.message.ends_with("connection refused"));
+    }
+
+    #[test]
+    fn insufficient_scope_asks_for_pull_on_the_named_repositories() {
+        let h = |s: &'static str| vec![s.as_bytes()];
+        assert_eq!(
+            insufficient_scope(
+                h(
+                    r#"Bearer realm="https://a/t",service="s",scope="repository:team/app:pull",error="insufficient_scope""#
+                ),
+                "team/app"
+            ),
+            Some(vec!["repository:team/app:pull".to_string()])
+        );
+        // Push is never asked for; the name the registry uses wins.
+        assert_eq!(
+            insufficient_scope(
+                h(
+                    r#"Bearer realm="https://a/t",scope="repository:library/x:pull,push",error="insufficient_scope""#
+                ),
+                "x"
+            ),
+            Some(vec!["repository:library/x:pull".to_string()])
+        );
+        // Without a usable scope, the repository queried.
+        assert_eq!(
+            insufficient_scope(
+                h(r#"Bearer realm="https://a/t",error="insufficient_scope""#),
+                "team/app"
+            ),
+            Some(vec!["repository:team/app:pull".to_string()])
+        );
+        assert_eq!(
+            insufficient_scope(
+                h(r#"Bearer realm="https://a/t",error="invalid_token""#),
+                "a"
+            ),
+            None
+        );
+        assert_eq!(insufficient_scope(h(r#"Basic realm="r""#), "a"), None);
+        assert_eq!(insufficient_scope(vec![], "a"), None);
+        assert_eq!(insufficient_scope(h(r#"Bearer realm="x"#), "a"), None);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use crate::errcode::{self, Code, RegistryError};
-use crate::{Answer, Missing, Status};
+use crate::platform;
+use crate::{Answer, Missing, Platform, Status};
 
 /// A manifest reference: a tag or a digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,8 +104,8 @@ pub(crate) struct Reply<'a> {
     pub digest: Option<&'a str>,
     /// `Content-Type`.
     pub content_type: Option<&'a str>,
-    /// `Retry-After`, as sent.
-    pub retry_after: Option<&'a str>,
+    /// `Retry-After`, read (seconds, or the time until an HTTP date).
+    pub retry_after: Option<Duration>,
     /// The error envelope, when a body was read.
     pub errors: &'a [RegistryError],
 }
@@ -119,11 +120,13 @@ pub(crate) enum Decision {
     /// 404 and tag hints are on: `GET /v2/<name>/tags/list` decides between a missing
     /// repository and a missing tag or digest, which is passed along.
     ListTags(Missing),
-    /// A failure that may pass (429, 5xx): today the answer is final; a retry loop
-    /// would wait `retry_after` (when the registry said) and ask again.
+    /// A failure that may pass (408, 429, 502, 503, 504): try again after
+    /// `retry_after` (when the registry said) or a backoff; `answer` is the answer if
+    /// no attempt is left. `failure` is the short reason for the attempt history.
     Retryable {
         answer: Answer,
         retry_after: Option<Duration>,
+        failure: String,
     },
 }
 
@@ -135,6 +138,7 @@ fn answer(status: Status, http_status: u16, detail: String) -> Answer {
         detail,
         http_status: Some(http_status),
         media_type: None,
+        attempts: 1,
     }
 }
 
@@ -143,13 +147,6 @@ fn with_errors(base: String, errors: &[RegistryError]) -> String {
         Some(s) => format!("{base} ({s})"),
         None => base,
     }
-}
-
-/// `Retry-After` as delta-seconds (an HTTP date is not interpreted).
-pub(crate) fn retry_after(value: Option<&str>) -> Option<Duration> {
-    value
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs)
 }
 
 /// Splits `algorithm:hex`.
@@ -210,6 +207,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                 detail,
                 http_status: Some(status),
                 media_type,
+                attempts: 1,
             })
         }
         404 => {
@@ -259,10 +257,12 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
         )),
         405 | 501 if reply.method == Method::Head => Decision::Get,
         429 => {
-            let wait = retry_after(reply.retry_after);
+            let wait = reply.retry_after;
             let mut detail = format!("rate limited by {host} (HTTP 429)");
+            let mut failure = "HTTP 429".to_string();
             if let Some(wait) = wait {
                 detail.push_str(&format!("; retry after {} s", wait.as_secs()));
+                failure.push_str(&format!(" (retry after {} s)", wait.as_secs()));
             }
             Decision::Retryable {
                 answer: answer(
@@ -271,9 +271,10 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                     with_errors(detail, reply.errors),
                 ),
                 retry_after: wait,
+                failure,
             }
         }
-        500..=599 => Decision::Retryable {
+        408 | 502 | 503 | 504 => Decision::Retryable {
             answer: answer(
                 Status::Unreachable,
                 status,
@@ -282,8 +283,17 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                     reply.errors,
                 ),
             ),
-            retry_after: retry_after(reply.retry_after),
+            retry_after: reply.retry_after,
+            failure: format!("HTTP {status}"),
         },
+        500..=599 => Decision::Done(answer(
+            Status::Unreachable,
+            status,
+            with_errors(
+                format!("registry {host} answered HTTP {status} to {method}"),
+                reply.errors,
+            ),
+        )),
         _ => Decision::Done(answer(
             Status::Unreachable,
             status,
@@ -325,6 +335,7 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
         detail: err.message.clone(),
         http_status: None,
         media_type: None,
+        attempts: 1,
     }
 }
 
@@ -337,6 +348,90 @@ pub(crate) fn transport_failure(host: &str, method: Method, reason: &str) -> Ans
         detail: format!("{} to {host} failed: {reason}", method.as_str()),
         http_status: None,
         media_type: None,
+        attempts: 1,
+    }
+}
+
+/// What the `GET` of an index for the platform check brought.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum IndexReply<'a> {
+    /// 2xx and the (bounded) body; `truncated` when it was longer than the limit.
+    Body { bytes: &'a [u8], truncated: bool },
+    /// A final non-2xx status, with its error envelope.
+    Status {
+        status: u16,
+        errors: &'a [RegistryError],
+    },
+    /// No answer, or the body could not be read: the reason.
+    Failed(&'a str),
+}
+
+/// The platform check of a present index (pure): `present` stays present when the index
+/// lists `want`; otherwise [`Status::Missing`] with [`Missing::Platform`] and the
+/// platforms present, or [`Status::Unreachable`] when the index could not be read.
+pub(crate) fn platform(
+    query: &Query<'_>,
+    present: Answer,
+    want: &Platform,
+    reply: IndexReply<'_>,
+) -> Answer {
+    let Query {
+        host,
+        repository,
+        reference,
+        ..
+    } = query;
+    let what = format!("{repository}:{}", reference.as_str());
+    let what = match reference {
+        Ref::Digest(d) => format!("{repository}@{d}"),
+        Ref::Tag(_) => what,
+    };
+    let unreadable = |why: String| Answer {
+        status: Status::Unreachable,
+        missing: None,
+        detail: format!(
+            "{what} exists on {host} as an index, but the platform {want} could not be checked: {why}"
+        ),
+        ..present.clone()
+    };
+    let bytes = match reply {
+        IndexReply::Body {
+            truncated: true, ..
+        } => {
+            return unreadable(format!(
+                "the index is larger than {} KiB",
+                crate::transport::MANIFEST_BODY_LIMIT / 1024
+            ));
+        }
+        IndexReply::Body { bytes, .. } => bytes,
+        IndexReply::Status { status, errors } => {
+            let mut a = unreadable(with_errors(
+                format!("GET of the index answered HTTP {status}"),
+                errors,
+            ));
+            a.http_status = Some(status);
+            return a;
+        }
+        IndexReply::Failed(why) => return unreadable(format!("GET of the index failed: {why}")),
+    };
+    let platforms = match platform::parse_index(bytes) {
+        Ok(p) => p,
+        Err(why) => return unreadable(why),
+    };
+    match platforms.iter().find(|have| platform::matches(want, have)) {
+        Some(have) => Answer {
+            detail: format!("{}; platform {want} listed as {have}", present.detail),
+            ..present
+        },
+        None => Answer {
+            status: Status::Missing,
+            missing: Some(Missing::Platform),
+            detail: format!(
+                "platform {want} not in the index of {what} on {host}; it lists {}",
+                platform::list(&platforms)
+            ),
+            ..present
+        },
     }
 }
 
@@ -356,6 +451,7 @@ pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str
         ),
         http_status: Some(404),
         media_type: None,
+        attempts: 1,
     }
 }
 
@@ -513,6 +609,17 @@ mod tests {
             content_type: None,
             retry_after: None,
             errors: &[],
+        }
+    }
+
+    fn retryable(d: Decision) -> (Answer, Option<Duration>, String) {
+        match d {
+            Decision::Retryable {
+                answer,
+                retry_after,
+                failure,
+            } => (answer, retry_after, failure),
+            other => panic!("{other:?}"),
         }
     }
 
@@ -701,29 +808,181 @@ mod tests {
     }
 
     #[test]
-    fn rate_limit_and_server_errors_are_retryable() {
+    fn rate_limit_and_transient_server_errors_are_retryable() {
         let r = Reply {
-            retry_after: Some("30"),
+            retry_after: Some(Duration::from_secs(30)),
             ..reply(Method::Head, 429)
         };
-        match manifest(&query("3.19"), &r) {
-            Decision::Retryable {
-                answer,
-                retry_after,
-            } => {
-                assert_eq!(answer.status, Status::Unreachable);
-                assert_eq!(answer.http_status, Some(429));
-                assert!(answer.detail.contains("retry after 30 s"));
-                assert_eq!(retry_after, Some(Duration::from_secs(30)));
-            }
-            other => panic!("{other:?}"),
+        let (answer, retry_after, failure) = retryable(manifest(&query("3.19"), &r));
+        assert_eq!(answer.status, Status::Unreachable);
+        assert_eq!(answer.http_status, Some(429));
+        assert!(answer.detail.contains("retry after 30 s"));
+        assert_eq!(retry_after, Some(Duration::from_secs(30)));
+        assert_eq!(failure, "HTTP 429 (retry after 30 s)");
+        for status in [408, 502, 503, 504] {
+            let (answer, retry_after, failure) =
+                retryable(manifest(&query("3.19"), &reply(Method::Head, status)));
+            assert!(answer.detail.contains(&format!("HTTP {status}")));
+            assert_eq!(retry_after, None);
+            assert_eq!(failure, format!("HTTP {status}"));
         }
-        match manifest(&query("3.19"), &reply(Method::Head, 503)) {
-            Decision::Retryable {
-                answer,
-                retry_after: None,
-            } => assert!(answer.detail.contains("HTTP 503")),
-            other => panic!("{other:?}"),
+    }
+
+    #[test]
+    fn other_server_errors_are_final() {
+        for status in [500, 505, 599] {
+            let a = done(manifest(&query("3.19"), &reply(Method::Head, status)));
+            assert_eq!(a.status, Status::Unreachable);
+            assert!(a.detail.contains(&format!("HTTP {status}")), "{}", a.detail);
+        }
+        // 501 on a GET (after the HEAD fallback) is final too.
+        let a = done(manifest(&query("3.19"), &reply(Method::Get, 501)));
+        assert_eq!(a.status, Status::Unreachable);
+    }
+
+    #[test]
+    fn client_errors_are_never_retryable() {
+        for status in [400, 401, 403, 404] {
+            let q = Query {
+                tag_hints: false,
+                ..query("3.19")
+            };
+            assert!(
+                matches!(
+                    manifest(&q, &reply(Method::Head, status)),
+                    Decision::Done(_)
+                ),
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_error_codes_are_kept_verbatim_and_never_fail() {
+        let errors = errcode::parse(
+            br#"{"errors":[{"code":"FLUX_CAPACITOR_DRAINED","message":"try 1985"}]}"#,
+        );
+        let r = Reply {
+            errors: &errors,
+            ..reply(Method::Get, 400)
+        };
+        let a = done(manifest(&query("3.19"), &r));
+        assert_eq!(a.status, Status::Unreachable);
+        assert!(
+            a.detail.contains("FLUX_CAPACITOR_DRAINED: try 1985"),
+            "{}",
+            a.detail
+        );
+    }
+
+    fn present_index() -> Answer {
+        done(manifest(
+            &query("3.19"),
+            &Reply {
+                digest: Some(D1),
+                content_type: Some("application/vnd.oci.image.index.v1+json"),
+                ..reply(Method::Head, 200)
+            },
+        ))
+    }
+
+    const INDEX: &[u8] = br#"{"manifests":[
+        {"platform":{"os":"linux","architecture":"amd64"}},
+        {"platform":{"os":"linux","architecture":"arm64","variant":"v8"}}]}"#;
+
+    #[test]
+    fn platform_listed_keeps_the_image_present() {
+        let want = Platform::parse("linux/arm64").unwrap();
+        let body = IndexReply::Body {
+            bytes: INDEX,
+            truncated: false,
+        };
+        let a = platform(&query("3.19"), present_index(), &want, body);
+        assert_eq!(a.status, Status::Present);
+        assert_eq!(a.digest.as_deref(), Some(D1));
+        assert!(
+            a.detail
+                .ends_with("platform linux/arm64 listed as linux/arm64/v8"),
+            "{}",
+            a.detail
+        );
+    }
+
+    #[test]
+    fn platform_not_listed_is_missing_naming_those_present() {
+        let want = Platform::parse("linux/s390x").unwrap();
+        let body = IndexReply::Body {
+            bytes: INDEX,
+            truncated: false,
+        };
+        let a = platform(&query("3.19"), present_index(), &want, body);
+        assert_eq!(
+            (a.status, a.missing),
+            (Status::Missing, Some(Missing::Platform))
+        );
+        assert_eq!(
+            a.detail,
+            "platform linux/s390x not in the index of library/alpine:3.19 on reg.example; \
+             it lists linux/amd64, linux/arm64/v8"
+        );
+        let a = platform(
+            &query(D1),
+            present_index(),
+            &want,
+            IndexReply::Body {
+                bytes: br#"{"manifests":[]}"#,
+                truncated: false,
+            },
+        );
+        assert!(
+            a.detail.contains(&format!(
+                "library/alpine@{D1} on reg.example; it lists none"
+            )),
+            "{}",
+            a.detail
+        );
+    }
+
+    #[test]
+    fn unreadable_index_is_unreachable_not_missing() {
+        let want = Platform::parse("linux/amd64").unwrap();
+        for (reply, needle) in [
+            (
+                IndexReply::Body {
+                    bytes: b"<html>",
+                    truncated: false,
+                },
+                "the index is not the expected JSON",
+            ),
+            (
+                IndexReply::Body {
+                    bytes: b"{",
+                    truncated: true,
+                },
+                "larger than 4096 KiB",
+            ),
+            (
+                IndexReply::Status {
+                    status: 500,
+                    errors: &[],
+                },
+                "GET of the index answered HTTP 500",
+            ),
+            (
+                IndexReply::Failed("connection reset by peer"),
+                "GET of the index failed: connection reset by peer",
+            ),
+        ] {
+            let a = platform(&query("3.19"), present_index(), &want, reply);
+            assert_eq!(a.status, Status::Unreachable);
+            assert_eq!(a.missing, None);
+            assert!(a.detail.contains(needle), "{}", a.detail);
+            assert!(
+                a.detail
+                    .contains("exists on reg.example as an index, but the platform linux/amd64 could not be checked"),
+                "{}",
+                a.detail
+            );
         }
     }
 
@@ -739,13 +998,6 @@ mod tests {
         let a = done(manifest(&query("3.19"), &r));
         assert_eq!(a.status, Status::Unreachable);
         assert!(a.detail.contains("HTTP 400") && a.detail.contains("NAME_INVALID"));
-    }
-
-    #[test]
-    fn retry_after_forms() {
-        assert_eq!(retry_after(Some(" 5 ")), Some(Duration::from_secs(5)));
-        assert_eq!(retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
-        assert_eq!(retry_after(None), None);
     }
 
     #[test]

@@ -1,30 +1,127 @@
-//! [`Client`]: the two HTTP clients and the ping that turns an endpoint and a credential
+//! [`Client`]: the HTTP clients (one shared pair, plus one per host that has its own
+//! certificates), the token cache, and the ping that turns an endpoint and a credential
 //! into a [`Session`].
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::fmt;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
 
 use reqwest::Method;
-use reqwest::header::WWW_AUTHENTICATE;
+use reqwest::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use url::Url;
 
 use crate::auth::{self, Plan};
+use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::session::{Mode, Parts, Session};
-use crate::token;
-use crate::transport::{self, Counters, Http, Purpose};
+use crate::tls;
+use crate::token::{self, BearerParams, CacheKey};
+use crate::transport::{self, Counters, Http, Limits, Purpose, TlsSetup};
 use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
 
-/// One HTTP client per run, shared by every registry: connections are pooled and
-/// kept alive, HTTP/2 is used where TLS offers it, certificates are verified against the
-/// system's roots. A second client without certificate verification serves only
-/// endpoints marked [`Endpoint::skip_verify`]. Cheap to clone.
-#[derive(Debug, Clone)]
+/// One client per run, shared by every registry: connections are pooled and kept
+/// alive, HTTP/2 is used where TLS offers it (ALPN), certificates are verified against
+/// the system's roots plus [`ClientOptions::ca_file`]. A host with a directory in
+/// [`ClientOptions::certs_dir`] gets its own HTTP client, built on first use and kept.
+/// Endpoints marked [`Endpoint::skip_verify`] use clients that do not verify
+/// certificates. Tokens are cached per (registry, credential, scope set) until shortly
+/// before they expire. Cheap to clone; clones share all of it.
+#[derive(Clone)]
 pub struct Client {
-    options: ClientOptions,
+    shared: Arc<Shared>,
+}
+
+/// What a client and its sessions share.
+pub(crate) struct Shared {
+    pub options: ClientOptions,
+    pub policy: retry::Policy,
+    pub counters: Arc<Counters>,
+    pub tokens: token::Cache,
+    limits: Limits,
+    /// The roots of `ca_file`, for the per-host clients too.
+    extra_roots: Vec<reqwest::Certificate>,
     secure: Http,
     insecure: Http,
-    counters: Arc<Counters>,
+    /// Per-host clients, by (`host[:port]`, skip_verify).
+    per_host: Mutex<HashMap<(String, bool), Http>>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let per_host = self
+            .shared
+            .per_host
+            .lock()
+            .map(|m| m.len())
+            .unwrap_or_default();
+        f.debug_struct("Client")
+            .field("options", &self.shared.options)
+            .field("requests", &self.request_count())
+            .field("per_host_clients", &per_host)
+            .field("tokens", &self.shared.tokens)
+            .finish()
+    }
+}
+
+impl Shared {
+    fn build(&self, tls: TlsSetup) -> Result<Http, String> {
+        transport::build_client(
+            &self.options.user_agent,
+            self.limits,
+            self.options.max_redirects,
+            tls,
+        )
+        .map(|client| Http {
+            client,
+            limits: self.limits,
+            counters: Arc::clone(&self.counters),
+        })
+        .map_err(|e| transport::describe(&e, &self.limits, self.limits.total, Default::default()))
+    }
+
+    /// The HTTP client for `host` (`host[:port]` as in the URL): the shared one, or the
+    /// host's own when [`ClientOptions::certs_dir`] has a directory for it.
+    ///
+    /// # Errors
+    /// A message naming the file when the host's directory cannot be used.
+    pub fn http_for(&self, host: &str, skip_verify: bool) -> Result<Http, String> {
+        let shared = || {
+            if skip_verify {
+                self.insecure.clone()
+            } else {
+                self.secure.clone()
+            }
+        };
+        let Some(certs_dir) = &self.options.certs_dir else {
+            return Ok(shared());
+        };
+        let Some(dir) = tls::host_dir(certs_dir, host) else {
+            return Ok(shared());
+        };
+        let key = (host.to_string(), skip_verify);
+        let mut per_host = self
+            .per_host
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(http) = per_host.get(&key) {
+            return Ok(http.clone());
+        }
+        let host_tls = tls::read_host_dir(&dir)?;
+        let mut roots = self.extra_roots.clone();
+        roots.extend(host_tls.roots);
+        let http = self
+            .build(TlsSetup {
+                extra_roots: roots,
+                identity: host_tls.identity,
+                skip_verify,
+            })
+            .map_err(|e| format!("TLS settings from {}: {e}", host_tls.dir.display()))?;
+        tracing::debug!(host, dir = %dir.display(), "built a client with the host's certificates");
+        per_host.insert(key, http.clone());
+        Ok(http)
+    }
 }
 
 impl Client {
@@ -32,48 +129,75 @@ impl Client {
     ///
     /// # Errors
     /// [`AuthorizeError`] with [`Status::Unreachable`] when the TLS configuration cannot
-    /// be built (for example, no usable system certificate store).
+    /// be built: no usable system certificate store, or a [`ClientOptions::ca_file`]
+    /// that cannot be read or holds no PEM certificate (the message names the file).
     pub fn new(options: ClientOptions) -> Result<Client, AuthorizeError> {
+        let fail = |what: String| AuthorizeError {
+            status: Status::Unreachable,
+            message: format!("cannot build the HTTP client: {what}"),
+        };
+        let extra_roots = match &options.ca_file {
+            Some(path) => tls::read_roots(path).map_err(|e| fail(format!("ca_file: {e}")))?,
+            None => Vec::new(),
+        };
+        let limits = Limits::from_options(&options);
         let counters = Arc::new(Counters::default());
         let build = |skip_verify: bool| {
-            transport::build_client(&options.user_agent, options.request_timeout, skip_verify)
-                .map(|client| Http {
-                    client,
-                    timeout: options.request_timeout,
-                    counters: Arc::clone(&counters),
-                })
-                .map_err(|e| AuthorizeError {
-                    status: Status::Unreachable,
-                    message: format!(
-                        "cannot build the HTTP client: {}",
-                        transport::describe(&e, options.request_timeout)
-                    ),
-                })
+            transport::build_client(
+                &options.user_agent,
+                limits,
+                options.max_redirects,
+                TlsSetup {
+                    extra_roots: extra_roots.clone(),
+                    identity: None,
+                    skip_verify,
+                },
+            )
+            .map(|client| Http {
+                client,
+                limits,
+                counters: Arc::clone(&counters),
+            })
+            .map_err(|e| {
+                fail(transport::describe(
+                    &e,
+                    &limits,
+                    limits.total,
+                    Default::default(),
+                ))
+            })
         };
         let secure = build(false)?;
         let insecure = build(true)?;
         Ok(Client {
-            options,
-            secure,
-            insecure,
-            counters,
+            shared: Arc::new(Shared {
+                policy: retry::Policy::from_options(&options),
+                options,
+                counters,
+                tokens: token::Cache::default(),
+                limits,
+                extra_roots,
+                secure,
+                insecure,
+                per_host: Mutex::new(HashMap::new()),
+            }),
         })
     }
 
     /// The options the client was built with.
     pub fn options(&self) -> &ClientOptions {
-        &self.options
+        &self.shared.options
     }
 
     /// HTTP requests sent so far by this client and its sessions, token requests
     /// included, whatever their outcome.
     pub fn request_count(&self) -> u64 {
-        self.counters.requests.load(Ordering::Relaxed)
+        self.shared.counters.requests.load(Ordering::Relaxed)
     }
 
     /// Requests sent so far to token realms (GET or OAuth2 POST).
     pub fn token_request_count(&self) -> u64 {
-        self.counters.token_requests.load(Ordering::Relaxed)
+        self.shared.counters.token_requests.load(Ordering::Relaxed)
     }
 
     /// Pings `endpoint` (`GET /v2/`) and, if it challenges, authenticates once for all
@@ -83,37 +207,88 @@ impl Client {
     /// - `https://` first; when that fails before any HTTP answer (DNS, TCP, TLS,
     ///   timeout) and [`Endpoint::allow_http`] is set, `http://`, which the session
     ///   then keeps.
+    /// - Retryable failures of the ping and of the token request (408, 429, 502, 503,
+    ///   504, refused or reset connections) are retried as [`ClientOptions`] says; the
+    ///   error then lists each attempt's failure.
     /// - `Bearer` challenge: **one** token request carrying one `scope` parameter per
     ///   repository (distribution token-auth spec), Basic-authenticated for
     ///   [`Credential::Basic`]; an OAuth2 refresh-token POST for
     ///   [`Credential::IdentityToken`] (GET when the realm answers 404 or 405);
-    ///   [`Credential::RegistryToken`] is used as the bearer as it is. A plain-HTTP
-    ///   realm is refused unless the endpoint is insecure (`allow_http` or
-    ///   `skip_verify`).
+    ///   [`Credential::RegistryToken`] is used as the bearer as it is. A token cached
+    ///   by an earlier `authorize` for the same registry, credential and repositories is
+    ///   reused while fresh. A plain-HTTP realm is refused unless the endpoint is
+    ///   insecure (`allow_http` or `skip_verify`).
     /// - `Basic` challenge: a user name and password are checked once on `/v2/`, then
     ///   sent with every request; without them the session is still made, and each
     ///   image answers [`Status::NoAccess`].
     ///
     /// # Errors
     /// [`AuthorizeError`], which applies to every image on the registry:
-    /// [`Status::Unreachable`] for network, TLS, timeout, 5xx and nonsensical answers;
+    /// [`Status::Unreachable`] for network, TLS, timeout, 5xx and nonsensical answers,
+    /// unusable certificate files, and a deadline reached;
     /// [`Status::Denied`] when the registry or its token realm rejects the credential
     /// (the message names the host and the user, never a secret);
     /// [`Status::NoAccess`] when the realm refuses anonymous access or the registry asks
-    /// for an authentication scheme this client does not speak.
+    /// for an authentication scheme this client does not speak, or sends a malformed
+    /// challenge.
     pub async fn authorize(
         &self,
         endpoint: &Endpoint,
         credential: &Credential,
         repositories: &[String],
     ) -> Result<Session, AuthorizeError> {
+        self.authorize_until(endpoint, credential, repositories, None)
+            .await
+    }
+
+    /// [`Client::authorize`] that sends nothing, and sleeps no backoff, past `deadline`
+    /// (nor past [`ClientOptions::deadline`], if earlier).
+    ///
+    /// # Errors
+    /// As [`Client::authorize`]; reaching the deadline is [`Status::Unreachable`].
+    pub async fn authorize_before(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        repositories: &[String],
+        deadline: Instant,
+    ) -> Result<Session, AuthorizeError> {
+        self.authorize_until(endpoint, credential, repositories, Some(deadline))
+            .await
+    }
+
+    async fn authorize_until(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        repositories: &[String],
+        deadline: Option<Instant>,
+    ) -> Result<Session, AuthorizeError> {
+        let mut attempts = Attempts::new(
+            self.shared.policy,
+            earliest(self.shared.options.deadline, deadline),
+        );
+        self.authorize_with(endpoint, credential, repositories, &mut attempts)
+            .await
+            .map_err(|mut e| {
+                attempts.annotate(&mut e.message);
+                e
+            })
+    }
+
+    async fn authorize_with(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        repositories: &[String],
+        attempts: &mut Attempts,
+    ) -> Result<Session, AuthorizeError> {
         let host = endpoint.host.as_str();
-        let http = if endpoint.skip_verify {
-            &self.insecure
-        } else {
-            &self.secure
-        };
-        let (base, ping) = self.ping(endpoint, http).await?;
+        let http = self
+            .shared
+            .http_for(host, endpoint.skip_verify)
+            .map_err(|e| unreachable_error(host, &e))?;
+        let (base, ping) = self.ping(endpoint, &http, attempts).await?;
         let ping_url = join(&base, "v2/");
         let www_authenticate: Vec<&[u8]> = ping
             .headers()
@@ -137,82 +312,136 @@ impl Client {
             Plan::BasicWithoutCredential => Mode::BasicWithoutCredential,
             Plan::Fail(e) => return Err(e),
             Plan::Basic => {
-                self.check_basic(http, host, &ping_url, credential).await?;
+                self.check_basic(&http, host, &ping_url, credential, attempts.deadline())
+                    .await?;
                 Mode::Basic
             }
             Plan::Bearer(params) => {
-                let realm_http = self.realm_http(endpoint, &params.realm);
+                let realm_http = realm_http(&self.shared, endpoint, &params.realm)
+                    .map_err(|e| unreachable_error(host, &e))?;
                 let scopes = scope::pull_scopes(repositories.iter().map(String::as_str));
-                let token = token::fetch(realm_http, &params, credential, &scopes)
+                let key = cache_key(endpoint, &params, credential, scopes);
+                self.shared
+                    .tokens
+                    .get(key, &realm_http, &params, attempts)
                     .await
                     .map_err(|f| auth::token_failure(host, &params, credential, &f))?;
                 Mode::Bearer {
                     params,
-                    first: token,
+                    http: realm_http,
                 }
             }
         };
         Ok(Session::new(Parts {
+            shared: Arc::clone(&self.shared),
             endpoint: endpoint.clone(),
             base,
-            http: http.clone(),
-            secure: self.secure.clone(),
-            insecure: self.insecure.clone(),
+            http,
             credential: credential.clone(),
             mode,
             repositories,
-            tag_hints: self.options.tag_hints,
         }))
     }
 
-    /// `GET /v2/` over https, then http when allowed. Returns the base URL that answered
-    /// and its response.
+    /// `GET /v2/` over https, then http when allowed, retried while the failures are
+    /// retryable. Returns the base URL that answered and its response (any status).
     async fn ping(
         &self,
         endpoint: &Endpoint,
         http: &Http,
+        attempts: &mut Attempts,
     ) -> Result<(Url, reqwest::Response), AuthorizeError> {
+        loop {
+            match self.ping_once(endpoint, http, attempts.deadline()).await {
+                Ok((base, response)) => {
+                    let status = response.status().as_u16();
+                    if retry::retryable_status(status) {
+                        let retry_after = response
+                            .headers()
+                            .get(RETRY_AFTER)
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+                        let failure = format!("HTTP {status} on /v2/");
+                        if attempts.retry(failure, retry_after).await {
+                            continue;
+                        }
+                    }
+                    return Ok((base, response));
+                }
+                Err(failure) => {
+                    if failure.retryable && attempts.retry(failure.short, None).await {
+                        continue;
+                    }
+                    return Err(AuthorizeError {
+                        status: Status::Unreachable,
+                        message: failure.message,
+                    });
+                }
+            }
+        }
+    }
+
+    async fn ping_once(
+        &self,
+        endpoint: &Endpoint,
+        http: &Http,
+        deadline: Option<Instant>,
+    ) -> Result<(Url, reqwest::Response), PingFailure> {
         let host = endpoint.host.as_str();
-        let base = base_url("https", host)?;
+        let base = base_url("https", host).map_err(|e| PingFailure {
+            message: e.message,
+            short: String::new(),
+            retryable: false,
+        })?;
         let url = join(&base, "v2/");
-        let first = http
+        let https_error = match http
             .send(
                 http.client.get(url.clone()),
                 &Method::GET,
                 &url,
                 Purpose::Ping,
+                deadline,
             )
-            .await;
-        let https_error = match first {
+            .await
+        {
             Ok(response) => return Ok((base, response)),
             Err(e) => e,
         };
-        let https_reason = transport::describe(&https_error, http.timeout);
-        if !(endpoint.allow_http && transport::is_connection_level(&https_error)) {
-            return Err(AuthorizeError {
-                status: Status::Unreachable,
-                message: format!("registry {host} unreachable over https: {https_reason}"),
+        if !(endpoint.allow_http && https_error.connection_level) {
+            return Err(PingFailure {
+                message: format!(
+                    "registry {host} unreachable over https: {}",
+                    https_error.reason
+                ),
+                short: format!("https: {}", https_error.reason),
+                retryable: https_error.retryable,
             });
         }
-        let base = base_url("http", host)?;
+        let base = base_url("http", host).map_err(|e| PingFailure {
+            message: e.message,
+            short: String::new(),
+            retryable: false,
+        })?;
         let url = join(&base, "v2/");
-        tracing::debug!(host, reason = %https_reason, "https failed; trying plain http");
+        tracing::debug!(host, reason = %https_error.reason, "https failed; trying plain http");
         match http
             .send(
                 http.client.get(url.clone()),
                 &Method::GET,
                 &url,
                 Purpose::Ping,
+                deadline,
             )
             .await
         {
             Ok(response) => Ok((base, response)),
-            Err(e) => Err(AuthorizeError {
-                status: Status::Unreachable,
+            Err(e) => Err(PingFailure {
                 message: format!(
-                    "registry {host} unreachable: https: {https_reason}; http: {}",
-                    transport::describe(&e, http.timeout)
+                    "registry {host} unreachable: https: {}; http: {}",
+                    https_error.reason, e.reason
                 ),
+                short: format!("https: {}, then http: {}", https_error.reason, e.reason),
+                retryable: e.retryable,
             }),
         }
     }
@@ -223,6 +452,7 @@ impl Client {
         host: &str,
         ping_url: &Url,
         credential: &Credential,
+        deadline: Option<Instant>,
     ) -> Result<(), AuthorizeError> {
         let Credential::Basic { username, password } = credential else {
             return Ok(());
@@ -232,38 +462,77 @@ impl Client {
             .get(ping_url.clone())
             .basic_auth(username, Some(password));
         let response = http
-            .send(request, &Method::GET, ping_url, Purpose::Ping)
+            .send(request, &Method::GET, ping_url, Purpose::Ping, deadline)
             .await
-            .map_err(|e| AuthorizeError {
-                status: Status::Unreachable,
-                message: format!(
-                    "registry {host} unreachable: {}",
-                    transport::describe(&e, http.timeout)
-                ),
-            })?;
+            .map_err(|e| unreachable_error(host, &e.reason))?;
         match auth::basic_check(host, response.status().as_u16(), credential) {
             None => Ok(()),
             Some(e) => Err(e),
         }
     }
+}
 
-    fn realm_http(&self, endpoint: &Endpoint, realm: &Url) -> &Http {
-        realm_http(endpoint, realm, &self.secure, &self.insecure)
+/// A ping that got no HTTP answer.
+struct PingFailure {
+    /// The whole message, naming the host.
+    message: String,
+    /// The reason alone, for the attempt history.
+    short: String,
+    retryable: bool,
+}
+
+fn unreachable_error(host: &str, reason: &str) -> AuthorizeError {
+    AuthorizeError {
+        status: Status::Unreachable,
+        message: format!("registry {host} unreachable: {reason}"),
     }
 }
 
-/// The client for a token realm: the insecure one only when the endpoint skips
-/// verification and the realm is on the same host; a realm elsewhere is verified.
-pub(crate) fn realm_http<'a>(
+/// The earlier of two optional deadlines.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The token cache key for `scopes` on `endpoint`.
+pub(crate) fn cache_key(
+    endpoint: &Endpoint,
+    params: &BearerParams,
+    credential: &Credential,
+    scopes: Vec<String>,
+) -> CacheKey {
+    CacheKey {
+        host: endpoint.host.clone(),
+        realm: params.realm.clone(),
+        service: params.service.clone(),
+        credential: credential.clone(),
+        scopes,
+    }
+}
+
+/// The client for a token realm: one that skips verification only when the endpoint
+/// skips it and the realm is on the same host (a realm elsewhere is verified), with the
+/// realm host's own certificates when `certs_dir` has them.
+///
+/// # Errors
+/// A message naming the file when the realm host's directory cannot be used.
+pub(crate) fn realm_http(
+    shared: &Shared,
     endpoint: &Endpoint,
     realm: &Url,
-    secure: &'a Http,
-    insecure: &'a Http,
-) -> &'a Http {
-    if endpoint.skip_verify && same_host(&endpoint.host, realm) {
-        insecure
-    } else {
-        secure
+) -> Result<Http, String> {
+    let skip = endpoint.skip_verify && same_host(&endpoint.host, realm);
+    shared.http_for(&authority(realm), skip)
+}
+
+/// `host[:port]` of a URL, the port only when the URL names one.
+pub(crate) fn authority(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
     }
 }
 
@@ -341,5 +610,38 @@ mod tests {
         let client = Client::new(ClientOptions::default()).unwrap();
         assert_eq!(client.request_count(), 0);
         assert_eq!(client.token_request_count(), 0);
+    }
+
+    #[test]
+    fn unreadable_ca_file_names_the_file() {
+        let err = Client::new(ClientOptions {
+            ca_file: Some("/nonexistent/pullcheck-ca.pem".into()),
+            ..ClientOptions::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.status, Status::Unreachable);
+        assert!(
+            err.message.starts_with(
+                "cannot build the HTTP client: ca_file: cannot read /nonexistent/pullcheck-ca.pem"
+            ),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn authorities_and_deadlines() {
+        let u = Url::parse("https://auth.example:8443/token").unwrap();
+        assert_eq!(authority(&u), "auth.example:8443");
+        let u = Url::parse("https://auth.example/token").unwrap();
+        assert_eq!(authority(&u), "auth.example");
+        let u = Url::parse("http://[::1]:5000/token").unwrap();
+        assert_eq!(authority(&u), "[::1]:5000");
+        let now = Instant::now();
+        let later = now + std::time::Duration::from_secs(1);
+        assert_eq!(earliest(Some(now), Some(later)), Some(now));
+        assert_eq!(earliest(None, Some(later)), Some(later));
+        assert_eq!(earliest(Some(now), None), Some(now));
+        assert_eq!(earliest(None, None), None);
     }
 }

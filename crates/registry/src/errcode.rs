@@ -119,7 +119,8 @@ pub(crate) fn parse(body: &[u8]) -> Vec<RegistryError> {
         .errors
         .iter()
         .map(|e| {
-            let raw = text(&e.code);
+            // Clipped first: a code of control characters only is no code at all.
+            let raw = clip(&text(&e.code), 64);
             let raw = if raw.is_empty() {
                 "UNKNOWN".to_string()
             } else {
@@ -127,7 +128,7 @@ pub(crate) fn parse(body: &[u8]) -> Vec<RegistryError> {
             };
             RegistryError {
                 code: Code::from_wire(&raw),
-                raw_code: clip(&raw, 64),
+                raw_code: raw,
                 message: clip(&text(&e.message), 200),
             }
         })
@@ -203,6 +204,16 @@ mod tests {
         assert_eq!(got[0].raw_code, "42");
         assert_eq!(got[0].message, r#"{"a":1}"#);
         assert_eq!(summary(&[]), None);
+    }
+
+    #[test]
+    fn code_of_control_characters_only_reads_as_unknown() {
+        // Found by the `error_envelope` fuzz target.
+        let got = parse(br#"{"errors":[{"code":"\u0000"},{"code":"\n\t","message":"m"}]}"#);
+        assert_eq!(got[0].raw_code, "UNKNOWN");
+        assert_eq!(got[0].code, Code::Unknown);
+        assert_eq!(got[1].summary(), "UNKNOWN: m");
+        assert_eq!(summary(&got).unwrap(), "UNKNOWN; UNKNOWN: m");
     }
 
     #[test]

@@ -28,12 +28,35 @@
 //! # }
 //! ```
 //!
+//! What a build can rely on:
+//! - **Bounded in time.** Every request has a total timeout (and optional connect and
+//!   read timeouts); retries and their backoff sleeps stop at an optional deadline
+//!   ([`ClientOptions::deadline`], [`Client::authorize_before`],
+//!   [`Session::check_before`]). A registry that hangs, trickles or loops ends as
+//!   [`Status::Unreachable`] with the reason.
+//! - **Retried only when it may help.** 408, 429 (after `Retry-After`, seconds or an
+//!   HTTP date, up to a cap), 502, 503, 504 and refused or reset connections, at most
+//!   [`ClientOptions::max_attempts`] times with jittered exponential backoff; never
+//!   400, 401, 403 or 404. [`Answer::attempts`] and [`Answer::detail`] tell each
+//!   attempt's failure.
+//! - **Never "missing" by mistake.** A 401 is [`Status::NoAccess`]; a hiccup is
+//!   [`Status::Unreachable`]; only a 404 (or an index without the platform asked for) is
+//!   [`Status::Missing`].
+//! - **Credentials stay where they belong.** `Authorization` is dropped when a redirect
+//!   changes host; no redirect from https to http; no plain-HTTP token realm for a
+//!   verified registry; client certificates go only to their host.
+//! - **Hostile answers are answers.** Garbage, oversized headers, truncated or
+//!   malformed bodies and unknown error codes are classified, never a panic.
+//!
 //! Code map (containerd's `remotes/docker` split): `challenge` parses
-//! `WWW-Authenticate`; `scope` builds token scopes and URLs; `token` plans, fetches and
-//! reads tokens; `auth` decides what follows a ping; `errcode` reads the error
-//! envelope; `classify` turns an answer into an [`Answer`]; `transport` owns the HTTP
-//! clients; `client` and `session` drive them. Everything but `transport`, `token::fetch`,
-//! `client` and `session` is pure.
+//! `WWW-Authenticate`; `scope` builds token scopes and URLs; `token` plans, fetches,
+//! reads and caches tokens; `auth` decides what follows a ping (and what an
+//! `insufficient_scope` asks for); `errcode` reads the error envelope; `classify` turns
+//! an answer into an [`Answer`]; `platform` reads index platforms; `retry` decides
+//! whether and when to try again; `tls` reads certificate files; `transport` owns the
+//! HTTP clients and their limits; `client` and `session` drive them. `challenge`,
+//! `scope`, `auth`, `errcode`, `classify`, `platform` and the decisions of `retry` and
+//! `token` are pure.
 //!
 //! Secrets (passwords, tokens, `Authorization` headers) never appear in a message, a
 //! `Debug` output or a trace event; trace events show the method, the URL without its
@@ -42,17 +65,24 @@
 #![warn(missing_docs)]
 
 use std::fmt;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 mod auth;
 mod challenge;
 mod classify;
 mod client;
 mod errcode;
+mod platform;
+mod retry;
 mod scope;
 mod session;
+mod tls;
 mod token;
 mod transport;
+
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 
 pub use client::Client;
 pub use session::{MANIFEST_ACCEPT, Session};
@@ -99,41 +129,152 @@ impl fmt::Debug for Credential {
     }
 }
 
-/// Client settings.
+/// Client settings. Build with `..ClientOptions::default()` so that new fields keep
+/// their defaults.
+///
+/// Every wait is bounded: each request by [`ClientOptions::request_timeout`] (and the
+/// optional connect and read timeouts), retries by [`ClientOptions::max_attempts`], and
+/// everything, backoff sleeps included, by the optional [`ClientOptions::deadline`] or
+/// the deadline passed to [`Client::authorize_before`] and [`Session::check_before`].
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
-    /// Timeout of each HTTP request, from connecting to the end of the (bounded) body;
-    /// also the connect timeout. Default 10 s.
+    /// Total timeout of each HTTP request, from connecting to the end of the (bounded)
+    /// body. Default 10 s (10 000 ms). Shortened for a request when less time is left
+    /// before the deadline.
     pub request_timeout: Duration,
-    /// After a 404, one `GET /v2/<name>/tags/list` to tell a missing repository from a
-    /// missing tag and to suggest close tags. Default true.
+    /// Timeout of the TCP connect and TLS handshake. `None` (the default): bounded by
+    /// `request_timeout` only.
+    pub connect_timeout: Option<Duration>,
+    /// Longest wait for the answer's head, and then between two reads of its body.
+    /// `None` (the default): bounded by `request_timeout` only.
+    pub read_timeout: Option<Duration>,
+    /// Nothing is sent, and no backoff sleeps, past this instant; a check that reaches it
+    /// answers [`Status::Unreachable`] naming the deadline. Default `None`. A deadline
+    /// passed per call applies as well; the earlier one wins.
+    pub deadline: Option<Instant>,
+    /// Tries of one check (or one `authorize`), the first included, when answers are
+    /// retryable: 408, 429, 502, 503, 504, and connections refused, reset or closed
+    /// before the answer. 400, 401, 403, 404, timeouts, TLS failures and malformed
+    /// answers are never retried. Default 3; 0 counts as 1.
+    pub max_attempts: u32,
+    /// The first backoff; each further one doubles, up to `backoff_max`, and is jittered
+    /// to between half and all of that. Default 200 ms.
+    pub backoff_base: Duration,
+    /// The longest backoff between two attempts. Default 2 s.
+    pub backoff_max: Duration,
+    /// A `Retry-After` (delta-seconds or HTTP date) up to this long is waited out
+    /// before the next attempt; a longer one ends the retries, and the answer says so.
+    /// Default 10 s.
+    pub retry_after_max: Duration,
+    /// Redirects followed per request; more is an error ("too many redirects"). A
+    /// redirect to another host, port or scheme drops `Authorization` (reqwest's
+    /// redirect handling); one from `https` to `http` is refused. Default 5.
+    pub max_redirects: usize,
+    /// After a 404, one `GET /v2/<name>/tags/list?n=1000` to tell a missing repository from a
+    /// missing tag and to suggest close tags; never sent after any other answer.
+    /// Default true.
     pub tag_hints: bool,
     /// `User-Agent` header.
     pub user_agent: String,
+    /// A PEM file of extra root certificates, trusted for every registry and token
+    /// realm in addition to the system's roots. Default `None`.
+    pub ca_file: Option<PathBuf>,
+    /// A Docker-style certificates directory (like `/etc/docker/certs.d`): for a host
+    /// `H` (`host` or `host:port`, as in the URL), every `<dir>/H/*.crt` is an extra
+    /// root for `H`, and `<dir>/H/client.cert` with `<dir>/H/client.key` (any
+    /// `NAME.cert` with its `NAME.key`, the first by name) is the client certificate
+    /// presented to `H` (mutual TLS). Hosts without a directory use the shared client.
+    /// Default `None`.
+    pub certs_dir: Option<PathBuf>,
+    /// When set, a manifest that is an index or a manifest list (by the `Content-Type`
+    /// of the `HEAD`) is fetched with one `GET`, and the image counts as present only
+    /// if the index lists this platform; otherwise [`Status::Missing`] with
+    /// [`Missing::Platform`], the detail listing the platforms present. A single
+    /// manifest is not checked (its platform is in its config blob). Default `None`: a
+    /// `GET` counts against Docker Hub's pull limits, a `HEAD` does not.
+    pub platform: Option<Platform>,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
         Self {
             request_timeout: Duration::from_secs(10),
+            connect_timeout: None,
+            read_timeout: None,
+            deadline: None,
+            max_attempts: 3,
+            backoff_base: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(2),
+            retry_after_max: Duration::from_secs(10),
+            max_redirects: 5,
             tag_hints: true,
             user_agent: concat!("pullcheck/", env!("CARGO_PKG_VERSION")).to_string(),
+            ca_file: None,
+            certs_dir: None,
+            platform: None,
         }
+    }
+}
+
+/// A platform, as in the `platform` object of an OCI index or Docker manifest list
+/// entry (OCI image spec, "Image Index"): `os`, `architecture` and `variant`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Platform {
+    /// The operating system, e.g. `linux`, `windows`.
+    pub os: String,
+    /// The CPU architecture in Go's terms (`GOARCH`), e.g. `amd64`, `arm64`, `arm`.
+    pub arch: String,
+    /// The CPU variant, e.g. `v8` for `arm64`, `v7` for `arm`; `None` matches any.
+    pub variant: Option<String>,
+}
+
+impl Platform {
+    /// Reads `os/arch[/variant]`, e.g. `linux/amd64` or `linux/arm/v7`, as
+    /// `docker --platform` takes it.
+    ///
+    /// # Errors
+    /// A message when there are not two or three non-empty parts separated by `/`.
+    pub fn parse(s: &str) -> Result<Platform, String> {
+        let parts: Vec<&str> = s.split('/').collect();
+        let ok = (2..=3).contains(&parts.len()) && parts.iter().all(|p| !p.trim().is_empty());
+        if !ok {
+            return Err(format!(
+                "platform {s:?} is not os/arch[/variant], e.g. linux/amd64 or linux/arm/v7"
+            ));
+        }
+        Ok(Platform {
+            os: parts[0].trim().to_string(),
+            arch: parts[1].trim().to_string(),
+            variant: parts.get(2).map(|v| v.trim().to_string()),
+        })
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.os, self.arch)?;
+        if let Some(v) = &self.variant {
+            write!(f, "/{v}")?;
+        }
+        Ok(())
     }
 }
 
 /// The status of one manifest query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
-    /// 200.
+    /// 200 (and, when a platform is asked for, listed by the index).
     Present,
-    /// 404: the tag, digest or repository does not exist.
+    /// 404: the tag, digest or repository does not exist; or the index does not list
+    /// the platform asked for.
     Missing,
     /// 401 after authenticating (or anonymously): missing, or no access with these credentials.
     NoAccess,
     /// 403, or credentials rejected.
     Denied,
-    /// Network error, timeout, 5xx, or an answer that makes no sense.
+    /// Network error, timeout, 5xx or 429 after the retries, a deadline reached, or an
+    /// answer that makes no sense (not HTTP, a header too large, a redirect loop, a
+    /// wrong digest, an index that cannot be read).
     Unreachable,
 }
 
@@ -146,6 +287,9 @@ pub enum Missing {
     Digest,
     /// The repository does not exist.
     Repository,
+    /// The manifest exists, but its index does not list the platform asked for
+    /// ([`ClientOptions::platform`]); the detail lists the platforms present.
+    Platform,
 }
 
 /// The answer for one manifest.
@@ -166,9 +310,15 @@ pub struct Answer {
     /// The `Content-Type` of a present manifest, without parameters, e.g.
     /// `application/vnd.oci.image.index.v1+json`.
     pub media_type: Option<String>,
+    /// How many attempts the check took: 1, plus one for each retry after a retryable
+    /// failure of any of its requests (manifest, token, index), at most
+    /// [`ClientOptions::max_attempts`]. When an attempt failed, [`Answer::detail`] lists
+    /// why each failed attempt failed, and why retrying stopped early if it did.
+    pub attempts: u32,
 }
 
-/// A failure to ping or authenticate against a registry, which applies to every image on it.
+/// A failure to ping or authenticate against a registry, which applies to every image on
+/// it. After retries, the message lists each attempt's failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct AuthorizeError {

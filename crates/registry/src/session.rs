@@ -1,24 +1,26 @@
 //! [`Session`]: the authenticated view of one registry, and the query loop
-//! (HEAD, the GET fallback, the tag list), which asks [`crate::classify`] what each
-//! answer means.
+//! (HEAD, the GET fallback, retries, a new token for an insufficient scope, the tag
+//! list, the platform check), which asks [`crate::classify`] what each answer means.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use reqwest::Method as HttpMethod;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, LINK, RETRY_AFTER, WWW_AUTHENTICATE};
 use url::Url;
 
 use crate::auth::{self, Plan};
-use crate::classify::{self, Decision, Method, Query, Ref, Reply, Who};
-use crate::client::{join, realm_http};
+use crate::classify::{self, Decision, IndexReply, Method, Query, Ref, Reply, Who};
+use crate::client::{Shared, cache_key, earliest, join, realm_http};
 use crate::errcode;
+use crate::platform;
+use crate::retry::{self, Attempts};
 use crate::scope;
-use crate::token::{self, BearerParams, Secret, Token};
-use crate::transport::{self, Http, Purpose};
-use crate::{Answer, Credential, Endpoint, Missing};
+use crate::token::{BearerParams, Secret};
+use crate::transport::{self, Body, Http, Purpose};
+use crate::{Answer, Credential, Endpoint, Missing, Platform, Status};
 
 /// The `Accept` list of every manifest request: OCI index and manifest, Docker manifest
 /// list and schema 2 manifest. A shorter list makes some registries (distribution
@@ -39,21 +41,20 @@ pub(crate) enum Mode {
     Basic,
     /// The registry wants Basic and there is no user name and password.
     BasicWithoutCredential,
-    /// Bearer tokens from this realm; `first` covers the authorized repositories.
-    Bearer { params: BearerParams, first: Token },
+    /// Bearer tokens from this realm, through `http`; the token for the authorized
+    /// repositories is in the client's cache.
+    Bearer { params: BearerParams, http: Http },
 }
 
 /// What [`Session::new`] is built from.
 pub(crate) struct Parts<'a> {
+    pub shared: Arc<Shared>,
     pub endpoint: Endpoint,
     pub base: Url,
     pub http: Http,
-    pub secure: Http,
-    pub insecure: Http,
     pub credential: Credential,
     pub mode: Mode,
     pub repositories: &'a [String],
-    pub tag_hints: bool,
 }
 
 enum Auth {
@@ -65,36 +66,28 @@ enum Auth {
 struct Bearer {
     params: BearerParams,
     http: Http,
-    tokens: RwLock<Tokens>,
-    /// Held while a token is fetched, so concurrent checks fetch it once.
-    refresh: tokio::sync::Mutex<()>,
-}
-
-#[derive(Default)]
-struct Tokens {
-    /// The token for all authorized repositories.
-    main: Option<Token>,
-    /// Tokens for repositories queried without having been authorized.
-    extra: HashMap<String, Token>,
 }
 
 struct Inner {
+    shared: Arc<Shared>,
     endpoint: Endpoint,
     base: Url,
     http: Http,
-    secure: Http,
-    insecure: Http,
     credential: Credential,
-    tag_hints: bool,
     authorized: BTreeSet<String>,
+    /// The scopes of the authorized repositories, asked for together.
     scopes: Vec<String>,
+    /// Repositories whose token is asked for on its own, after the registry answered
+    /// `insufficient_scope` to the shared one, with the scopes asked for.
+    own_scopes: RwLock<HashMap<String, Vec<String>>>,
     /// Set by `authorize`, or once from the first challenge on an open registry.
     auth: OnceLock<Auth>,
 }
 
 /// An authenticated view of one registry. Cheap to clone, `Send + Sync`: clones share
-/// the connection pool and the token, which is refreshed before it expires (once, however
-/// many tasks query concurrently). Never shows a secret in `Debug`.
+/// the connection pool and the client's token cache, whose tokens are refreshed before
+/// they expire (once, however many tasks query concurrently). Never shows a secret in
+/// `Debug`.
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<Inner>,
@@ -137,39 +130,21 @@ impl Session {
             Mode::Open => None,
             Mode::Basic => Some(Auth::Basic),
             Mode::BasicWithoutCredential => Some(Auth::BasicWithoutCredential),
-            Mode::Bearer { params, first } => {
-                let http = realm_http(
-                    &parts.endpoint,
-                    &params.realm,
-                    &parts.secure,
-                    &parts.insecure,
-                )
-                .clone();
-                Some(Auth::Bearer(Box::new(Bearer {
-                    params,
-                    http,
-                    tokens: RwLock::new(Tokens {
-                        main: Some(first),
-                        extra: HashMap::new(),
-                    }),
-                    refresh: tokio::sync::Mutex::new(()),
-                })))
-            }
+            Mode::Bearer { params, http } => Some(Auth::Bearer(Box::new(Bearer { params, http }))),
         };
         if let Some(a) = set {
             let _ = auth.set(a);
         }
         Session {
             inner: Arc::new(Inner {
+                shared: parts.shared,
                 endpoint: parts.endpoint,
                 base: parts.base,
                 http: parts.http,
-                secure: parts.secure,
-                insecure: parts.insecure,
                 credential: parts.credential,
-                tag_hints: parts.tag_hints,
                 authorized,
                 scopes,
+                own_scopes: RwLock::new(HashMap::new()),
                 auth,
             }),
         }
@@ -191,30 +166,70 @@ impl Session {
     ///
     /// `reference` is a tag (`3.19`), a digest (`sha256:…`), or `tag@digest`, of which
     /// only the digest is queried. The answer is never an error: network failures,
-    /// timeouts and odd statuses become [`crate::Status::Unreachable`] with the reason in
-    /// [`Answer::detail`].
+    /// timeouts and odd statuses become [`Status::Unreachable`] with the reason in
+    /// [`Answer::detail`]; [`Answer::attempts`] says how many tries it took.
     ///
-    /// - 200: present, with `Docker-Content-Digest` when sent; for a digest reference a
-    ///   different digest of the same algorithm is [`crate::Status::Unreachable`].
+    /// - 200: present, with `Docker-Content-Digest` when sent (its absence is fine);
+    ///   for a digest reference a different digest of the same algorithm is
+    ///   [`Status::Unreachable`]. With [`crate::ClientOptions::platform`], an index or
+    ///   manifest list is fetched and must list the platform, else
+    ///   [`Status::Missing`] with [`Missing::Platform`].
     /// - 404: missing; with [`crate::ClientOptions::tag_hints`], one
     ///   `GET /v2/<repository>/tags/list?n=1000` tells a missing repository from a
     ///   missing tag and suggests close tags.
-    /// - 401: [`crate::Status::NoAccess`] (missing, or no access), never missing.
-    /// - 403: [`crate::Status::Denied`].
+    /// - 401: [`Status::NoAccess`] (missing, or no access), never missing. When a
+    ///   bearer token was sent and the challenge says `error="insufficient_scope"`, a
+    ///   token for that repository alone is fetched once and the request sent again.
+    /// - 403: [`Status::Denied`].
     /// - 405 and 501 on HEAD: the same request as GET.
-    /// - 429 and 5xx: [`crate::Status::Unreachable`] with the status (not retried yet).
+    /// - 408, 429, 502, 503, 504, and refused or reset connections: retried with
+    ///   backoff (429: after `Retry-After`), then [`Status::Unreachable`] listing each
+    ///   attempt's failure. Other 5xx: [`Status::Unreachable`] at once.
     pub async fn check(&self, repository: &str, reference: &str) -> Answer {
+        self.check_until(repository, reference, None).await
+    }
+
+    /// [`Session::check`] that sends nothing, and sleeps no backoff, past `deadline`
+    /// (nor past [`crate::ClientOptions::deadline`], if earlier). Reaching it is
+    /// [`Status::Unreachable`] naming the deadline.
+    pub async fn check_before(
+        &self,
+        repository: &str,
+        reference: &str,
+        deadline: Instant,
+    ) -> Answer {
+        self.check_until(repository, reference, Some(deadline))
+            .await
+    }
+
+    async fn check_until(
+        &self,
+        repository: &str,
+        reference: &str,
+        deadline: Option<Instant>,
+    ) -> Answer {
+        let shared = &self.inner.shared;
+        let mut attempts =
+            Attempts::new(shared.policy, earliest(shared.options.deadline, deadline));
+        let mut answer = self.run(repository, reference, &mut attempts).await;
+        answer.attempts = attempts.made();
+        attempts.annotate(&mut answer.detail);
+        answer
+    }
+
+    async fn run(&self, repository: &str, reference: &str, attempts: &mut Attempts) -> Answer {
         let inner = &self.inner;
         let reference = Ref::parse(reference);
         let url = manifest_url(&inner.base, repository, reference.as_str());
+        let platform = inner.shared.options.platform.as_ref();
         let mut method = Method::Head;
         let mut adopted = false;
+        let mut rescoped = false;
         loop {
-            let authorization = match self.authorization(repository).await {
+            let authorization = match self.authorization(repository, attempts).await {
                 Ok(a) => a,
                 Err(answer) => return answer,
             };
-            let sent_nothing = authorization.is_none();
             let http_method = match method {
                 Method::Head => HttpMethod::HEAD,
                 Method::Get => HttpMethod::GET,
@@ -229,28 +244,57 @@ impl Session {
             );
             let response = match inner
                 .http
-                .send(request, &http_method, &url, Purpose::Manifest)
+                .send(
+                    request,
+                    &http_method,
+                    &url,
+                    Purpose::Manifest,
+                    attempts.deadline(),
+                )
                 .await
             {
                 Ok(r) => r,
                 Err(e) => {
-                    return classify::transport_failure(
-                        &inner.endpoint.host,
-                        method,
-                        &transport::describe(&e, inner.http.timeout),
-                    );
+                    if e.retryable && attempts.retry(e.reason.clone(), None).await {
+                        continue;
+                    }
+                    return classify::transport_failure(&inner.endpoint.host, method, &e.reason);
                 }
             };
             let status = response.status().as_u16();
-            if status == 401 && sent_nothing && !adopted && self.adopt(response.headers()) {
-                adopted = true;
-                continue;
+            if status == 401 {
+                if authorization.is_none() && !adopted && self.adopt(response.headers()) {
+                    adopted = true;
+                    continue;
+                }
+                if matches!(authorization, Some(Authorization::Bearer(_)))
+                    && !rescoped
+                    && self.rescope(repository, response.headers())
+                {
+                    rescoped = true;
+                    continue;
+                }
             }
             let headers = response.headers().clone();
+            let content_type = header(&headers, CONTENT_TYPE.as_str())
+                .map(|c| c.split(';').next().unwrap_or(c).trim().to_string());
+            let wants_index =
+                platform.is_some() && content_type.as_deref().is_some_and(platform::is_index);
+            let mut index_body = None;
             let errors = if method == Method::Get && status >= 400 {
-                errcode::parse(
-                    &transport::read_limited(response, transport::ERROR_BODY_LIMIT).await,
-                )
+                let body = inner
+                    .http
+                    .read_limited(response, transport::ERROR_BODY_LIMIT)
+                    .await;
+                errcode::parse(&body.bytes)
+            } else if method == Method::Get && (200..300).contains(&status) && wants_index {
+                index_body = Some(
+                    inner
+                        .http
+                        .read_limited(response, transport::MANIFEST_BODY_LIMIT)
+                        .await,
+                );
+                Vec::new()
             } else {
                 drop(response);
                 Vec::new()
@@ -261,19 +305,43 @@ impl Session {
                 status,
                 digest: header(&headers, DOCKER_CONTENT_DIGEST),
                 content_type: header(&headers, CONTENT_TYPE.as_str()),
-                retry_after: header(&headers, RETRY_AFTER.as_str()),
+                retry_after: header(&headers, RETRY_AFTER.as_str())
+                    .and_then(|v| retry::parse_retry_after(v, SystemTime::now())),
                 errors: &errors,
             };
             match classify::manifest(&query, &reply) {
-                Decision::Done(answer) => return answer,
+                Decision::Done(answer) => {
+                    return match platform {
+                        Some(want) if answer.status == Status::Present && wants_index => {
+                            self.check_platform(
+                                &query,
+                                answer,
+                                want,
+                                index_body,
+                                authorization.as_ref(),
+                                attempts,
+                            )
+                            .await
+                        }
+                        _ => answer,
+                    };
+                }
                 Decision::Get => method = Method::Get,
                 Decision::ListTags(missing) => {
                     return self
-                        .list_tags(&query, missing, authorization.as_ref())
+                        .list_tags(&query, missing, authorization.as_ref(), attempts.deadline())
                         .await;
                 }
-                // The seam for retries: a retry loop would wait `retry_after` here.
-                Decision::Retryable { answer, .. } => return answer,
+                Decision::Retryable {
+                    answer,
+                    retry_after,
+                    failure,
+                } => {
+                    if attempts.retry(failure, retry_after).await {
+                        continue;
+                    }
+                    return answer;
+                }
             }
         }
     }
@@ -291,7 +359,7 @@ impl Session {
             repository,
             reference,
             who,
-            tag_hints: self.inner.tag_hints,
+            tag_hints: self.inner.shared.options.tag_hints,
         }
     }
 
@@ -319,19 +387,13 @@ impl Session {
             Plan::Basic => Auth::Basic,
             Plan::BasicWithoutCredential => Auth::BasicWithoutCredential,
             Plan::Bearer(params) => {
-                let http = realm_http(
-                    &inner.endpoint,
-                    &params.realm,
-                    &inner.secure,
-                    &inner.insecure,
-                )
-                .clone();
-                Auth::Bearer(Box::new(Bearer {
-                    params,
-                    http,
-                    tokens: RwLock::new(Tokens::default()),
-                    refresh: tokio::sync::Mutex::new(()),
-                }))
+                match realm_http(&inner.shared, &inner.endpoint, &params.realm) {
+                    Ok(http) => Auth::Bearer(Box::new(Bearer { params, http })),
+                    Err(e) => {
+                        tracing::debug!(host = %inner.endpoint.host, error = %e, "cannot reach the realm of a 401");
+                        return false;
+                    }
+                }
             }
             Plan::Open | Plan::Fail(_) => return false,
         };
@@ -340,9 +402,57 @@ impl Session {
         !matches!(inner.auth.get(), Some(Auth::BasicWithoutCredential))
     }
 
+    /// After a 401 to a bearer token: when the registry says the token's scope is
+    /// insufficient, and a token for other scopes would be asked for, switches
+    /// `repository` to its own token. Returns whether the request should be sent again.
+    fn rescope(&self, repository: &str, headers: &HeaderMap) -> bool {
+        let values: Vec<&[u8]> = headers
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        let Some(wanted) = auth::insufficient_scope(values, repository) else {
+            return false;
+        };
+        if self.scopes_for(repository) == wanted {
+            return false;
+        }
+        tracing::debug!(
+            host = %self.inner.endpoint.host,
+            repository,
+            "insufficient_scope: asking a token for this repository alone"
+        );
+        self.inner
+            .own_scopes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(repository.to_string(), wanted);
+        true
+    }
+
+    /// The scopes of the token used for `repository`.
+    fn scopes_for(&self, repository: &str) -> Vec<String> {
+        let inner = &self.inner;
+        let own = inner
+            .own_scopes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(repository)
+            .cloned();
+        match own {
+            Some(scopes) => scopes,
+            None if inner.authorized.contains(repository) => inner.scopes.clone(),
+            None => vec![scope::repository_pull(repository)],
+        }
+    }
+
     /// The `Authorization` to send for `repository`, fetching or refreshing a token when
     /// needed. A token failure is the answer.
-    async fn authorization(&self, repository: &str) -> Result<Option<Authorization>, Answer> {
+    async fn authorization(
+        &self,
+        repository: &str,
+        attempts: &mut Attempts,
+    ) -> Result<Option<Authorization>, Answer> {
         let inner = &self.inner;
         match inner.auth.get() {
             None | Some(Auth::BasicWithoutCredential) => Ok(None),
@@ -353,67 +463,147 @@ impl Session {
                 ))),
                 _ => Ok(None),
             },
-            Some(Auth::Bearer(bearer)) => self
-                .token(bearer, repository)
-                .await
-                .map(|t| Some(Authorization::Bearer(t))),
-        }
-    }
-
-    async fn token(&self, bearer: &Bearer, repository: &str) -> Result<Secret, Answer> {
-        let inner = &self.inner;
-        let covered = inner.authorized.contains(repository);
-        let cached = |tokens: &Tokens| -> Option<Secret> {
-            let token = if covered {
-                tokens.main.as_ref()
-            } else {
-                tokens.extra.get(repository)
-            };
-            token
-                .filter(|t| t.is_fresh(Instant::now()))
-                .map(|t| t.value.clone())
-        };
-        if let Some(t) = cached(&read(&bearer.tokens)) {
-            return Ok(t);
-        }
-        let _guard = bearer.refresh.lock().await;
-        if let Some(t) = cached(&read(&bearer.tokens)) {
-            return Ok(t);
-        }
-        let scopes = if covered {
-            inner.scopes.clone()
-        } else {
-            vec![scope::repository_pull(repository)]
-        };
-        match token::fetch(&bearer.http, &bearer.params, &inner.credential, &scopes).await {
-            Ok(token) => {
-                let value = token.value.clone();
-                let mut tokens = bearer
+            Some(Auth::Bearer(bearer)) => {
+                let key = cache_key(
+                    &inner.endpoint,
+                    &bearer.params,
+                    &inner.credential,
+                    self.scopes_for(repository),
+                );
+                inner
+                    .shared
                     .tokens
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if covered {
-                    tokens.main = Some(token);
-                } else {
-                    tokens.extra.insert(repository.to_string(), token);
-                }
-                Ok(value)
+                    .get(key, &bearer.http, &bearer.params, attempts)
+                    .await
+                    .map(|t| Some(Authorization::Bearer(t)))
+                    .map_err(|failure| {
+                        classify::from_authorize_error(&auth::token_failure(
+                            &inner.endpoint.host,
+                            &bearer.params,
+                            &inner.credential,
+                            &failure,
+                        ))
+                    })
             }
-            Err(failure) => Err(classify::from_authorize_error(&auth::token_failure(
-                &inner.endpoint.host,
-                &bearer.params,
-                &inner.credential,
-                &failure,
-            ))),
         }
     }
 
-    /// `GET /v2/<repository>/tags/list?n=1000` after a 404.
+    /// The platform check of a present index: its body from the GET that answered, or
+    /// one `GET` of it (by digest when the registry named it), retried like the HEAD.
+    async fn check_platform(
+        &self,
+        query: &Query<'_>,
+        present: Answer,
+        want: &Platform,
+        body: Option<Body>,
+        authorization: Option<&Authorization>,
+        attempts: &mut Attempts,
+    ) -> Answer {
+        if let Some(body) = body {
+            return classify::platform(query, present, want, index_reply(&body));
+        }
+        let inner = &self.inner;
+        let target = present
+            .digest
+            .as_deref()
+            .unwrap_or(query.reference.as_str());
+        let url = manifest_url(&inner.base, query.repository, target);
+        loop {
+            let request = with_auth(
+                inner
+                    .http
+                    .client
+                    .get(url.clone())
+                    .header(ACCEPT, MANIFEST_ACCEPT),
+                authorization,
+            );
+            let response = match inner
+                .http
+                .send(
+                    request,
+                    &HttpMethod::GET,
+                    &url,
+                    Purpose::Manifest,
+                    attempts.deadline(),
+                )
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    if e.retryable
+                        && attempts
+                            .retry(format!("index GET: {}", e.reason), None)
+                            .await
+                    {
+                        continue;
+                    }
+                    return classify::platform(query, present, want, IndexReply::Failed(&e.reason));
+                }
+            };
+            let status = response.status().as_u16();
+            if (200..300).contains(&status) {
+                let body = inner
+                    .http
+                    .read_limited(response, transport::MANIFEST_BODY_LIMIT)
+                    .await;
+                if let Some(e) = &body.error
+                    && e.retryable
+                    && attempts
+                        .retry(format!("index GET: {}", e.reason), None)
+                        .await
+                {
+                    continue;
+                }
+                return classify::platform(query, present, want, index_reply(&body));
+            }
+            if retry::retryable_status(status) {
+                let retry_after = response
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+                drop(response);
+                if attempts
+                    .retry(format!("index GET: HTTP {status}"), retry_after)
+                    .await
+                {
+                    continue;
+                }
+                return classify::platform(
+                    query,
+                    present,
+                    want,
+                    IndexReply::Status {
+                        status,
+                        errors: &[],
+                    },
+                );
+            }
+            let body = inner
+                .http
+                .read_limited(response, transport::ERROR_BODY_LIMIT)
+                .await;
+            let errors = errcode::parse(&body.bytes);
+            return classify::platform(
+                query,
+                present,
+                want,
+                IndexReply::Status {
+                    status,
+                    errors: &errors,
+                },
+            );
+        }
+    }
+
+    /// `GET /v2/<repository>/tags/list?n=1000` after a 404; one attempt, within the
+    /// deadline.
     async fn list_tags(
         &self,
         query: &Query<'_>,
         missing: Missing,
         authorization: Option<&Authorization>,
+        deadline: Option<Instant>,
     ) -> Answer {
         let inner = &self.inner;
         let mut url = join(&inner.base, "v2/");
@@ -427,17 +617,11 @@ impl Session {
         let request = with_auth(inner.http.client.get(url.clone()), authorization);
         let response = match inner
             .http
-            .send(request, &HttpMethod::GET, &url, Purpose::Tags)
+            .send(request, &HttpMethod::GET, &url, Purpose::Tags, deadline)
             .await
         {
             Ok(r) => r,
-            Err(e) => {
-                return classify::tags_list_failed(
-                    query,
-                    missing,
-                    &transport::describe(&e, inner.http.timeout),
-                );
-            }
+            Err(e) => return classify::tags_list_failed(query, missing, &e.reason),
         };
         let status = response.status().as_u16();
         let link_next = response
@@ -450,20 +634,32 @@ impl Session {
         } else {
             transport::ERROR_BODY_LIMIT
         };
-        let body = transport::read_limited(response, limit).await;
+        let body = inner.http.read_limited(response, limit).await;
+        if let Some(e) = body.error {
+            return classify::tags_list_failed(
+                query,
+                missing,
+                &format!("reading it: {}", e.reason),
+            );
+        }
         let errors = if status >= 400 {
-            errcode::parse(&body)
+            errcode::parse(&body.bytes)
         } else {
             Vec::new()
         };
-        classify::tags_list(query, missing, status, &body, &errors, link_next)
+        classify::tags_list(query, missing, status, &body.bytes, &errors, link_next)
     }
 }
 
-fn read(tokens: &RwLock<Tokens>) -> std::sync::RwLockReadGuard<'_, Tokens> {
-    tokens
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// What an index body holds for the platform check.
+fn index_reply(body: &Body) -> IndexReply<'_> {
+    match &body.error {
+        Some(e) => IndexReply::Failed(&e.reason),
+        None => IndexReply::Body {
+            bytes: &body.bytes,
+            truncated: body.truncated,
+        },
+    }
 }
 
 fn with_auth(

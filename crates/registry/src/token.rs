@@ -1,16 +1,21 @@
 //! Bearer tokens: which request to send to the realm for a credential (pure), how to
-//! read the reply (pure), and the fetch itself, GET or the OAuth2 POST with its GET
-//! fallback (distribution token-auth spec and `oauth.md`).
+//! read the reply (pure), the fetch itself, GET or the OAuth2 POST with its GET
+//! fallback (distribution token-auth spec and `oauth.md`), retried like every request,
+//! and the client's cache of tokens per (registry, credential, scope set).
 
+use std::collections::HashMap;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::Method;
+use reqwest::header::RETRY_AFTER;
 use serde::Deserialize;
 use url::Url;
 
 use crate::Credential;
 use crate::challenge::Challenge;
+use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::transport::{self, Http, Purpose};
 
@@ -191,12 +196,34 @@ pub(crate) fn oauth_fallback(
 pub(crate) enum TokenFailure {
     /// The realm refused the credential: 401 or 403, or OAuth2 `invalid_grant`.
     Rejected { status: u16 },
-    /// Any other non-success status.
-    Status { status: u16 },
+    /// Any other non-success status, with the `Retry-After` it came with.
+    Status {
+        status: u16,
+        retry_after: Option<Duration>,
+    },
     /// No answer: the described network, TLS or timeout error.
-    Transport(String),
+    Transport { reason: String, retryable: bool },
     /// A success status with a body that holds no token.
     BadReply(String),
+}
+
+impl TokenFailure {
+    /// Whether another attempt may succeed, and how long the realm asked to wait.
+    fn retry(&self) -> Option<(String, Option<Duration>)> {
+        match self {
+            TokenFailure::Status {
+                status,
+                retry_after,
+            } if retry::retryable_status(*status) => {
+                Some((format!("token server: HTTP {status}"), *retry_after))
+            }
+            TokenFailure::Transport {
+                reason,
+                retryable: true,
+            } => Some((format!("token server: {reason}"), None)),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -251,7 +278,11 @@ fn is_invalid_grant(body: &[u8]) -> bool {
 }
 
 /// Sends one token request and reads the token.
-async fn send(http: &Http, request: &TokenRequest) -> Result<Token, TokenFailure> {
+async fn send(
+    http: &Http,
+    request: &TokenRequest,
+    deadline: Option<Instant>,
+) -> Result<Token, TokenFailure> {
     let (method, url, builder) = match request {
         TokenRequest::Get { url, basic } => {
             let mut b = http.client.get(url.clone());
@@ -289,45 +320,82 @@ async fn send(http: &Http, request: &TokenRequest) -> Result<Token, TokenFailure
     };
     let obtained = Instant::now();
     let response = http
-        .send(builder, &method, url, Purpose::Token)
+        .send(builder, &method, url, Purpose::Token, deadline)
         .await
-        .map_err(|e| TokenFailure::Transport(transport::describe(&e, http.timeout)))?;
+        .map_err(|e| TokenFailure::Transport {
+            reason: e.reason,
+            retryable: e.retryable,
+        })?;
     let status = response.status().as_u16();
     if response.status().is_success() {
-        let body = transport::read_limited(response, transport::TOKEN_BODY_LIMIT).await;
-        return parse_reply(&body, obtained).map_err(TokenFailure::BadReply);
+        let body = http
+            .read_limited(response, transport::TOKEN_BODY_LIMIT)
+            .await;
+        if let Some(e) = body.error {
+            return Err(TokenFailure::Transport {
+                reason: format!("reading the token reply: {}", e.reason),
+                retryable: e.retryable,
+            });
+        }
+        if body.truncated {
+            return Err(TokenFailure::BadReply(format!(
+                "the token reply is larger than {} KiB",
+                transport::TOKEN_BODY_LIMIT / 1024
+            )));
+        }
+        return parse_reply(&body.bytes, obtained).map_err(TokenFailure::BadReply);
     }
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
     let oauth = matches!(request, TokenRequest::OAuthRefresh { .. });
     match status {
         401 | 403 => Err(TokenFailure::Rejected { status }),
         400 if oauth => {
-            let body = transport::read_limited(response, transport::ERROR_BODY_LIMIT).await;
-            if is_invalid_grant(&body) {
+            let body = http
+                .read_limited(response, transport::ERROR_BODY_LIMIT)
+                .await;
+            if is_invalid_grant(&body.bytes) {
                 Err(TokenFailure::Rejected { status })
             } else {
-                Err(TokenFailure::Status { status })
+                Err(TokenFailure::Status {
+                    status,
+                    retry_after,
+                })
             }
         }
-        _ => Err(TokenFailure::Status { status }),
+        _ => Err(TokenFailure::Status {
+            status,
+            retry_after,
+        }),
     }
 }
 
 /// Obtains a token for `scopes`: the plan's request, and for an identity token whose
-/// POST the realm answers 404 or 405, the GET fallback.
+/// POST the realm answers 404 or 405, the GET fallback. Retryable failures (408, 429,
+/// 502, 503, 504, refused or reset connections) are retried within `attempts`.
 pub(crate) async fn fetch(
     http: &Http,
     params: &BearerParams,
     credential: &Credential,
     scopes: &[String],
+    attempts: &mut Attempts,
 ) -> Result<Token, TokenFailure> {
-    match plan(params, credential, scopes) {
-        TokenPlan::Ready(value) => Ok(Token {
-            value,
-            obtained: Instant::now(),
-            // A ready token has no known lifetime; it is never refreshed.
-            lifetime: Duration::MAX,
-        }),
-        TokenPlan::Request(request) => match send(http, &request).await {
+    let mut request = match plan(params, credential, scopes) {
+        TokenPlan::Ready(value) => {
+            return Ok(Token {
+                value,
+                obtained: Instant::now(),
+                // A ready token has no known lifetime; it is never refreshed.
+                lifetime: Duration::MAX,
+            });
+        }
+        TokenPlan::Request(request) => request,
+    };
+    loop {
+        match send(http, &request, attempts.deadline()).await {
             Err(TokenFailure::Status {
                 status: 404 | 405, ..
             }) if matches!(request, TokenRequest::OAuthRefresh { .. }) => {
@@ -335,10 +403,74 @@ pub(crate) async fn fetch(
                     unreachable!("matched above")
                 };
                 tracing::debug!("token realm has no OAuth2 endpoint; falling back to GET");
-                send(http, &oauth_fallback(params, refresh_token, scopes)).await
+                request = oauth_fallback(params, refresh_token, scopes);
             }
-            other => other,
-        },
+            Err(failure) => {
+                let again = match failure.retry() {
+                    Some((reason, retry_after)) => attempts.retry(reason, retry_after).await,
+                    None => false,
+                };
+                if !again {
+                    return Err(failure);
+                }
+            }
+            Ok(token) => return Ok(token),
+        }
+    }
+}
+
+/// What a cached token is for: the registry host, the realm and service that issue it,
+/// the credential it was obtained with, and the (sorted) scopes it was asked for.
+/// `Debug` shows no secret.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct CacheKey {
+    pub host: String,
+    pub realm: Url,
+    pub service: Option<String>,
+    pub credential: Credential,
+    pub scopes: Vec<String>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Token>>>;
+
+/// The tokens of one client, per [`CacheKey`], kept until shortly before they expire.
+/// A fetch holds its key's slot, so concurrent users of one key fetch it once.
+#[derive(Default)]
+pub(crate) struct Cache {
+    slots: Mutex<HashMap<CacheKey, Slot>>,
+}
+
+impl fmt::Debug for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.slots.lock().map(|s| s.len()).unwrap_or_default();
+        f.debug_struct("TokenCache").field("keys", &n).finish()
+    }
+}
+
+impl Cache {
+    /// A fresh token for `key`: the cached one, or a new one from `http`.
+    pub async fn get(
+        &self,
+        key: CacheKey,
+        http: &Http,
+        params: &BearerParams,
+        attempts: &mut Attempts,
+    ) -> Result<Secret, TokenFailure> {
+        let slot: Slot = {
+            let mut slots = self
+                .slots
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            slots.entry(key.clone()).or_default().clone()
+        };
+        let mut held = slot.lock().await;
+        if let Some(token) = held.as_ref().filter(|t| t.is_fresh(Instant::now())) {
+            return Ok(token.value.clone());
+        }
+        let token = fetch(http, params, &key.credential, &key.scopes, attempts).await?;
+        let value = token.value.clone();
+        *held = Some(token);
+        Ok(value)
     }
 }
 

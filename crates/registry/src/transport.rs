@@ -1,9 +1,16 @@
-//! The HTTP side: building the two `reqwest` clients, sending one request with its
-//! trace event, reading bounded bodies, and turning a transport failure into a precise,
-//! secret-free reason.
+//! The HTTP side: building `reqwest` clients (timeouts, redirects, TLS roots and client
+//! certificates), sending one request with its trace event and its share of the
+//! deadline, reading bounded bodies, and turning a transport failure into a precise,
+//! secret-free reason and a retry verdict.
 //!
 //! Invariant: nothing here knows the registry protocol; every byte that leaves or enters
 //! the process through this crate goes through [`Http::send`].
+//!
+//! Limits: each request has a total timeout (and optional connect and read timeouts),
+//! shortened to what is left before the deadline; at most `max_redirects` redirects,
+//! never from `https` to `http`; an answer head of at most 100 header fields and, over
+//! HTTP/1, at most hyper's read buffer (about 400 KiB), over HTTP/2 at most 64 KiB of
+//! headers; bodies at most the `*_BODY_LIMIT` below.
 
 use std::error::Error as _;
 use std::io;
@@ -14,12 +21,21 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, RequestBuilder, Response};
 use url::Url;
 
+use crate::ClientOptions;
+
 /// At most this much of an error body is read.
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// At most this much of a token reply is read (JWTs of several KiB are common).
 pub(crate) const TOKEN_BODY_LIMIT: usize = 1024 * 1024;
 /// At most this much of a tag list is read (1000 tags fit many times over).
 pub(crate) const TAGS_BODY_LIMIT: usize = 4 * 1024 * 1024;
+/// At most this much of a manifest (an index, for the platform check) is read: the
+/// size the OCI distribution spec asks registries to accept.
+pub(crate) const MANIFEST_BODY_LIMIT: usize = 4 * 1024 * 1024;
+/// At most this many header fields in an answer (HTTP/1).
+pub(crate) const MAX_HEADER_FIELDS: usize = 100;
+/// At most this many bytes of headers in an answer (HTTP/2).
+pub(crate) const MAX_HTTP2_HEADER_BYTES: u32 = 64 * 1024;
 
 /// Request counters shared by a [`crate::Client`] and its sessions.
 #[derive(Debug, Default)]
@@ -28,11 +44,29 @@ pub(crate) struct Counters {
     pub token_requests: AtomicU64,
 }
 
+/// The time limits of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub total: Duration,
+    pub connect: Option<Duration>,
+    pub read: Option<Duration>,
+}
+
+impl Limits {
+    pub fn from_options(options: &ClientOptions) -> Limits {
+        Limits {
+            total: options.request_timeout,
+            connect: options.connect_timeout,
+            read: options.read_timeout,
+        }
+    }
+}
+
 /// One `reqwest` client with the settings a request needs to be described.
 #[derive(Debug, Clone)]
 pub(crate) struct Http {
     pub client: reqwest::Client,
-    pub timeout: Duration,
+    pub limits: Limits,
     pub counters: Arc<Counters>,
 }
 
@@ -45,61 +79,169 @@ pub(crate) enum Purpose {
     Tags,
 }
 
-/// Builds a client: rustls with the platform verifier (system roots), HTTP/2 when ALPN
-/// offers it, keep-alive pooling, `timeout` for each request from connect to the end of
-/// the body.
+/// The TLS settings of one client.
+#[derive(Default)]
+pub(crate) struct TlsSetup {
+    /// Roots trusted in addition to the system's.
+    pub extra_roots: Vec<reqwest::Certificate>,
+    /// A client certificate for mutual TLS.
+    pub identity: Option<reqwest::Identity>,
+    /// Certificates are not verified at all.
+    pub skip_verify: bool,
+}
+
+/// Builds a client: rustls with the platform verifier (system roots, plus `extra_roots`),
+/// HTTP/2 when ALPN offers it, keep-alive pooling, the timeouts of `limits`, and the
+/// redirect policy described in the module docs.
 pub(crate) fn build_client(
     user_agent: &str,
-    timeout: Duration,
-    skip_verify: bool,
+    limits: Limits,
+    max_redirects: usize,
+    tls: TlsSetup,
 ) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .user_agent(user_agent)
-        .timeout(timeout)
-        .connect_timeout(timeout)
+        .timeout(limits.total)
+        .connect_timeout(limits.connect.unwrap_or(limits.total).min(limits.total))
         .pool_idle_timeout(Duration::from_secs(90))
         .tcp_nodelay(true)
-        .tls_danger_accept_invalid_certs(skip_verify)
-        .build()
+        .http1_max_headers(MAX_HEADER_FIELDS)
+        .http2_max_header_list_size(MAX_HTTP2_HEADER_BYTES)
+        .redirect(redirect_policy(max_redirects))
+        .tls_danger_accept_invalid_certs(tls.skip_verify);
+    if let Some(read) = limits.read {
+        builder = builder.read_timeout(read);
+    }
+    if !tls.extra_roots.is_empty() && !tls.skip_verify {
+        builder = builder.tls_certs_merge(tls.extra_roots);
+    }
+    if let Some(identity) = tls.identity {
+        builder = builder.identity(identity);
+    }
+    builder.build()
+}
+
+/// At most `max` redirects; none from `https` to `http`. reqwest itself drops
+/// `Authorization` (and cookies) when a redirect changes host, port or scheme.
+fn redirect_policy(max: usize) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
+        // `previous` holds the first URL and every URL redirected from so far.
+        if attempt.previous().len() > max {
+            let message = format!("too many redirects (more than {max})");
+            return attempt.error(message);
+        }
+        let downgrade = attempt
+            .previous()
+            .last()
+            .is_some_and(|p| p.scheme() == "https")
+            && attempt.url().scheme() == "http";
+        if downgrade {
+            let message = format!(
+                "a redirect from https to plain http ({}) was refused",
+                attempt.url().host_str().unwrap_or("?")
+            );
+            return attempt.error(message);
+        }
+        attempt.follow()
+    })
+}
+
+/// When a request was sent and the time it had, kept in its response's extensions for
+/// the wording of a timeout while its body is read.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    started: Instant,
+    budget: Duration,
+}
+
+/// A request that got no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SendError {
+    /// The precise reason, without URL or secrets.
+    pub reason: String,
+    /// Worth another attempt: the connection was refused, reset or closed early.
+    pub retryable: bool,
+    /// Failed before any HTTP answer (DNS, TCP, TLS, connect timeout), which allows the
+    /// plain-HTTP fallback of the ping.
+    pub connection_level: bool,
+}
+
+/// The time a request may take: the total timeout, or less when the deadline is nearer.
+/// `None` when the deadline has passed.
+pub(crate) fn budget(limits: &Limits, deadline: Option<Instant>, now: Instant) -> Option<Duration> {
+    match deadline {
+        None => Some(limits.total),
+        Some(d) => {
+            let left = d.saturating_duration_since(now);
+            (!left.is_zero()).then(|| left.min(limits.total))
+        }
+    }
 }
 
 impl Http {
-    /// Sends `request` (built from `self.client`), counting it and emitting a debug event
-    /// with the method, the URL without its query, the status and the time taken.
+    /// Sends `request` (built from `self.client`) within its time budget, counting it
+    /// and emitting a debug event with the method, the URL without its query, the status
+    /// and the time taken.
     pub async fn send(
         &self,
         request: RequestBuilder,
         method: &Method,
         url: &Url,
         purpose: Purpose,
-    ) -> Result<Response, reqwest::Error> {
+        deadline: Option<Instant>,
+    ) -> Result<Response, SendError> {
+        let started = Instant::now();
+        let Some(budget) = budget(&self.limits, deadline, started) else {
+            return Err(SendError {
+                reason: "the deadline passed before the request could be sent".to_string(),
+                retryable: false,
+                connection_level: false,
+            });
+        };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         if purpose == Purpose::Token {
             self.counters.token_requests.fetch_add(1, Ordering::Relaxed);
         }
         let shown = loggable_url(url);
-        let started = Instant::now();
-        let result = request.send().await;
-        let elapsed_ms = started.elapsed().as_millis() as u64;
-        match &result {
-            Ok(response) => tracing::debug!(
-                method = %method,
-                url = %shown,
-                status = response.status().as_u16(),
-                elapsed_ms,
-                ?purpose,
-                "registry request"
-            ),
-            Err(e) => tracing::debug!(
-                method = %method,
-                url = %shown,
-                error = %describe(e, self.timeout),
-                elapsed_ms,
-                ?purpose,
-                "registry request failed"
-            ),
+        let result = request.timeout(budget).send().await;
+        let elapsed = started.elapsed();
+        let elapsed_ms = elapsed.as_millis() as u64;
+        match result {
+            Ok(mut response) => {
+                response.extensions_mut().insert(Sent { started, budget });
+                tracing::debug!(
+                    method = %method,
+                    url = %shown,
+                    status = response.status().as_u16(),
+                    version = ?response.version(),
+                    elapsed_ms,
+                    ?purpose,
+                    "registry request"
+                );
+                Ok(response)
+            }
+            Err(e) => {
+                let failure = SendError {
+                    reason: describe(&e, &self.limits, budget, elapsed),
+                    retryable: is_retryable(&e),
+                    connection_level: is_connection_level(&e),
+                };
+                tracing::debug!(
+                    method = %method,
+                    url = %shown,
+                    error = %failure.reason,
+                    elapsed_ms,
+                    ?purpose,
+                    "registry request failed"
+                );
+                Err(failure)
+            }
         }
-        result
+    }
+
+    /// Reads at most `limit` bytes of the body of a response from [`Http::send`].
+    pub async fn read_limited(&self, response: Response, limit: usize) -> Body {
+        read_limited(response, limit, &self.limits).await
     }
 }
 
@@ -118,45 +260,129 @@ pub(crate) fn loggable_url(url: &Url) -> String {
     s
 }
 
-/// Reads at most `limit` bytes of the body; a body error ends the read quietly (the
-/// status has already been seen, the body only adds detail).
-pub(crate) async fn read_limited(mut response: Response, limit: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    while out.len() < limit {
+/// A bounded body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Body {
+    /// At most the limit.
+    pub bytes: Vec<u8>,
+    /// The body was longer than the limit; the rest was not read.
+    pub truncated: bool,
+    /// Reading stopped on this error (reset, timeout, …).
+    pub error: Option<SendError>,
+}
+
+/// Reads at most `limit` bytes of the body. A read error ends the read and is kept
+/// beside what was read.
+async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> Body {
+    let sent = response
+        .extensions()
+        .get::<Sent>()
+        .copied()
+        .unwrap_or(Sent {
+            started: Instant::now(),
+            budget: limits.total,
+        });
+    let mut out = Body::default();
+    loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
-                let room = limit - out.len();
-                out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                let room = limit - out.bytes.len();
+                if chunk.len() > room {
+                    out.bytes.extend_from_slice(&chunk[..room]);
+                    out.truncated = true;
+                    return out;
+                }
+                out.bytes.extend_from_slice(&chunk);
             }
-            Ok(None) | Err(_) => break,
+            Ok(None) => return out,
+            Err(e) => {
+                out.error = Some(SendError {
+                    reason: describe(&e, limits, sent.budget, sent.started.elapsed()),
+                    retryable: is_retryable(&e),
+                    connection_level: false,
+                });
+                return out;
+            }
         }
     }
-    out
 }
 
 /// Whether a failure happened before any HTTP answer: DNS, TCP, TLS, or a timeout while
 /// connecting. Such a failure on `https://` allows the plain-HTTP retry.
-pub(crate) fn is_connection_level(err: &reqwest::Error) -> bool {
+fn is_connection_level(err: &reqwest::Error) -> bool {
     err.is_connect() || err.is_timeout() || tls_error(err).is_some()
 }
 
+/// Whether another attempt may succeed: the connection was refused, reset or aborted,
+/// or closed before the answer was complete. Timeouts, TLS and DNS failures, malformed
+/// answers and redirect errors are not retried.
+fn is_retryable(err: &reqwest::Error) -> bool {
+    if err.is_timeout() || err.is_redirect() || tls_error(err).is_some() {
+        return false;
+    }
+    if hyper_error(err).is_some_and(hyper::Error::is_parse) {
+        return false;
+    }
+    if hyper_error(err).is_some_and(|h| h.is_incomplete_message()) {
+        return true;
+    }
+    io_error(err).is_some_and(|io| {
+        matches!(
+            io.kind(),
+            io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof
+        )
+    })
+}
+
 /// A precise reason, without URL or secrets: "connection refused", "timed out after
-/// 10000 ms", "TLS: certificate signed by an unknown authority", "DNS lookup failed", …
-pub(crate) fn describe(err: &reqwest::Error, timeout: Duration) -> String {
+/// 10000 ms", "TLS: certificate signed by an unknown authority", "the answer is not
+/// HTTP (…)", "too many redirects (more than 5)", … `budget` is the total time the
+/// request had, `elapsed` how long it ran.
+pub(crate) fn describe(
+    err: &reqwest::Error,
+    limits: &Limits,
+    budget: Duration,
+    elapsed: Duration,
+) -> String {
     if let Some(tls) = tls_error(err) {
         return describe_tls(tls);
     }
     if err.is_timeout() {
-        return format!("timed out after {} ms", timeout.as_millis());
+        return describe_timeout(err.is_connect(), limits, budget, elapsed);
+    }
+    if err.is_redirect() {
+        // The policy's own message is the innermost cause.
+        return innermost(err).unwrap_or_else(|| "redirect failed".to_string());
     }
     if err.is_dns() {
         return "DNS lookup failed".to_string();
+    }
+    if let Some(h) = hyper_error(err) {
+        // hyper names a head over its buffer, or over the field count, this way (its
+        // `is_parse_too_large` is only built for servers).
+        if h.is_parse() && h.to_string().contains("too large") {
+            return format!(
+                "the answer's header is larger than this client accepts \
+                 (at most {MAX_HEADER_FIELDS} fields, about 400 KiB)"
+            );
+        }
+        if h.is_parse() {
+            return format!("the answer is not valid HTTP ({h})");
+        }
+        if h.is_incomplete_message() {
+            return "connection closed before the answer was complete".to_string();
+        }
     }
     if let Some(io) = io_error(err) {
         let what = match io.kind() {
             io::ErrorKind::ConnectionRefused => Some("connection refused"),
             io::ErrorKind::ConnectionReset => Some("connection reset by peer"),
             io::ErrorKind::ConnectionAborted => Some("connection aborted"),
+            io::ErrorKind::BrokenPipe => Some("connection closed while sending (broken pipe)"),
             io::ErrorKind::TimedOut => Some("connection timed out"),
             io::ErrorKind::HostUnreachable => Some("host unreachable"),
             io::ErrorKind::NetworkUnreachable => Some("network unreachable"),
@@ -170,25 +396,57 @@ pub(crate) fn describe(err: &reqwest::Error, timeout: Duration) -> String {
     }
     // The innermost cause is usually the most precise; reqwest's own message would add
     // the URL, which is left out on purpose.
+    let kind = if err.is_connect() {
+        "connection failed"
+    } else if err.is_body() || err.is_decode() {
+        "reading the answer failed"
+    } else {
+        "request failed"
+    };
+    match innermost(err) {
+        Some(cause) => format!("{kind}: {cause}"),
+        None => kind.to_string(),
+    }
+}
+
+fn describe_timeout(
+    connecting: bool,
+    limits: &Limits,
+    budget: Duration,
+    elapsed: Duration,
+) -> String {
+    // The timer that fired is the one whose time had come.
+    let slack = Duration::from_millis(25);
+    if connecting
+        && let Some(connect) = limits.connect
+        && connect < budget
+    {
+        return format!("connecting timed out after {} ms", connect.as_millis());
+    }
+    if let Some(read) = limits.read
+        && read < budget
+        && elapsed + slack < budget
+    {
+        return format!(
+            "no data for {} ms (the read timeout) after {} ms",
+            read.as_millis(),
+            elapsed.as_millis()
+        );
+    }
+    if budget < limits.total {
+        return format!("timed out after {} ms, at the deadline", budget.as_millis());
+    }
+    format!("timed out after {} ms", budget.as_millis())
+}
+
+fn innermost(err: &reqwest::Error) -> Option<String> {
     let mut innermost: Option<String> = None;
     let mut source = err.source();
     while let Some(e) = source {
         innermost = Some(e.to_string());
         source = e.source();
     }
-    let kind = if err.is_connect() {
-        "connection failed"
-    } else if err.is_body() || err.is_decode() {
-        "reading the answer failed"
-    } else if err.is_redirect() {
-        "too many redirects"
-    } else {
-        "request failed"
-    };
-    match innermost {
-        Some(cause) => format!("{kind}: {cause}"),
-        None => kind.to_string(),
-    }
+    innermost
 }
 
 /// Every error under `err`: its `source` chain, and inside each `io::Error` the error
@@ -221,6 +479,13 @@ fn io_error(err: &reqwest::Error) -> Option<&io::Error> {
         .last()
 }
 
+/// The hyper error under a reqwest error.
+fn hyper_error(err: &reqwest::Error) -> Option<&hyper::Error> {
+    causes(err)
+        .into_iter()
+        .find_map(|e| e.downcast_ref::<hyper::Error>())
+}
+
 /// The rustls error under a reqwest error.
 fn tls_error(err: &reqwest::Error) -> Option<&rustls::Error> {
     causes(err)
@@ -246,6 +511,24 @@ fn describe_tls(err: &rustls::Error) -> String {
             C::BadSignature => "TLS: bad certificate signature".to_string(),
             other => format!("TLS: invalid certificate ({other})"),
         },
+        rustls::Error::AlertReceived(alert) => {
+            use rustls::AlertDescription as A;
+            match alert {
+                A::CertificateRequired => "TLS: the registry requires a client certificate, \
+                     and none is configured for it"
+                    .to_string(),
+                A::BadCertificate
+                | A::UnsupportedCertificate
+                | A::CertificateRevoked
+                | A::CertificateExpired
+                | A::CertificateUnknown
+                | A::UnknownCA
+                | A::AccessDenied => {
+                    format!("TLS: the registry refused the client certificate (alert {alert:?})")
+                }
+                other => format!("TLS handshake failed: the registry sent alert {other:?}"),
+            }
+        }
         rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
             format!("TLS handshake failed; the server may not speak TLS on this port ({err})")
         }

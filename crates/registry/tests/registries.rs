@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use pullcheck_registry::{
-    Answer, AuthorizeError, Client, ClientOptions, Credential, Endpoint, Missing, Session, Status,
+    Answer, AuthorizeError, Client, ClientOptions, Credential, Endpoint, Missing, Platform,
+    Session, Status,
 };
 use pullcheck_testkit::{
     Auth, ImageKind, PushedImage, Registry, Repos, TokenAuth, TokenPolicy, User,
@@ -557,10 +558,13 @@ async fn connection_refused_is_unreachable_with_the_reason() {
         .await
         .expect_err("nothing listens");
     assert_eq!(err.status, Status::Unreachable);
+    // Refused connections are retried: three attempts, each listed.
+    let each = "https: connection refused, then http: connection refused";
     assert_eq!(
         err.message,
         format!(
-            "registry 127.0.0.1:{port} unreachable: https: connection refused; http: connection refused"
+            "registry 127.0.0.1:{port} unreachable: https: connection refused; http: connection refused; \
+             3 attempts failed: 1) {each}; 2) {each}; 3) {each}"
         )
     );
 }
@@ -580,4 +584,187 @@ async fn request_counter_counts_every_request() {
     session.check(APP, "nope").await;
     assert_eq!(client.request_count(), 5);
     assert_eq!(client.token_request_count(), 0);
+}
+
+#[tokio::test]
+async fn tag_list_is_never_asked_after_a_401() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let session = client()
+        .authorize(
+            &endpoint(&registry),
+            &basic("bob", "hunter2"),
+            &repos(&[APP, PRIVATE]),
+        )
+        .await
+        .expect("authorize");
+    registry.clear_requests().await.expect("clear");
+    assert_status(&session.check(PRIVATE, "v1").await, Status::NoAccess, None);
+    assert_status(
+        &session.check(PRIVATE, "nope").await,
+        Status::NoAccess,
+        None,
+    );
+    let served = registry.requests().await.expect("requests");
+    assert!(
+        served.iter().all(|r| !r.path.contains("/tags/list")),
+        "{served:?}"
+    );
+}
+
+#[tokio::test]
+async fn tokens_are_cached_per_registry_credential_and_scope_set() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let tokens = registry.token_server().expect("token server");
+    let client = client();
+    let alice = basic("alice", "s3cret");
+    for _ in 0..3 {
+        let session = client
+            .authorize(&endpoint(&registry), &alice, &repos(&[APP, PRIVATE]))
+            .await
+            .expect("authorize");
+        assert_status(&session.check(APP, "3.19").await, Status::Present, None);
+    }
+    // Three sessions, one token: same registry, credential and scopes.
+    assert_eq!(tokens.requests().len(), 1, "{:?}", tokens.requests());
+
+    // Another scope set, or another credential, is another token.
+    client
+        .authorize(&endpoint(&registry), &alice, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    client
+        .authorize(
+            &endpoint(&registry),
+            &basic("bob", "hunter2"),
+            &repos(&[APP, PRIVATE]),
+        )
+        .await
+        .expect("authorize");
+    let seen = tokens.requests();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen[1].scopes, vec!["repository:team/app:pull"]);
+    assert_eq!(seen[2].auth, TokenAuth::User("bob".into()));
+}
+
+#[tokio::test]
+async fn insufficient_scope_reauthenticates_once_then_is_no_access() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let tokens = registry.token_server().expect("token server");
+    // bob may pull team/app only; the shared token grants nothing on team/private, and
+    // distribution answers 401 with error="insufficient_scope".
+    let session = client()
+        .authorize(
+            &endpoint(&registry),
+            &basic("bob", "hunter2"),
+            &repos(&[APP, PRIVATE]),
+        )
+        .await
+        .expect("authorize");
+    let a = session.check(PRIVATE, "v1").await;
+    assert_status(&a, Status::NoAccess, None);
+    assert_eq!((a.http_status, a.attempts), (Some(401), 1));
+    let seen = tokens.requests();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(
+        seen[1].scopes,
+        vec!["repository:team/private:pull"],
+        "{seen:?}"
+    );
+    assert!(seen[1].granted.is_empty(), "{seen:?}");
+    // Once per repository: the second check asks no token.
+    assert_status(&session.check(PRIVATE, "v1").await, Status::NoAccess, None);
+    assert_status(&session.check(APP, "3.19").await, Status::Present, None);
+    assert_eq!(tokens.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn platforms_of_indexes_and_manifest_lists() {
+    let registry = Registry::anonymous().await.expect("registry");
+    let pushed = push_images(&registry).await;
+    let with = |platform: &str| {
+        Client::new(ClientOptions {
+            platform: Some(Platform::parse(platform).expect("platform")),
+            ..ClientOptions::default()
+        })
+        .expect("client")
+    };
+    let session = with("linux/arm64")
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    for tag in ["3.19", "docker-list"] {
+        let a = session.check(APP, tag).await;
+        assert_status(&a, Status::Present, None);
+        assert!(
+            a.detail
+                .ends_with("platform linux/arm64 listed as linux/arm64/v8"),
+            "{}",
+            a.detail
+        );
+    }
+    // The index, by digest.
+    let index = &pushed[0];
+    assert_status(
+        &session.check(APP, &index.digest).await,
+        Status::Present,
+        None,
+    );
+
+    let session = with("linux/s390x")
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    registry.clear_requests().await.expect("clear");
+    for (tag, kind) in [
+        ("3.19", ImageKind::OciIndex),
+        ("docker-list", ImageKind::DockerManifestList),
+    ] {
+        let a = session.check(APP, tag).await;
+        assert_status(&a, Status::Missing, Some(Missing::Platform));
+        assert_eq!(
+            a.detail,
+            format!(
+                "platform linux/s390x not in the index of {APP}:{tag} on {}; \
+                 it lists linux/amd64, linux/arm64/v8",
+                registry.host()
+            )
+        );
+        assert_eq!(a.media_type.as_deref(), Some(kind.media_type()));
+    }
+    // A single manifest names its platform only in its config: not checked, no GET.
+    assert_status(&session.check(APP, "docker").await, Status::Present, None);
+    let served: Vec<String> = registry
+        .requests()
+        .await
+        .expect("requests")
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    let oci_index = &pushed[0].digest;
+    let docker_list = &pushed[3].digest;
+    assert_eq!(
+        served,
+        vec![
+            "HEAD /v2/team/app/manifests/3.19 200".to_string(),
+            format!("GET /v2/team/app/manifests/{oci_index} 200"),
+            "HEAD /v2/team/app/manifests/docker-list 200".to_string(),
+            format!("GET /v2/team/app/manifests/{docker_list} 200"),
+            "HEAD /v2/team/app/manifests/docker 200".to_string(),
+        ]
+    );
 }

@@ -1,155 +1,19 @@
 //! Answers a real distribution never gives, from a scripted HTTP/1.1 server on loopback:
 //! HEAD refused (405, 501), rate limits, 5xx, a wrong digest, a challenge that only
-//! repositories send, an OAuth2 realm, and a server that never answers.
+//! repositories send, an OAuth2 realm, and a server that never answers. The hostile
+//! cases (resets, garbage, huge headers, loops, hangs) are in `faults.rs`.
+
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Missing, Status};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use support::server::{Server, respond, serve};
+use tokio::net::TcpListener;
 
 const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
 const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
-
-/// One request as the script sees it.
-#[derive(Debug, Clone)]
-struct Request {
-    method: String,
-    target: String,
-    authorization: Option<String>,
-    body: String,
-}
-
-/// One canned answer.
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-fn respond(status: u16, headers: &[(&str, &str)], body: &str) -> Response {
-    Response {
-        status,
-        headers: headers
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        body: body.to_string(),
-    }
-}
-
-type Script = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
-
-struct Server {
-    host: String,
-    seen: Arc<Mutex<Vec<Request>>>,
-}
-
-impl Server {
-    fn seen(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|r| format!("{} {}", r.method, r.target))
-            .collect()
-    }
-
-    fn requests(&self) -> Vec<Request> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-/// Serves `script` on a loopback port (keep-alive, Content-Length bodies only). TLS
-/// client hellos get a plain-HTTP 400 and a close, as a plain server would send.
-async fn serve(script: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Server {
-    let script: Script = Arc::new(script);
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let host = listener.local_addr().expect("addr").to_string();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            tokio::spawn(connection(socket, script.clone(), log.clone()));
-        }
-    });
-    Server { host, seen }
-}
-
-async fn connection(mut socket: TcpStream, script: Script, seen: Arc<Mutex<Vec<Request>>>) {
-    let mut buffer = Vec::new();
-    loop {
-        let head_end = loop {
-            if let Some(i) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            match socket.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-            if buffer.first() == Some(&0x16) {
-                // A TLS ClientHello.
-                let _ = socket
-                    .write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
-                    .await;
-                return;
-            }
-        };
-        let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let mut first = lines.next().unwrap_or_default().split(' ');
-        let method = first.next().unwrap_or_default().to_string();
-        let target = first.next().unwrap_or_default().to_string();
-        let mut length = 0usize;
-        let mut authorization = None;
-        for line in lines {
-            if let Some((name, value)) = line.split_once(':') {
-                let value = value.trim().to_string();
-                match name.to_ascii_lowercase().as_str() {
-                    "content-length" => length = value.parse().unwrap_or(0),
-                    "authorization" => authorization = Some(value),
-                    _ => {}
-                }
-            }
-        }
-        while buffer.len() < head_end + length {
-            let mut chunk = [0u8; 4096];
-            match socket.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let body = String::from_utf8_lossy(&buffer[head_end..head_end + length]).into_owned();
-        buffer.drain(..head_end + length);
-        let request = Request {
-            method,
-            target,
-            authorization,
-            body,
-        };
-        seen.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(request.clone());
-        let response = script(&request);
-        let mut out = format!(
-            "HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\n",
-            response.status,
-            response.body.len()
-        );
-        for (name, value) in &response.headers {
-            out.push_str(&format!("{name}: {value}\r\n"));
-        }
-        out.push_str("\r\n");
-        if request.method != "HEAD" {
-            out.push_str(&response.body);
-        }
-        if socket.write_all(out.as_bytes()).await.is_err() {
-            return;
-        }
-    }
-}
 
 fn endpoint(server: &Server) -> Endpoint {
     Endpoint {
@@ -224,6 +88,7 @@ async fn rate_limits_server_errors_and_wrong_digests() {
             r#"{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}"#,
         ),
         "/v2/app/manifests/broken" => respond(503, &[], ""),
+        "/v2/app/manifests/crashed" => respond(500, &[], ""),
         t if t.starts_with("/v2/app/manifests/sha256:") => {
             respond(200, &[("Docker-Content-Digest", D2)], "")
         }
@@ -231,19 +96,54 @@ async fn rate_limits_server_errors_and_wrong_digests() {
         _ => respond(404, &[], ""),
     })
     .await;
-    let session = client()
+    // Retry-After beyond 5 s is not waited for; backoffs are short.
+    let client = Client::new(ClientOptions {
+        retry_after_max: Duration::from_secs(5),
+        backoff_base: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(20),
+        ..ClientOptions::default()
+    })
+    .expect("client");
+    let session = client
         .authorize(&endpoint(&server), &Credential::Anonymous, &repos(&["app"]))
         .await
         .expect("authorize");
 
     let a = session.check("app", "limited").await;
     assert_eq!(a.status, Status::Unreachable);
-    assert_eq!(a.http_status, Some(429));
-    assert!(a.detail.contains("rate limited") && a.detail.contains("retry after 7 s"));
+    assert_eq!((a.http_status, a.attempts), (Some(429), 1));
+    assert!(
+        a.detail.contains("rate limited") && a.detail.contains("retry after 7 s"),
+        "{}",
+        a.detail
+    );
+    assert!(
+        a.detail.ends_with(
+            "not retried: the registry asked to retry after 7 s, beyond the 5000 ms this client waits"
+        ),
+        "{}",
+        a.detail
+    );
 
     let a = session.check("app", "broken").await;
     assert_eq!((a.status, a.http_status), (Status::Unreachable, Some(503)));
-    assert!(a.detail.contains("HTTP 503"), "{}", a.detail);
+    assert_eq!(a.attempts, 3);
+    assert!(
+        a.detail.ends_with(
+            "answered HTTP 503 to HEAD; 3 attempts failed: 1) HTTP 503; 2) HTTP 503; 3) HTTP 503"
+        ),
+        "{}",
+        a.detail
+    );
+
+    // A 500 is not transient: no retry.
+    let a = session.check("app", "crashed").await;
+    assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
+    assert!(
+        a.detail.ends_with("answered HTTP 500 to HEAD"),
+        "{}",
+        a.detail
+    );
 
     let a = session.check("app", D1).await;
     assert_eq!(a.status, Status::Unreachable);
@@ -258,6 +158,14 @@ async fn rate_limits_server_errors_and_wrong_digests() {
 
     let a = session.check("app", "odd").await;
     assert_eq!((a.status, a.http_status), (Status::Unreachable, Some(418)));
+    assert_eq!(
+        server
+            .seen()
+            .iter()
+            .filter(|s| s.ends_with("/broken"))
+            .count(),
+        3
+    );
 }
 
 #[tokio::test]

@@ -1,16 +1,28 @@
-//! TLS: a self-signed certificate in front of a harness registry. Verified, it is an
-//! unknown authority; with `skip_verify` the registry answers over https.
+//! TLS: a self-signed certificate in front of a harness registry (an unknown
+//! authority, unless `skip_verify`); a private CA trusted through `ca_file` or a
+//! Docker-style `certs_dir`; expired and wrong-host certificates named precisely;
+//! mutual TLS with a client certificate from `certs_dir`; no plain-HTTP realm and no
+//! https → http redirect for a verified registry; HTTP/2 chosen by ALPN, one connection.
 //!
-//! The harness registries speak plain HTTP, so a small TLS-terminating forwarder (a
-//! certificate made by `openssl`, which the harness needs as well) sits in front.
+//! Every certificate and key is made at test time by the `openssl` CLI (`support/pki.rs`)
+//! and removed afterwards. The harness registries speak plain HTTP, so a small
+//! TLS-terminating forwarder sits in front of the real one.
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
 use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
 use pullcheck_testkit::{ImageKind, Registry};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use support::guarded;
+use support::pki::{Pki, Validity};
+use support::server::{Server, respond, serve, serve_tls};
 use tokio::net::{TcpListener, TcpStream};
 
 struct TempDir(PathBuf);
@@ -183,4 +195,352 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
         )
         .await;
     assert!(again.is_err());
+}
+
+const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+const BOUND: Duration = Duration::from_secs(20);
+
+fn verified(host: &str) -> Endpoint {
+    Endpoint {
+        host: host.to_string(),
+        allow_http: false,
+        skip_verify: false,
+    }
+}
+
+fn repos() -> Vec<String> {
+    vec!["app".to_string()]
+}
+
+/// An open registry over TLS presenting `cert`.
+async fn tls_registry(pki: &Pki, cert: &support::pki::Issued) -> Server {
+    serve_tls(
+        |r| match r.path() {
+            "/v2/" => respond(200, &[], ""),
+            _ => respond(200, &[("Docker-Content-Digest", D1)], ""),
+        },
+        pki.server_config(cert, &[b"http/1.1"], false),
+    )
+    .await
+}
+
+async fn authorize(
+    options: ClientOptions,
+    host: &str,
+) -> Result<pullcheck_registry::Session, pullcheck_registry::AuthorizeError> {
+    let client = Client::new(options).expect("client");
+    guarded(
+        BOUND,
+        client.authorize(&verified(host), &Credential::Anonymous, &repos()),
+    )
+    .await
+    .0
+}
+
+#[tokio::test]
+async fn private_ca_is_trusted_through_ca_file_only() {
+    let pki = Pki::new("cafile");
+    let cert = pki.server("server", Validity::Valid);
+    let server = tls_registry(&pki, &cert).await;
+    let with_ca = ClientOptions {
+        ca_file: Some(pki.ca.cert_pem.clone()),
+        ..ClientOptions::default()
+    };
+    let session = authorize(with_ca, &server.host).await.expect("trusted");
+    assert_eq!(session.base_url(), format!("https://{}", server.host));
+    assert_eq!(session.check("app", "v1").await.status, Status::Present);
+
+    let err = authorize(ClientOptions::default(), &server.host)
+        .await
+        .expect_err("unknown CA");
+    assert_eq!(
+        err.message,
+        format!(
+            "registry {} unreachable over https: TLS: certificate signed by an unknown authority",
+            server.host
+        )
+    );
+}
+
+#[tokio::test]
+async fn expired_certificate_is_named() {
+    let pki = Pki::new("expired");
+    let cert = pki.server("expired", Validity::Expired);
+    let server = tls_registry(&pki, &cert).await;
+    let err = authorize(
+        ClientOptions {
+            ca_file: Some(pki.ca.cert_pem.clone()),
+            ..ClientOptions::default()
+        },
+        &server.host,
+    )
+    .await
+    .expect_err("expired");
+    assert_eq!(err.status, Status::Unreachable);
+    assert!(
+        err.message.starts_with(&format!(
+            "registry {} unreachable over https: TLS: certificate expired",
+            server.host
+        )),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn certificate_for_another_host_is_named() {
+    let pki = Pki::new("wronghost");
+    let cert = pki.server_for("elsewhere", "DNS:registry.example");
+    let server = tls_registry(&pki, &cert).await;
+    let err = authorize(
+        ClientOptions {
+            ca_file: Some(pki.ca.cert_pem.clone()),
+            ..ClientOptions::default()
+        },
+        &server.host,
+    )
+    .await
+    .expect_err("wrong host");
+    assert!(
+        err.message.starts_with(&format!(
+            "registry {} unreachable over https: TLS: certificate is for another host",
+            server.host
+        )),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn certs_dir_trusts_a_ca_for_its_host_only() {
+    let pki = Pki::new("certsdir");
+    let cert = pki.server("server", Validity::Valid);
+    let server = tls_registry(&pki, &cert).await;
+    let other = tls_registry(&pki, &cert).await;
+    let certs = pki.dir.path().join("certs.d");
+    let host_dir = certs.join(&server.host);
+    std::fs::create_dir_all(&host_dir).expect("dir");
+    std::fs::copy(&pki.ca.cert_pem, host_dir.join("ca.crt")).expect("ca.crt");
+
+    let client = Client::new(ClientOptions {
+        certs_dir: Some(certs.clone()),
+        ..ClientOptions::default()
+    })
+    .expect("client");
+    for _ in 0..2 {
+        let session = client
+            .authorize(&verified(&server.host), &Credential::Anonymous, &repos())
+            .await
+            .expect("trusted for its host");
+        assert_eq!(session.check("app", "v1").await.status, Status::Present);
+    }
+    // Built once, then kept.
+    assert!(
+        format!("{client:?}").contains("per_host_clients: 1"),
+        "{client:?}"
+    );
+    let err = client
+        .authorize(&verified(&other.host), &Credential::Anonymous, &repos())
+        .await
+        .expect_err("another host");
+    assert!(
+        err.message
+            .ends_with("TLS: certificate signed by an unknown authority"),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn mutual_tls_presents_the_client_certificate_of_certs_dir() {
+    let pki = Pki::new("mtls");
+    let cert = pki.server("server", Validity::Valid);
+    let client_cert = pki.client("client");
+    let server = serve_tls(
+        |r| match r.path() {
+            "/v2/" => respond(200, &[], ""),
+            _ => respond(200, &[("Docker-Content-Digest", D1)], ""),
+        },
+        pki.server_config(&cert, &[b"http/1.1"], true),
+    )
+    .await;
+    let certs = pki.dir.path().join("certs.d");
+    let host_dir = certs.join(&server.host);
+    std::fs::create_dir_all(&host_dir).expect("dir");
+    std::fs::copy(&pki.ca.cert_pem, host_dir.join("ca.crt")).expect("ca.crt");
+
+    // Only the CA: the handshake fails for want of a client certificate.
+    let options = ClientOptions {
+        certs_dir: Some(certs.clone()),
+        ..ClientOptions::default()
+    };
+    let err = authorize(options.clone(), &server.host)
+        .await
+        .expect_err("no client certificate");
+    assert_eq!(err.status, Status::Unreachable);
+    assert!(
+        err.message
+            .contains("TLS: the registry requires a client certificate"),
+        "{}",
+        err.message
+    );
+
+    std::fs::copy(&client_cert.cert_pem, host_dir.join("client.cert")).expect("cert");
+    std::fs::copy(&client_cert.key_pem, host_dir.join("client.key")).expect("key");
+    let session = authorize(options.clone(), &server.host)
+        .await
+        .expect("mutual TLS");
+    assert_eq!(session.check("app", "v1").await.status, Status::Present);
+
+    // A certificate without its key is named, not ignored.
+    std::fs::remove_file(host_dir.join("client.key")).expect("rm");
+    let err = authorize(options, &server.host).await.expect_err("no key");
+    assert!(
+        err.message
+            .ends_with("client.cert has no matching client.key"),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn verified_registry_never_uses_a_plain_http_realm_or_redirect() {
+    let pki = Pki::new("downgrade");
+    let cert = pki.server("server", Validity::Valid);
+    let plain = serve(|_| respond(200, &[("Docker-Content-Digest", D1)], "")).await;
+    let plain_host = plain.host.clone();
+    let server = serve_tls(
+        move |r| match r.path() {
+            "/v2/" => {
+                let challenge = format!(r#"Bearer realm="http://{plain_host}/token",service="s""#);
+                respond(401, &[("WWW-Authenticate", challenge.as_str())], "")
+            }
+            _ => respond(200, &[], ""),
+        },
+        pki.server_config(&cert, &[b"http/1.1"], false),
+    )
+    .await;
+    let options = ClientOptions {
+        ca_file: Some(pki.ca.cert_pem.clone()),
+        ..ClientOptions::default()
+    };
+    let err = authorize(options.clone(), &server.host)
+        .await
+        .expect_err("plain realm");
+    assert_eq!(err.status, Status::Unreachable);
+    assert_eq!(
+        err.message,
+        format!(
+            "registry {host} sends tokens from a plain-HTTP realm (http://127.0.0.1); \
+             refused because {host} is not configured as insecure",
+            host = server.host
+        )
+    );
+    assert!(plain.requests().is_empty());
+
+    let plain_host = plain.host.clone();
+    let redirecting = serve_tls(
+        move |r| match r.path() {
+            "/v2/" => respond(200, &[], ""),
+            p => {
+                let to = format!("http://{plain_host}{p}");
+                respond(302, &[("Location", to.as_str())], "")
+            }
+        },
+        pki.server_config(&cert, &[b"http/1.1"], false),
+    )
+    .await;
+    let session = authorize(options, &redirecting.host)
+        .await
+        .expect("authorize");
+    let a = session.check("app", "v1").await;
+    assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
+    assert_eq!(
+        a.detail,
+        format!(
+            "HEAD to {} failed: a redirect from https to plain http (127.0.0.1) was refused",
+            redirecting.host
+        )
+    );
+    assert!(plain.requests().is_empty());
+}
+
+/// An HTTP/2-only registry over TLS (ALPN `h2`), recording each request's version and
+/// counting connections.
+async fn h2_registry(
+    config: Arc<rustls::ServerConfig>,
+) -> (String, Arc<AtomicUsize>, Arc<std::sync::Mutex<Vec<String>>>) {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let host = listener.local_addr().expect("addr").to_string();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let versions = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let (count, seen) = (connections.clone(), versions.clone());
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            let acceptor = acceptor.clone();
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            seen.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                                "{:?} {} {}",
+                                req.version(),
+                                req.method(),
+                                req.uri().path()
+                            ));
+                            let response = hyper::Response::builder()
+                                .header("Docker-Content-Digest", D1)
+                                .body(Full::new(Bytes::new()))
+                                .expect("response");
+                            Ok::<_, std::convert::Infallible>(response)
+                        }
+                    },
+                );
+                let _ =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                        .await;
+            });
+        }
+    });
+    (host, connections, versions)
+}
+
+#[tokio::test]
+async fn http2_is_used_when_tls_offers_it_over_one_connection() {
+    let pki = Pki::new("h2");
+    let cert = pki.server("server", Validity::Valid);
+    let (host, connections, versions) =
+        h2_registry(pki.server_config(&cert, &[b"h2"], false)).await;
+    let session = authorize(
+        ClientOptions {
+            ca_file: Some(pki.ca.cert_pem.clone()),
+            ..ClientOptions::default()
+        },
+        &host,
+    )
+    .await
+    .expect("authorize");
+    let checks: Vec<_> = (0..10)
+        .map(|i| {
+            let s = session.clone();
+            tokio::spawn(async move { s.check("app", &format!("v{i}")).await })
+        })
+        .collect();
+    for c in checks {
+        assert_eq!(c.await.expect("task").status, Status::Present);
+    }
+    let seen = versions.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(seen.len(), 11, "{seen:?}");
+    assert!(seen.iter().all(|v| v.starts_with("HTTP/2.0 ")), "{seen:?}");
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
 }

@@ -1,0 +1,222 @@
+//! Platforms in an image index or manifest list (OCI image spec, "Image Index";
+//! Docker "Manifest List"): reading the `manifests[].platform` entries, and matching one
+//! against the platform asked for.
+//!
+//! Invariant: pure and total; a body that is not an index yields an error message, never
+//! a panic.
+
+use serde::Deserialize;
+
+use crate::Platform;
+
+/// The media types whose manifests list other manifests by platform.
+pub(crate) const INDEX_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+];
+
+/// Whether `media_type` (without parameters) is an index or a manifest list.
+pub(crate) fn is_index(media_type: &str) -> bool {
+    INDEX_TYPES
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case(media_type.trim()))
+}
+
+#[derive(Deserialize)]
+struct Index {
+    #[serde(default)]
+    manifests: Option<Vec<Entry>>,
+}
+
+#[derive(Deserialize)]
+struct Entry {
+    #[serde(default)]
+    platform: Option<WirePlatform>,
+}
+
+#[derive(Deserialize)]
+struct WirePlatform {
+    #[serde(default)]
+    os: String,
+    #[serde(default)]
+    architecture: String,
+    #[serde(default)]
+    variant: Option<String>,
+}
+
+/// The platforms an index lists, in order, without duplicates. Entries without a
+/// platform, and BuildKit's attestation entries (`unknown/unknown`), are left out.
+///
+/// # Errors
+/// A reason when the body is not JSON with a `manifests` list.
+pub(crate) fn parse_index(body: &[u8]) -> Result<Vec<Platform>, String> {
+    let index: Index = serde_json::from_slice(body)
+        .map_err(|e| format!("the index is not the expected JSON ({e})"))?;
+    let entries = index
+        .manifests
+        .ok_or_else(|| "the index has no manifests list".to_string())?;
+    let mut out: Vec<Platform> = Vec::new();
+    for entry in entries {
+        let Some(p) = entry.platform else { continue };
+        if p.os.is_empty() || p.architecture.is_empty() {
+            continue;
+        }
+        if p.os == "unknown" && p.architecture == "unknown" {
+            continue;
+        }
+        let platform = Platform {
+            os: p.os,
+            arch: p.architecture,
+            variant: p.variant.filter(|v| !v.is_empty()),
+        };
+        if !out.contains(&platform) {
+            out.push(platform);
+        }
+    }
+    Ok(out)
+}
+
+/// `(arch, variant)` in canonical form, as containerd normalises them: `x86_64` is
+/// `amd64`, `aarch64` is `arm64` (whose variant `v8` is the default), `armhf` is
+/// `arm/v7`, `armel` is `arm/v6`, `arm` without a variant is `arm/v7`.
+fn normalise(arch: &str, variant: Option<&str>) -> (String, Option<String>) {
+    let arch = arch.to_ascii_lowercase();
+    let variant = variant.map(str::to_ascii_lowercase);
+    match arch.as_str() {
+        "x86_64" | "x86-64" => ("amd64".into(), variant),
+        "i386" | "i686" => ("386".into(), variant),
+        "aarch64" | "arm64" => {
+            let variant = match variant.as_deref() {
+                Some("8" | "v8") | None => None,
+                Some(_) => variant,
+            };
+            ("arm64".into(), variant)
+        }
+        "armhf" => ("arm".into(), Some("v7".into())),
+        "armel" => ("arm".into(), Some("v6".into())),
+        "arm" => {
+            let variant = match variant.as_deref() {
+                None | Some("7" | "v7") => Some("v7".to_string()),
+                Some(v) if v.len() == 1 => Some(format!("v{v}")),
+                Some(_) => variant,
+            };
+            ("arm".into(), variant)
+        }
+        _ => (arch, variant),
+    }
+}
+
+/// Whether the index entry `have` serves `want`: same OS (ignoring case), same
+/// architecture after normalisation, and the same variant when `want` names one (an
+/// entry without a variant serves the architecture's default variant).
+pub(crate) fn matches(want: &Platform, have: &Platform) -> bool {
+    if !want.os.eq_ignore_ascii_case(&have.os) {
+        return false;
+    }
+    let (want_arch, want_variant) = normalise(&want.arch, want.variant.as_deref());
+    let (have_arch, have_variant) = normalise(&have.arch, have.variant.as_deref());
+    if want_arch != have_arch {
+        return false;
+    }
+    match want.variant {
+        None => true,
+        Some(_) => want_variant == have_variant,
+    }
+}
+
+/// `linux/amd64, linux/arm64/v8`, or `none` for an empty list.
+pub(crate) fn list(platforms: &[Platform]) -> String {
+    if platforms.is_empty() {
+        return "none".to_string();
+    }
+    platforms
+        .iter()
+        .map(Platform::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Platform {
+        Platform::parse(s).unwrap()
+    }
+
+    #[test]
+    fn platform_strings() {
+        assert_eq!(
+            p("linux/arm/v7"),
+            Platform {
+                os: "linux".into(),
+                arch: "arm".into(),
+                variant: Some("v7".into())
+            }
+        );
+        assert_eq!(p("linux/amd64").to_string(), "linux/amd64");
+        assert_eq!(p("linux/arm64/v8").to_string(), "linux/arm64/v8");
+        for bad in ["", "linux", "linux/", "/amd64", "a/b/c/d", "linux//v7"] {
+            assert!(Platform::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn index_platforms_in_order_without_attestations() {
+        // The shape of an OCI index with a BuildKit attestation entry.
+        let body = br#"{
+          "schemaVersion": 2,
+          "mediaType": "application/vnd.oci.image.index.v1+json",
+          "manifests": [
+            {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:a","size":1,
+             "platform":{"architecture":"amd64","os":"linux"}},
+            {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:b","size":1,
+             "platform":{"architecture":"arm64","os":"linux","variant":"v8"}},
+            {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:c","size":1,
+             "platform":{"architecture":"unknown","os":"unknown"}},
+            {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:d","size":1}
+          ]
+        }"#;
+        let got = parse_index(body).unwrap();
+        assert_eq!(got, vec![p("linux/amd64"), p("linux/arm64/v8")]);
+        assert_eq!(list(&got), "linux/amd64, linux/arm64/v8");
+        assert_eq!(list(&[]), "none");
+    }
+
+    #[test]
+    fn bodies_that_are_not_indexes() {
+        assert!(parse_index(b"").is_err());
+        assert!(parse_index(b"<html>").is_err());
+        assert!(parse_index(br#"{"layers":[]}"#).is_err());
+        assert!(parse_index(br#"{"manifests":[{"platform":"linux"}]}"#).is_err());
+        assert_eq!(parse_index(br#"{"manifests":[]}"#).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn matching_normalises_like_containerd() {
+        assert!(matches(&p("linux/amd64"), &p("linux/amd64")));
+        assert!(matches(&p("Linux/x86_64"), &p("linux/amd64")));
+        assert!(!matches(&p("windows/amd64"), &p("linux/amd64")));
+        assert!(!matches(&p("linux/arm64"), &p("linux/amd64")));
+        // arm64: no variant and v8 are the same.
+        assert!(matches(&p("linux/arm64"), &p("linux/arm64/v8")));
+        assert!(matches(&p("linux/arm64/v8"), &p("linux/arm64")));
+        assert!(matches(&p("linux/aarch64"), &p("linux/arm64")));
+        assert!(!matches(&p("linux/arm64/v9"), &p("linux/arm64")));
+        // arm: v7 by default; a wanted variant must be there.
+        assert!(matches(&p("linux/arm/v7"), &p("linux/arm")));
+        assert!(!matches(&p("linux/arm/v6"), &p("linux/arm/v7")));
+        assert!(matches(&p("linux/arm"), &p("linux/arm/v6")));
+        assert!(matches(&p("linux/armhf"), &p("linux/arm/v7")));
+    }
+
+    #[test]
+    fn index_media_types() {
+        assert!(is_index("application/vnd.oci.image.index.v1+json"));
+        assert!(is_index(
+            "application/vnd.docker.distribution.manifest.list.v2+json"
+        ));
+        assert!(!is_index("application/vnd.oci.image.manifest.v1+json"));
+        assert!(!is_index(""));
+    }
+}

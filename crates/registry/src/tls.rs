@@ -1,0 +1,168 @@
+//! TLS material from files: the extra roots of `ca_file`, and a Docker-style
+//! `certs_dir` (`<dir>/<host[:port]>/*.crt` roots, `NAME.cert` + `NAME.key` client
+//! certificate), read once per host.
+//!
+//! Invariant: reads files and parses PEM; sends nothing. Messages name files, never
+//! their contents.
+
+use std::path::{Path, PathBuf};
+
+/// What a host's directory holds.
+#[derive(Default)]
+pub(crate) struct HostTls {
+    /// The directory, for messages.
+    pub dir: PathBuf,
+    /// Extra roots, from every `*.crt`.
+    pub roots: Vec<reqwest::Certificate>,
+    /// The client certificate and key (PEM, certificate chain first), for mutual TLS.
+    pub identity: Option<reqwest::Identity>,
+}
+
+/// Reads a PEM bundle of certificates.
+///
+/// # Errors
+/// A message naming the file when it cannot be read, is not PEM, or holds no certificate.
+pub(crate) fn read_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|_| format!("{} is not a PEM certificate bundle", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{} holds no PEM certificate", path.display()));
+    }
+    Ok(certs)
+}
+
+/// The directory for `host` (`host` or `host:port` as in the URL) under `certs_dir`,
+/// when there is one. A host that could name a path outside `certs_dir` has none.
+pub(crate) fn host_dir(certs_dir: &Path, host: &str) -> Option<PathBuf> {
+    let safe = !host.is_empty() && host != "." && host != ".." && !host.contains(['/', '\\', '\0']);
+    if !safe {
+        return None;
+    }
+    let dir = certs_dir.join(host);
+    dir.is_dir().then_some(dir)
+}
+
+/// Reads a host's directory: every `*.crt` as roots, and the first `NAME.cert` (by
+/// name) with its `NAME.key` as the client identity.
+///
+/// # Errors
+/// A message naming the file: unreadable, not PEM, a `.cert` without its `.key` or a
+/// `.key` without its `.cert`.
+pub(crate) fn read_host_dir(dir: &Path) -> Result<HostTls, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    let mut out = HostTls {
+        dir: dir.to_path_buf(),
+        ..HostTls::default()
+    };
+    for name in &names {
+        if name.ends_with(".crt") {
+            out.roots.extend(read_roots(&dir.join(name))?);
+        }
+    }
+    for name in &names {
+        if let Some(stem) = name.strip_suffix(".key")
+            && !names.contains(&format!("{stem}.cert"))
+        {
+            return Err(format!(
+                "{} has no matching {stem}.cert",
+                dir.join(name).display()
+            ));
+        }
+    }
+    let first_cert = names.iter().find_map(|n| n.strip_suffix(".cert"));
+    if let Some(stem) = first_cert {
+        let cert_path = dir.join(format!("{stem}.cert"));
+        let key_path = dir.join(format!("{stem}.key"));
+        if !key_path.exists() {
+            return Err(format!(
+                "{} has no matching {stem}.key",
+                cert_path.display()
+            ));
+        }
+        let mut pem = std::fs::read(&cert_path)
+            .map_err(|e| format!("cannot read {}: {e}", cert_path.display()))?;
+        pem.push(b'\n');
+        pem.extend(
+            std::fs::read(&key_path)
+                .map_err(|e| format!("cannot read {}: {e}", key_path.display()))?,
+        );
+        let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+            format!(
+                "{} and {} are not a PEM certificate and private key \
+                 (RSA, SEC1 EC or PKCS#8)",
+                cert_path.display(),
+                key_path.display()
+            )
+        })?;
+        out.identity = Some(identity);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "pullcheck-registry-tls-unit-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn host_dirs_never_leave_the_certs_dir() {
+        let dir = temp("hostdir");
+        std::fs::create_dir_all(dir.join("reg.example:5000")).unwrap();
+        assert_eq!(
+            host_dir(&dir, "reg.example:5000"),
+            Some(dir.join("reg.example:5000"))
+        );
+        assert_eq!(host_dir(&dir, "reg.example"), None);
+        for bad in ["", ".", "..", "../x", "a/b", "a\\b"] {
+            assert_eq!(host_dir(&dir, bad), None, "{bad}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn unusable_files_are_named() {
+        let dir = temp("files");
+        let missing = read_roots(&dir.join("nope.pem")).err().unwrap();
+        assert!(missing.starts_with("cannot read "), "{missing}");
+        std::fs::write(dir.join("empty.pem"), "not a certificate\n").unwrap();
+        let empty = read_roots(&dir.join("empty.pem")).err().unwrap();
+        assert!(
+            empty.ends_with("empty.pem holds no PEM certificate"),
+            "{empty}"
+        );
+
+        let host = dir.join("h");
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(host.join("client.cert"), "x").unwrap();
+        let e = read_host_dir(&host).err().unwrap();
+        assert!(e.ends_with("client.cert has no matching client.key"), "{e}");
+        std::fs::remove_file(host.join("client.cert")).unwrap();
+        std::fs::write(host.join("client.key"), "x").unwrap();
+        let e = read_host_dir(&host).err().unwrap();
+        assert!(e.ends_with("client.key has no matching client.cert"), "{e}");
+        std::fs::write(host.join("client.cert"), "x").unwrap();
+        let e = read_host_dir(&host).err().unwrap();
+        assert!(
+            e.contains("are not a PEM certificate and private key"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
