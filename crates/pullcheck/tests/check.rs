@@ -203,9 +203,19 @@ async fn token_registry() {
     let alice = docker_config(&dir, registry.host(), "alice", "token-pw-alice");
     let report = matrix(&registry, Some(&alice)).await;
     let tokens = registry.token_server().unwrap().requests();
-    // One ping and one token request for every repository of the registry.
-    assert_eq!(tokens.len(), 1, "{tokens:?}");
-    assert!(tokens[0].scopes.len() >= 2, "{tokens:?}");
+    // One token for every repository of the registry: every token request asked for
+    // the same scope set, holding both repositories. (A transport-level retry of that
+    // one request, e.g. after a pooled connection was closed under load, is allowed.)
+    assert!(!tokens.is_empty() && tokens.len() <= 2, "{tokens:?}");
+    assert!(
+        tokens.iter().all(|t| t.scopes == tokens[0].scopes),
+        "{tokens:?}"
+    );
+    assert!(
+        tokens[0].scopes.iter().any(|s| s.contains("team/app"))
+            && tokens[0].scopes.iter().any(|s| s.contains("team/nope")),
+        "{tokens:?}"
+    );
     assert!(!report.to_json().contains("token-pw-alice"));
 
     // Anonymous can pull team/app but not private/secret-app: missing or no access.

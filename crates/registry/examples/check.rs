@@ -31,9 +31,9 @@ async fn main() {
     let loopback =
         host.starts_with("localhost") || host.starts_with("127.") || host.starts_with("[::1]");
     let endpoint = Endpoint {
-        host: host.clone(),
         allow_http: loopback,
         skip_verify: false,
+        ..Endpoint::new(host.clone())
     };
     let platform = match std::env::var("PLATFORM").ok().map(|p| Platform::parse(&p)) {
         Some(Err(e)) => {

@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use reqwest::Method;
-use reqwest::header::{RETRY_AFTER, WWW_AUTHENTICATE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use url::Url;
 
 use crate::auth::{self, Plan};
@@ -24,7 +25,8 @@ use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
 /// One client per run, shared by every registry: connections are pooled and kept
 /// alive, HTTP/2 is used where TLS offers it (ALPN), certificates are verified against
 /// the system's roots plus [`ClientOptions::ca_file`]. A host with a directory in
-/// [`ClientOptions::certs_dir`] gets its own HTTP client, built on first use and kept.
+/// [`ClientOptions::certs_dir`], or an endpoint with its own [`Endpoint::ca_files`] or
+/// [`Endpoint::client_cert`], gets its own HTTP client, built on first use and kept.
 /// Endpoints marked [`Endpoint::skip_verify`] use clients that do not verify
 /// certificates. Tokens are cached per (registry, credential, scope set) until shortly
 /// before they expire. Cheap to clone; clones share all of it.
@@ -44,8 +46,20 @@ pub(crate) struct Shared {
     extra_roots: Vec<reqwest::Certificate>,
     secure: Http,
     insecure: Http,
-    /// Per-host clients, by (`host[:port]`, skip_verify).
-    per_host: Mutex<HashMap<(String, bool), Http>>,
+    /// Per-host clients, by host and TLS settings.
+    per_host: Mutex<HashMap<TlsKey, Http>>,
+}
+
+/// What a per-host HTTP client is built from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct TlsKey {
+    /// `host[:port]` as in the URL.
+    host: String,
+    skip_verify: bool,
+    /// The endpoint's own CA files.
+    ca_files: Vec<PathBuf>,
+    /// The endpoint's own client certificate and key.
+    client_cert: Option<(PathBuf, Option<PathBuf>)>,
 }
 
 impl fmt::Debug for Client {
@@ -81,26 +95,37 @@ impl Shared {
         .map_err(|e| transport::describe(&e, &self.limits, self.limits.total, Default::default()))
     }
 
-    /// The HTTP client for `host` (`host[:port]` as in the URL): the shared one, or the
-    /// host's own when [`ClientOptions::certs_dir`] has a directory for it.
+    /// The HTTP client for `endpoint`: the shared one, or the host's own when
+    /// [`ClientOptions::certs_dir`] has a directory for it or the endpoint has its own
+    /// CA files or client certificate.
     ///
     /// # Errors
-    /// A message naming the file when the host's directory cannot be used.
-    pub fn http_for(&self, host: &str, skip_verify: bool) -> Result<Http, String> {
-        let shared = || {
-            if skip_verify {
+    /// A message naming the file when a certificate file cannot be used.
+    pub fn http_for_endpoint(&self, endpoint: &Endpoint) -> Result<Http, String> {
+        self.http_with(TlsKey {
+            host: endpoint.host.clone(),
+            skip_verify: endpoint.skip_verify,
+            ca_files: endpoint.ca_files.clone(),
+            client_cert: endpoint.client_cert.clone(),
+        })
+    }
+
+    /// The shared client when nothing is specific to the host; otherwise the host's own,
+    /// built once: the shared roots, the host's `certs_dir` directory, then the key's CA
+    /// files and client certificate (which replaces the directory's).
+    fn http_with(&self, key: TlsKey) -> Result<Http, String> {
+        let dir = self
+            .options
+            .certs_dir
+            .as_deref()
+            .and_then(|certs_dir| tls::host_dir(certs_dir, &key.host));
+        if dir.is_none() && key.ca_files.is_empty() && key.client_cert.is_none() {
+            return Ok(if key.skip_verify {
                 self.insecure.clone()
             } else {
                 self.secure.clone()
-            }
-        };
-        let Some(certs_dir) = &self.options.certs_dir else {
-            return Ok(shared());
-        };
-        let Some(dir) = tls::host_dir(certs_dir, host) else {
-            return Ok(shared());
-        };
-        let key = (host.to_string(), skip_verify);
+            });
+        }
         let mut per_host = self
             .per_host
             .lock()
@@ -108,17 +133,31 @@ impl Shared {
         if let Some(http) = per_host.get(&key) {
             return Ok(http.clone());
         }
-        let host_tls = tls::read_host_dir(&dir)?;
         let mut roots = self.extra_roots.clone();
-        roots.extend(host_tls.roots);
+        let mut identity = None;
+        let mut from = Vec::new();
+        if let Some(dir) = &dir {
+            let host_tls = tls::read_host_dir(dir)?;
+            roots.extend(host_tls.roots);
+            identity = host_tls.identity;
+            from.push(host_tls.dir.display().to_string());
+        }
+        for file in &key.ca_files {
+            roots.extend(tls::read_roots(file)?);
+            from.push(file.display().to_string());
+        }
+        if let Some((cert, cert_key)) = &key.client_cert {
+            identity = Some(tls::read_identity(cert, cert_key.as_deref())?);
+            from.push(cert.display().to_string());
+        }
         let http = self
             .build(TlsSetup {
                 extra_roots: roots,
-                identity: host_tls.identity,
-                skip_verify,
+                identity,
+                skip_verify: key.skip_verify,
             })
-            .map_err(|e| format!("TLS settings from {}: {e}", host_tls.dir.display()))?;
-        tracing::debug!(host, dir = %dir.display(), "built a client with the host's certificates");
+            .map_err(|e| format!("TLS settings from {}: {e}", from.join(", ")))?;
+        tracing::debug!(host = %key.host, from = %from.join(", "), "built a client with the host's certificates");
         per_host.insert(key, http.clone());
         Ok(http)
     }
@@ -200,9 +239,11 @@ impl Client {
         self.shared.counters.token_requests.load(Ordering::Relaxed)
     }
 
-    /// Pings `endpoint` (`GET /v2/`) and, if it challenges, authenticates once for all
-    /// `repositories` (paths such as `library/alpine`), yielding a session that can
-    /// query them (and others, at the cost of a token each).
+    /// Pings `endpoint` (`GET /v2/`, or its [`Endpoint::base_path`], with its
+    /// [`Endpoint::query`] and [`Endpoint::headers`]) and, if it challenges,
+    /// authenticates once for all `repositories` (paths such as `library/alpine`),
+    /// yielding a session that can query them (and others, at the cost of a token
+    /// each).
     ///
     /// - `https://` first; when that fails before any HTTP answer (DNS, TCP, TLS,
     ///   timeout) and [`Endpoint::allow_http`] is set, `http://`, which the session
@@ -225,7 +266,8 @@ impl Client {
     /// # Errors
     /// [`AuthorizeError`], which applies to every image on the registry:
     /// [`Status::Unreachable`] for network, TLS, timeout, 5xx and nonsensical answers,
-    /// unusable certificate files, and a deadline reached;
+    /// unusable certificate files, an invalid [`Endpoint::headers`] entry, and a
+    /// deadline reached;
     /// [`Status::Denied`] when the registry or its token realm rejects the credential
     /// (the message names the host and the user, never a secret);
     /// [`Status::NoAccess`] when the realm refuses anonymous access or the registry asks
@@ -284,12 +326,17 @@ impl Client {
         attempts: &mut Attempts,
     ) -> Result<Session, AuthorizeError> {
         let host = endpoint.host.as_str();
+        let headers = header_map(&endpoint.headers).map_err(|e| AuthorizeError {
+            status: Status::Unreachable,
+            message: format!("registry {host}: {e}"),
+        })?;
         let http = self
             .shared
-            .http_for(host, endpoint.skip_verify)
+            .http_for_endpoint(endpoint)
             .map_err(|e| unreachable_error(host, &e))?;
-        let (base, ping) = self.ping(endpoint, &http, attempts).await?;
-        let ping_url = join(&base, "v2/");
+        let (base, ping) = self.ping(endpoint, &headers, &http, attempts).await?;
+        let api = api_url(&base, endpoint);
+        let ping_url = with_query(api.clone(), &endpoint.query);
         let www_authenticate: Vec<&[u8]> = ping
             .headers()
             .get_all(WWW_AUTHENTICATE)
@@ -312,8 +359,15 @@ impl Client {
             Plan::BasicWithoutCredential => Mode::BasicWithoutCredential,
             Plan::Fail(e) => return Err(e),
             Plan::Basic => {
-                self.check_basic(&http, host, &ping_url, credential, attempts.deadline())
-                    .await?;
+                self.check_basic(
+                    &http,
+                    &headers,
+                    host,
+                    &ping_url,
+                    credential,
+                    attempts.deadline(),
+                )
+                .await?;
                 Mode::Basic
             }
             Plan::Bearer(params) => {
@@ -336,6 +390,8 @@ impl Client {
             shared: Arc::clone(&self.shared),
             endpoint: endpoint.clone(),
             base,
+            api,
+            headers,
             http,
             credential: credential.clone(),
             mode,
@@ -343,16 +399,21 @@ impl Client {
         }))
     }
 
-    /// `GET /v2/` over https, then http when allowed, retried while the failures are
-    /// retryable. Returns the base URL that answered and its response (any status).
+    /// `GET <base_path>` over https, then http when allowed, retried while the failures
+    /// are retryable. Returns the base URL (`scheme://host[:port]/`) that answered and
+    /// its response (any status).
     async fn ping(
         &self,
         endpoint: &Endpoint,
+        headers: &HeaderMap,
         http: &Http,
         attempts: &mut Attempts,
     ) -> Result<(Url, reqwest::Response), AuthorizeError> {
         loop {
-            match self.ping_once(endpoint, http, attempts.deadline()).await {
+            match self
+                .ping_once(endpoint, headers, http, attempts.deadline())
+                .await
+            {
                 Ok((base, response)) => {
                     let status = response.status().as_u16();
                     if retry::retryable_status(status) {
@@ -361,7 +422,7 @@ impl Client {
                             .get(RETRY_AFTER)
                             .and_then(|v| v.to_str().ok())
                             .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
-                        let failure = format!("HTTP {status} on /v2/");
+                        let failure = format!("HTTP {status} on {}", endpoint.api_path());
                         if attempts.retry(failure, retry_after).await {
                             continue;
                         }
@@ -384,6 +445,7 @@ impl Client {
     async fn ping_once(
         &self,
         endpoint: &Endpoint,
+        headers: &HeaderMap,
         http: &Http,
         deadline: Option<Instant>,
     ) -> Result<(Url, reqwest::Response), PingFailure> {
@@ -393,10 +455,10 @@ impl Client {
             short: String::new(),
             retryable: false,
         })?;
-        let url = join(&base, "v2/");
+        let url = with_query(api_url(&base, endpoint), &endpoint.query);
         let https_error = match http
             .send(
-                http.client.get(url.clone()),
+                http.client.get(url.clone()).headers(headers.clone()),
                 &Method::GET,
                 &url,
                 Purpose::Ping,
@@ -422,11 +484,11 @@ impl Client {
             short: String::new(),
             retryable: false,
         })?;
-        let url = join(&base, "v2/");
+        let url = with_query(api_url(&base, endpoint), &endpoint.query);
         tracing::debug!(host, reason = %https_error.reason, "https failed; trying plain http");
         match http
             .send(
-                http.client.get(url.clone()),
+                http.client.get(url.clone()).headers(headers.clone()),
                 &Method::GET,
                 &url,
                 Purpose::Ping,
@@ -449,6 +511,7 @@ impl Client {
     async fn check_basic(
         &self,
         http: &Http,
+        headers: &HeaderMap,
         host: &str,
         ping_url: &Url,
         credential: &Credential,
@@ -457,9 +520,12 @@ impl Client {
         let Credential::Basic { username, password } = credential else {
             return Ok(());
         };
+        let mut headers = headers.clone();
+        headers.remove(reqwest::header::AUTHORIZATION);
         let request = http
             .client
             .get(ping_url.clone())
+            .headers(headers)
             .basic_auth(username, Some(password));
         let response = http
             .send(request, &Method::GET, ping_url, Purpose::Ping, deadline)
@@ -512,19 +578,25 @@ pub(crate) fn cache_key(
     }
 }
 
-/// The client for a token realm: one that skips verification only when the endpoint
-/// skips it and the realm is on the same host (a realm elsewhere is verified), with the
-/// realm host's own certificates when `certs_dir` has them.
+/// The client for a token realm, with the realm host's own certificates when
+/// `certs_dir` has them and the endpoint's CA files. On the endpoint's host it is the
+/// endpoint's client (skipping verification if the endpoint does, with its client
+/// certificate); a realm elsewhere is verified and gets no client certificate.
 ///
 /// # Errors
-/// A message naming the file when the realm host's directory cannot be used.
+/// A message naming the file when a certificate file cannot be used.
 pub(crate) fn realm_http(
     shared: &Shared,
     endpoint: &Endpoint,
     realm: &Url,
 ) -> Result<Http, String> {
-    let skip = endpoint.skip_verify && same_host(&endpoint.host, realm);
-    shared.http_for(&authority(realm), skip)
+    let same = same_host(&endpoint.host, realm);
+    shared.http_with(TlsKey {
+        host: authority(realm),
+        skip_verify: endpoint.skip_verify && same,
+        ca_files: endpoint.ca_files.clone(),
+        client_cert: endpoint.client_cert.clone().filter(|_| same),
+    })
 }
 
 /// `host[:port]` of a URL, the port only when the URL names one.
@@ -549,6 +621,41 @@ fn base_url(scheme: &str, host: &str) -> Result<Url, AuthorizeError> {
         return Err(invalid());
     }
     Ok(url)
+}
+
+/// The API base of `endpoint` on `base` (`scheme://host[:port]/`): `base` with
+/// [`Endpoint::api_path`], e.g. `https://h/v2/`.
+pub(crate) fn api_url(base: &Url, endpoint: &Endpoint) -> Url {
+    join(base, endpoint.api_path().trim_start_matches('/'))
+}
+
+/// `url` with `query` appended, in order, form-encoded (`:` as `%3A`, as Go's
+/// `url.Values.Encode` does).
+pub(crate) fn with_query(mut url: Url, query: &[(String, String)]) -> Url {
+    if !query.is_empty() {
+        let mut pairs = url.query_pairs_mut();
+        for (name, value) in query {
+            pairs.append_pair(name, value);
+        }
+    }
+    url
+}
+
+/// The configured headers as a header map, values marked sensitive.
+///
+/// # Errors
+/// A message naming the header (never its value) when its name or value is invalid.
+pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("{name:?} is not a valid header name"))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {name:?} is not a valid header value"))?;
+        value.set_sensitive(true);
+        map.append(header, value);
+    }
+    Ok(map)
 }
 
 /// `base` (ending in `/`) with `path` appended.
@@ -594,6 +701,72 @@ mod tests {
     fn join_appends_to_the_base() {
         let base = base_url("https", "h:1").unwrap();
         assert_eq!(join(&base, "v2/").as_str(), "https://h:1/v2/");
+    }
+
+    #[test]
+    fn api_urls_follow_the_base_path_and_carry_the_query() {
+        let base = base_url("http", "m:5000").unwrap();
+        let api = |path: &str| {
+            api_url(
+                &base,
+                &Endpoint {
+                    base_path: path.into(),
+                    ..Endpoint::new("m:5000")
+                },
+            )
+            .to_string()
+        };
+        assert_eq!(api("/v2/"), "http://m:5000/v2/");
+        assert_eq!(api(""), "http://m:5000/v2/");
+        assert_eq!(api("custom/prefix"), "http://m:5000/custom/prefix/");
+        assert_eq!(api("/us/v2/"), "http://m:5000/us/v2/");
+        assert_eq!(api("/"), "http://m:5000/");
+        assert_eq!(api("/a b/"), "http://m:5000/a%20b/");
+        let query = vec![
+            ("ns".to_string(), "docker.io".to_string()),
+            ("x".to_string(), "127.0.0.1:5000".to_string()),
+        ];
+        assert_eq!(
+            with_query(Url::parse("http://m/v2/").unwrap(), &query).as_str(),
+            "http://m/v2/?ns=docker.io&x=127.0.0.1%3A5000"
+        );
+        assert_eq!(
+            with_query(
+                Url::parse("http://m/v2/a/tags/list?n=1000").unwrap(),
+                &query[..1]
+            )
+            .as_str(),
+            "http://m/v2/a/tags/list?n=1000&ns=docker.io"
+        );
+        assert_eq!(
+            with_query(Url::parse("http://m/v2/").unwrap(), &[]).as_str(),
+            "http://m/v2/"
+        );
+    }
+
+    #[test]
+    fn configured_headers_are_checked_and_kept_secret() {
+        let map = header_map(&[
+            ("X-Mirror".into(), "a".into()),
+            ("x-mirror".into(), "b".into()),
+            ("Authorization".into(), "Basic c2VjcmV0".into()),
+        ])
+        .unwrap();
+        let values: Vec<&str> = map
+            .get_all("x-mirror")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        assert_eq!(values, ["a", "b"]);
+        assert!(map.values().all(|v| v.is_sensitive()));
+        assert!(!format!("{map:?}").contains("c2VjcmV0"));
+        let e = header_map(&[("bad name".into(), "v".into())]).unwrap_err();
+        assert_eq!(e, "\"bad name\" is not a valid header name");
+        let e = header_map(&[("X-Token".into(), "line\nbreak-secret".into())]).unwrap_err();
+        assert_eq!(
+            e,
+            "the value of header \"X-Token\" is not a valid header value"
+        );
     }
 
     #[test]

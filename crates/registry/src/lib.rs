@@ -13,11 +13,7 @@
 //! use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
 //!
 //! let client = Client::new(ClientOptions::default())?;
-//! let endpoint = Endpoint {
-//!     host: "registry-1.docker.io".into(),
-//!     allow_http: false,
-//!     skip_verify: false,
-//! };
+//! let endpoint = Endpoint::new("registry-1.docker.io");
 //! let repositories = vec!["library/alpine".to_string()];
 //! let session = client
 //!     .authorize(&endpoint, &Credential::Anonymous, &repositories)
@@ -87,8 +83,26 @@ pub mod fuzzing;
 pub use client::Client;
 pub use session::{MANIFEST_ACCEPT, Session};
 
-/// How to reach one registry host.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// How to reach one registry host: where its API is, and what every request to it
+/// carries. Build it with [`Endpoint::new`] and struct update syntax, so that new fields
+/// keep their defaults:
+///
+/// ```
+/// use pullcheck_registry::Endpoint;
+///
+/// // containerd: a mirror with `override_path`, asked on behalf of docker.io.
+/// let mirror = Endpoint {
+///     allow_http: true,
+///     base_path: "/custom/prefix/".into(),
+///     query: vec![("ns".into(), "docker.io".into())],
+///     ..Endpoint::new("mirror.example.com:5000")
+/// };
+/// assert_eq!(Endpoint::new("registry-1.docker.io").base_path, "/v2/");
+/// # let _ = mirror;
+/// ```
+///
+/// `Debug` shows the names of [`Endpoint::headers`], never their values.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Endpoint {
     /// `host[:port]` as it goes in the URL, e.g. `registry-1.docker.io`, `127.0.0.1:5000`,
     /// `[::1]:5000`.
@@ -98,6 +112,81 @@ pub struct Endpoint {
     pub allow_http: bool,
     /// TLS certificates are not verified (an insecure registry).
     pub skip_verify: bool,
+    /// The path of the API base on the host, starting and ending with `/`: `/v2/` for
+    /// the distribution API ([`Endpoint::API_PATH`], the default). The ping is
+    /// `GET <base_path>`, a manifest `<base_path><name>/manifests/<reference>`, a tag
+    /// list `<base_path><name>/tags/list`. A mirror may serve the API elsewhere
+    /// (containerd's `override_path`: the configured path as it is, e.g.
+    /// `/custom/prefix/`). A missing leading or trailing `/` is added; an empty path is
+    /// [`Endpoint::API_PATH`].
+    pub base_path: String,
+    /// Query parameters added to every request to this host (ping, manifests, tag
+    /// lists), in order; containerd asks a mirror with `ns=<the image's registry>`.
+    pub query: Vec<(String, String)>,
+    /// Headers added to every request to this host (containerd's `[header]`), in order;
+    /// never to a token realm. A header this client sets itself (`Accept` on manifest
+    /// requests, and `Authorization` when it has a credential to send) replaces the
+    /// configured one. A name or value that is not a valid header fails
+    /// [`Client::authorize`]. Values are treated as secrets: never logged or shown.
+    pub headers: Vec<(String, String)>,
+    /// PEM files of extra root certificates trusted for this host (containerd's `ca`),
+    /// in addition to the system's roots, [`ClientOptions::ca_file`] and the host's
+    /// [`ClientOptions::certs_dir`] directory. Also trusted for a token realm on another
+    /// host.
+    pub ca_files: Vec<PathBuf>,
+    /// A TLS client certificate presented to this host (and to a token realm on the
+    /// same host): the certificate file and the key file, or `None` when the key is in
+    /// the certificate file (containerd's `client`). It replaces a client certificate
+    /// from [`ClientOptions::certs_dir`].
+    pub client_cert: Option<(PathBuf, Option<PathBuf>)>,
+}
+
+impl Endpoint {
+    /// The distribution API's base path.
+    pub const API_PATH: &'static str = "/v2/";
+
+    /// `host` over HTTPS with verified TLS, at [`Endpoint::API_PATH`], with no extra
+    /// query, headers or certificates.
+    pub fn new(host: impl Into<String>) -> Endpoint {
+        Endpoint {
+            host: host.into(),
+            allow_http: false,
+            skip_verify: false,
+            base_path: Endpoint::API_PATH.to_string(),
+            query: Vec::new(),
+            headers: Vec::new(),
+            ca_files: Vec::new(),
+            client_cert: None,
+        }
+    }
+
+    /// [`Endpoint::base_path`] as used: starting and ending with `/`, `/v2/` when empty.
+    pub fn api_path(&self) -> String {
+        let trimmed = self.base_path.trim_matches('/');
+        if self.base_path.is_empty() {
+            Endpoint::API_PATH.to_string()
+        } else if trimmed.is_empty() {
+            "/".to_string()
+        } else {
+            format!("/{trimmed}/")
+        }
+    }
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Endpoint")
+            .field("host", &self.host)
+            .field("allow_http", &self.allow_http)
+            .field("skip_verify", &self.skip_verify)
+            .field("base_path", &self.base_path)
+            .field("query", &self.query)
+            .field("headers", &header_names)
+            .field("ca_files", &self.ca_files)
+            .field("client_cert", &self.client_cert)
+            .finish()
+    }
 }
 
 /// A credential to present to a registry. `Debug` never shows the secret.

@@ -8,12 +8,14 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Instant, SystemTime};
 
 use reqwest::Method as HttpMethod;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, LINK, RETRY_AFTER, WWW_AUTHENTICATE};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, LINK, RETRY_AFTER, WWW_AUTHENTICATE,
+};
 use url::Url;
 
 use crate::auth::{self, Plan};
 use crate::classify::{self, Decision, IndexReply, Method, Query, Ref, Reply, Who};
-use crate::client::{Shared, cache_key, earliest, join, realm_http};
+use crate::client::{Shared, cache_key, earliest, realm_http, with_query};
 use crate::errcode;
 use crate::platform;
 use crate::retry::{self, Attempts};
@@ -51,6 +53,8 @@ pub(crate) struct Parts<'a> {
     pub shared: Arc<Shared>,
     pub endpoint: Endpoint,
     pub base: Url,
+    pub api: Url,
+    pub headers: HeaderMap,
     pub http: Http,
     pub credential: Credential,
     pub mode: Mode,
@@ -71,7 +75,12 @@ struct Bearer {
 struct Inner {
     shared: Arc<Shared>,
     endpoint: Endpoint,
+    /// `scheme://host[:port]/` that answered the ping.
     base: Url,
+    /// The API base on it: `base` with the endpoint's base path, e.g. `…/v2/`.
+    api: Url,
+    /// The endpoint's configured headers, values sensitive.
+    headers: HeaderMap,
     http: Http,
     credential: Credential,
     authorized: BTreeSet<String>,
@@ -140,6 +149,8 @@ impl Session {
                 shared: parts.shared,
                 endpoint: parts.endpoint,
                 base: parts.base,
+                api: parts.api,
+                headers: parts.headers,
                 http: parts.http,
                 credential: parts.credential,
                 authorized,
@@ -161,8 +172,49 @@ impl Session {
         self.inner.base.as_str().trim_end_matches('/')
     }
 
+    /// The API base the session asks: [`Session::base_url`] with the endpoint's
+    /// [`Endpoint::base_path`], e.g. `https://registry-1.docker.io/v2/`.
+    pub fn api_url(&self) -> &str {
+        self.inner.api.as_str()
+    }
+
+    /// A request to this registry: the endpoint's configured headers, then the
+    /// manifest `Accept` list when `accept`, then `authorization`, each replacing a
+    /// configured header of the same name.
+    fn request(
+        &self,
+        method: HttpMethod,
+        url: Url,
+        accept: bool,
+        authorization: Option<&Authorization>,
+    ) -> reqwest::RequestBuilder {
+        let inner = &self.inner;
+        let mut headers = inner.headers.clone();
+        if accept {
+            headers.remove(ACCEPT);
+        }
+        if authorization.is_some() {
+            headers.remove(AUTHORIZATION);
+        }
+        let mut request = inner.http.client.request(method, url).headers(headers);
+        if accept {
+            request = request.header(ACCEPT, MANIFEST_ACCEPT);
+        }
+        with_auth(request, authorization)
+    }
+
+    /// The URL of a manifest on this registry, with the endpoint's query.
+    fn manifest_url(&self, repository: &str, reference: &str) -> Url {
+        with_query(
+            manifest_url(&self.inner.api, repository, reference),
+            &self.inner.endpoint.query,
+        )
+    }
+
     /// `HEAD /v2/<repository>/manifests/<reference>` with all four manifest types in
-    /// `Accept`, classified per the OCI distribution spec.
+    /// `Accept`, classified per the OCI distribution spec. (`/v2/` is the endpoint's
+    /// [`Endpoint::base_path`]; its [`Endpoint::query`] and [`Endpoint::headers`] go
+    /// with every request.)
     ///
     /// `reference` is a tag (`3.19`), a digest (`sha256:…`), or `tag@digest`, of which
     /// only the digest is queried. The answer is never an error: network failures,
@@ -220,7 +272,7 @@ impl Session {
     async fn run(&self, repository: &str, reference: &str, attempts: &mut Attempts) -> Answer {
         let inner = &self.inner;
         let reference = Ref::parse(reference);
-        let url = manifest_url(&inner.base, repository, reference.as_str());
+        let url = self.manifest_url(repository, reference.as_str());
         let platform = inner.shared.options.platform.as_ref();
         let mut method = Method::Head;
         let mut adopted = false;
@@ -234,12 +286,10 @@ impl Session {
                 Method::Head => HttpMethod::HEAD,
                 Method::Get => HttpMethod::GET,
             };
-            let request = with_auth(
-                inner
-                    .http
-                    .client
-                    .request(http_method.clone(), url.clone())
-                    .header(ACCEPT, MANIFEST_ACCEPT),
+            let request = self.request(
+                http_method.clone(),
+                url.clone(),
+                true,
                 authorization.as_ref(),
             );
             let response = match inner
@@ -507,16 +557,9 @@ impl Session {
             .digest
             .as_deref()
             .unwrap_or(query.reference.as_str());
-        let url = manifest_url(&inner.base, query.repository, target);
+        let url = self.manifest_url(query.repository, target);
         loop {
-            let request = with_auth(
-                inner
-                    .http
-                    .client
-                    .get(url.clone())
-                    .header(ACCEPT, MANIFEST_ACCEPT),
-                authorization,
-            );
+            let request = self.request(HttpMethod::GET, url.clone(), true, authorization);
             let response = match inner
                 .http
                 .send(
@@ -606,7 +649,7 @@ impl Session {
         deadline: Option<Instant>,
     ) -> Answer {
         let inner = &self.inner;
-        let mut url = join(&inner.base, "v2/");
+        let mut url = inner.api.clone();
         {
             let mut segments = url.path_segments_mut().expect("an http(s) URL has a path");
             segments.pop_if_empty();
@@ -614,7 +657,8 @@ impl Session {
             segments.extend(["tags", "list"]);
         }
         url.set_query(Some("n=1000"));
-        let request = with_auth(inner.http.client.get(url.clone()), authorization);
+        let url = with_query(url, &inner.endpoint.query);
+        let request = self.request(HttpMethod::GET, url.clone(), false, authorization);
         let response = match inner
             .http
             .send(request, &HttpMethod::GET, &url, Purpose::Tags, deadline)
@@ -679,14 +723,13 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `<base>v2/<repository>/manifests/<reference>`, each path component percent-encoded
-/// as a path segment.
-pub(crate) fn manifest_url(base: &Url, repository: &str, reference: &str) -> Url {
-    let mut url = base.clone();
+/// `<api><repository>/manifests/<reference>` (`api` being the API base, e.g.
+/// `https://h/v2/`), each path component percent-encoded as a path segment.
+pub(crate) fn manifest_url(api: &Url, repository: &str, reference: &str) -> Url {
+    let mut url = api.clone();
     {
         let mut segments = url.path_segments_mut().expect("an http(s) URL has a path");
         segments.pop_if_empty();
-        segments.push("v2");
         segments.extend(repository.split('/'));
         segments.extend(["manifests", reference]);
     }
@@ -706,7 +749,7 @@ mod tests {
 
     #[test]
     fn manifest_urls() {
-        let base = Url::parse("https://reg.example:5000/").unwrap();
+        let base = Url::parse("https://reg.example:5000/v2/").unwrap();
         assert_eq!(
             manifest_url(&base, "library/alpine", "3.19").as_str(),
             "https://reg.example:5000/v2/library/alpine/manifests/3.19"
@@ -720,6 +763,12 @@ mod tests {
         assert_eq!(
             manifest_url(&base, "x", "a?b#c").as_str(),
             "https://reg.example:5000/v2/x/manifests/a%3Fb%23c"
+        );
+        // Another API base (containerd `override_path`).
+        let custom = Url::parse("http://m:5000/custom/prefix/").unwrap();
+        assert_eq!(
+            manifest_url(&custom, "library/alpine", "3.19").as_str(),
+            "http://m:5000/custom/prefix/library/alpine/manifests/3.19"
         );
     }
 

@@ -1,6 +1,7 @@
-//! TLS material from files: the extra roots of `ca_file`, and a Docker-style
-//! `certs_dir` (`<dir>/<host[:port]>/*.crt` roots, `NAME.cert` + `NAME.key` client
-//! certificate), read once per host.
+//! TLS material from files: the extra roots of `ca_file`, a Docker-style `certs_dir`
+//! (`<dir>/<host[:port]>/*.crt` roots, `NAME.cert` + `NAME.key` client certificate),
+//! and an endpoint's own CA files and client certificate; read once per host and
+//! settings.
 //!
 //! Invariant: reads files and parses PEM; sends nothing. Messages name files, never
 //! their contents.
@@ -87,24 +88,39 @@ pub(crate) fn read_host_dir(dir: &Path) -> Result<HostTls, String> {
                 cert_path.display()
             ));
         }
-        let mut pem = std::fs::read(&cert_path)
-            .map_err(|e| format!("cannot read {}: {e}", cert_path.display()))?;
-        pem.push(b'\n');
-        pem.extend(
-            std::fs::read(&key_path)
-                .map_err(|e| format!("cannot read {}: {e}", key_path.display()))?,
-        );
-        let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
-            format!(
-                "{} and {} are not a PEM certificate and private key \
-                 (RSA, SEC1 EC or PKCS#8)",
-                cert_path.display(),
-                key_path.display()
-            )
-        })?;
+        let identity = read_identity(&cert_path, Some(&key_path))?;
         out.identity = Some(identity);
     }
     Ok(out)
+}
+
+/// Reads a client identity: a PEM certificate (chain first) and its private key, from
+/// `key` or, when `None`, from the certificate file itself.
+///
+/// # Errors
+/// A message naming the files when they cannot be read or are not a PEM certificate
+/// and private key.
+pub(crate) fn read_identity(cert: &Path, key: Option<&Path>) -> Result<reqwest::Identity, String> {
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let mut pem = read(cert)?;
+    if let Some(key) = key {
+        pem.push(b'\n');
+        pem.extend(read(key)?);
+    }
+    reqwest::Identity::from_pem(&pem).map_err(|_| match key {
+        Some(key) => format!(
+            "{} and {} are not a PEM certificate and private key \
+             (RSA, SEC1 EC or PKCS#8)",
+            cert.display(),
+            key.display()
+        ),
+        None => format!(
+            "{} does not hold a PEM certificate and private key (RSA, SEC1 EC or PKCS#8)",
+            cert.display()
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -161,6 +177,18 @@ mod tests {
         let e = read_host_dir(&host).err().unwrap();
         assert!(
             e.contains("are not a PEM certificate and private key"),
+            "{e}"
+        );
+        let e = read_identity(&host.join("client.cert"), None)
+            .err()
+            .unwrap();
+        assert!(
+            e.ends_with("client.cert does not hold a PEM certificate and private key (RSA, SEC1 EC or PKCS#8)"),
+            "{e}"
+        );
+        let e = read_identity(&host.join("nope.cert"), None).err().unwrap();
+        assert!(
+            e.starts_with("cannot read ") && e.contains("nope.cert"),
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);

@@ -26,9 +26,9 @@ const BOUND: Duration = Duration::from_secs(20);
 
 fn endpoint(server: &Server) -> Endpoint {
     Endpoint {
-        host: server.host.clone(),
         allow_http: true,
         skip_verify: false,
+        ..Endpoint::new(server.host.clone())
     }
 }
 

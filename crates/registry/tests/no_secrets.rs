@@ -137,9 +137,9 @@ async fn scripted_paths() -> String {
     })
     .expect("client");
     let endpoint = Endpoint {
-        host: server.host.clone(),
         allow_http: true,
         skip_verify: false,
+        ..Endpoint::new(server.host.clone())
     };
     let credential = Credential::Basic {
         username: "alice".into(),
@@ -177,9 +177,9 @@ async fn scripted_paths() -> String {
 async fn exercise(client: &Client, registry: &Registry, credentials: &[Credential]) -> String {
     let mut seen = String::new();
     let endpoint = Endpoint {
-        host: registry.host().to_string(),
         allow_http: true,
         skip_verify: false,
+        ..Endpoint::new(registry.host().to_string())
     };
     let repositories = vec!["team/app".to_string(), "team/none".to_string()];
     for credential in credentials {

@@ -21,9 +21,9 @@ const ZERO_DIGEST: &str = "sha256:0000000000000000000000000000000000000000000000
 
 fn endpoint(registry: &Registry) -> Endpoint {
     Endpoint {
-        host: registry.host().to_string(),
         allow_http: true,
         skip_verify: false,
+        ..Endpoint::new(registry.host().to_string())
     }
 }
 
@@ -503,9 +503,9 @@ async fn plain_http_registry_without_allow_http_is_a_tls_failure() {
     let err = client()
         .authorize(
             &Endpoint {
-                host: registry.host().to_string(),
                 allow_http: false,
                 skip_verify: false,
+                ..Endpoint::new(registry.host().to_string())
             },
             &Credential::Anonymous,
             &repos(&[APP]),
@@ -548,9 +548,9 @@ async fn connection_refused_is_unreachable_with_the_reason() {
     let err = client()
         .authorize(
             &Endpoint {
-                host: format!("127.0.0.1:{port}"),
                 allow_http: true,
                 skip_verify: false,
+                ..Endpoint::new(format!("127.0.0.1:{port}"))
             },
             &Credential::Anonymous,
             &repos(&[APP]),

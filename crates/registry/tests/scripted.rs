@@ -1,7 +1,8 @@
 //! Answers a real distribution never gives, from a scripted HTTP/1.1 server on loopback:
 //! HEAD refused (405, 501), rate limits, 5xx, a wrong digest, a challenge that only
-//! repositories send, an OAuth2 realm, and a server that never answers. The hostile
-//! cases (resets, garbage, huge headers, loops, hangs) are in `faults.rs`.
+//! repositories send, an OAuth2 realm, a server that never answers, and a mirror
+//! endpoint with its own API path, query and headers. The hostile cases (resets,
+//! garbage, huge headers, loops, hangs) are in `faults.rs`.
 
 mod support;
 
@@ -17,9 +18,9 @@ const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222
 
 fn endpoint(server: &Server) -> Endpoint {
     Endpoint {
-        host: server.host.clone(),
         allow_http: true,
         skip_verify: false,
+        ..Endpoint::new(server.host.clone())
     }
 }
 
@@ -303,9 +304,9 @@ async fn silent_server_times_out_with_the_configured_limit() {
     let err = client
         .authorize(
             &Endpoint {
-                host: host.clone(),
                 allow_http: false,
                 skip_verify: false,
+                ..Endpoint::new(host.clone())
             },
             &Credential::Anonymous,
             &repos(&["a"]),
@@ -317,4 +318,142 @@ async fn silent_server_times_out_with_the_configured_limit() {
         err.message,
         format!("registry {host} unreachable over https: timed out after 300 ms")
     );
+}
+
+/// A mirror that serves the API under `/custom/prefix/` (containerd `override_path`).
+async fn prefixed_mirror() -> Server {
+    serve(|r| match (r.method.as_str(), r.path()) {
+        ("GET", "/custom/prefix/") => respond(200, &[], ""),
+        (_, "/custom/prefix/team/app/manifests/v1") => {
+            respond(200, &[("Docker-Content-Digest", D1)], "")
+        }
+        ("GET", "/custom/prefix/team/app/tags/list") => respond(
+            200,
+            &[("Content-Type", "application/json")],
+            r#"{"name":"team/app","tags":["v1"]}"#,
+        ),
+        _ => respond(404, &[], ""),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_mirror_endpoint_sends_its_path_query_and_headers() {
+    let server = prefixed_mirror().await;
+    let endpoint = Endpoint {
+        allow_http: true,
+        base_path: "/custom/prefix/".into(),
+        query: vec![("ns".into(), "registry.example.com:5000".into())],
+        headers: vec![
+            ("X-Mirror".into(), "one".into()),
+            ("X-Mirror".into(), "two".into()),
+            ("Accept".into(), "text/plain".into()),
+        ],
+        ..Endpoint::new(server.host.clone())
+    };
+    let session = client()
+        .authorize(&endpoint, &Credential::Anonymous, &repos(&["team/app"]))
+        .await
+        .expect("authorize");
+    assert_eq!(session.base_url(), format!("http://{}", server.host));
+    assert_eq!(
+        session.api_url(),
+        format!("http://{}/custom/prefix/", server.host)
+    );
+    let a = session.check("team/app", "v1").await;
+    assert_eq!(a.status, Status::Present, "{a:?}");
+    assert_eq!(a.digest.as_deref(), Some(D1));
+    let a = session.check("team/app", "v9").await;
+    assert_eq!((a.status, a.missing), (Status::Missing, Some(Missing::Tag)));
+    assert!(a.detail.ends_with("did you mean v1?"), "{}", a.detail);
+
+    let ns = "ns=registry.example.com%3A5000";
+    assert_eq!(
+        server.seen(),
+        vec![
+            format!("GET /custom/prefix/?{ns}"),
+            format!("HEAD /custom/prefix/team/app/manifests/v1?{ns}"),
+            format!("HEAD /custom/prefix/team/app/manifests/v9?{ns}"),
+            format!("GET /custom/prefix/team/app/tags/list?n=1000&{ns}"),
+        ]
+    );
+    let requests = server.requests();
+    for r in &requests {
+        assert_eq!(r.header("x-mirror"), ["one", "two"], "{r:?}");
+    }
+    // The manifest requests carry the client's own Accept list, not the configured one.
+    assert_eq!(requests[0].header("accept"), ["text/plain"]);
+    for r in &requests[1..3] {
+        assert_eq!(
+            r.header("accept"),
+            [pullcheck_registry::MANIFEST_ACCEPT],
+            "{r:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_configured_authorization_gives_way_to_the_credential() {
+    // The registry challenges on the ping; with a user name and password the client's
+    // own Basic header replaces the configured one, as containerd's authorizer does.
+    let server = serve(|r| match (r.path(), r.authorization.as_deref()) {
+        ("/v2/", Some(a)) if a.starts_with("Basic ") => respond(200, &[], ""),
+        ("/v2/", _) => respond(401, &[("WWW-Authenticate", r#"Basic realm="r""#)], ""),
+        (_, Some(a)) if a.starts_with("Basic ") => {
+            respond(200, &[("Docker-Content-Digest", D1)], "")
+        }
+        _ => respond(401, &[("WWW-Authenticate", r#"Basic realm="r""#)], ""),
+    })
+    .await;
+    let endpoint = Endpoint {
+        allow_http: true,
+        headers: vec![("Authorization".into(), "Bearer configured-secret".into())],
+        ..Endpoint::new(server.host.clone())
+    };
+    assert!(
+        !format!("{endpoint:?}").contains("configured-secret"),
+        "{endpoint:?}"
+    );
+    let credential = Credential::Basic {
+        username: "u".into(),
+        password: "p".into(),
+    };
+    let session = client()
+        .authorize(&endpoint, &credential, &repos(&["app"]))
+        .await
+        .expect("authorize");
+    assert_eq!(session.check("app", "v1").await.status, Status::Present);
+    let requests = server.requests();
+    // The ping carries the configured header (there is nothing else to send yet).
+    assert_eq!(
+        requests[0].header("authorization"),
+        ["Bearer configured-secret"]
+    );
+    for r in &requests[1..] {
+        assert_eq!(r.header("authorization"), ["Basic dTpw"], "{r:?}");
+    }
+    assert_eq!(requests.len(), 3, "{:?}", server.seen());
+}
+
+#[tokio::test]
+async fn an_invalid_configured_header_is_named_without_its_value() {
+    let server = prefixed_mirror().await;
+    let endpoint = Endpoint {
+        allow_http: true,
+        headers: vec![("X-Token".into(), "secret\nvalue".into())],
+        ..Endpoint::new(server.host.clone())
+    };
+    let err = client()
+        .authorize(&endpoint, &Credential::Anonymous, &repos(&["app"]))
+        .await
+        .expect_err("invalid header");
+    assert_eq!(err.status, Status::Unreachable);
+    assert_eq!(
+        err.message,
+        format!(
+            "registry {}: the value of header \"X-Token\" is not a valid header value",
+            server.host
+        )
+    );
+    assert!(server.requests().is_empty());
 }

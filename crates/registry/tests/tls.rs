@@ -147,11 +147,7 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
 
     let err = client
         .authorize(
-            &Endpoint {
-                host: host.clone(),
-                allow_http: false,
-                skip_verify: false,
-            },
+            &Endpoint::new(host.clone()),
             &Credential::Anonymous,
             &repositories,
         )
@@ -168,9 +164,9 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
     let session = client
         .authorize(
             &Endpoint {
-                host: host.clone(),
                 allow_http: false,
                 skip_verify: true,
+                ..Endpoint::new(host.clone())
             },
             &Credential::Anonymous,
             &repositories,
@@ -184,15 +180,7 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
 
     // The verifying client is unaffected by the other endpoint's skip_verify.
     let again = client
-        .authorize(
-            &Endpoint {
-                host,
-                allow_http: false,
-                skip_verify: false,
-            },
-            &Credential::Anonymous,
-            &repositories,
-        )
+        .authorize(&Endpoint::new(host), &Credential::Anonymous, &repositories)
         .await;
     assert!(again.is_err());
 }
@@ -201,11 +189,7 @@ const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111
 const BOUND: Duration = Duration::from_secs(20);
 
 fn verified(host: &str) -> Endpoint {
-    Endpoint {
-        host: host.to_string(),
-        allow_http: false,
-        skip_verify: false,
-    }
+    Endpoint::new(host)
 }
 
 fn repos() -> Vec<String> {
@@ -398,6 +382,99 @@ async fn mutual_tls_presents_the_client_certificate_of_certs_dir() {
     assert!(
         err.message
             .ends_with("client.cert has no matching client.key"),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn an_endpoint_brings_its_own_ca_and_client_certificate() {
+    // containerd's `ca` and `client` for one host, without certs_dir.
+    let pki = Pki::new("endpoint-tls");
+    let cert = pki.server("server", Validity::Valid);
+    let client_cert = pki.client("client");
+    let server = serve_tls(
+        |r| match r.path() {
+            "/v2/" => respond(200, &[], ""),
+            _ => respond(200, &[("Docker-Content-Digest", D1)], ""),
+        },
+        pki.server_config(&cert, &[b"http/1.1"], true),
+    )
+    .await;
+    let client = Client::new(ClientOptions::default()).expect("client");
+    let with_ca = Endpoint {
+        ca_files: vec![pki.ca.cert_pem.clone()],
+        ..Endpoint::new(server.host.clone())
+    };
+    let authorize = |endpoint: Endpoint| {
+        let client = client.clone();
+        async move {
+            guarded(
+                BOUND,
+                client.authorize(&endpoint, &Credential::Anonymous, &repos()),
+            )
+            .await
+            .0
+        }
+    };
+
+    // The CA alone: trusted, but the server wants a client certificate.
+    let err = authorize(with_ca.clone())
+        .await
+        .expect_err("no client certificate");
+    assert!(
+        err.message
+            .contains("TLS: the registry requires a client certificate"),
+        "{}",
+        err.message
+    );
+
+    // Certificate and key in two files.
+    let session = authorize(Endpoint {
+        client_cert: Some((
+            client_cert.cert_pem.clone(),
+            Some(client_cert.key_pem.clone()),
+        )),
+        ..with_ca.clone()
+    })
+    .await
+    .expect("mutual TLS");
+    assert_eq!(session.check("app", "v1").await.status, Status::Present);
+
+    // Both in one file.
+    let combined = pki.dir.path().join("combined.pem");
+    let mut pem = std::fs::read(&client_cert.cert_pem).expect("cert");
+    pem.push(b'\n');
+    pem.extend(std::fs::read(&client_cert.key_pem).expect("key"));
+    std::fs::write(&combined, pem).expect("combined");
+    let session = authorize(Endpoint {
+        client_cert: Some((combined, None)),
+        ..with_ca.clone()
+    })
+    .await
+    .expect("mutual TLS, one file");
+    assert_eq!(session.check("app", "v1").await.status, Status::Present);
+
+    // Without the CA the server is not trusted; a missing CA file is named.
+    let err = authorize(Endpoint::new(server.host.clone()))
+        .await
+        .expect_err("unknown CA");
+    assert!(
+        err.message
+            .ends_with("TLS: certificate signed by an unknown authority"),
+        "{}",
+        err.message
+    );
+    let missing = pki.dir.path().join("nope.pem");
+    let err = authorize(Endpoint {
+        ca_files: vec![missing.clone()],
+        ..Endpoint::new(server.host.clone())
+    })
+    .await
+    .expect_err("missing CA file");
+    assert!(
+        err.message
+            .contains(&format!("cannot read {}", missing.display())),
         "{}",
         err.message
     );

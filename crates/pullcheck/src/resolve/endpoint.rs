@@ -1,4 +1,6 @@
-//! How an endpoint is reached: whether it may use plain HTTP or unverified TLS.
+//! How an endpoint is reached: whether it may use plain HTTP or unverified TLS, and
+//! what the mirror configuration adds to its requests (the API path, containerd's
+//! `ns=` query and `[header]`s, CA files and a client certificate).
 //!
 //! Follows the Docker daemon's rules (`registry.ServiceOptions`, `isSecureIndex`):
 //! `docker.io` is served by `registry-1.docker.io`; `localhost`, 127.0.0.0/8 and `::1`
@@ -33,21 +35,35 @@ impl ResolvedEndpoint {
 /// Turns a mirror-configuration endpoint into the registry client's endpoint, adding
 /// Docker's rules: `localhost`, 127.0.0.0/8 and `::1` may use plain HTTP, and the
 /// `--insecure-registry` hosts (`host` or `host:port`; a bare host matches any port) may
-/// use plain HTTP and unverified TLS.
+/// use plain HTTP and unverified TLS. An `http://` URL may use plain HTTP (it is tried
+/// after HTTPS). The URL's path becomes the API base path; the query, headers, CA files
+/// and the first client certificate are kept (the registry client presents one client
+/// certificate per host).
 pub fn from_mirror(e: &pullcheck_mirrors::Endpoint, insecure: &[String]) -> ResolvedEndpoint {
     let marked = insecure.iter().any(|i| matches_insecure(i, &e.host));
     let local = is_local(host_part(&e.host));
+    // An `http://` endpoint (a containerd host, a Docker registry mirror) is plain HTTP
+    // as configured, wherever it is.
+    let plain_http = e.url.starts_with("http://");
     let mut rule = e.rule.clone();
     if marked {
         rule.push_str("; insecure by --insecure-registry");
-    } else if local && !e.http_fallback {
+    } else if local && !e.http_fallback && !plain_http {
         rule.push_str("; loopback may use plain HTTP");
     }
     ResolvedEndpoint {
         endpoint: Endpoint {
-            host: e.host.clone(),
-            allow_http: e.http_fallback || marked || local,
+            allow_http: plain_http || e.http_fallback || marked || local,
             skip_verify: e.skip_verify || marked,
+            base_path: api_path(&e.url),
+            query: e.query.clone(),
+            headers: e.headers.clone(),
+            ca_files: e.ca.clone(),
+            client_cert: e
+                .client_certs
+                .first()
+                .map(|c| (c.cert.clone(), c.key.clone())),
+            ..Endpoint::new(e.host.clone())
         },
         url: e.url.clone(),
         rule,
@@ -65,15 +81,21 @@ pub fn primary(domain: &str, insecure: &[String]) -> ResolvedEndpoint {
             from_mirror(&list[0], insecure)
         }
         _ => ResolvedEndpoint {
-            endpoint: Endpoint {
-                host: domain.to_string(),
-                allow_http: false,
-                skip_verify: false,
-            },
+            endpoint: Endpoint::new(domain),
             url: format!("https://{domain}/v2/"),
             rule: "the image's own registry".into(),
             is_mirror: false,
         },
+    }
+}
+
+/// The path of an API base URL (`https://h/v2/` → `/v2/`,
+/// `http://h:5000/custom/prefix/` → `/custom/prefix/`); `/v2/` when it has none.
+fn api_path(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    match rest.find('/') {
+        Some(i) => rest[i..].to_string(),
+        None => Endpoint::API_PATH.to_string(),
     }
 }
 
@@ -126,6 +148,73 @@ mod tests {
         }
         assert!(!primary("10.0.0.1:5000", &[]).endpoint.allow_http);
         assert!(!primary("localhost.example.com", &[]).endpoint.allow_http);
+    }
+
+    fn mirror_endpoint(url: &str, host: &str) -> pullcheck_mirrors::Endpoint {
+        let reference =
+            pullcheck_reference::Reference::parse_normalized(&format!("{host}/a/b:c")).unwrap();
+        let mut e = pullcheck_mirrors::MirrorConfig::none()
+            .resolve(&reference)
+            .endpoints()[0]
+            .clone();
+        e.url = url.to_string();
+        e
+    }
+
+    #[test]
+    fn an_http_url_may_use_plain_http_anywhere() {
+        // containerd `[host."http://mirror.internal:5000"]`, Docker `registry-mirrors`
+        // `http://…`: plain HTTP as configured, not only on loopback.
+        let e = from_mirror(
+            &mirror_endpoint("http://mirror.internal:5000/v2/", "mirror.internal:5000"),
+            &[],
+        );
+        assert!(e.endpoint.allow_http);
+        assert!(!e.endpoint.skip_verify);
+        assert!(e.insecure());
+        let e = from_mirror(
+            &mirror_endpoint("https://mirror.internal:5000/v2/", "mirror.internal:5000"),
+            &[],
+        );
+        assert!(!e.endpoint.allow_http);
+        assert!(!e.insecure());
+    }
+
+    #[test]
+    fn the_api_path_query_headers_and_tls_files_are_kept() {
+        let mut m = mirror_endpoint(
+            "http://mirror.internal:5000/custom/prefix/",
+            "mirror.internal:5000",
+        );
+        m.query = vec![("ns".into(), "registry.example.com".into())];
+        m.headers = vec![("X-Mirror-Token".into(), "t".into())];
+        m.ca = vec!["/etc/containerd/certs.d/r/ca.crt".into()];
+        m.client_certs = vec![
+            pullcheck_mirrors::ClientCert {
+                cert: "/c/client.cert".into(),
+                key: Some("/c/client.key".into()),
+            },
+            pullcheck_mirrors::ClientCert {
+                cert: "/c/other.pem".into(),
+                key: None,
+            },
+        ];
+        let e = from_mirror(&m, &[]).endpoint;
+        assert_eq!(e.base_path, "/custom/prefix/");
+        assert_eq!(e.query, m.query);
+        assert_eq!(e.headers, m.headers);
+        assert_eq!(e.ca_files, m.ca);
+        assert_eq!(
+            e.client_cert,
+            Some(("/c/client.cert".into(), Some("/c/client.key".into())))
+        );
+        assert_eq!(
+            primary("registry.example.com", &[]).endpoint.base_path,
+            "/v2/"
+        );
+        assert_eq!(api_path("https://h/v2/"), "/v2/");
+        assert_eq!(api_path("https://h/"), "/");
+        assert_eq!(api_path("https://h"), "/v2/");
     }
 
     #[test]

@@ -16,10 +16,21 @@ pub struct Request {
     pub target: String,
     pub authorization: Option<String>,
     pub accept: Option<String>,
+    /// Every header, name in lower case, in order.
+    pub headers: Vec<(String, String)>,
     pub body: String,
 }
 
 impl Request {
+    /// The values of header `name` (lower case), in order.
+    pub fn header(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
     /// The path, without the query.
     pub fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or_default()
@@ -204,9 +215,11 @@ async fn connection(mut socket: impl Socket, script: Script, seen: Arc<Mutex<Vec
         let mut length = 0usize;
         let mut authorization = None;
         let mut accept = None;
+        let mut headers = Vec::new();
         for line in lines {
             if let Some((name, value)) = line.split_once(':') {
                 let value = value.trim().to_string();
+                headers.push((name.to_ascii_lowercase(), value.clone()));
                 match name.to_ascii_lowercase().as_str() {
                     "content-length" => length = value.parse().unwrap_or(0),
                     "authorization" => authorization = Some(value),
@@ -229,6 +242,7 @@ async fn connection(mut socket: impl Socket, script: Script, seen: Arc<Mutex<Vec
             target,
             authorization,
             accept,
+            headers,
             body,
         };
         seen.lock()
