@@ -362,9 +362,15 @@ async fn run_group(
     let deadline = deadline.into_std();
     let (endpoint, credential) = &group.slot;
     let host = endpoint.host.clone();
+    // Two endpoints on one host differ by their API path (containerd `override_path`).
+    let at = if endpoint.base_path == "/v2/" {
+        host.clone()
+    } else {
+        format!("{host}{}", endpoint.base_path)
+    };
     let place = match &group.source {
-        Some(s) => format!("{host} with {} key {:?}", s.source, s.key),
-        None => host.clone(),
+        Some(s) => format!("{at} with {} key {:?}", s.source, s.key),
+        None => at,
     };
     let session = match cached {
         Some(s) => s,
