@@ -203,66 +203,129 @@ async fn pipeline_against_a_token_registry() {
     assert!(text(&ok).contains("2 images: 2 present"), "{}", text(&ok));
 }
 
+/// Writes an executable `docker-credential-NAME` into `dir` from a child process, so this
+/// multi-threaded test process never holds a descriptor open for writing it (which would
+/// make executing it fail with "text file busy" if another thread forks meanwhile).
+fn install_helper(dir: &Path, name: &str, script: &str) {
+    let source = dir.join(format!("{name}.sh"));
+    std::fs::write(&source, script).unwrap();
+    let status = Command::new("install")
+        .args(["-m", "0755"])
+        .arg(&source)
+        .arg(dir.join(format!("docker-credential-{name}")))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 #[tokio::test]
 async fn no_secret_in_any_output_at_any_log_level() {
+    use base64::Engine as _;
+    use pullcheck_testkit::kube::{self, ApiServer, DockerAuth};
+
     let registry = token_registry().await;
     let host = registry.host().to_string();
     let dir = temp_dir("canary");
     write_pipeline(&dir, &host);
     write_docker_config(&dir, &host);
-    use base64::Engine as _;
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("ci:{PASSWORD}"));
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let basic = b64.encode(format!("ci:{PASSWORD}"));
+    let auths = [DockerAuth::new(host.as_str(), "ci", PASSWORD)];
+    // The Secret's data as the API serves it: base64 of the whole `.dockerconfigjson`.
+    let secret_data = b64.encode(kube::dockerconfigjson(&auths));
 
-    let runs: Vec<Vec<&str>> = vec![
-        vec!["check", ".vela.yml", "--docker-config", "docker", "-vv"],
-        vec![
-            "check",
-            ".vela.yml",
-            "--docker-config",
-            "docker",
-            "-vv",
-            "--format",
-            "json",
-        ],
-        vec!["explain", "alpine", "--docker-config", "docker", "-vv"],
-        vec![
-            "explain",
-            "--format",
-            "json",
-            "--docker-config",
-            "docker",
-            "-vv",
-            "x/y",
-        ],
-    ];
+    // A `--pull-secret` file.
+    std::fs::write(
+        dir.join("secret.json"),
+        kube::pull_secret_manifest("builds", "regcred", &auths),
+    )
+    .unwrap();
+    // The cluster: the default ServiceAccount's pull secret, behind a bearer token.
+    let api = ApiServer::start().unwrap();
+    api.require_token();
+    api.add_service_account("builds", "default", &["regcred"]);
+    api.add_pull_secret("builds", "regcred", &auths);
+    api.write_kubeconfig(&dir.join("kubeconfig"), None).unwrap();
+    // A credential helper, named by a Docker config, found on PATH.
+    let helper_dir = dir.join("helper");
+    std::fs::create_dir_all(&helper_dir).unwrap();
+    install_helper(
+        &helper_dir,
+        "canary",
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\n\
+             printf '{{\"ServerURL\":\"x\",\"Username\":\"ci\",\"Secret\":\"{PASSWORD}\"}}'\n"
+        ),
+    );
+    std::fs::write(
+        helper_dir.join("config.json"),
+        format!(r#"{{"credHelpers":{{"{host}":"canary"}}}}"#),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        helper_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+
     let explain_host = format!("{host}/library/alpine:3.19");
-    let mut runs = runs;
-    runs.push(vec![
-        "explain",
-        &explain_host,
-        "--docker-config",
-        "docker",
-        "-vv",
-    ]);
-    runs.push(vec![
-        "explain",
-        &explain_host,
-        "--format",
-        "json",
-        "--docker-config",
-        "docker",
-    ]);
-    for args in &runs {
+    // Each way in, for check (text and JSON) and explain (text and JSON), with what the
+    // run must show it used (so the canary is known to have been near a secret).
+    let ways: [(&[&str], &str); 4] = [
+        (&["--docker-config", "docker"], "docker/config.json"),
+        (
+            &["--pull-secret", "secret.json"],
+            "pull secret regcred (secret.json)",
+        ),
+        (
+            &["-n", "builds", "--kubeconfig", "kubeconfig"],
+            "pull secret regcred (namespace builds)",
+        ),
+        (&["--docker-config", "helper"], "docker-credential-canary"),
+    ];
+    // (The text report of `check` names no credential, so it has nothing to show.)
+    let mut runs: Vec<(Vec<&str>, Option<&str>)> = Vec::new();
+    for (flags, shows) in ways {
+        for (base, names_credential) in [
+            (vec!["check", ".vela.yml", "-vv"], false),
+            (vec!["check", ".vela.yml", "--format", "json"], true),
+            (
+                vec!["explain", "alpine", "x/y", explain_host.as_str(), "-vv"],
+                true,
+            ),
+            (
+                vec!["explain", explain_host.as_str(), "--format", "json"],
+                true,
+            ),
+        ] {
+            let mut args = base;
+            args.extend_from_slice(flags);
+            runs.push((args, names_credential.then_some(shows)));
+        }
+    }
+    for (args, shows) in &runs {
         let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
             .args(args)
             .current_dir(&dir)
             .env("PULLCHECK_LOG", "trace")
             .env("HOME", &dir)
+            .env("PATH", &path)
+            .env_remove("DOCKER_CONFIG")
+            .env_remove("KUBECONFIG")
             .output()
             .unwrap();
         let shown = text(&out);
-        assert!(!shown.is_empty());
-        for secret in [PASSWORD, basic.as_str()] {
+        // The check found the pushed images with the credential (exit 1: the pipeline
+        // has a typo'd tag); explain exits 0.
+        let expected = if args[0] == "check" { 1 } else { 0 };
+        assert_eq!(out.status.code(), Some(expected), "{args:?}:\n{shown}");
+        if let Some(shows) = shows {
+            assert!(
+                shown.contains(shows),
+                "{args:?} does not show {shows}:\n{shown}"
+            );
+        }
+        for secret in [PASSWORD, basic.as_str(), secret_data.as_str(), api.token()] {
             assert!(
                 !shown.contains(secret),
                 "{args:?} printed a secret:\n{shown}"
@@ -270,6 +333,11 @@ async fn no_secret_in_any_output_at_any_log_level() {
         }
         // A bearer token from the token server is a JWT: base64url JSON header `eyJ`.
         assert!(!shown.contains("eyJ"), "{args:?} printed a token:\n{shown}");
+    }
+    // The cluster was asked, with its token, for named objects only.
+    assert!(!api.requests().is_empty());
+    for r in api.requests() {
+        assert!(r.is_named_get(), "{r}");
     }
     // The explain output names the credential, without the secret.
     let out = pullcheck(

@@ -1,20 +1,31 @@
 //! The credential chain against a stand-in API server: exact requests, 404s, 403s,
 //! malformed objects and unreachable servers.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use pullcheck_kube::{
     Cluster, ClusterOptions, KubeError, Step, Subject, TemplateSource, walk_pull_secrets_many,
 };
+use pullcheck_testkit::kube::{self, ApiServer, DockerAuth, status};
 use serde_json::json;
-use support::{ApiServer, TEMPLATES, status};
 
 const NS: &str = "builds";
 
+fn start() -> ApiServer {
+    ApiServer::start().expect("stand-in API server")
+}
+
 fn cluster(server: &ApiServer) -> Cluster {
-    Cluster::from_url(&server.url, NS).expect("client")
+    Cluster::from_url(server.url(), NS).expect("client")
+}
+
+/// A pull secret for `registry`, user `ci`.
+fn add_secret(server: &ApiServer, namespace: &str, name: &str, registry: &str) {
+    server.add_pull_secret(
+        namespace,
+        name,
+        &[DockerAuth::new(registry, "ci", "s3cret")],
+    );
 }
 
 fn get(path: &str) -> String {
@@ -22,32 +33,28 @@ fn get(path: &str) -> String {
 }
 
 fn template_path(name: &str) -> String {
-    format!("{TEMPLATES}/namespaces/{NS}/pipelinepodstemplates/{name}")
+    kube::pods_template_path(NS, name)
 }
 
 fn secret_path(name: &str) -> String {
-    format!("/api/v1/namespaces/{NS}/secrets/{name}")
+    kube::secret_path(NS, name)
 }
 
 fn account_path(name: &str) -> String {
-    format!("/api/v1/namespaces/{NS}/serviceaccounts/{name}")
+    kube::service_account_path(NS, name)
 }
 
-/// Only GETs of named objects: no list (a path ending in the resource), no watch.
-fn assert_only_named_gets(requests: &[String]) {
-    for r in requests {
-        assert!(r.starts_with("GET "), "{r}");
-        assert!(!r.contains("watch"), "{r}");
-        let segments = r.trim_start_matches("GET ").split('/').count();
-        // "", api, v1, namespaces, NS, resource, name  /  "", apis, group, version, ...
-        assert!(segments == 7 || segments == 8, "not a named object: {r}");
+/// Only GETs of named objects: no list, no watch.
+fn assert_only_named_gets(server: &ApiServer) {
+    for r in server.requests() {
+        assert!(r.is_named_get(), "not a GET of a named object: {r}");
     }
 }
 
 #[tokio::test]
 async fn template_secrets_are_used_and_the_service_account_is_not_asked() {
-    let server = ApiServer::start().await;
-    server.template(
+    let server = start();
+    server.add_pods_template(
         NS,
         "vela-pods",
         json!({
@@ -56,8 +63,8 @@ async fn template_secrets_are_used_and_the_service_account_is_not_asked() {
             "nodeSelector": {"disktype": "ssd"},
         }),
     );
-    server.secret(NS, "regcred", "registry.example.com");
-    server.secret(NS, "quay", "quay.io");
+    add_secret(&server, NS, "regcred", "registry.example.com");
+    add_secret(&server, NS, "quay", "quay.io");
 
     let chain = cluster(&server)
         .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
@@ -65,14 +72,14 @@ async fn template_secrets_are_used_and_the_service_account_is_not_asked() {
         .expect("chain");
 
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [
             get(&template_path("vela-pods")),
             get(&secret_path("regcred")),
             get(&secret_path("quay")),
         ]
     );
-    assert_only_named_gets(&server.requests());
+    assert_only_named_gets(&server);
     let names: Vec<_> = chain.secrets.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["regcred", "quay"]);
     assert!(chain.secrets.iter().all(|s| s.namespace == NS));
@@ -114,10 +121,10 @@ async fn template_secrets_are_used_and_the_service_account_is_not_asked() {
 
 #[tokio::test]
 async fn no_template_secrets_means_the_named_service_accounts() {
-    let server = ApiServer::start().await;
-    server.template(NS, "vela-pods", json!({"serviceAccountName": "builder"}));
-    server.service_account(NS, "builder", &["from-sa"]);
-    server.secret(NS, "from-sa", "registry.example.com");
+    let server = start();
+    server.add_pods_template(NS, "vela-pods", json!({"serviceAccountName": "builder"}));
+    server.add_service_account(NS, "builder", &["from-sa"]);
+    add_secret(&server, NS, "from-sa", "registry.example.com");
 
     let chain = cluster(&server)
         .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
@@ -125,7 +132,7 @@ async fn no_template_secrets_means_the_named_service_accounts() {
         .expect("chain");
 
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [
             get(&template_path("vela-pods")),
             get(&account_path("builder")),
@@ -152,15 +159,15 @@ async fn no_template_secrets_means_the_named_service_accounts() {
 
 #[tokio::test]
 async fn no_secrets_and_no_service_account_named_means_default() {
-    let server = ApiServer::start().await;
+    let server = start();
     // An empty list and an empty name are the same as none.
-    server.template(
+    server.add_pods_template(
         NS,
         "vela-pods",
         json!({"imagePullSecrets": [], "serviceAccountName": ""}),
     );
-    server.service_account(NS, "default", &["hub"]);
-    server.secret(NS, "hub", "https://index.docker.io/v1/");
+    server.add_service_account(NS, "default", &["hub"]);
+    add_secret(&server, NS, "hub", "https://index.docker.io/v1/");
 
     let chain = cluster(&server)
         .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
@@ -168,7 +175,7 @@ async fn no_secrets_and_no_service_account_named_means_default() {
         .expect("chain");
 
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [
             get(&template_path("vela-pods")),
             get(&account_path("default")),
@@ -186,15 +193,15 @@ async fn no_secrets_and_no_service_account_named_means_default() {
 
 #[tokio::test]
 async fn no_template_at_all_means_default_service_account() {
-    let server = ApiServer::start().await;
-    server.service_account(NS, "default", &[]);
+    let server = start();
+    server.add_service_account(NS, "default", &[]);
 
     let chain = cluster(&server)
         .build_pull_secrets(&TemplateSource::None)
         .await
         .expect("chain");
 
-    assert_eq!(server.requests(), [get(&account_path("default"))]);
+    assert_eq!(server.request_lines(), [get(&account_path("default"))]);
     assert_eq!(chain.subject, Subject::NoTemplate);
     assert!(chain.secrets.is_empty());
     let text = chain.to_string();
@@ -204,13 +211,13 @@ async fn no_template_at_all_means_default_service_account() {
 
 #[tokio::test]
 async fn a_missing_secret_is_a_warning_and_the_chain_goes_on() {
-    let server = ApiServer::start().await;
-    server.template(
+    let server = start();
+    server.add_pods_template(
         NS,
         "vela-pods",
         json!({"imagePullSecrets": [{"name": "gone"}, {"name": "regcred"}]}),
     );
-    server.secret(NS, "regcred", "registry.example.com");
+    add_secret(&server, NS, "regcred", "registry.example.com");
 
     let chain = cluster(&server)
         .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
@@ -218,7 +225,7 @@ async fn a_missing_secret_is_a_warning_and_the_chain_goes_on() {
         .expect("chain");
 
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [
             get(&template_path("vela-pods")),
             get(&secret_path("gone")),
@@ -246,8 +253,8 @@ async fn a_missing_secret_is_a_warning_and_the_chain_goes_on() {
 
 #[tokio::test]
 async fn a_missing_service_account_is_a_warning_with_no_secrets() {
-    let server = ApiServer::start().await;
-    server.template(NS, "vela-pods", json!({"serviceAccountName": "ghost"}));
+    let server = start();
+    server.add_pods_template(NS, "vela-pods", json!({"serviceAccountName": "ghost"}));
 
     let chain = cluster(&server)
         .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
@@ -255,7 +262,7 @@ async fn a_missing_service_account_is_a_warning_with_no_secrets() {
         .expect("chain");
 
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [
             get(&template_path("vela-pods")),
             get(&account_path("ghost"))
@@ -268,8 +275,8 @@ async fn a_missing_service_account_is_a_warning_with_no_secrets() {
 
 #[tokio::test]
 async fn forbidden_names_verb_resource_name_namespace_and_the_rule() {
-    let server = ApiServer::start().await;
-    server.template(
+    let server = start();
+    server.add_pods_template(
         NS,
         "vela-pods",
         json!({"imagePullSecrets": [{"name": "regcred"}]}),
@@ -297,7 +304,7 @@ async fn forbidden_names_verb_resource_name_namespace_and_the_rule() {
     );
     assert!(text.contains("system:serviceaccount:vela:worker"), "{text}");
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [
             get(&template_path("vela-pods")),
             get(&secret_path("regcred"))
@@ -307,7 +314,7 @@ async fn forbidden_names_verb_resource_name_namespace_and_the_rule() {
 
 #[tokio::test]
 async fn forbidden_on_the_service_account_and_the_template() {
-    let server = ApiServer::start().await;
+    let server = start();
     server.forbid(NS, "serviceaccounts", "default");
     let err = cluster(&server)
         .build_pull_secrets(&TemplateSource::None)
@@ -337,7 +344,7 @@ async fn forbidden_on_the_service_account_and_the_template() {
 
 #[tokio::test]
 async fn a_template_that_does_not_exist_or_a_crd_that_is_not_installed() {
-    let server = ApiServer::start().await;
+    let server = start();
     let err = cluster(&server)
         .build_pull_secrets(&TemplateSource::Name("nope".into()))
         .await
@@ -363,15 +370,16 @@ async fn a_template_that_does_not_exist_or_a_crd_that_is_not_installed() {
 
 #[tokio::test]
 async fn a_malformed_secret_is_an_error_naming_it() {
-    let server = ApiServer::start().await;
-    server.template(
+    let server = start();
+    server.add_pods_template(
         NS,
         "vela-pods",
         json!({"imagePullSecrets": [{"name": "bad"}]}),
     );
     // `data` values must be base64 strings.
-    server.secret_json(
+    server.add_object(
         NS,
+        "secrets",
         "bad",
         json!({"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "bad"},
                "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "%%% not base64"}}),
@@ -390,8 +398,8 @@ async fn a_malformed_secret_is_an_error_naming_it() {
 
 #[tokio::test]
 async fn malformed_bodies_of_every_kind() {
-    let server = ApiServer::start().await;
-    server.raw(&template_path("t"), 200, "this is not json", "text/plain");
+    let server = start();
+    server.add_raw(&template_path("t"), 200, "this is not json", "text/plain");
     let err = cluster(&server)
         .build_pull_secrets(&TemplateSource::Name("t".into()))
         .await
@@ -402,7 +410,7 @@ async fn malformed_bodies_of_every_kind() {
         "{err}"
     );
 
-    server.raw(
+    server.add_raw(
         &account_path("default"),
         200,
         r#"{"kind":"ServiceAccount","imagePullSecrets":"regcred"}"#,
@@ -419,7 +427,7 @@ async fn malformed_bodies_of_every_kind() {
     );
 
     // A template whose spec has the wrong shape.
-    server.raw(
+    server.add_raw(
         &template_path("t"),
         200,
         r#"{"apiVersion":"go-vela.github.io/v1alpha1","kind":"PipelinePodsTemplate","spec":{"template":{"spec":{"imagePullSecrets":{"name":"x"}}}}}"#,
@@ -434,30 +442,21 @@ async fn malformed_bodies_of_every_kind() {
 
 #[tokio::test]
 async fn other_answers_are_errors_with_the_code_and_401_names_the_server() {
-    let server = ApiServer::start().await;
-    server.raw(
-        &account_path("default"),
-        401,
-        &status(401, "Unauthorized", "Unauthorized", "", ""),
-        "application/json",
-    );
+    let server = start();
+    // The client has no token; the server wants one.
+    server.require_token();
     let err = cluster(&server)
         .build_pull_secrets(&TemplateSource::None)
         .await
         .expect_err("401");
     assert!(matches!(err, KubeError::Unauthorized { .. }), "{err:?}");
-    assert!(err.to_string().contains(&server.url), "{err}");
+    assert!(err.to_string().contains(server.url()), "{err}");
 
-    server.raw(
+    let server = start();
+    server.add_raw(
         &account_path("default"),
         500,
-        &status(
-            500,
-            "InternalError",
-            "etcdserver: request timed out",
-            "",
-            "",
-        ),
+        &status(500, "InternalError", "etcdserver: request timed out").to_string(),
         "application/json",
     );
     let err = cluster(&server)
@@ -522,8 +521,8 @@ async fn a_silent_server_times_out() {
 
 #[tokio::test]
 async fn template_file_source_reads_the_file_then_walks_the_cluster() {
-    let server = ApiServer::start().await;
-    server.secret(NS, "regcred", "registry.example.com");
+    let server = start();
+    add_secret(&server, NS, "regcred", "registry.example.com");
     let dir = std::env::temp_dir().join(format!("pullcheck-kube-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("template.yaml");
@@ -538,7 +537,7 @@ async fn template_file_source_reads_the_file_then_walks_the_cluster() {
         .build_pull_secrets(&TemplateSource::File(path.clone()))
         .await
         .expect("chain");
-    assert_eq!(server.requests(), [get(&secret_path("regcred"))]);
+    assert_eq!(server.request_lines(), [get(&secret_path("regcred"))]);
     assert_eq!(
         chain.subject,
         Subject::TemplateFile {
@@ -562,10 +561,10 @@ async fn template_file_source_reads_the_file_then_walks_the_cluster() {
 
 #[tokio::test]
 async fn workloads_share_lookups_and_keep_their_namespaces() {
-    let server = ApiServer::start().await;
-    server.service_account(NS, "default", &["regcred"]);
-    server.service_account("prod", "web", &[]);
-    server.secret(NS, "regcred", "registry.example.com");
+    let server = start();
+    server.add_service_account(NS, "default", &["regcred"]);
+    server.add_service_account("prod", "web", &[]);
+    add_secret(&server, NS, "regcred", "registry.example.com");
     let manifests = pullcheck_kube::read_manifests(
         "all.yaml",
         "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: x}]}\n\
@@ -583,7 +582,7 @@ async fn workloads_share_lookups_and_keep_their_namespaces() {
     assert_eq!(chains[2].namespace, "prod");
     assert!(chains[2].secrets.is_empty());
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [
             get(&account_path("default")),
             get(&secret_path("regcred")),
@@ -594,8 +593,8 @@ async fn workloads_share_lookups_and_keep_their_namespaces() {
 
 #[tokio::test]
 async fn kubeconfig_file_and_context_select_the_server() {
-    let server = ApiServer::start().await;
-    server.service_account("from-context", "default", &[]);
+    let server = start();
+    server.add_service_account("from-context", "default", &[]);
     let dir = std::env::temp_dir().join(format!("pullcheck-kubeconfig-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("config");
@@ -606,7 +605,7 @@ async fn kubeconfig_file_and_context_select_the_server() {
          users:\n- name: ci\n  user: {{token: not-a-real-token}}\n\
          contexts:\n- name: stand-in\n  context: {{cluster: stand-in, user: ci, namespace: from-context}}\n\
          - name: nowhere\n  context: {{cluster: nowhere, user: ci}}\n",
-        url = server.url
+        url = server.url()
     );
     std::fs::write(&path, kubeconfig).expect("write");
 
@@ -618,17 +617,22 @@ async fn kubeconfig_file_and_context_select_the_server() {
     };
     let cluster = Cluster::connect(&options).await.expect("connect");
     assert_eq!(cluster.namespace(), "from-context");
-    assert!(cluster.url().starts_with(&server.url), "{}", cluster.url());
+    assert!(cluster.url().starts_with(server.url()), "{}", cluster.url());
     let chain = cluster
         .build_pull_secrets(&TemplateSource::None)
         .await
         .expect("chain");
     assert_eq!(chain.namespace, "from-context");
     assert_eq!(
-        server.requests(),
+        server.request_lines(),
         [get(
             "/api/v1/namespaces/from-context/serviceaccounts/default"
         )]
+    );
+    // The context's user's token is what is sent.
+    assert_eq!(
+        server.requests()[0].bearer_token.as_deref(),
+        Some("not-a-real-token")
     );
 
     let missing = ClusterOptions {
@@ -645,5 +649,47 @@ async fn kubeconfig_file_and_context_select_the_server() {
     };
     let err = Cluster::connect(&absent).await.expect_err("no file");
     assert!(err.to_string().contains("absent"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn a_written_kubeconfig_carries_the_server_namespace_and_token() {
+    let server = start();
+    server.require_token();
+    server.add_service_account("team", "default", &["regcred"]);
+    add_secret(&server, "team", "regcred", "registry.example.com");
+    let dir = std::env::temp_dir().join(format!("pullcheck-kube-written-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("kubeconfig");
+    server
+        .write_kubeconfig(&path, Some("team"))
+        .expect("kubeconfig");
+
+    let cluster = Cluster::connect(&ClusterOptions {
+        kubeconfig: Some(path),
+        context: None,
+        namespace: String::new(),
+    })
+    .await
+    .expect("connect");
+    assert_eq!(cluster.namespace(), "team");
+    let chain = cluster
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect("chain with the token");
+    assert_eq!(chain.secrets.len(), 1);
+    assert_eq!(
+        server.request_lines(),
+        [
+            get(&kube::service_account_path("team", "default")),
+            get(&kube::secret_path("team", "regcred")),
+        ]
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.bearer_token.as_deref() == Some(server.token()))
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -17,6 +17,10 @@
 //! schema2 manifest and manifest list) and pushes them through the registry
 //! API. [`Registry::requests`] returns every request the registry served.
 //!
+//! [`kube::ApiServer`] is a stand-in Kubernetes API server (Secrets,
+//! ServiceAccounts, `PipelinePodsTemplate`s, 403s and 404s as real `Status`
+//! bodies), with [`kube::ApiServer::write_kubeconfig`] for `--kubeconfig`.
+//!
 //! ```no_run
 //! use pullcheck_testkit::{Auth, ImageKind, Registry, Repos, TokenPolicy, User};
 //!
@@ -40,6 +44,7 @@
 mod error;
 mod http;
 mod image;
+pub mod kube;
 mod process;
 mod registry;
 mod tempdir;
