@@ -189,8 +189,10 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
-    /// The report as text: one line per image (more for extra uses), then warnings and a
-    /// summary line. `color` adds ANSI colours to the status.
+    /// The report as text: one line per image (more for extra uses) with its status,
+    /// reference, first use, detail and the credential that answered (source and key,
+    /// never the secret); then warnings and a summary line. `color` adds ANSI colours to
+    /// the status.
     pub fn to_text(&self, color: bool) -> String {
         let mut out = String::new();
         let width = self
@@ -216,6 +218,9 @@ impl Report {
             );
             if !image.detail.is_empty() {
                 let _ = write!(out, "  {}", image.detail);
+            }
+            if let Some(c) = &image.credential {
+                let _ = write!(out, "  [credential: {} key {:?}]", c.source, c.key);
             }
             out.push('\n');
             for origin in origins {
