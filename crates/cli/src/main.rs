@@ -17,9 +17,13 @@ use pullcheck::{CheckOptions, Checker};
 
 use sources::ClusterArgs;
 
-/// Checks, before a build starts, that every image it will pull exists in its registry.
+/// Checks, before a build starts, that every image it will pull exists in its registry,
+/// as the node's kubelet and container runtime will see it.
+///
+/// Logs go to stderr: -v, -vv, or PULLCHECK_LOG=<tracing filter>. Credentials and tokens
+/// are never logged.
 #[derive(Debug, Parser)]
-#[command(name = "pullcheck", version, about, long_about = None)]
+#[command(name = "pullcheck", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,7 +44,11 @@ enum Command {
     Check(Box<CheckArgs>),
     /// Show how references are understood: the normalised parts, and the endpoints and
     /// credentials a check would use, with the rule behind each. Sends no request to a
-    /// registry and runs no credential helper.
+    /// registry and runs no credential helper (with --namespace it reads the pull secrets
+    /// from the Kubernetes API).
+    ///
+    /// Exit codes: 0 every reference parsed; 1 a reference is invalid; 2 usage or
+    /// configuration error.
     Explain(Box<ExplainArgs>),
 }
 
@@ -204,8 +212,16 @@ struct ExplainArgs {
     sources: Sources,
 }
 
-/// Parses `10s`, `500ms`, `2m`, or a bare number of seconds.
+/// Parses a positive duration: `10s`, `500ms`, `2m`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = parse_any_duration(text)?;
+    if d.is_zero() {
+        return Err(format!("{text:?}: must be more than zero"));
+    }
+    Ok(d)
+}
+
+fn parse_any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = text
         .find(|c: char| !c.is_ascii_digit())
@@ -252,8 +268,20 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .with_ansi(std::io::stderr().is_terminal() && !no_color())
         .try_init();
+}
+
+/// Writes `text` to stdout. A closed pipe (`| head`) ends the output quietly and keeps
+/// `code`; any other write error (a full disk) is a usage-level error, exit 2.
+fn emit(text: &str, code: i32) -> i32 {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => code,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => code,
+        Err(e) => fail(&format!("cannot write the output: {e}")),
+    }
 }
 
 fn fail(error: &dyn std::fmt::Display) -> i32 {
@@ -355,20 +383,24 @@ async fn run_check(args: CheckArgs) -> i32 {
         Err(e) => return fail(&e),
     };
     let report = checker.check_sets(gathered.sets).await;
-    match args.format {
-        Format::Json => println!("{}", report.to_json()),
+    let text = match args.format {
+        Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {
             let color = match args.color {
                 Color::Always => true,
                 Color::Never => false,
-                Color::Auto => {
-                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-                }
+                Color::Auto => std::io::stdout().is_terminal() && !no_color(),
             };
-            print!("{}", report.to_text(color));
+            report.to_text(color)
         }
-    }
-    report.exit_code()
+    };
+    emit(&text, report.exit_code())
+}
+
+/// `NO_COLOR` set to a non-empty value (no-color.org), or a dumb terminal.
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+        || std::env::var_os("TERM").is_some_and(|t| t == "dumb")
 }
 
 async fn run_explain(args: ExplainArgs) -> i32 {
@@ -385,8 +417,9 @@ async fn run_explain(args: ExplainArgs) -> i32 {
         Err(e) => return fail(&e),
     };
     let credentials = Credentials::new(keyring, node);
+    let mut out = String::new();
     if let (Some(chain), Format::Text) = (&chain, args.format) {
-        println!("pull secrets: {chain}");
+        out.push_str(&format!("pull secrets: {chain}\n"));
     }
     let mut any_invalid = false;
     for input in &args.references {
@@ -404,12 +437,12 @@ async fn run_explain(args: ExplainArgs) -> i32 {
                         serde_json::to_value(chain).unwrap_or_default(),
                     );
                 }
-                println!("{value}");
+                out.push_str(&format!("{value}\n"));
             }
-            Format::Text => print!("{}", explanation.to_text()),
+            Format::Text => out.push_str(&explanation.to_text()),
         }
     }
-    if any_invalid { 1 } else { 0 }
+    emit(&out, if any_invalid { 1 } else { 0 })
 }
 
 #[cfg(test)]
@@ -424,6 +457,8 @@ mod tests {
         assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5h").is_err());
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("0ms").is_err());
     }
 
     #[test]

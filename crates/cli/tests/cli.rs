@@ -453,3 +453,45 @@ fn invalid_pull_value_is_an_invalid_image_at_its_position() {
     let detail = json["images"][0]["detail"].as_str().unwrap();
     assert!(detail.contains(".vela.yml:5:11"), "{detail}");
 }
+
+#[test]
+fn a_closed_pipe_or_a_full_disk_is_no_panic() {
+    use std::process::Stdio;
+    let dir = temp_dir("pipe");
+    let refs: Vec<String> = (0..3000).map(|i| format!("team/app:t{i}")).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+        .arg("explain")
+        .args(&refs)
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close our end at once, as `| head -c 0` would.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+        .args(["explain", "alpine"])
+        .current_dir(&dir)
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot write the output") && !err.contains("panicked"),
+        "{err}"
+    );
+}

@@ -86,6 +86,16 @@ impl Plan {
     }
 }
 
+/// The port of a registry domain, if it has one: `a.io:5000` → `5000`, `[::1]:5000` →
+/// `5000`, `[::1]` → none.
+fn port_of(domain: &str) -> Option<&str> {
+    let rest = match domain.rfind(']') {
+        Some(i) => &domain[i + 1..],
+        None => domain,
+    };
+    rest.rsplit_once(':').map(|(_, port)| port)
+}
+
 /// What a pull of `reference` asks the registry for: `domain/path:tag` or
 /// `domain/path@digest` (the digest when there is one, else the tag, else `latest`).
 pub fn query_key(reference: &Reference) -> String {
@@ -166,6 +176,18 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
                 "invalid reference {:?}: it names no registry (its first component looks \
                  like a host but is not a valid host name)",
                 u.image
+            ),
+            error: None,
+        };
+    }
+    if let Some(port) = port_of(reference.domain())
+        && !matches!(port.parse::<u32>(), Ok(1..=65535))
+    {
+        return Action::Invalid {
+            message: format!(
+                "invalid reference {:?}: port {port} of {} is not between 1 and 65535",
+                u.image,
+                reference.domain()
             ),
             error: None,
         };
@@ -272,6 +294,20 @@ mod tests {
         );
         assert_eq!(sets.items.len(), 2);
         assert_eq!(sets.queries().len(), 2);
+        // distribution/reference accepts any digits as a port; no registry listens there.
+        for image in ["localhost:99999/foo", "[::1]:0/foo", "a.io:70000/x"] {
+            bad.image = image.into();
+            let p = plan(vec![bad.clone()], PlanOptions::default());
+            assert!(
+                matches!(&p.items[0].action, Action::Invalid { message, .. } if message.contains("between 1 and 65535")),
+                "{image}"
+            );
+        }
+        bad.image = "[::1]:5000/foo".into();
+        assert!(matches!(
+            plan(vec![bad.clone()], PlanOptions::default()).items[0].action,
+            Action::Check(_)
+        ));
         // distribution/reference parses this with an empty domain: nothing to ask.
         bad.image = "foo_bar.com/app".into();
         let p = plan(vec![bad.clone()], PlanOptions::default());

@@ -72,6 +72,8 @@ struct Pending {
     attempts: VecDeque<Attempt>,
     /// Every failed attempt so far: (where, outcome).
     failures: Vec<(String, Outcome)>,
+    /// The host of the attempt in flight, for the deadline message.
+    asking: String,
 }
 
 type Finished = HashMap<String, Outcome>;
@@ -174,6 +176,7 @@ pub async fn run(
                         reference: reference.clone(),
                         attempts,
                         failures: Vec::new(),
+                        asking: String::new(),
                     },
                 );
             }
@@ -191,6 +194,7 @@ pub async fn run(
             let Some(attempt) = p.attempts.pop_front() else {
                 continue;
             };
+            p.asking = attempt.endpoint.host.clone();
             let slot = (attempt.endpoint.clone(), attempt.credential.clone());
             let job = Job {
                 key: key.clone(),
@@ -247,11 +251,14 @@ pub async fn run(
             options.deadline.as_millis()
         );
         let mut failures = p.failures;
-        let host = p
-            .attempts
-            .front()
-            .map(|a| a.endpoint.host.clone())
-            .unwrap_or_default();
+        let host = if p.asking.is_empty() {
+            p.attempts
+                .front()
+                .map(|a| a.endpoint.host.clone())
+                .unwrap_or_default()
+        } else {
+            p.asking.clone()
+        };
         failures.push((
             host.clone(),
             Outcome {

@@ -217,7 +217,7 @@ impl Report {
                 display_reference(image),
             );
             if !image.detail.is_empty() {
-                let _ = write!(out, "  {}", image.detail);
+                let _ = write!(out, "  {}", escape_controls(&image.detail));
             }
             if let Some(c) = &image.credential {
                 let _ = write!(out, "  [credential: {} key {:?}]", c.source, c.key);
@@ -252,11 +252,24 @@ impl Report {
     }
 }
 
-fn display_reference(image: &ImageReport) -> &str {
+/// The reference for the text report: control characters escaped, so a hostile
+/// pipeline cannot split or repaint a report line.
+fn display_reference(image: &ImageReport) -> String {
     if image.reference.is_empty() {
-        "(no image)"
+        "(no image)".to_string()
+    } else if image.reference.chars().any(char::is_control) {
+        image.reference.escape_debug().to_string()
     } else {
-        &image.reference
+        image.reference.clone()
+    }
+}
+
+/// Text with control characters escaped (`\u{1b}`), for one report line.
+fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        text.escape_debug().to_string().into()
+    } else {
+        text.into()
     }
 }
 
@@ -385,5 +398,12 @@ mod tests {
         );
         assert!(!plain.contains('\x1b'));
         assert!(r.to_text(true).contains("\x1b[31;1mmissing"));
+        // A hostile reference cannot split or repaint a line.
+        let mut hostile = image(Status::Invalid);
+        hostile.reference = "alp\x1b[31mine\r\nOVERWRITE".into();
+        hostile.detail = "bad\nline".into();
+        let text = Report::new(vec![hostile], vec![]).to_text(false);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text}");
     }
 }
