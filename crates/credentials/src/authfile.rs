@@ -30,6 +30,7 @@ use pullcheck_registry::Credential;
 
 use crate::dockercfg;
 use crate::error::CredentialError;
+use crate::gourl::redact_userinfo;
 use crate::helper::HelperCall;
 use crate::tree::{self, Node};
 
@@ -50,10 +51,12 @@ pub enum AuthFileKind {
     ContainersAuth,
 }
 
-/// One `auths` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One `auths` entry. `Debug` shows the key with its URL user info redacted.
+#[derive(Clone, PartialEq, Eq)]
 pub struct AuthEntry {
-    /// The key as written, e.g. `https://index.docker.io/v1/`, `quay.io/org`.
+    /// The key as written, e.g. `https://index.docker.io/v1/`, `quay.io/org`, for
+    /// matching; it may hold a password in its user info (`https://user:pw@host`), so
+    /// it is never shown as is (source records and errors redact it).
     pub key: String,
     /// The credential it holds; `None` for an entry with nothing usable (`{}`).
     pub credential: Option<Credential>,
@@ -61,14 +64,41 @@ pub struct AuthEntry {
     pub username: Option<String>,
 }
 
-/// A parsed `config.json` or `auth.json`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl std::fmt::Debug for AuthEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthEntry")
+            .field("key", &redact_userinfo(&self.key))
+            .field("credential", &self.credential)
+            .field("username", &self.username)
+            .finish()
+    }
+}
+
+/// A parsed `config.json` or `auth.json`. `Debug` redacts the URL user info of keys.
+#[derive(Clone, PartialEq, Eq)]
 pub struct AuthFile {
     path: PathBuf,
     kind: AuthFileKind,
     entries: Vec<AuthEntry>,
     cred_helpers: Vec<(String, String)>,
     creds_store: Option<String>,
+}
+
+impl std::fmt::Debug for AuthFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cred_helpers: Vec<(std::borrow::Cow<'_, str>, &str)> = self
+            .cred_helpers
+            .iter()
+            .map(|(key, helper)| (redact_userinfo(key), helper.as_str()))
+            .collect();
+        f.debug_struct("AuthFile")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("entries", &self.entries)
+            .field("cred_helpers", &cred_helpers)
+            .field("creds_store", &self.creds_store)
+            .finish()
+    }
 }
 
 impl AuthFile {
@@ -125,7 +155,8 @@ impl AuthFile {
                     Node::Null => {}
                     other => {
                         return Err(err(format!(
-                            "credHelpers[\"{host}\"] is {}, not a string",
+                            "credHelpers[\"{}\"] is {}, not a string",
+                            redact_userinfo(host),
                             other.kind()
                         )));
                     }
@@ -247,7 +278,7 @@ impl AuthFile {
                         helper: helper.clone(),
                         server: server.to_string(),
                         configured_in,
-                        key: format!("credHelpers[\"{key}\"]"),
+                        key: format!("credHelpers[\"{}\"]", redact_userinfo(key)),
                     });
                 }
                 self.creds_store.as_ref().map(|store| HelperCall {
@@ -265,7 +296,7 @@ impl AuthFile {
                     helper: helper.clone(),
                     server: domain.to_string(),
                     configured_in,
-                    key: format!("credHelpers[\"{key}\"]"),
+                    key: format!("credHelpers[\"{}\"]", redact_userinfo(key)),
                 }),
         }
     }
@@ -315,7 +346,7 @@ fn normalize_containers_key(key: &str) -> &str {
 
 /// One `auths` entry to an [`AuthEntry`].
 fn entry(key: &str, value: &Node) -> Result<AuthEntry, String> {
-    let label = format!("auths[\"{key}\"]");
+    let label = format!("auths[\"{}\"]", redact_userinfo(key));
     let [auth, username, password, identity, registry, _email] = tree::go_fields(
         value,
         [

@@ -17,13 +17,24 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
 use crate::tree::{self, Node};
 
-/// One entry of a docker config as the kubelet keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One entry of a docker config as the kubelet keeps it. `Debug` redacts the password
+/// and the key's URL user info.
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct KubeletEntry {
     /// The key as written, e.g. `https://index.docker.io/v1/`.
     pub key: String,
     pub username: String,
     pub password: String,
+}
+
+impl std::fmt::Debug for KubeletEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeletEntry")
+            .field("key", &crate::gourl::redact_userinfo(&self.key))
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Which of the two secret formats.
@@ -68,7 +79,7 @@ pub(crate) fn parse(bytes: &[u8], format: Format) -> Result<Vec<KubeletEntry>, S
     };
     let mut entries = Vec::new();
     for (key, value) in tree::go_map(auths, what)? {
-        let label = format!("auths[\"{key}\"]");
+        let label = format!("auths[\"{}\"]", crate::gourl::redact_userinfo(key));
         let [username, password, _email, auth] =
             tree::go_fields(value, ["username", "password", "email", "auth"], &label)?;
         let (mut username, mut password) =

@@ -9,6 +9,51 @@
 //! control character anywhere before `#`, a malformed `%` escape, a non-numeric port or
 //! a character such as a space, `{`, `|` or `^` in the host are errors.
 
+use std::borrow::Cow;
+
+/// A key as it may be shown: the user info of a URL-like key (`https://user:PW@host`)
+/// becomes `user:***@` (or `***@` without a `:`), so that a password or token written
+/// into a key never reaches a source record, warning or error. Matching keeps using
+/// the key as written.
+///
+/// The user info is what Go's `url.Parse` takes for it (up to the last `@` before the
+/// first `/`, `?` or `#` after `scheme://`), the same for a key without a scheme (the
+/// keyring adds `https://`, Docker's `ConvertToHostname` cuts there too). A key Go
+/// cannot parse (`https://u:p/w@host`, a `/` in the password) has everything before
+/// its last `@` hidden.
+pub(crate) fn redact_userinfo(key: &str) -> Cow<'_, str> {
+    if !key.contains('@') {
+        return Cow::Borrowed(key);
+    }
+    let start = match key.find("://") {
+        Some(i) if matches!(split_scheme(key), Ok(Some((scheme, _))) if scheme.len() == i) => i + 3,
+        _ => usize::from(key.starts_with("//")) * 2,
+    };
+    let rest = &key[start..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let (at, shown) = match authority.rfind('@') {
+        Some(at) => {
+            let shown = match authority[..at].split_once(':') {
+                Some((user, _)) if !user.is_empty() => format!("{user}:***"),
+                _ => "***".to_string(),
+            };
+            (at, shown)
+        }
+        None => {
+            let parses = if start >= 3 {
+                parse(key).is_ok()
+            } else {
+                parse(&format!("https://{}", &key[start..])).is_ok()
+            };
+            match rest.rfind('@') {
+                Some(at) if !parses => (at, "***".to_string()),
+                _ => return Cow::Borrowed(key),
+            }
+        }
+    };
+    Cow::Owned(format!("{}{shown}@{}", &key[..start], &rest[at + 1..]))
+}
+
 /// The parts of a parsed URL the keyring uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct GoUrl {
@@ -301,6 +346,40 @@ mod tests {
         }
         // A control character after `#` is not checked.
         assert!(parse("https://host/#\n").is_ok());
+    }
+
+    #[test]
+    fn user_info_is_redacted_for_display() {
+        let cases = [
+            ("https://user:PW@host", "https://user:***@host"),
+            ("https://user:PW@host/v1/", "https://user:***@host/v1/"),
+            (
+                "http://user:PW@host:5000/org",
+                "http://user:***@host:5000/org",
+            ),
+            ("https://TOKEN@host", "https://***@host"),
+            ("https://:PW@host", "https://***@host"),
+            ("https://user:P@W@host", "https://user:***@host"),
+            ("user:PW@host/org", "user:***@host/org"),
+            ("//user:PW@host", "//user:***@host"),
+            ("https://user:P/W@host", "https://***@host"),
+            ("https://user:P?W@host", "https://***@host"),
+            ("https://user:P#W@host", "https://***@host"),
+            ("HTTPS://user:PW@host", "HTTPS://user:***@host"),
+            // Nothing to hide.
+            ("https://index.docker.io/v1/", "https://index.docker.io/v1/"),
+            ("quay.io/org", "quay.io/org"),
+            ("https://host/path@x", "https://host/path@x"),
+            ("host/a:b@c", "host/a:b@c"),
+            ("", ""),
+        ];
+        for (key, shown) in cases {
+            assert_eq!(redact_userinfo(key), shown, "{key}");
+            assert!(
+                !redact_userinfo(key).contains('W') || !key.contains('W'),
+                "{key}"
+            );
+        }
     }
 
     #[test]

@@ -8,15 +8,17 @@
 //! - "credentials not found in native keychain" with a non-zero exit: no credential.
 //! - anything else with a non-zero exit: an error.
 //!
-//! The helper gets a timeout (default 10 s) and is killed when it runs out. Errors
-//! name the helper, never show its output (which may hold secrets).
+//! The helper gets a timeout (default 10 s). It runs in its own process group, and
+//! when the timeout runs out the whole group is killed (the helper and anything it
+//! started), then the helper is reaped. Errors name the helper, never show its output
+//! (which may hold secrets).
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use pullcheck_registry::Credential;
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::error::{CredentialError, HelperFailure};
 use crate::tree::{self, Node};
@@ -98,6 +100,38 @@ pub struct HelperAnswer {
     pub username: Option<String>,
 }
 
+/// How long the reaping of a killed helper is waited for.
+const REAP_WAIT: Duration = Duration::from_secs(1);
+
+/// Reads a pipe to its end; no pipe reads as nothing.
+async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if let Some(mut pipe) = pipe {
+        pipe.read_to_end(&mut bytes).await?;
+    }
+    Ok(bytes)
+}
+
+/// Kills the helper's process group (its id is the helper's pid: it was started with
+/// `process_group(0)`): the helper and everything it started and left in its group.
+#[cfg(unix)]
+fn kill_group(group: Option<u32>) {
+    let Some(pgid) = group.and_then(|g| libc::pid_t::try_from(g).ok()) else {
+        return;
+    };
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) with a negative pid signals that process group; it takes no
+    // pointers. ESRCH (the group is already gone) is fine.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_group: Option<u32>) {}
+
 /// Runs the helper of `call`. `Ok(None)` means it has no credential for the server.
 ///
 /// # Errors
@@ -118,37 +152,56 @@ pub async fn run_helper(
             .find(|p| p.is_file())
             .ok_or_else(|| call.error(HelperFailure::Missing))?,
     };
-    let mut child = tokio::process::Command::new(&program)
+    let mut command = tokio::process::Command::new(&program);
+    command
         .arg("get")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => call.error(HelperFailure::Missing),
-            _ => call.error(HelperFailure::Spawn(e.kind().to_string())),
-        })?;
+        .kill_on_drop(true);
+    // Its own process group, so that a timeout kills whatever the helper started too
+    // (a `sleep`, a keychain client), not the helper alone.
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => call.error(HelperFailure::Missing),
+        _ => call.error(HelperFailure::Spawn(e.kind().to_string())),
+    })?;
+    let group = child.id();
     let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
     let server = call.server.clone();
-    let exchange = async move {
-        if let Some(mut stdin) = stdin {
-            // A helper that exits without reading its input is not an error here; its
-            // exit status says what happened.
-            let _ = stdin.write_all(server.as_bytes()).await;
-            let _ = stdin.shutdown().await;
-            drop(stdin);
-        }
-        child.wait_with_output().await
+    let exchange = async {
+        let write = async move {
+            if let Some(mut stdin) = stdin {
+                // A helper that exits without reading its input is not an error here;
+                // its exit status says what happened.
+                let _ = stdin.write_all(server.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            }
+        };
+        let (_, stdout, stderr, status) =
+            tokio::join!(write, read_all(stdout), read_all(stderr), child.wait());
+        Ok::<_, std::io::Error>((status?, stdout?, stderr?))
     };
-    let output = match tokio::time::timeout(options.timeout, exchange).await {
+    let (status, stdout, stderr) = match tokio::time::timeout(options.timeout, exchange).await {
         Err(_) => {
+            kill_group(group);
+            // Reap the helper (the group's leader); `kill_on_drop` is the fallback.
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
             return Err(call.error(HelperFailure::TimedOut {
                 after: options.timeout,
             }));
         }
         Ok(Err(e)) => return Err(call.error(HelperFailure::Spawn(e.kind().to_string()))),
         Ok(Ok(output)) => output,
+    };
+    let output = std::process::Output {
+        status,
+        stdout,
+        stderr,
     };
     if !output.status.success() {
         let says_not_found = |bytes: &[u8]| {

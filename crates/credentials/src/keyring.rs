@@ -89,7 +89,7 @@ impl Keyring {
                 Err(why) => {
                     self.warnings.push(format!(
                         "{source}: key \"{}\" is not a valid URL ({why}); the kubelet ignores it",
-                        entry.key
+                        gourl::redact_userinfo(&entry.key)
                     ));
                     continue;
                 }
@@ -106,7 +106,7 @@ impl Keyring {
                 credential,
                 source: CredentialSource {
                     source: source.clone(),
-                    key: entry.key.clone(),
+                    key: gourl::redact_userinfo(&entry.key).into_owned(),
                     username: Some(entry.username.clone()).filter(|u| !u.is_empty()),
                 },
             };

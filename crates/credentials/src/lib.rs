@@ -82,7 +82,8 @@ pub struct CredentialSource {
     /// `credential helper docker-credential-<name> (<config file>)`.
     pub source: String,
     /// The key as written: an `auths` key such as `https://index.docker.io/v1/`, or
-    /// `credHelpers["<host>"]` / `credsStore` for a helper.
+    /// `credHelpers["<host>"]` / `credsStore` for a helper; URL user info is redacted
+    /// (`https://user:***@host`).
     pub key: String,
     /// The user name, when there is one.
     pub username: Option<String>,

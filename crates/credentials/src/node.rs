@@ -177,7 +177,7 @@ impl NodeCredentials {
                 credential: credential.clone(),
                 source: CredentialSource {
                     source: file.path().display().to_string(),
-                    key: entry.key.clone(),
+                    key: crate::gourl::redact_userinfo(&entry.key).into_owned(),
                     username: entry.username.clone(),
                 },
             }));

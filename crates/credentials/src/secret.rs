@@ -37,7 +37,9 @@ pub const KEY_DOCKERCFG: &str = ".dockercfg";
 /// and password survive (`auth` already decoded into them).
 #[derive(Clone, PartialEq, Eq)]
 pub struct SecretEntry {
-    /// The key as written in the Secret, e.g. `https://index.docker.io/v1/`, `quay.io/org`.
+    /// The key as written in the Secret, e.g. `https://index.docker.io/v1/`, `quay.io/org`,
+    /// for matching; it may hold a password in its user info (`https://user:pw@host`),
+    /// so it is never shown as is (`Debug`, source records and warnings redact it).
     pub key: String,
     /// The user name; empty when the entry has none.
     pub username: String,
@@ -48,7 +50,7 @@ pub struct SecretEntry {
 impl std::fmt::Debug for SecretEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SecretEntry")
-            .field("key", &self.key)
+            .field("key", &crate::gourl::redact_userinfo(&self.key))
             .field("username", &self.username)
             .field("password", &"<redacted>")
             .finish()

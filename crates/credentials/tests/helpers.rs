@@ -26,7 +26,7 @@ fn helper_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
-        let scripts: [(&str, String); 8] = [
+        let scripts: [(&str, String); 9] = [
             (
                 "ok",
                 // Echoes the server it was given, and counts its runs.
@@ -51,6 +51,16 @@ printf '{"ServerURL":"x","Username":"<token>","Secret":"refresh-token"}'"#
                 format!("cat > /dev/null\necho '{OUTPUT_SENTINEL}'\necho '{OUTPUT_SENTINEL}' >&2\nexit 3"),
             ),
             ("hang", "exec sleep 30".to_string()),
+            (
+                "spawner",
+                // Starts a background `sleep` (its PID in `pid-<server>`), then waits.
+                r#"server=$(cat)
+sleep 1000 &
+echo $! > "$(dirname "$0")/pid-$server.tmp"
+mv "$(dirname "$0")/pid-$server.tmp" "$(dirname "$0")/pid-$server"
+wait"#
+                    .to_string(),
+            ),
             (
                 "garbage",
                 format!("cat > /dev/null\necho 'not json {OUTPUT_SENTINEL}'"),
@@ -233,6 +243,60 @@ async fn a_hanging_helper_is_killed_at_the_timeout() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Whether `pid` is a live (not zombie) `sleep`.
+fn sleep_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state …`; comm may hold spaces, so split at the last `)`.
+    let Some((head, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let comm = head.split_once('(').map(|(_, c)| c).unwrap_or_default();
+    let state = rest.trim_start().chars().next().unwrap_or('X');
+    comm == "sleep" && !matches!(state, 'Z' | 'X' | 'x')
+}
+
+#[tokio::test]
+async fn a_timed_out_helper_is_killed_with_its_children() {
+    if !Path::new("/proc/self/stat").exists() {
+        eprintln!("no /proc: skipped");
+        return;
+    }
+    let server = "children.example";
+    let pid_file = helper_dir().join(format!("pid-{server}"));
+    let options = HelperOptions {
+        timeout: Duration::from_secs(1),
+        ..options()
+    };
+    let err = run_helper(&call("spawner", server), &options)
+        .await
+        .expect_err("times out");
+    assert_eq!(
+        expect_failure(&err, "spawner"),
+        HelperFailure::TimedOut {
+            after: Duration::from_secs(1)
+        }
+    );
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the helper wrote its child's PID before the timeout")
+        .trim()
+        .parse()
+        .expect("a PID");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while sleep_alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let survived = sleep_alive(pid);
+    if survived {
+        // Do not leave it behind: it is this test's own grandchild.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(!survived, "the helper's child {pid} outlived the timeout");
 }
 
 fn docker_file(text: &str) -> AuthFile {

@@ -115,7 +115,8 @@ pub(crate) struct Reply<'a> {
 pub(crate) enum Decision {
     /// The final answer.
     Done(Answer),
-    /// The registry does not do HEAD here (405/501): ask again with GET.
+    /// The registry does not do HEAD here (405/501), or its HEAD 2xx carried neither a
+    /// manifest `Content-Type` nor a `Docker-Content-Digest`: ask again with GET.
     Get,
     /// 404 and tag hints are on: `GET /v2/<name>/tags/list` decides between a missing
     /// repository and a missing tag or digest, which is passed along.
@@ -154,7 +155,54 @@ fn algorithm(digest: &str) -> Option<&str> {
     digest.split_once(':').map(|(a, _)| a)
 }
 
+/// Whether `media_type` (without parameters) is a manifest's: the four types the client
+/// asks for, Docker schema 1 (`application/vnd.docker.distribution.manifest.v1+json`,
+/// `+prettyjws`), and any other `application/vnd.oci.*` or `application/vnd.docker.*`
+/// manifest or index type (the OCI artifact manifest, …). Case-insensitive.
+pub(crate) fn is_manifest_media_type(media_type: &str) -> bool {
+    let mt = media_type.trim().to_ascii_lowercase();
+    let Some(subtype) = mt
+        .strip_prefix("application/vnd.oci.")
+        .or_else(|| mt.strip_prefix("application/vnd.docker."))
+    else {
+        return false;
+    };
+    subtype.contains("manifest") || subtype.contains("index")
+}
+
+/// The longest `Content-Type` quoted in a detail; the rest is cut.
+const QUOTED_CONTENT_TYPE_LIMIT: usize = 100;
+
+/// The detail for a 2xx that is no registry's manifest answer.
+fn not_a_manifest_answer(
+    host: &str,
+    method: &str,
+    status: u16,
+    media_type: Option<&str>,
+) -> String {
+    let content_type = match media_type {
+        Some(mt) if mt.chars().count() > QUOTED_CONTENT_TYPE_LIMIT => format!(
+            "with Content-Type {}…",
+            mt.chars()
+                .take(QUOTED_CONTENT_TYPE_LIMIT)
+                .collect::<String>()
+        ),
+        Some(mt) => format!("with Content-Type {mt}"),
+        None => "with no Content-Type".to_string(),
+    };
+    format!(
+        "{method} to {host} answered {status} {content_type} and no Docker-Content-Digest: \
+         not a registry's manifest answer (a proxy or captive portal?)"
+    )
+}
+
 /// Classifies one manifest reply (pure).
+///
+/// A 2xx counts as present only when it looks like a registry's manifest answer: a
+/// manifest `Content-Type` ([`is_manifest_media_type`]) or a `Docker-Content-Digest`.
+/// Any web server answers 200 to any path (a static file server, a proxy's or captive
+/// portal's HTML page); such an answer to a HEAD is asked again with GET (as containerd
+/// does when a HEAD lacks the digest), and to a GET is [`Status::Unreachable`].
 pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
     let Query {
         host,
@@ -167,6 +215,20 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
     match status {
         200..=299 => {
             let digest = reply.digest.map(str::trim).filter(|d| !d.is_empty());
+            let media_type = reply
+                .content_type
+                .map(|c| c.split(';').next().unwrap_or(c).trim().to_string())
+                .filter(|c| !c.is_empty());
+            if digest.is_none() && !media_type.as_deref().is_some_and(is_manifest_media_type) {
+                if reply.method == Method::Head {
+                    return Decision::Get;
+                }
+                return Decision::Done(answer(
+                    Status::Unreachable,
+                    status,
+                    not_a_manifest_answer(host, method, status, media_type.as_deref()),
+                ));
+            }
             // (wanted, got) when the registry names the requested digest otherwise.
             let mismatch = match (reference, digest) {
                 (Ref::Digest(wanted), Some(got)) if algorithm(wanted) == algorithm(got) => {
@@ -184,10 +246,6 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                     ),
                 ));
             }
-            let media_type = reply
-                .content_type
-                .map(|c| c.split(';').next().unwrap_or(c).trim().to_string())
-                .filter(|c| !c.is_empty());
             let mut detail = format!("{method} {status}");
             if let Some(mt) = &media_type {
                 detail.push_str(&format!(", {mt}"));
@@ -665,11 +723,131 @@ mod tests {
 
     #[test]
     fn present_without_digest_header_is_fine() {
-        let a = done(manifest(&query("3.19"), &reply(Method::Head, 200)));
+        let r = Reply {
+            content_type: Some("application/vnd.docker.distribution.manifest.v2+json"),
+            ..reply(Method::Head, 200)
+        };
+        let a = done(manifest(&query("3.19"), &r));
         assert_eq!(a.status, Status::Present);
         assert_eq!(a.digest, None);
-        let a = done(manifest(&query(D1), &reply(Method::Head, 200)));
+        let a = done(manifest(&query(D1), &r));
         assert_eq!(a.status, Status::Present);
+    }
+
+    #[test]
+    fn present_with_digest_header_whatever_the_content_type() {
+        for content_type in [None, Some("text/html"), Some("application/octet-stream")] {
+            let r = Reply {
+                digest: Some(D1),
+                content_type,
+                ..reply(Method::Get, 200)
+            };
+            for q in [query("3.19"), query(D1)] {
+                let a = done(manifest(&q, &r));
+                assert_eq!(a.status, Status::Present, "{content_type:?}");
+                assert_eq!(a.digest.as_deref(), Some(D1));
+            }
+        }
+    }
+
+    #[test]
+    fn manifest_media_types() {
+        for mt in [
+            "application/vnd.oci.image.index.v1+json",
+            "application/vnd.oci.image.manifest.v1+json",
+            "application/vnd.docker.distribution.manifest.list.v2+json",
+            "application/vnd.docker.distribution.manifest.v2+json",
+            "application/vnd.docker.distribution.manifest.v1+json",
+            "application/vnd.docker.distribution.manifest.v1+prettyjws",
+            "application/vnd.oci.artifact.manifest.v1+json",
+            "Application/VND.OCI.Image.Manifest.v1+JSON",
+            " application/vnd.oci.image.index.v1+json ",
+        ] {
+            assert!(is_manifest_media_type(mt), "{mt}");
+        }
+        for mt in [
+            "",
+            "text/html",
+            "application/octet-stream",
+            "application/json",
+            "text/plain",
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            "application/vnd.oci.image.config.v1+json",
+            "application/vnd.docker.container.image.v1+json",
+            "application/x-vnd.oci.image.manifest.v1+json",
+        ] {
+            assert!(!is_manifest_media_type(mt), "{mt}");
+        }
+    }
+
+    #[test]
+    fn any_web_server_answering_200_is_not_a_registry() {
+        for (content_type, quoted) in [
+            (
+                Some("text/html; charset=utf-8"),
+                "with Content-Type text/html",
+            ),
+            (
+                Some("application/octet-stream"),
+                "with Content-Type application/octet-stream",
+            ),
+            (
+                Some("application/json"),
+                "with Content-Type application/json",
+            ),
+            (None, "with no Content-Type"),
+            (Some(""), "with no Content-Type"),
+        ] {
+            for q in [query("1"), query(D1)] {
+                // A HEAD is asked again with GET first ...
+                let head = Reply {
+                    content_type,
+                    ..reply(Method::Head, 200)
+                };
+                assert_eq!(manifest(&q, &head), Decision::Get, "{content_type:?}");
+                // ... and a GET is final.
+                let get = Reply {
+                    content_type,
+                    ..reply(Method::Get, 200)
+                };
+                let a = done(manifest(&q, &get));
+                assert_eq!(a.status, Status::Unreachable, "{content_type:?}");
+                assert_eq!((a.missing, a.digest, a.media_type), (None, None, None));
+                assert_eq!(a.http_status, Some(200));
+                assert_eq!(
+                    a.detail,
+                    format!(
+                        "GET to reg.example answered 200 {quoted} and no Docker-Content-Digest: \
+                         not a registry's manifest answer (a proxy or captive portal?)"
+                    )
+                );
+            }
+        }
+        // Another 2xx too.
+        let a = done(manifest(&query("1"), &reply(Method::Get, 204)));
+        assert_eq!(a.status, Status::Unreachable);
+        assert!(
+            a.detail.contains("answered 204 with no Content-Type"),
+            "{}",
+            a.detail
+        );
+    }
+
+    #[test]
+    fn a_long_content_type_is_cut_in_the_detail() {
+        let long = format!("text/{}", "x".repeat(500));
+        let get = Reply {
+            content_type: Some(&long),
+            ..reply(Method::Get, 200)
+        };
+        let a = done(manifest(&query("1"), &get));
+        assert_eq!(a.status, Status::Unreachable);
+        assert!(a.detail.len() < 300, "{}", a.detail);
+        assert!(
+            a.detail.contains("xxx… and no Docker-Content-Digest"),
+            "{}",
+            a.detail
+        );
     }
 
     #[test]

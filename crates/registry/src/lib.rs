@@ -352,7 +352,8 @@ impl fmt::Display for Platform {
 /// The status of one manifest query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
-    /// 200 (and, when a platform is asked for, listed by the index).
+    /// 200 that looks like a registry's manifest answer (a manifest `Content-Type` or a
+    /// `Docker-Content-Digest`; and, when a platform is asked for, listed by the index).
     Present,
     /// 404: the tag, digest or repository does not exist; or the index does not list
     /// the platform asked for.
@@ -363,7 +364,9 @@ pub enum Status {
     Denied,
     /// Network error, timeout, 5xx or 429 after the retries, a deadline reached, or an
     /// answer that makes no sense (not HTTP, a header too large, a redirect loop, a
-    /// wrong digest, an index that cannot be read).
+    /// wrong digest, an index that cannot be read, a 200 with neither a manifest
+    /// `Content-Type` nor a `Docker-Content-Digest`: a web server, proxy or captive
+    /// portal, not a registry).
     Unreachable,
 }
 

@@ -243,7 +243,7 @@ async fn rate_limit_with_retry_after_seconds_is_waited_out() {
                 r#"{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}"#,
             )
         } else {
-            respond(200, &[], "")
+            respond(200, &[("Docker-Content-Digest", D1)], "")
         }
     })
     .await;
@@ -267,7 +267,7 @@ async fn rate_limit_with_retry_after_http_date_is_waited_out() {
             let when = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
             respond(429, &[("Retry-After", when.as_str())], "")
         } else {
-            respond(200, &[], "")
+            respond(200, &[("Docker-Content-Digest", D1)], "")
         }
     })
     .await;
@@ -353,7 +353,7 @@ async fn connection_reset_is_retried_then_unreachable() {
         if seen.fetch_add(1, Ordering::SeqCst) == 0 {
             fault(Fault::Reset)
         } else {
-            respond(200, &[], "")
+            respond(200, &[("Docker-Content-Digest", D1)], "")
         }
     })
     .await;
@@ -492,7 +492,7 @@ async fn redirect_to_another_host_drops_authorization() {
         ("/v2/app/manifests/here", true) => {
             respond(307, &[("Location", "/v2/app/manifests/moved")], "")
         }
-        (_, true) => respond(200, &[], ""),
+        (_, true) => respond(200, &[("Docker-Content-Digest", D1)], ""),
     })
     .await;
     let client = Client::new(options()).expect("client");
@@ -714,7 +714,7 @@ async fn ping_and_token_requests_are_retried_too() {
             ("/v2/", _) if p.fetch_add(1, Ordering::SeqCst) < 2 => respond(503, &[], ""),
             ("/token", _) if t.fetch_add(1, Ordering::SeqCst) == 0 => fault(Fault::Reset),
             ("/token", _) => respond(200, &[], r#"{"token":"tok","expires_in":300}"#),
-            (_, Some("Bearer tok")) => respond(200, &[], ""),
+            (_, Some("Bearer tok")) => respond(200, &[("Docker-Content-Digest", D1)], ""),
             _ => respond(401, &[("WWW-Authenticate", challenge.as_str())], ""),
         }
     })
@@ -811,7 +811,7 @@ async fn insufficient_scope_gets_a_token_for_that_repository_alone() {
                 )
             }
             (_, Some(auth)) if auth == format!("Bearer tok-{}", repo.replace('/', "_")) => {
-                respond(200, &[], "")
+                respond(200, &[("Docker-Content-Digest", D1)], "")
             }
             (_, Some(_)) => respond(
                 401,

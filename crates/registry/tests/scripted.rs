@@ -79,6 +79,99 @@ async fn head_not_allowed_falls_back_to_get() {
     );
 }
 
+/// A plain web server (`python3 -m http.server` with a file at the manifest's path)
+/// answers 200 to anything it has, but no registry's headers: not present.
+#[tokio::test]
+async fn a_static_file_server_is_not_a_registry() {
+    let server = serve(|r| match r.path() {
+        "/v2/" => respond(
+            200,
+            &[("Content-Type", "text/html; charset=utf-8")],
+            "<html>",
+        ),
+        "/v2/a/b/manifests/1" => respond(200, &[("Content-Type", "application/octet-stream")], "x"),
+        _ => respond(404, &[("Content-Type", "text/html")], "<html>"),
+    })
+    .await;
+    let session = client()
+        .authorize(&endpoint(&server), &Credential::Anonymous, &repos(&["a/b"]))
+        .await
+        .expect("a /v2/ 200 without Docker-Distribution-API-Version is accepted");
+    let a = session.check("a/b", "1").await;
+    assert_eq!(a.status, Status::Unreachable, "{a:?}");
+    assert_eq!((a.missing, a.digest, a.media_type), (None, None, None));
+    assert_eq!(
+        a.detail,
+        format!(
+            "GET to {} answered 200 with Content-Type application/octet-stream and no \
+             Docker-Content-Digest: not a registry's manifest answer (a proxy or captive portal?)",
+            server.host
+        )
+    );
+    // The HEAD is asked again with GET, as for a HEAD without the digest.
+    assert_eq!(
+        server.seen(),
+        vec![
+            "GET /v2/",
+            "HEAD /v2/a/b/manifests/1",
+            "GET /v2/a/b/manifests/1"
+        ]
+    );
+}
+
+/// A proxy or captive portal answering `200 text/html` to everything, digests included.
+#[tokio::test]
+async fn a_captive_portal_is_not_a_registry() {
+    let server =
+        serve(|_| respond(200, &[("Content-Type", "text/html")], "<html>log in</html>")).await;
+    let session = client()
+        .authorize(&endpoint(&server), &Credential::Anonymous, &repos(&["app"]))
+        .await
+        .expect("authorize");
+    for reference in ["v1", D1] {
+        let a = session.check("app", reference).await;
+        assert_eq!(a.status, Status::Unreachable, "{reference}: {a:?}");
+        assert!(
+            a.detail.contains(
+                "answered 200 with Content-Type text/html and no Docker-Content-Digest: \
+                 not a registry's manifest answer (a proxy or captive portal?)"
+            ),
+            "{}",
+            a.detail
+        );
+    }
+}
+
+/// A registry whose HEAD carries neither header but whose GET does is present.
+#[tokio::test]
+async fn a_bare_head_is_asked_again_with_get() {
+    let server = serve(|r| match (r.method.as_str(), r.path()) {
+        ("GET", "/v2/") => respond(200, &[], ""),
+        ("HEAD", _) => respond(200, &[], ""),
+        ("GET", _) => respond(
+            200,
+            &[(
+                "Content-Type",
+                "application/vnd.docker.distribution.manifest.v1+prettyjws",
+            )],
+            "{}",
+        ),
+        _ => respond(404, &[], ""),
+    })
+    .await;
+    let session = client()
+        .authorize(&endpoint(&server), &Credential::Anonymous, &repos(&["app"]))
+        .await
+        .expect("authorize");
+    let a = session.check("app", "v1").await;
+    assert_eq!(a.status, Status::Present, "{a:?}");
+    assert_eq!(
+        a.media_type.as_deref(),
+        Some("application/vnd.docker.distribution.manifest.v1+prettyjws")
+    );
+    assert!(a.detail.starts_with("GET 200"), "{}", a.detail);
+}
+
 #[tokio::test]
 async fn rate_limits_server_errors_and_wrong_digests() {
     let server = serve(|r| match r.target.as_str() {
@@ -232,7 +325,9 @@ async fn identity_token_is_exchanged_through_the_oauth2_form() {
                 &[],
                 r#"{"access_token":"oauth-access","expires_in":120,"refresh_token":"next"}"#,
             ),
-            ("HEAD", _, Some("Bearer oauth-access")) => respond(200, &[], ""),
+            ("HEAD", _, Some("Bearer oauth-access")) => {
+                respond(200, &[("Docker-Content-Digest", D1)], "")
+            }
             _ => respond(401, &[("WWW-Authenticate", challenge.as_str())], ""),
         }
     })
