@@ -114,16 +114,32 @@ pub async fn gather(
     let file_secrets = read_pull_secret_files(pull_secret_files)?;
     let mut build_uses: Vec<ImageUse> = Vec::new();
     let mut workloads = Vec::new();
+    // Documents, objects and kinds that were not read, so nothing is skipped silently.
+    let mut file_warnings = Vec::new();
     for file in files {
         let text = read(file)?;
         let name = file.display().to_string();
-        if pullcheck_kube::is_kubernetes_manifest(&text) {
+        let found = if pullcheck_kube::is_kubernetes_manifest(&text) {
             let manifests =
                 pullcheck_kube::read_manifests(&name, &text).map_err(|e| e.to_string())?;
+            file_warnings.extend(manifests.warnings());
+            let found = manifests
+                .workloads
+                .iter()
+                .map(|w| w.images.len())
+                .sum::<usize>();
             workloads.extend(manifests.workloads);
+            found
         } else {
-            build_uses
-                .extend(pullcheck::input::read_pipeline(&name, &text).map_err(|e| e.to_string())?);
+            let (uses, warnings) = pullcheck::input::read_pipeline_with_warnings(&name, &text)
+                .map_err(|e| e.to_string())?;
+            file_warnings.extend(warnings);
+            let found = uses.len();
+            build_uses.extend(uses);
+            found
+        };
+        if found == 0 {
+            file_warnings.push(format!("{name}: no image found in this file"));
         }
     }
     build_uses.extend(images);
@@ -206,6 +222,13 @@ pub async fn gather(
                 warnings: set_warnings,
             });
         }
+    }
+    if !file_warnings.is_empty() {
+        // Carried by a set of its own, so they reach the report even with no images.
+        sets.push(ImageSet {
+            warnings: file_warnings,
+            ..ImageSet::default()
+        });
     }
     Ok(Gathered { sets, walked })
 }

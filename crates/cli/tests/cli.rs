@@ -495,3 +495,42 @@ fn a_closed_pipe_or_a_full_disk_is_no_panic() {
         "{err}"
     );
 }
+
+#[test]
+fn nothing_is_skipped_silently() {
+    let dir = temp_dir("silent");
+    std::fs::write(
+        dir.join("rollout.yaml"),
+        "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: web}\n\
+         spec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: localhost:1/app:v1\n",
+    )
+    .unwrap();
+    let out = pullcheck(&["check", "rollout.yaml", "--format", "json"], &dir);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = json["warnings"].to_string();
+    assert!(
+        warnings.contains("Rollout") && warnings.contains("rollout.yaml"),
+        "{warnings}"
+    );
+
+    std::fs::write(
+        dir.join("dup.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: localhost:1/first:1\nsteps:\n  - name: b\n    image: localhost:1/second:1\n",
+    )
+    .unwrap();
+    let out = pullcheck(&["check", "dup.yml"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("dup.yml:5:1") && text(&out).contains("duplicate key"),
+        "{}",
+        text(&out)
+    );
+
+    std::fs::write(
+        dir.join("two.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: localhost:1/first:1\n    pull: never\n---\nsteps:\n  - name: b\n    image: localhost:1/second:1\n",
+    )
+    .unwrap();
+    let out = pullcheck(&["check", "two.yml"], &dir);
+    assert!(text(&out).contains("warning: two.yml:6"), "{}", text(&out));
+}

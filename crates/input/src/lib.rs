@@ -24,6 +24,9 @@
 //!
 //! Architecture invariants:
 //! - No IO except [`read_pipeline_file`] reading its one file.
+//! - Nothing the file holds is dropped silently: a key written twice is an [`InputError`],
+//!   and a YAML document after the first (which upstream does not read either) is named by
+//!   [`read_pipeline_with_warnings`].
 //! - Image references are passed on as written: parsing them is `pullcheck-reference`'s job.
 //! - A problem with one container never hides the others: it becomes
 //!   [`Disposition::Invalid`] with its position, and every container stays in the output.
@@ -155,25 +158,63 @@ impl std::error::Error for InputError {}
 /// - A step with `template:` is [`Disposition::Skip`] (its images are known only after the
 ///   server expands the template); so is Vela's injected `#init` image. A container with
 ///   neither image nor template is [`Disposition::Invalid`].
-/// - Only the first YAML document is read, as upstream does. Unknown keys are ignored.
+/// - Only the first YAML document is read, as upstream does; [`read_pipeline_with_warnings`]
+///   says where the ignored ones are. Unknown keys are ignored.
+/// - A key written twice in one mapping (`steps:` twice, `image:` twice in one step) is an
+///   error, as go-yaml v3 (which Vela uses) makes it; merge keys (`<<`) may repeat.
 ///
 /// # Errors
 /// [`InputError`] when the text is not YAML/JSON at all (with the position of the syntax
 /// error), is empty, is not a mapping with pipeline keys (`version`, `steps`, `stages`,
 /// `services`, `secrets`, or a compiled build's `id`), when `steps`, `services`, `secrets`
-/// or `stages` has the wrong shape, or when the file exceeds the limits that guard against
-/// hostile YAML (nesting, node count, alias and merge-key expansion). Problems of one
-/// container are [`Disposition::Invalid`] instead, so every image stays in the report.
+/// or `stages` has the wrong shape, when a mapping has a key twice (at the second, with
+/// `(first at line:column)` in the message), or when the file exceeds the limits that
+/// guard against hostile YAML (nesting, node count, alias and merge-key expansion).
+/// Problems of one container are [`Disposition::Invalid`] instead, so every image stays in
+/// the report.
 pub fn read_pipeline(file: &str, text: &str) -> Result<Vec<ImageUse>, InputError> {
+    read_pipeline_with_warnings(file, text).map(|(uses, _)| uses)
+}
+
+/// [`read_pipeline`], with warnings about what the file holds but is not read.
+///
+/// Today the warnings are the YAML documents after the first: upstream reads only the
+/// first document of a pipeline file, and so does this reader, but a second document is
+/// usually a mistake whose images would never be checked. Each warning names
+/// `file:line` where an ignored, non-empty document starts, e.g.
+/// `.vela.yml:12: YAML document 2 is not read: Vela reads only the first document of a
+/// pipeline file, so its images are not checked`. Empty documents (a trailing `---`, only
+/// comments) give none; an ignored document with a syntax error gives one, not an error.
+///
+/// # Errors
+/// As [`read_pipeline`].
+pub fn read_pipeline_with_warnings(
+    file: &str,
+    text: &str,
+) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
     let doc = match tree::Doc::load_yaml(text) {
         Ok(doc) => doc,
         // JSON that the YAML parser refuses (an escaped surrogate pair such as `\ud83d\ude80`).
-        Err(_) if looks_like_json(text) => {
+        Err(yaml) if yaml.syntax && looks_like_json(text) => {
             tree::Doc::load_json(text).map_err(|json| load_error(file, json.pos, json.message))?
         }
         Err(yaml) => return Err(load_error(file, yaml.pos, yaml.message)),
     };
-    pipeline::read(file, &doc)
+    let uses = pipeline::read(file, &doc)?;
+    let warnings = doc
+        .ignored_documents
+        .iter()
+        .enumerate()
+        .map(|(i, pos)| {
+            format!(
+                "{file}:{}: YAML document {} is not read: Vela reads only the first document \
+                 of a pipeline file, so its images are not checked",
+                pos.line,
+                i + 2
+            )
+        })
+        .collect();
+    Ok((uses, warnings))
 }
 
 fn looks_like_json(text: &str) -> bool {

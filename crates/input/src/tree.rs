@@ -10,6 +10,10 @@
 //! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup, as the YAML merge type
 //!   says: a mapping's own keys win over merged ones, and earlier merged mappings win over
 //!   later ones. Merged values keep the position where they are written.
+//! - A key written twice in one mapping is a load error naming both places, as go-yaml v3
+//!   (which Vela uses) rejects it; a merge key (`<<`) may appear several times.
+//! - Only the first document is built; the documents after it are only scanned, so that
+//!   a caller can say they are not read.
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -69,6 +73,10 @@ pub(crate) struct Doc {
     pub nodes: Vec<Node>,
     /// `None` for an empty stream.
     pub root: Option<NodeId>,
+    /// Where each non-empty document after the first starts (its `---`, or its content
+    /// when it has none). These documents are not read, as upstream reads only the first;
+    /// one that does not parse is listed too, and ends the scan.
+    pub ignored_documents: Vec<Pos>,
 }
 
 /// Why a text could not be loaded.
@@ -76,6 +84,9 @@ pub(crate) struct Doc {
 pub(crate) struct LoadError {
     pub pos: Option<Pos>,
     pub message: String,
+    /// The parser refused the text (a syntax error, or a failure inside the parser), as
+    /// opposed to well-formed text we refuse (a duplicate key, the limits).
+    pub syntax: bool,
 }
 
 /// Why a lookup stopped.
@@ -105,7 +116,8 @@ impl Budget {
 
 impl Doc {
     /// Loads the first document of a YAML stream. Later documents are not read, as
-    /// upstream's YAML decoding does not read them either.
+    /// upstream's YAML decoding does not read them either; where they start is kept in
+    /// [`Doc::ignored_documents`], and a syntax error inside one is not an error.
     pub fn load_yaml(text: &str) -> Result<Doc, LoadError> {
         // The parser is not ours: a panic in it must become an error, not a crash.
         match catch_unwind(AssertUnwindSafe(|| Builder::default().run(text))) {
@@ -113,18 +125,31 @@ impl Doc {
             Err(_) => Err(LoadError {
                 pos: None,
                 message: "the YAML parser failed on this input".to_owned(),
+                syntax: true,
             }),
         }
     }
 
-    /// Loads JSON without positions, for JSON that the YAML parser refuses.
+    /// Loads JSON without positions, for JSON that the YAML parser refuses. A key written
+    /// twice in one object is an error, as in YAML.
     pub fn load_json(text: &str) -> Result<Doc, LoadError> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| LoadError {
-            pos: (e.line() > 0).then(|| Pos {
-                line: e.line(),
-                column: e.column().max(1),
-            }),
-            message: format!("not valid JSON: {e}"),
+        let value: Json = serde_json::from_str(text).map_err(|e| {
+            let message = if e.classify() == serde_json::error::Category::Data {
+                // Ours (a duplicate key): the position goes in the error's own fields.
+                let full = e.to_string();
+                let at = format!(" at line {} column {}", e.line(), e.column());
+                full.strip_suffix(&at).unwrap_or(&full).to_owned()
+            } else {
+                format!("not valid JSON: {e}")
+            };
+            LoadError {
+                pos: (e.line() > 0).then(|| Pos {
+                    line: e.line(),
+                    column: e.column().max(1),
+                }),
+                message,
+                syntax: e.classify() != serde_json::error::Category::Data,
+            }
         })?;
         let mut doc = Doc::default();
         // serde_json caps nesting at 128, so this recursion is bounded.
@@ -133,20 +158,17 @@ impl Doc {
         Ok(doc)
     }
 
-    fn add_json(&mut self, value: &serde_json::Value) -> Result<NodeId, LoadError> {
-        use serde_json::Value as J;
+    fn add_json(&mut self, value: &Json) -> Result<NodeId, LoadError> {
         let value = match value {
-            J::Null => Value::Null,
-            J::Bool(b) => scalar(b.to_string()),
-            J::Number(n) => scalar(n.to_string()),
-            J::String(s) => scalar(s.clone()),
-            J::Array(items) => Value::Seq(
+            Json::Null => Value::Null,
+            Json::Scalar(s) => scalar(s.clone()),
+            Json::Array(items) => Value::Seq(
                 items
                     .iter()
                     .map(|v| self.add_json(v))
                     .collect::<Result<_, _>>()?,
             ),
-            J::Object(map) => {
+            Json::Object(map) => {
                 let mut entries = Vec::with_capacity(map.len());
                 for (k, v) in map {
                     let key = self.push(scalar(k.clone()), None)?;
@@ -163,6 +185,7 @@ impl Doc {
             return Err(LoadError {
                 pos,
                 message: format!("too large: more than {MAX_NODES} YAML nodes"),
+                syntax: false,
             });
         }
         self.nodes.push(Node { value, pos });
@@ -313,6 +336,79 @@ fn scalar(text: String) -> Value {
     Value::Scalar { text, merge: false }
 }
 
+/// The message for a key written twice: where the first one is, when known.
+fn duplicate_message(key: &str, first: Option<Pos>) -> String {
+    match first {
+        Some(p) => format!("duplicate key {key:?} (first at {}:{})", p.line, p.column),
+        None => format!("duplicate key {key:?}"),
+    }
+}
+
+/// JSON as the fallback reads it: objects keep their order and refuse a key written twice
+/// (`serde_json::Value` would keep only the last).
+enum Json {
+    Null,
+    Scalar(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl<'de> serde::Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Json;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_unit<E>(self) -> Result<Json, E> {
+                Ok(Json::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
+                Ok(Json::Scalar(
+                    serde_json::Number::from_f64(v)
+                        .map_or_else(|| v.to_string(), |n| n.to_string()),
+                ))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Json, E> {
+                Ok(Json::Scalar(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = a.next_element()? {
+                    items.push(item);
+                }
+                Ok(Json::Array(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
+                let mut entries: Vec<(String, Json)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = a.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(serde::de::Error::custom(duplicate_message(&key, None)));
+                    }
+                    let value = a.next_value()?;
+                    entries.push((key, value));
+                }
+                Ok(Json::Object(entries))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 enum Frame {
     Seq {
         anchor: usize,
@@ -400,10 +496,12 @@ impl Builder {
 
     fn run(mut self, text: &str) -> Result<Doc, LoadError> {
         let mut started = false;
-        for event in Parser::new_from_str(text) {
+        let mut parser = Parser::new_from_str(text);
+        for event in parser.by_ref() {
             let (event, span) = event.map_err(|e| LoadError {
                 pos: Some(Pos::from_marker(e.marker())),
                 message: format!("not valid YAML: {}", e.info()),
+                syntax: true,
             })?;
             let pos = Pos::from_marker(&span.start);
             match event {
@@ -415,6 +513,7 @@ impl Builder {
                         return Err(LoadError {
                             pos: Some(pos),
                             message: "an alias refers to the node that contains it".to_owned(),
+                            syntax: false,
                         });
                     };
                     self.attach(id);
@@ -462,12 +561,40 @@ impl Builder {
                         pos,
                         entries,
                         ..
-                    }) => self.finish(Value::Map(entries), pos, anchor)?,
+                    }) => {
+                        self.check_duplicates(&entries)?;
+                        self.finish(Value::Map(entries), pos, anchor)?;
+                    }
                     None => {}
                 },
             }
         }
+        self.doc.ignored_documents = later_documents(parser);
         Ok(self.doc)
+    }
+
+    /// A key written twice in one mapping (merge keys aside) is an error at the second,
+    /// naming the first. Keys compare by their text, whatever their quoting, as go-yaml v3
+    /// compares them.
+    fn check_duplicates(&self, entries: &[(NodeId, NodeId)]) -> Result<(), LoadError> {
+        if entries.len() < 2 {
+            return Ok(());
+        }
+        let mut seen: HashMap<&str, NodeId> = HashMap::with_capacity(entries.len());
+        for &(k, _) in entries {
+            let Value::Scalar { text, merge: false } = &self.doc.nodes[k].value else {
+                continue;
+            };
+            if let Some(&first) = seen.get(text.as_str()) {
+                return Err(LoadError {
+                    pos: self.doc.nodes[k].pos,
+                    message: duplicate_message(text, self.doc.nodes[first].pos),
+                    syntax: false,
+                });
+            }
+            seen.insert(text, k);
+        }
+        Ok(())
     }
 
     fn open(&self, pos: Pos) -> Result<(), LoadError> {
@@ -475,6 +602,8 @@ impl Builder {
             return Err(LoadError {
                 pos: Some(pos),
                 message: format!("nested more than {MAX_DEPTH} levels deep"),
+                // As before: JSON this deep is tried as JSON, which has limits of its own.
+                syntax: true,
             });
         }
         Ok(())
@@ -501,6 +630,46 @@ impl Builder {
                 None => *key = Some(id),
                 Some(k) => entries.push((k, id)),
             },
+        }
+    }
+}
+
+/// Scans the rest of the stream after the first document: where each later document with
+/// content starts. A document whose first event is a null scalar (nothing after `---`, or
+/// only comments) is empty. A syntax error ends the scan; the document it is in counts.
+fn later_documents(parser: Parser<'_, saphyr_parser::StrInput<'_>>) -> Vec<Pos> {
+    let mut found = Vec::new();
+    let mut pending: Option<Pos> = None;
+    // A panic of the parser in a document that is not read must not fail the read: what
+    // was found so far is kept.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        scan_later(parser, &mut found, &mut pending)
+    }));
+    found.extend(pending);
+    found
+}
+
+fn scan_later(
+    parser: Parser<'_, saphyr_parser::StrInput<'_>>,
+    found: &mut Vec<Pos>,
+    pending: &mut Option<Pos>,
+) {
+    for event in parser {
+        // A syntax error: the document it is in (still pending, if it had no content
+        // yet) is named by the caller.
+        let Ok((event, span)) = event else { break };
+        match event {
+            Event::DocumentStart(_) => *pending = Some(Pos::from_marker(&span.start)),
+            Event::StreamEnd => break,
+            Event::Nothing | Event::StreamStart => {}
+            // A document that ends, or starts with a null, before any content is empty.
+            Event::DocumentEnd => *pending = None,
+            Event::Scalar(ref value, ScalarStyle::Plain, 0, None)
+                if matches!(&**value, "" | "~" | "null" | "Null" | "NULL") =>
+            {
+                *pending = None;
+            }
+            _ => found.extend(pending.take()),
         }
     }
 }
@@ -651,22 +820,30 @@ leaf: {<<: [*mid, *other]}
     }
 
     #[test]
-    fn later_duplicate_key_wins() {
-        let doc = load("a: 1\nb: 2\na: 3\n");
-        assert_eq!(doc.text(get_path(&doc, &["a"]).unwrap()), Some("3"));
-        let mut budget = Budget::new(BUDGET);
-        let entries = doc.entries(doc.root.unwrap(), &mut budget).unwrap();
-        let flat: Vec<(&str, Option<&str>)> = entries
-            .iter()
-            .map(|(k, v)| (k.as_str(), doc.text(*v)))
-            .collect();
-        assert_eq!(flat, [("a", Some("3")), ("b", Some("2"))]);
+    fn a_duplicate_key_is_an_error_at_the_second_naming_the_first() {
+        let err = Doc::load_yaml("a: 1\nb: 2\n'a': 3\n").unwrap_err();
+        assert_eq!(err.pos, Some(Pos { line: 3, column: 1 }));
+        assert_eq!(err.message, "duplicate key \"a\" (first at 1:1)");
+        // Merge keys may repeat; a quoted `<<` is a plain key.
+        let doc = load("x: &x {k: 1}\ny: &y {j: 2}\nz:\n  <<: *x\n  <<: *y\n  '<<': q\n");
+        assert_eq!(doc.text(get_path(&doc, &["z", "j"]).unwrap()), Some("2"));
+        assert!(Doc::load_yaml("z: {'<<': 1, \"<<\": 2}\n").is_err());
+        // Keys in different mappings, or a key and a merged key, are not duplicates.
+        assert!(Doc::load_yaml("- {a: 1}\n- {a: 2}\n").is_ok());
+        assert!(Doc::load_yaml("x: &x {a: 1}\ny: {<<: *x, a: 2}\n").is_ok());
+        let err = Doc::load_json(r#"{"a": {"b": 1, "b": 2}}"#).unwrap_err();
+        assert!(err.message.contains("duplicate key \"b\""), "{err:?}");
     }
 
     #[test]
     fn only_the_first_document_is_read() {
         let doc = load("---\na: 1\n---\na: 2\n--- [unclosed\n");
         assert_eq!(doc.text(get_path(&doc, &["a"]).unwrap()), Some("1"));
+        let lines: Vec<usize> = doc.ignored_documents.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [3, 5]);
+        // A duplicate key in an ignored document is not looked at either.
+        assert!(load("a: 1\n---\nb: 1\nb: 2\n").ignored_documents.len() == 1);
+        assert!(load("a: 1\n---\n---\n# c\n").ignored_documents.is_empty());
     }
 
     #[test]

@@ -751,3 +751,104 @@ fn no_prefix_of_any_fixture_panics() {
         }
     }
 }
+
+#[test]
+fn a_key_written_twice_is_an_error_naming_both_places() {
+    // Top level: the second `steps` would silently replace the first.
+    let e = error("version: '1'\nsteps:\n  - image: a\nservices: []\nsteps:\n  - image: b\n");
+    assert_eq!((e.line, e.column), (Some(5), Some(1)), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "bad.yml:5:1: duplicate key \"steps\" (first at 2:1)"
+    );
+    // In one step.
+    let e = error("steps:\n  - name: s\n    image: a\n    pull: true\n    image: b\n");
+    assert_eq!(
+        e.to_string(),
+        "bad.yml:5:5: duplicate key \"image\" (first at 3:5)"
+    );
+    // Quoted and plain spellings of one key, and flow mappings.
+    let e = error("steps:\n  - \"image\": a\n    image: b\n");
+    assert_eq!((e.line, e.column), (Some(3), Some(5)), "{e}");
+    let e = error("steps: [{image: a, name: n, image: b}]\n");
+    assert_eq!(
+        e.to_string(),
+        "bad.yml:1:29: duplicate key \"image\" (first at 1:10)"
+    );
+    // In stages, and in parts that are not read at all (as go-yaml v3 rejects them).
+    let e = error("stages:\n  a:\n    steps: []\n  a:\n    steps: []\n");
+    assert_eq!((e.line, e.column), (Some(4), Some(3)), "{e}");
+    let e = error("version: '1'\nenvironment: {A: 1, A: 2}\nsteps: []\n");
+    assert!(e.message.contains("duplicate key \"A\""), "{e}");
+    // Compiled JSON, through the YAML parser (with positions) and through the JSON
+    // fallback (without).
+    let e = error(r#"{"id": "x", "steps": [{"image": "a", "image": "b"}]}"#);
+    assert_eq!(
+        e.to_string(),
+        "bad.yml:1:38: duplicate key \"image\" (first at 1:24)"
+    );
+    let e = error(r#"{"id": "\ud83d\ude80", "steps": [], "steps": []}"#);
+    assert!(e.message.contains("duplicate key \"steps\""), "{e}");
+    assert_eq!(e.file.as_deref(), Some("bad.yml"));
+}
+
+#[test]
+fn merge_keys_are_not_duplicates() {
+    // Several `<<` in one mapping (upstream test data has them); explicit keys win over
+    // merged ones, and a key both merged and written is not a duplicate.
+    let text = "\
+version: '1'
+x: &x {pull: always, image: merged}
+y: &y {name: from-y, image: other}
+steps:
+  - <<: *x
+    <<: *y
+    image: alpine
+";
+    let uses = read_pipeline("m.yml", text).unwrap();
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].image, "alpine");
+    assert_eq!(uses[0].policy, PullPolicy::Always);
+    assert_eq!(uses[0].origin.name, "from-y");
+    assert_eq!(at(&uses[0]), (7, 12));
+}
+
+#[test]
+fn later_documents_are_named_in_warnings() {
+    use pullcheck_input::read_pipeline_with_warnings;
+    let text = "---\nversion: '1'\nsteps:\n  - image: alpine\n---\nsteps:\n  - image: other\n";
+    let (uses, warnings) = read_pipeline_with_warnings("multi.yml", text).unwrap();
+    assert_eq!(uses.len(), 1);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("multi.yml:5: YAML document 2 is not read"),
+        "{warnings:?}"
+    );
+    assert!(warnings[0].contains("first document"), "{warnings:?}");
+    // read_pipeline is unchanged: the same uses, no error.
+    assert_eq!(read_pipeline("multi.yml", text).unwrap(), uses);
+
+    // Every ignored document is named; an ignored document's syntax error is not an
+    // error (upstream never parses it), but the document is still named.
+    let text = "version: '1'\nsteps: []\n---\na: 1\n---\n- x\n--- [unclosed\n";
+    let (_, warnings) = read_pipeline_with_warnings("m.yml", text).unwrap();
+    let lines: Vec<&str> = warnings
+        .iter()
+        .map(|w| w.split(": ").next().unwrap())
+        .collect();
+    assert_eq!(lines, ["m.yml:3", "m.yml:5", "m.yml:7"], "{warnings:?}");
+
+    // Empty later documents (a trailing `---`, only comments) hide nothing.
+    for text in [
+        "version: '1'\nsteps: []\n",
+        "version: '1'\nsteps: []\n---\n",
+        "version: '1'\nsteps: []\n---\n# nothing here\n",
+        "version: '1'\nsteps: []\n...\n",
+    ] {
+        let (_, warnings) = read_pipeline_with_warnings("m.yml", text).unwrap();
+        assert!(warnings.is_empty(), "{text:?}: {warnings:?}");
+    }
+    // Errors are still errors.
+    let e = read_pipeline_with_warnings("m.yml", "a: [\n").unwrap_err();
+    assert_eq!(e.file.as_deref(), Some("m.yml"));
+}

@@ -75,12 +75,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => {
             let manifests = read_manifests_file(path)?;
             for skipped in &manifests.skipped {
-                println!(
-                    "skipped line {}: {} ({})",
-                    skipped.line,
-                    skipped.kind.as_deref().unwrap_or("?"),
-                    skipped.reason
-                );
+                println!("skipped {skipped}");
             }
             walk_pull_secrets_many(&cluster, &manifests.pull_secrets()).await?
         }

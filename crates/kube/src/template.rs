@@ -202,7 +202,8 @@ impl PipelinePodsTemplate {
 ///
 /// - an unknown field anywhere (in our fields or inside the core/v1 types they hold, such as
 ///   `affinity` or `tolerations`) is an error naming the field, with its path and position;
-/// - a key written twice in one mapping is an error;
+/// - a key written twice in one mapping is an error at the second, naming the first
+///   (`duplicate key "spec" (first at 1:1)`);
 /// - a value of the wrong shape (`annotations` as a list) is an error at that value;
 /// - only the first YAML document is read; anchors, aliases and merge keys work.
 ///
@@ -219,6 +220,9 @@ pub fn parse_template(file: &str, text: &str) -> Result<PipelinePodsTemplate, In
         message,
     };
     let stream = Stream::load(text).map_err(|e| error(e.pos, e.message))?;
+    if let Some(dup) = stream.documents.first().and_then(|d| d.duplicate.clone()) {
+        return Err(error(dup.pos, dup.message));
+    }
     let Some(root) = stream.documents.first().and_then(|d| d.root) else {
         return Err(error(
             None,

@@ -1,12 +1,16 @@
 //! Kubernetes workload manifests as input: the images of every container, with the pull
 //! policy the API server would default, and each workload's own pull-secret settings.
 
+use std::fmt;
 use std::path::Path;
 
+use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
 use pullcheck_input::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy};
 use pullcheck_reference::Reference;
 
 use crate::chain::{PodPullSecrets, Subject};
+use crate::de::field_names;
+use crate::template::{TEMPLATE_GROUP, TEMPLATE_KIND};
 use crate::yaml::{NodeId, Pos, Stream, YamlError};
 
 /// One workload (or bare Pod) of a manifest.
@@ -41,10 +45,34 @@ pub struct SkippedObject {
     pub kind: Option<String>,
     /// Its `metadata.name`, if it has one.
     pub name: Option<String>,
+    /// The file, as given.
+    pub file: String,
     /// 1-based line where it starts.
     pub line: usize,
+    /// 1-based column where it starts.
+    pub column: usize,
     /// Why it was skipped.
     pub reason: String,
+    /// Whether it may hold images that are therefore not checked, so that a caller should
+    /// warn: a document that is not a Kubernetes object at all (junk, a bare list, a Vela
+    /// pipeline after `---`), a `List` inside a `List`, or an object of a kind this reader
+    /// does not know that has a pod template or containers (an Argo `Rollout`, a Knative
+    /// `Service`). False for objects that hold no pod template (Services, ConfigMaps).
+    pub may_hide_images: bool,
+}
+
+impl fmt::Display for SkippedObject {
+    /// `file:line:column: Kind "name": reason`, the kind and name as far as known.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        match (&self.kind, &self.name) {
+            (Some(kind), Some(name)) => write!(f, "{kind} {name:?}: ")?,
+            (Some(kind), None) => write!(f, "{kind}: ")?,
+            (None, Some(name)) => write!(f, "{name:?}: ")?,
+            (None, None) => {}
+        }
+        f.write_str(&self.reason)
+    }
 }
 
 /// Everything read from one manifest file.
@@ -52,7 +80,8 @@ pub struct SkippedObject {
 pub struct Manifests {
     /// The workloads, in file order (the items of a `List` where it stands).
     pub workloads: Vec<Workload>,
-    /// Objects that hold no pod template (Services, ConfigMaps, ...).
+    /// Objects that are not read: those that hold no pod template (Services, ConfigMaps,
+    /// ...), and those that may hide images ([`SkippedObject::may_hide_images`]).
     pub skipped: Vec<SkippedObject>,
 }
 
@@ -71,6 +100,17 @@ impl Manifests {
         self.workloads
             .iter()
             .map(|w| w.pull_secrets.clone())
+            .collect()
+    }
+
+    /// One warning per skipped object that may hide images
+    /// ([`SkippedObject::may_hide_images`]), in file order, as its `Display`:
+    /// `file:line:column: Kind "name": reason`.
+    pub fn warnings(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .filter(|s| s.may_hide_images)
+            .map(ToString::to_string)
             .collect()
     }
 }
@@ -154,13 +194,26 @@ pub fn read_manifests_file(path: &Path) -> Result<Manifests, InputError> {
 ///   image, or a container that is not a mapping is [`Disposition::Invalid`] at its position.
 /// - The origin's kind is [`ContainerKind::Container`], and its name says the rest:
 ///   `Deployment/web container app`, `CronJob/backup initContainer setup`.
+/// - A pod spec (or a level on the way to it) that lacks what it should have but has keys
+///   the Kubernetes API does not know (`containres:`, `tempalte:`) gives one
+///   [`Disposition::Invalid`] use with an empty image at that mapping, naming the unknown
+///   keys; so does an unknown key that looks like a misspelt container list next to
+///   `containers` (`initContainres:`). Partial objects with only known keys (kustomize
+///   patches) stay empty pods.
+/// - Documents that are not workloads are [`Manifests::skipped`] with their file, line,
+///   column and reason; [`Manifests::warnings`] lists those that may hide images.
 /// - Anchors, aliases and merge keys work.
 ///
 /// # Errors
-/// [`InputError`] with file, line and column when the text is not YAML, or a workload's pod
-/// spec has the wrong shape (`containers` not a list, `spec` not a mapping).
+/// [`InputError`] with file, line and column when the text is not YAML, a mapping has a
+/// key twice (`duplicate key "image" (first at 7:5)`, as kubectl refuses it; merge keys
+/// may repeat), or a workload's pod spec has the wrong shape (`containers` not a list,
+/// `spec` not a mapping).
 pub fn read_manifests(file: &str, text: &str) -> Result<Manifests, InputError> {
     let stream = Stream::load(text).map_err(|e| yaml_error(file, e))?;
+    if let Some(dup) = stream.documents.iter().find_map(|d| d.duplicate.clone()) {
+        return Err(yaml_error(file, dup));
+    }
     let mut reader = Reader {
         file,
         stream: &stream,
@@ -185,20 +238,96 @@ fn yaml_error(file: &str, e: YamlError) -> InputError {
     }
 }
 
+/// The field names a Kubernetes type declares, for naming unknown keys.
+type Fields = fn() -> &'static [&'static str];
+
+/// One level on the way to a workload's pod spec: the key, and the fields of the mapping
+/// that holds it.
+type Level = (&'static str, Fields);
+
+const POD_TEMPLATE: Level = ("spec", field_names::<core::PodTemplateSpec>);
+
 /// Where the pod spec of each workload kind is.
-fn pod_spec_path(kind: &str) -> Option<&'static [&'static str]> {
+fn pod_spec_path(kind: &str) -> Option<&'static [Level]> {
     Some(match kind {
-        "Pod" => &["spec"],
-        "Deployment"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "Job"
-        | "ReplicationController" => &["spec", "template", "spec"],
-        "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
-        "PodTemplate" => &["template", "spec"],
+        "Pod" => &[("spec", field_names::<core::Pod>)],
+        "Deployment" => &[
+            ("spec", field_names::<apps::Deployment>),
+            ("template", field_names::<apps::DeploymentSpec>),
+            POD_TEMPLATE,
+        ],
+        "StatefulSet" => &[
+            ("spec", field_names::<apps::StatefulSet>),
+            ("template", field_names::<apps::StatefulSetSpec>),
+            POD_TEMPLATE,
+        ],
+        "DaemonSet" => &[
+            ("spec", field_names::<apps::DaemonSet>),
+            ("template", field_names::<apps::DaemonSetSpec>),
+            POD_TEMPLATE,
+        ],
+        "ReplicaSet" => &[
+            ("spec", field_names::<apps::ReplicaSet>),
+            ("template", field_names::<apps::ReplicaSetSpec>),
+            POD_TEMPLATE,
+        ],
+        "Job" => &[
+            ("spec", field_names::<batch::Job>),
+            ("template", field_names::<batch::JobSpec>),
+            POD_TEMPLATE,
+        ],
+        "ReplicationController" => &[
+            ("spec", field_names::<core::ReplicationController>),
+            ("template", field_names::<core::ReplicationControllerSpec>),
+            POD_TEMPLATE,
+        ],
+        "CronJob" => &[
+            ("spec", field_names::<batch::CronJob>),
+            ("jobTemplate", field_names::<batch::CronJobSpec>),
+            ("spec", field_names::<batch::JobTemplateSpec>),
+            ("template", field_names::<batch::JobSpec>),
+            POD_TEMPLATE,
+        ],
+        "PodTemplate" => &[("template", field_names::<core::PodTemplate>), POD_TEMPLATE],
         _ => return None,
     })
+}
+
+/// Whether an unknown pod-spec key looks like a misspelt container list; the list it
+/// most likely means.
+fn misspelt_container_list(key: &str) -> Option<&'static str> {
+    let lower = key.to_ascii_lowercase();
+    let (distance, best) = CONTAINER_LISTS
+        .iter()
+        .map(|(list, _)| (edit_distance(&lower, &list.to_ascii_lowercase()), *list))
+        .min()?;
+    (distance <= 2 || lower.contains("container")).then_some(best)
+}
+
+/// Levenshtein distance, in characters (keys are short).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// `unknown key `a`?` or `unknown keys `a`, `b`?`, for a message.
+fn unknown_keys_hint(keys: &[String]) -> String {
+    let listed: Vec<String> = keys.iter().take(5).map(|k| format!("`{k}`")).collect();
+    let more = if keys.len() > 5 { ", ..." } else { "" };
+    let s = if keys.len() == 1 { "" } else { "s" };
+    format!("unknown key{s} {}{more}?", listed.join(", "))
 }
 
 /// The API groups whose kinds of these names are the core/v1 workloads.
@@ -237,19 +366,80 @@ impl Reader<'_> {
             .map(str::to_owned))
     }
 
-    fn skip(&mut self, node: NodeId, kind: Option<String>, name: Option<String>, reason: String) {
+    fn skip(
+        &mut self,
+        node: NodeId,
+        kind: Option<String>,
+        name: Option<String>,
+        reason: String,
+        may_hide_images: bool,
+    ) {
+        let pos = self.stream.pos(node);
         self.out.skipped.push(SkippedObject {
             kind,
             name,
-            line: self.stream.pos(node).line,
+            file: self.file.to_owned(),
+            line: pos.line,
+            column: pos.column,
             reason,
+            may_hide_images,
         });
+    }
+
+    /// The non-null value of `key` in mapping `map`.
+    fn present(&self, map: NodeId, key: &str) -> Result<Option<NodeId>, YamlError> {
+        if !self.stream.is_map(map) {
+            return Ok(None);
+        }
+        Ok(self
+            .stream
+            .get(map, key)?
+            .filter(|n| !self.stream.is_null(*n)))
+    }
+
+    /// The keys of mapping `map` (merge keys resolved) that `fields` does not name.
+    fn unknown_keys(&self, map: NodeId, fields: &[&str]) -> Result<Vec<String>, YamlError> {
+        Ok(self
+            .stream
+            .entries(map)?
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| !fields.contains(&e.key.as_str()))
+            .map(|e| e.key)
+            .collect())
+    }
+
+    /// For an object of a kind this reader does not read: what of it holds images, if
+    /// anything (`spec.template.spec`, `spec.jobTemplate.spec.template.spec`,
+    /// `spec.containers`).
+    fn pod_holder(&self, node: NodeId) -> Result<Option<&'static str>, YamlError> {
+        let Some(spec) = self.present(node, "spec")? else {
+            return Ok(None);
+        };
+        let at = |path: &[&str]| -> Result<bool, YamlError> {
+            let mut current = spec;
+            for key in path {
+                match self.present(current, key)? {
+                    Some(next) => current = next,
+                    None => return Ok(false),
+                }
+            }
+            Ok(self.stream.is_map(current))
+        };
+        if at(&["template", "spec"])? || at(&["jobTemplate", "spec", "template", "spec"])? {
+            return Ok(Some("its pod template's images are not checked"));
+        }
+        if self.present(spec, "containers")?.is_some() {
+            return Ok(Some("the images of its spec.containers are not checked"));
+        }
+        Ok(None)
     }
 
     fn object(&mut self, node: NodeId, document: usize, depth: usize) -> Result<(), YamlError> {
         if !self.stream.is_map(node) {
             let what = self.stream.kind_name(node);
-            self.skip(node, None, None, format!("not a Kubernetes object: {what}"));
+            let reason = format!("not a Kubernetes object: {what}, so nothing in it is read");
+            self.skip(node, None, None, reason, true);
             return Ok(());
         }
         let kind = self.text_of(node, "kind")?;
@@ -265,13 +455,24 @@ impl Reader<'_> {
         let generate_name = meta("generateName")?;
         let namespace = meta("namespace")?;
         let (Some(kind), Some(api_version)) = (kind, api_version) else {
-            self.skip(node, None, name, "no apiVersion and kind".to_owned());
+            let mut vela = false;
+            for key in ["steps", "stages", "services", "secrets", "version"] {
+                vela |= self.stream.get(node, key)?.is_some();
+            }
+            let reason = if vela {
+                "not a Kubernetes object: no apiVersion and kind; it looks like a Vela \
+                 pipeline, whose images are read only from a file of its own"
+            } else {
+                "not a Kubernetes object: no apiVersion and kind, so nothing in it is read"
+            };
+            self.skip(node, None, name, reason.to_owned(), true);
             return Ok(());
         };
 
         if kind == "List" || (kind.ends_with("List") && pod_spec_path(&kind).is_none()) {
             if depth > 0 {
-                self.skip(node, Some(kind), name, "a List inside a List".to_owned());
+                let reason = "a List inside a List: its items are not read".to_owned();
+                self.skip(node, Some(kind), name, reason, true);
                 return Ok(());
             }
             let items = match self.stream.get(node, "items")? {
@@ -291,23 +492,40 @@ impl Reader<'_> {
             return Ok(());
         }
 
-        let Some(path) = pod_spec_path(&kind) else {
-            self.skip(node, Some(kind), name, "holds no pod template".to_owned());
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let Some(path) = pod_spec_path(&kind).filter(|_| is_workload_group(&api_version)) else {
+            let (reason, may_hide) = if kind == TEMPLATE_KIND && group == TEMPLATE_GROUP {
+                // Its pod template holds scheduling settings, never containers.
+                ("holds no pod template".to_owned(), false)
+            } else if let Some(what) = self.pod_holder(node)? {
+                (
+                    format!("kind {kind} ({api_version}) is not read: {what}"),
+                    true,
+                )
+            } else if pod_spec_path(&kind).is_some() {
+                (
+                    format!("{api_version} is not a core workload API group"),
+                    false,
+                )
+            } else {
+                ("holds no pod template".to_owned(), false)
+            };
+            self.skip(node, Some(kind), name, reason, may_hide);
             return Ok(());
         };
-        if !is_workload_group(&api_version) {
-            let reason = format!("{api_version} is not a core workload API group");
-            self.skip(node, Some(kind), name, reason);
-            return Ok(());
-        }
         let display_name = name
             .or_else(|| generate_name.map(|g| format!("{g}*")))
             .unwrap_or_else(|| format!("document {document}"));
+        let owner = format!("{kind}/{display_name}");
 
-        // Walk to the pod spec; a missing level means an empty pod (nothing to pull).
+        // Walk to the pod spec; a missing level means an empty pod (nothing to pull),
+        // unless the mapping that lacks it has keys the API does not know (a misspelt
+        // level), which is an invalid use at that mapping.
         let mut spec = Some(node);
         let mut walked = kind.clone();
-        for key in path {
+        let mut at_path = String::new();
+        let mut misspelt = None;
+        for &(key, fields) in path {
             let Some(current) = spec else { break };
             if !self.stream.is_map(current) {
                 return Err(self.err(
@@ -318,11 +536,31 @@ impl Reader<'_> {
                     ),
                 ));
             }
-            spec = self
-                .stream
-                .get(current, key)?
-                .filter(|n| !self.stream.is_null(*n));
+            spec = self.present(current, key)?;
+            if spec.is_none() {
+                let unknown = self.unknown_keys(current, fields())?;
+                if !unknown.is_empty() {
+                    let holder = if at_path.is_empty() {
+                        "the object".to_owned()
+                    } else {
+                        at_path.clone()
+                    };
+                    misspelt = Some(self.invalid_use(
+                        current,
+                        &owner,
+                        format!(
+                            "{holder} has no `{key}` ({}), so its pod spec is not read",
+                            unknown_keys_hint(&unknown)
+                        ),
+                    ));
+                }
+            }
             walked = format!("{walked}.{key}");
+            at_path = if at_path.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{at_path}.{key}")
+            };
         }
         if let Some(s) = spec
             && !self.stream.is_map(s)
@@ -360,8 +598,31 @@ impl Reader<'_> {
         if let Some(spec) = spec {
             self.pod_spec(spec, &mut workload)?;
         }
+        workload.images.extend(misspelt);
         self.out.workloads.push(workload);
         Ok(())
+    }
+
+    /// An invalid use with no image, at mapping `at`, for a problem of the pod spec (or
+    /// the way to it) rather than of one container.
+    fn invalid_use(&self, at: NodeId, owner: &str, problem: String) -> ImageUse {
+        let pos = self.stream.pos(at);
+        ImageUse {
+            image: String::new(),
+            policy: PullPolicy::NotPresent,
+            origin: Origin {
+                file: Some(self.file.to_owned()),
+                line: Some(pos.line),
+                column: Some(pos.column),
+                kind: ContainerKind::Container,
+                name: format!("{owner} pod spec"),
+                stage: None,
+            },
+            disposition: Disposition::Invalid(format!(
+                "{}:{}:{}: {owner}: {problem}",
+                self.file, pos.line, pos.column
+            )),
+        }
     }
 
     fn pod_spec(&self, spec: NodeId, workload: &mut Workload) -> Result<(), YamlError> {
@@ -421,6 +682,47 @@ impl Reader<'_> {
                 let image_use = self.container(container, &owner, list_key, word, index)?;
                 workload.images.push(image_use);
             }
+        }
+
+        // Keys the API does not know: with no `containers` at all, a misspelt one is the
+        // likely reason; next to `containers`, one that looks like a misspelt list hides
+        // the containers written under it.
+        let unknown = self.unknown_keys(spec, field_names::<core::PodSpec>())?;
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        if self.present(spec, "containers")?.is_none() {
+            workload.images.push(self.invalid_use(
+                spec,
+                &owner,
+                format!(
+                    "pod spec has no `containers` ({})",
+                    unknown_keys_hint(&unknown)
+                ),
+            ));
+            return Ok(());
+        }
+        for key in &unknown {
+            let Some(meant) = misspelt_container_list(key) else {
+                continue;
+            };
+            let at = self
+                .stream
+                .entries(spec)?
+                .unwrap_or_default()
+                .into_iter()
+                .find(|e| e.key == *key)
+                .map_or(spec, |e| e.key_node);
+            let mut invalid = self.invalid_use(
+                at,
+                &owner,
+                format!(
+                    "pod spec has unknown key `{key}` (a misspelt `{meant}`?): its \
+                     containers are not read"
+                ),
+            );
+            invalid.origin.name = format!("{owner} pod spec {key}");
+            workload.images.push(invalid);
         }
         Ok(())
     }
@@ -498,7 +800,20 @@ impl Reader<'_> {
                         self.stream.kind_name(n)
                     )
                 }
-                _ => ": no image".to_owned(),
+                Some(_) => ": no image".to_owned(),
+                None => {
+                    let fields = if list_key == "ephemeralContainers" {
+                        field_names::<core::EphemeralContainer>()
+                    } else {
+                        field_names::<core::Container>()
+                    };
+                    let unknown = self.unknown_keys(container, fields)?;
+                    if unknown.is_empty() {
+                        ": no image".to_owned()
+                    } else {
+                        format!(": no image ({})", unknown_keys_hint(&unknown))
+                    }
+                }
             };
             disposition = Disposition::Invalid(format!("{}: {}{found}", at(pos), origin.name));
         }

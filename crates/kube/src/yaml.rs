@@ -11,6 +11,9 @@
 //!   says: a mapping's own keys win over merged ones, earlier merged mappings over later
 //!   ones. A merged value keeps the position where it is written.
 //! - The parser is not ours: a panic inside it becomes an error.
+//! - A key written twice in one mapping (merge keys aside) is recorded on its document
+//!   ([`Document::duplicate`]), naming both places, for readers to refuse as kubectl and
+//!   go-yaml v3 do; loading itself does not fail, so that routing can still look at it.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -67,10 +70,13 @@ pub(crate) struct Node {
 }
 
 /// One document of the stream.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Document {
     /// `None` for an empty document (`---` followed by nothing, only comments, or `~`).
     pub root: Option<NodeId>,
+    /// The first key written twice in one mapping of this document: at the second, with
+    /// `duplicate key "k" (first at L:C)` as the message.
+    pub duplicate: Option<YamlError>,
 }
 
 /// Why a text could not be loaded, or a walk had to stop.
@@ -360,7 +366,10 @@ impl Builder {
             match event {
                 Event::DocumentStart(_) => {
                     self.anchors.clear();
-                    self.current = Some(Document { root: None });
+                    self.current = Some(Document {
+                        root: None,
+                        duplicate: None,
+                    });
                 }
                 Event::DocumentEnd => self.end_document(),
                 Event::Nothing | Event::StreamStart | Event::StreamEnd => {}
@@ -421,7 +430,10 @@ impl Builder {
                         pos,
                         entries,
                         ..
-                    }) => self.finish(Value::Map(entries), pos, anchor)?,
+                    }) => {
+                        self.check_duplicates(&entries);
+                        self.finish(Value::Map(entries), pos, anchor)?;
+                    }
                     None => {}
                 },
             }
@@ -445,6 +457,41 @@ impl Builder {
                 doc.root = None;
             }
             self.documents.push(doc);
+        }
+    }
+
+    /// Records the first key written twice in one mapping of the current document (merge
+    /// keys aside). Keys compare by their text whatever their quoting, as go-yaml v3 does.
+    fn check_duplicates(&mut self, entries: &[(NodeId, NodeId)]) {
+        if entries.len() < 2 || self.current.as_ref().is_some_and(|d| d.duplicate.is_some()) {
+            return;
+        }
+        let mut seen: HashMap<&str, NodeId> = HashMap::with_capacity(entries.len());
+        let mut found = None;
+        for &(k, _) in entries {
+            let Value::Scalar {
+                text, merge: false, ..
+            } = &self.nodes[k].value
+            else {
+                continue;
+            };
+            if let Some(&first) = seen.get(text.as_str()) {
+                let f = self.nodes[first].pos;
+                found = Some(YamlError {
+                    pos: Some(self.nodes[k].pos),
+                    message: format!("duplicate key {text:?} (first at {}:{})", f.line, f.column),
+                });
+                break;
+            }
+            seen.insert(text, k);
+        }
+        if let Some(found) = found {
+            self.current
+                .get_or_insert(Document {
+                    root: None,
+                    duplicate: None,
+                })
+                .duplicate = Some(found);
         }
     }
 
@@ -477,7 +524,10 @@ impl Builder {
     fn attach(&mut self, id: NodeId) {
         match self.stack.last_mut() {
             None => {
-                let doc = self.current.get_or_insert(Document { root: None });
+                let doc = self.current.get_or_insert(Document {
+                    root: None,
+                    duplicate: None,
+                });
                 if doc.root.is_none() {
                     doc.root = Some(id);
                 }
@@ -559,6 +609,24 @@ mod tests {
         let bad = Stream::load("a:\n  <<: 3\n").unwrap();
         let a = path(&bad, 0, &["a"]).unwrap();
         assert!(bad.entries(a).is_err());
+    }
+
+    #[test]
+    fn duplicate_keys_are_recorded_on_their_document() {
+        let s = Stream::load("a: 1\n---\nb: {x: 1, 'x': 2}\n---\nc: 1\n").unwrap();
+        assert!(s.documents[0].duplicate.is_none());
+        let d = s.documents[1].duplicate.clone().unwrap();
+        assert_eq!(
+            d.pos,
+            Some(Pos {
+                line: 3,
+                column: 11
+            })
+        );
+        assert_eq!(d.message, "duplicate key \"x\" (first at 3:5)");
+        assert!(s.documents[2].duplicate.is_none());
+        let s = Stream::load("x: &x {a: 1}\ny: &y {b: 1}\nz: {<<: *x, <<: *y, a: 2}\n").unwrap();
+        assert!(s.documents[0].duplicate.is_none());
     }
 
     #[test]

@@ -348,8 +348,8 @@ fn what_is_not_a_workload_is_skipped_with_a_reason() {
         reasons,
         [
             "holds no pod template",
-            "not a Kubernetes object: a list",
-            "no apiVersion and kind",
+            "not a Kubernetes object: a list, so nothing in it is read",
+            "not a Kubernetes object: no apiVersion and kind, so nothing in it is read",
             "argoproj.io/v1alpha1 is not a core workload API group",
             "holds no pod template",
         ]
@@ -432,4 +432,244 @@ fn hostile_manifests_end_in_bounded_time() {
     let m = read(&text);
     assert_eq!(m.workloads.len(), 1);
     assert_eq!(m.skipped.len(), 1);
+}
+
+fn invalid_message(u: &ImageUse) -> &str {
+    match &u.disposition {
+        Disposition::Invalid(message) => message,
+        other => panic!("{} should be invalid, is {other:?}", u.origin.name),
+    }
+}
+
+#[test]
+fn a_key_written_twice_is_an_error_naming_both_places() {
+    // `image` twice in one container: the first image would silently disappear.
+    let e = read_manifests(
+        "d.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: one:1\n    image: two:2\n",
+    )
+    .expect_err("duplicate image");
+    assert_eq!(
+        e.to_string(),
+        "d.yaml:8:5: duplicate key \"image\" (first at 7:5)"
+    );
+    // In a later document, and at the top level of an object.
+    let e = read_manifests(
+        "d.yaml",
+        "apiVersion: v1\nkind: ConfigMap\n---\napiVersion: apps/v1\nkind: Deployment\nspec: {}\nspec:\n  template: {}\n",
+    )
+    .expect_err("duplicate spec");
+    assert_eq!(
+        e.to_string(),
+        "d.yaml:7:1: duplicate key \"spec\" (first at 6:1)"
+    );
+    // Merge keys are not duplicates: several `<<`, and an explicit key over a merged one.
+    let m = read(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+x: &x {imagePullPolicy: Never, image: merged:1}
+y: &y {name: from-y}
+spec:
+  containers:
+  - <<: *x
+    <<: *y
+    image: own:1
+",
+    );
+    let u = &m.workloads[0].images[0];
+    assert_eq!(
+        (u.image.as_str(), u.policy, u.origin.name.as_str()),
+        ("own:1", PullPolicy::Never, "Pod/p container from-y")
+    );
+    // Routing is not fooled by a duplicate: the manifest reader reports it.
+    assert!(is_kubernetes_manifest(
+        "apiVersion: v1\nkind: Pod\nkind: Pod\n"
+    ));
+}
+
+#[test]
+fn documents_that_are_not_kubernetes_objects_are_skipped_with_file_and_line() {
+    let m = read(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {containers: [{name: c, image: a:1}]}
+---
+version: \"1\"
+steps:
+  - name: s
+    image: golang:1.22
+---
+foo: bar
+---
+- a
+- b
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc}
+",
+    );
+    assert_eq!(m.workloads.len(), 1);
+    let skipped: Vec<_> = m
+        .skipped
+        .iter()
+        .map(|s| (s.file.as_str(), s.line, s.column, s.may_hide_images))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("m.yaml", 6, 1, true),
+            ("m.yaml", 11, 1, true),
+            ("m.yaml", 13, 1, true),
+            ("m.yaml", 16, 1, false),
+        ]
+    );
+    assert!(
+        m.skipped[0].reason.contains("looks like a Vela pipeline"),
+        "{}",
+        m.skipped[0].reason
+    );
+    assert!(m.skipped[1].reason.contains("no apiVersion and kind"));
+    assert!(m.skipped[2].reason.contains("a list"));
+    // What a caller shows: one warning per object that may hide images.
+    let warnings = m.warnings();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("m.yaml:6:1: not a Kubernetes object"),
+        "{warnings:?}"
+    );
+    assert!(warnings[2].starts_with("m.yaml:13:1: "), "{warnings:?}");
+    assert_eq!(
+        m.skipped[3].to_string(),
+        "m.yaml:16:1: Service \"svc\": holds no pod template"
+    );
+}
+
+#[test]
+fn unsupported_kinds_with_a_pod_template_say_their_images_are_not_checked() {
+    let m = read(
+        "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      containers: [{name: app, image: nginx:1}]
+---
+apiVersion: example.com/v1
+kind: ScheduledThing
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers: [{name: app, image: busybox}]
+---
+apiVersion: example.com/v1
+kind: PodLike
+metadata: {name: pl}
+spec:
+  containers: [{name: app, image: busybox}]
+---
+apiVersion: go-vela.github.io/v1alpha1
+kind: PipelinePodsTemplate
+metadata: {name: t}
+spec:
+  template:
+    spec:
+      nodeSelector: {a: b}
+",
+    );
+    assert!(m.workloads.is_empty());
+    let reasons: Vec<_> = m.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        [
+            "kind Rollout (argoproj.io/v1alpha1) is not read: its pod template's images are not checked",
+            "kind ScheduledThing (example.com/v1) is not read: its pod template's images are not checked",
+            "kind PodLike (example.com/v1) is not read: the images of its spec.containers are not checked",
+            "holds no pod template",
+        ]
+    );
+    let hide: Vec<_> = m.skipped.iter().map(|s| s.may_hide_images).collect();
+    assert_eq!(hide, [true, true, true, false]);
+    assert_eq!(m.warnings().len(), 3);
+    assert!(
+        m.warnings()[0].starts_with("m.yaml:1:1: Rollout \"web\": kind Rollout"),
+        "{:?}",
+        m.warnings()
+    );
+}
+
+#[test]
+fn a_misspelt_containers_key_is_an_invalid_use_not_an_empty_pod() {
+    let m = read(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      nodeSelector: {a: b}
+      containres:
+      - name: app
+        image: nginx:1
+",
+    );
+    let uses = &m.workloads[0].images;
+    assert_eq!(uses.len(), 1, "{uses:?}");
+    assert_eq!(uses[0].image, "");
+    assert_eq!(
+        invalid_message(&uses[0]),
+        "m.yaml:7:7: Deployment/web: pod spec has no `containers` (unknown key `containres`?)"
+    );
+    assert_eq!(
+        (uses[0].origin.line, uses[0].origin.column),
+        (Some(7), Some(7))
+    );
+    assert_eq!(uses[0].origin.name, "Deployment/web pod spec");
+
+    // A misspelt level on the way to the pod spec.
+    let m = read(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  tempalte:\n    spec:\n      containers: [{name: app, image: nginx:1}]\n",
+    );
+    let uses = &m.workloads[0].images;
+    assert_eq!(uses.len(), 1, "{uses:?}");
+    assert_eq!(
+        invalid_message(&uses[0]),
+        "m.yaml:5:3: Deployment/web: spec has no `template` (unknown key `tempalte`?), so its pod spec is not read"
+    );
+
+    // A misspelt container list next to `containers`, and a misspelt `image`.
+    let m = read(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: app
+    imgae: nginx:1
+  initContainres:
+  - name: init
+    image: busybox
+",
+    );
+    let uses = &m.workloads[0].images;
+    assert_eq!(uses.len(), 2, "{uses:?}");
+    assert_eq!(
+        invalid_message(&uses[0]),
+        "m.yaml:6:5: Pod/p container app: no image (unknown key `imgae`?)"
+    );
+    assert_eq!(
+        invalid_message(&uses[1]),
+        "m.yaml:8:3: Pod/p: pod spec has unknown key `initContainres` (a misspelt `initContainers`?): its containers are not read"
+    );
+
+    // Partial objects with only known keys (kustomize patches) stay empty pods.
+    let m = read(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      nodeSelector: {a: b}\n",
+    );
+    assert!(m.workloads[0].images.is_empty());
 }

@@ -22,7 +22,9 @@ use serde_json::Value;
 
 use crate::MirrorError;
 use crate::endpoint::{CredentialRule, Endpoint, Resolution};
-use crate::util::{DOCKER_HUB_API_HOST, parse_url, read_text, split_host_port};
+use crate::util::{
+    DOCKER_HUB_API_HOST, parse_url, read_text, redact_location, redact_values, split_host_port,
+};
 
 /// A CIDR range from `insecure-registries`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +85,7 @@ pub struct DaemonConfig {
     insecure_cidrs: Vec<(Cidr, String)>,
 }
 
+/// An error naming entry `key[i]` as written, its user info masked.
 fn entry_err(
     file: &str,
     key: &str,
@@ -90,7 +93,11 @@ fn entry_err(
     raw: &str,
     message: impl Into<String>,
 ) -> MirrorError {
-    MirrorError::invalid(file, format!("{key}[{i}] {raw:?}"), message)
+    MirrorError::invalid(
+        file,
+        format!("{key}[{i}] {:?}", redact_location(raw)),
+        redact_values(&message.into(), &[raw]),
+    )
 }
 
 impl DaemonConfig {
@@ -417,7 +424,10 @@ mod tests {
             let msg = err.to_string();
             assert!(msg.starts_with(FILE), "{msg}");
             assert!(msg.contains("registry-mirrors[1]"), "{msg}");
-            assert!(msg.contains(bad), "{msg}");
+            // User info is shown masked, never as written.
+            let shown = bad.replace("user:pw@", "user:***@");
+            assert!(msg.contains(&shown), "{msg}");
+            assert!(!msg.contains(":pw@"), "{msg}");
         }
         for good in [
             "https://m.example.com",

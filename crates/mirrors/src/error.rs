@@ -3,11 +3,14 @@
 
 use std::path::PathBuf;
 
+use crate::util::redact_urls;
+
 /// Why a mirror configuration could not be loaded.
 ///
 /// Every variant names the file; [`MirrorError::Invalid`] also names the entry
 /// (`[[registry]] #2 (line 7) prefix="docker.io"`, `registry-mirrors[0]`, …) so that the
-/// message alone is enough to find and fix the problem.
+/// message alone is enough to find and fix the problem. A password written in a URL or
+/// location is never shown: user info appears as `user:***@`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MirrorError {
     /// The file or directory could not be read (missing, permission, not UTF-8, …).
@@ -53,6 +56,9 @@ impl MirrorError {
         }
     }
 
+    /// An [`MirrorError::Invalid`]. The user info of any URL in `entry` or `message` is
+    /// masked (`https://user:***@host`) as a last line of defence; callers mask
+    /// scheme-less values (`user:pw@host` locations) themselves.
     pub(crate) fn invalid(
         file: &str,
         entry: impl Into<String>,
@@ -60,8 +66,8 @@ impl MirrorError {
     ) -> Self {
         MirrorError::Invalid {
             file: file.to_owned(),
-            entry: entry.into(),
-            message: message.into(),
+            entry: redact_urls(&entry.into()),
+            message: redact_urls(&message.into()),
         }
     }
 }

@@ -36,7 +36,7 @@ use crate::MirrorError;
 use crate::endpoint::{ClientCert, CredentialRule, Endpoint, Resolution};
 use crate::util::{
     DOCKER_HUB_API_HOST, is_go_duration, is_localhost, line_col, parse_url, path_clean,
-    split_host_port,
+    redact_location, redact_urls, split_host_port,
 };
 
 /// What a host may be used for (`capabilities`).
@@ -276,6 +276,11 @@ fn ordered_hosts(doc: &DocumentMut) -> Vec<String> {
 /// of the wrong shape, a bad `dial_timeout`, or a URL Go's `url.Parse` rejects.
 /// containerd then ignores the whole file (see [`HostsDir`]).
 pub fn parse_hosts_file(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, String> {
+    // A message may quote a URL as written: its user info is masked.
+    parse_hosts_text(text, base_dir).map_err(|e| redact_urls(&e))
+}
+
+fn parse_hosts_text(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, String> {
     let doc: DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| match e.span() {
@@ -297,8 +302,9 @@ pub fn parse_hosts_file(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, 
         for (name, item) in table.iter() {
             let t = item
                 .as_table_like()
-                .ok_or_else(|| format!("host.{name:?}: expected a table"))?;
-            decoded.insert(name.to_owned(), decode_host(t, &format!("host.{name:?}."))?);
+                .ok_or_else(|| format!("host.{:?}: expected a table", redact_location(name)))?;
+            let at = format!("host.{:?}.", redact_location(name));
+            decoded.insert(name.to_owned(), decode_host(t, &at)?);
         }
     }
     let mut hosts = Vec::new();
@@ -306,13 +312,13 @@ pub fn parse_hosts_file(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, 
         let Some(raw) = decoded.get(&name) else {
             continue;
         };
-        let origin = format!("[host.{name:?}]");
+        let origin = format!("[host.{:?}]", redact_location(&name));
         hosts.push(parse_host_config(&name, base_dir, raw, &origin)?);
     }
     let origin = if server.is_empty() {
         "top level (no server: the default host)".to_owned()
     } else {
-        format!("server = {server:?}")
+        format!("server = {:?}", redact_location(&server))
     };
     hosts.push(parse_host_config(&server, base_dir, &top, &origin)?);
     Ok(hosts)
@@ -361,8 +367,13 @@ fn parse_host_config(
         } else {
             format!("https://{server}")
         };
-        let u = parse_url(&full)
-            .map_err(|e| format!("{origin}: unable to parse server {full:?}: {e}"))?;
+        let u = parse_url(&full).map_err(|e| {
+            format!(
+                "{origin}: unable to parse server {:?}: {}",
+                redact_location(&full),
+                redact_urls(&e)
+            )
+        })?;
         h.scheme = u.scheme;
         h.host = u.host;
         h.path = if !u.path.is_empty() {

@@ -202,6 +202,11 @@ impl MirrorConfig {
     /// `--node-config PROFILE`: the profile's standard files under `root` (`None`: the
     /// real `/`). Missing files mean the runtime's defaults, as on a node without them:
     /// no registries.conf is an empty one, no `certs.d` or `daemon.json` is no mirrors.
+    /// Each missing file gives a [`MirrorConfig::warnings`] sentence naming the profile,
+    /// the paths not found and what applies instead, e.g. `node profile crio: neither
+    /// /etc/containers/registries.conf nor any /etc/containers/registries.conf.d/*.conf was
+    /// found, so CRI-O's defaults apply: every image is pulled from its own registry, with
+    /// no mirrors and nothing blocked`.
     ///
     /// # Errors
     /// As the loader of the profile's format, for files that exist but are unreadable
@@ -210,11 +215,28 @@ impl MirrorConfig {
         profile: NodeProfile,
         root: Option<&Path>,
     ) -> Result<MirrorConfig, MirrorError> {
-        let mut config = match profile {
+        let config = match profile {
             NodeProfile::Crio => {
                 let main = rooted(root, "/etc/containers/registries.conf");
                 let dir = rooted(root, "/etc/containers/registries.conf.d");
-                Self::from_registries_conf(RegistriesConf::load_system(&main, Some(&dir))?)
+                let conf = RegistriesConf::load_system(&main, Some(&dir))?;
+                let main_found = main.exists();
+                let drop_ins = conf.files().len() - usize::from(main_found);
+                let mut c = Self::from_registries_conf(conf);
+                let (main, dir) = (main.display(), dir.display());
+                match (main_found, drop_ins) {
+                    (true, _) => {}
+                    (false, 0) => c.notes.push(format!(
+                        "node profile crio: neither {main} nor any {dir}/*.conf was found, so \
+                         CRI-O's defaults apply: every image is pulled from its own registry, \
+                         with no mirrors and nothing blocked"
+                    )),
+                    (false, n) => c.notes.push(format!(
+                        "node profile crio: {main} was not found, so only the {n} drop-in \
+                         file(s) in {dir} apply"
+                    )),
+                }
+                c
             }
             NodeProfile::Containerd => {
                 let dir = rooted(root, "/etc/containerd/certs.d");
@@ -223,7 +245,9 @@ impl MirrorConfig {
                 } else {
                     let mut c = Self::from_hosts_dir(HostsDir::new(&dir));
                     c.notes.push(format!(
-                        "{} does not exist: containerd's default hosts",
+                        "node profile containerd: {} was not found, so containerd's default \
+                         applies: every image is pulled from its own registry over HTTPS, with \
+                         no mirrors",
                         dir.display()
                     ));
                     c
@@ -239,14 +263,15 @@ impl MirrorConfig {
                         "{}",
                     )?);
                     c.notes.push(format!(
-                        "{} does not exist: no registry mirrors",
+                        "node profile docker: {} was not found, so the Docker daemon's \
+                         defaults apply: no registry mirrors, and only loopback registries \
+                         are insecure",
                         path.display()
                     ));
                     c
                 }
             }
         };
-        config.notes.insert(0, format!("node profile {profile}"));
         Ok(config)
     }
 
@@ -272,12 +297,16 @@ impl MirrorConfig {
         format!("{}{from}: {}", self.mode(), self.mode().describe())
     }
 
-    /// Things worth showing with the configuration: the profile and missing files, and
-    /// problems the runtime works around (a containerd `hosts.toml` it ignores).
+    /// Things worth showing with the configuration, each a full sentence: a node
+    /// profile's files that were not found (and what applies instead), problems the
+    /// runtime works around (a containerd `hosts.toml` it ignores), and registries.conf
+    /// entries that can never match (see [`RegistriesConf::warnings`]).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = self.notes.clone();
-        if let Source::Containerd(d) = &self.source {
-            w.extend(d.warnings().iter().cloned());
+        match &self.source {
+            Source::Containerd(d) => w.extend(d.warnings().iter().cloned()),
+            Source::RegistriesConf(c) => w.extend(c.warnings()),
+            Source::Direct | Source::Docker(_) => {}
         }
         w
     }

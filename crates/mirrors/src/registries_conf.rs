@@ -24,6 +24,14 @@
 //! - **Blocked** (docker `newDockerClient`): checked for each source's rewritten
 //!   reference; a blocked source is skipped with an error, so a blocked registry's
 //!   mirrors are still tried.
+//! - **Credentials in values** are never shown: a `location`, `prefix` or `proxy` with
+//!   user info (`user:pw@host`) appears as `user:***@host` in errors, rules, reasons and
+//!   [`Endpoint::proxy`]. (Upstream accepts such a location; the rewritten reference
+//!   cannot parse, so the pull fails.)
+//! - **Wildcards**: upstream rejects a `*.` prefix with `/`, `@` or `:`, and nothing else;
+//!   any other `*` (`*.*.example.com`, `registry.*.com`) is accepted but matched
+//!   literally, so it matches no image. Such an entry is kept, with a
+//!   [`RegistriesConf::warnings`] line naming the file and entry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -33,7 +41,7 @@ use serde::Deserialize;
 
 use crate::MirrorError;
 use crate::endpoint::{CredentialRule, Endpoint, Resolution};
-use crate::util::{api_host, parse_url, read_text, toml_error};
+use crate::util::{api_host, parse_url, read_text, redact_location, redact_values, toml_error};
 
 /// Which references a mirror serves (`pull-from-mirror`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -95,7 +103,11 @@ pub struct Registry {
 
 impl Registry {
     fn rule(&self) -> String {
-        format!("registries.conf {} prefix={:?}", self.origin, self.prefix)
+        format!(
+            "registries.conf {} prefix={:?}",
+            self.origin,
+            redact_location(&self.prefix)
+        )
     }
 }
 
@@ -174,12 +186,34 @@ impl Entry {
     fn name(&self) -> String {
         let mut s = self.label.clone();
         if !self.raw.prefix.is_empty() {
-            s.push_str(&format!(" prefix={:?}", self.raw.prefix));
+            s.push_str(&format!(" prefix={:?}", redact_location(&self.raw.prefix)));
         }
         if !self.raw.location.is_empty() {
-            s.push_str(&format!(" location={:?}", self.raw.location));
+            s.push_str(&format!(
+                " location={:?}",
+                redact_location(&self.raw.location)
+            ));
         }
         s
+    }
+
+    /// The values written in this entry that may carry user info, for masking messages.
+    fn secrets(&self) -> Vec<&str> {
+        let mut v = vec![
+            self.raw.prefix.as_str(),
+            self.raw.location.as_str(),
+            self.raw.prefix.trim_end_matches('/'),
+            self.raw.location.trim_end_matches('/'),
+            self.raw.proxy.as_str(),
+        ];
+        for m in &self.raw.mirror {
+            v.extend([
+                m.location.as_str(),
+                m.location.trim_end_matches('/'),
+                m.proxy.as_str(),
+            ]);
+        }
+        v
     }
 }
 
@@ -304,6 +338,29 @@ impl RegistriesConf {
         &self.files
     }
 
+    /// Entries that can never match an image, one sentence each naming the file, line and
+    /// entry: a `prefix` with a `*` anywhere but a single leading `*.` (`*.*.example.com`,
+    /// `registry.*.com`, `*`). containers/image rejects only a `*.` prefix with `/`, `@` or
+    /// `:`; it accepts these and matches the `*` literally, so CRI-O never uses them.
+    pub fn warnings(&self) -> Vec<String> {
+        self.registries
+            .iter()
+            .filter(|r| {
+                let rest = r.prefix.strip_prefix("*.").unwrap_or(&r.prefix);
+                rest.contains('*')
+            })
+            .map(|r| {
+                format!(
+                    "registries.conf {} prefix={:?} can never match an image: containers/image \
+                     accepts a wildcard only as a single leading `*.` (as in *.example.com) and \
+                     matches any other `*` literally, so CRI-O keeps this entry but never uses it",
+                    r.origin,
+                    redact_location(&r.prefix)
+                )
+            })
+            .collect()
+    }
+
     /// The registry with the longest prefix matching `name` (a host, namespace,
     /// repository name or full reference), as upstream `FindRegistry`; on equal lengths
     /// the first in prefix order wins.
@@ -381,7 +438,7 @@ impl RegistriesConf {
                     "{} mirror {} location={:?}{}",
                     registry.rule(),
                     i + 1,
-                    s.location,
+                    redact_location(s.location),
                     match registry.mirrors[i].pull_from_mirror {
                         PullFromMirror::All => String::new(),
                         p => format!(" pull-from-mirror={:?}", p.as_str()),
@@ -390,7 +447,7 @@ impl RegistriesConf {
                 (true, None) => format!(
                     "{} location={:?} (primary)",
                     registry.rule(),
-                    registry.location
+                    redact_location(&registry.location)
                 ),
                 (false, _) => format!(
                     "registries.conf: no [[registry]] prefix matches {name}; primary registry"
@@ -398,14 +455,22 @@ impl RegistriesConf {
             };
             let rewritten = match rewrite_reference(&logical, &registry.prefix, s.location) {
                 Ok(r) => r,
-                Err(reason) => return Resolution::Unresolvable { rule, reason },
+                Err(reason) => {
+                    return Resolution::Unresolvable {
+                        rule,
+                        reason: redact_values(&reason, &[s.location, &registry.prefix]),
+                    };
+                }
             };
             let physical = match Reference::parse_normalized(&rewritten) {
                 Ok(p) if !p.domain().is_empty() => p,
                 _ => {
                     return Resolution::Unresolvable {
                         rule,
-                        reason: format!("rewritten reference {rewritten:?} names no registry host"),
+                        reason: format!(
+                            "rewritten reference {:?} names no registry host",
+                            redact_location(&rewritten)
+                        ),
                     };
                 }
             };
@@ -452,7 +517,7 @@ impl RegistriesConf {
                 query: Vec::new(),
                 is_mirror: s.mirror.is_some(),
                 blocked,
-                proxy: s.proxy.cloned(),
+                proxy: s.proxy.map(|p| redact_location(p)),
                 rule,
                 credentials,
             });
@@ -559,8 +624,12 @@ fn parse_file(file: &str, text: &str, force_v2: bool) -> Result<ParsedFile, Mirr
 
     let mut unqualified = Vec::with_capacity(search.len());
     for (i, s) in search.iter().enumerate() {
-        let entry = format!("unqualified-search-registries[{i}] {s:?}");
-        let loc = parse_location(s).map_err(|m| MirrorError::invalid(file, &entry, m))?;
+        let entry = format!(
+            "unqualified-search-registries[{i}] {:?}",
+            redact_location(s)
+        );
+        let loc = parse_location(s)
+            .map_err(|m| MirrorError::invalid(file, &entry, redact_values(&m, &[s])))?;
         if !grammar::is_domain(&loc) {
             return Err(MirrorError::invalid(
                 file,
@@ -588,7 +657,7 @@ fn parse_file(file: &str, text: &str, force_v2: bool) -> Result<ParsedFile, Mirr
                 r.origin.clone(),
                 format!(
                     "wildcard prefix {:?} must be of the form *.example.com (no '/', '@' or ':')",
-                    r.prefix
+                    redact_location(&r.prefix)
                 ),
             ));
         }
@@ -631,8 +700,12 @@ fn convert_v1(
     let mut map: HashMap<String, Entry> = HashMap::new();
     for (table, values) in [("block", &block), ("insecure", &insecure)] {
         for (i, value) in values.iter().enumerate() {
-            let entry = format!("[registries.{table}] registries[{i}] {value:?}");
-            let loc = parse_location(value).map_err(|m| MirrorError::invalid(file, &entry, m))?;
+            let entry = format!(
+                "[registries.{table}] registries[{i}] {:?}",
+                redact_location(value)
+            );
+            let loc = parse_location(value)
+                .map_err(|m| MirrorError::invalid(file, &entry, redact_values(&m, &[value])))?;
             let e = map.entry(loc.clone()).or_insert_with(|| {
                 order.push(loc.clone());
                 Entry {
@@ -641,8 +714,8 @@ fn convert_v1(
                         location: loc.clone(),
                         ..RawRegistry::default()
                     },
-                    label: format!("[registries.{table}] {loc:?}"),
-                    origin: format!("{file} [registries.{table}] {loc:?}"),
+                    label: format!("[registries.{table}] {:?}", redact_location(&loc)),
+                    origin: format!("{file} [registries.{table}] {:?}", redact_location(&loc)),
                 }
             });
             match table {
@@ -661,7 +734,8 @@ fn parse_location(input: &str) -> Result<String, String> {
     let trimmed = input.trim_end_matches('/');
     if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
         return Err(format!(
-            "invalid location {input:?}: URI schemes are not supported"
+            "invalid location {:?}: URI schemes are not supported",
+            redact_location(input)
         ));
     }
     Ok(trimmed.to_owned())
@@ -673,7 +747,12 @@ fn parse_proxy(input: &str) -> Result<Option<String>, String> {
     if input.is_empty() {
         return Ok(None);
     }
-    let url = parse_url(input).map_err(|e| format!("parsing proxy URL {input:?}: {e}"))?;
+    let url = parse_url(input).map_err(|e| {
+        redact_values(
+            &format!("parsing proxy URL {:?}: {e}", redact_location(input)),
+            &[input],
+        )
+    })?;
     if !matches!(url.scheme.as_str(), "http" | "https" | "socks5" | "socks5h") {
         return Err(format!(
             "proxy URL scheme {:?} is not supported: use http, https, socks5 or socks5h",
@@ -697,7 +776,8 @@ fn post_process(file: &str, entries: Vec<Entry>) -> Result<Vec<Registry>, Mirror
     let mut out: Vec<(Registry, String)> = Vec::with_capacity(entries.len());
     for e in entries {
         let name = e.name();
-        let bad = |m: String| MirrorError::invalid(file, &name, m);
+        let secrets = e.secrets();
+        let bad = |m: String| MirrorError::invalid(file, &name, redact_values(&m, &secrets));
         let location = parse_location(&e.raw.location).map_err(bad)?;
         let prefix = if e.raw.prefix.is_empty() {
             if location.is_empty() {
@@ -722,7 +802,7 @@ fn post_process(file: &str, entries: Vec<Entry>) -> Result<Vec<Registry>, Mirror
         let mut mirrors = Vec::with_capacity(e.raw.mirror.len());
         for (j, m) in e.raw.mirror.iter().enumerate() {
             let mname = format!("{name} [[registry.mirror]] #{}", j + 1);
-            let mbad = |m: String| MirrorError::invalid(file, &mname, m);
+            let mbad = |m: String| MirrorError::invalid(file, &mname, redact_values(&m, &secrets));
             let mloc = parse_location(&m.location).map_err(mbad)?;
             if mloc.is_empty() {
                 return Err(mbad("mirror location is unset".to_owned()));
@@ -791,7 +871,7 @@ fn post_process(file: &str, entries: Vec<Entry>) -> Result<Vec<Registry>, Mirror
                 aname,
                 format!(
                     "registry {:?} is defined multiple times with conflicting {what:?} settings (also in {bname})",
-                    key(a)
+                    redact_location(&key(a))
                 ),
             ));
         }
@@ -897,6 +977,16 @@ pub(crate) fn rewrite_reference(r: &str, prefix: &str, location: &str) -> Result
     }
     let rest = r.get(len..).unwrap_or("");
     let new = format!("{location}{rest}");
+    let shown = redact_location(location);
+    if shown != location {
+        // A reference has no user info; the parser's own message could quote the password.
+        return Err(format!(
+            "rewriting reference {:?}: invalid reference format: the location has user info \
+             ({}), which a reference cannot hold",
+            format!("{shown}{rest}"),
+            shown.split_once('@').map_or("", |(u, _)| u).to_owned() + "@"
+        ));
+    }
     match Reference::parse_normalized(&new) {
         Ok(parsed) if parsed.upstream_string() == new => Ok(new),
         Ok(parsed) => Err(format!(

@@ -268,3 +268,120 @@ fn node_profiles_read_the_standard_paths_under_a_root() {
     ));
     assert_eq!("CRI-O".parse::<NodeProfile>().unwrap(), NodeProfile::Crio);
 }
+
+#[test]
+fn a_node_profile_without_its_files_says_which_were_not_found() {
+    let bare = fixtures().join("node/bare");
+    let crio = MirrorConfig::from_node_profile(NodeProfile::Crio, Some(&bare)).unwrap();
+    let main = bare.join("etc/containers/registries.conf");
+    let dir = bare.join("etc/containers/registries.conf.d");
+    assert_eq!(
+        crio.warnings(),
+        [format!(
+            "node profile crio: neither {} nor any {}/*.conf was found, so CRI-O's defaults \
+             apply: every image is pulled from its own registry, with no mirrors and nothing \
+             blocked",
+            main.display(),
+            dir.display()
+        )]
+    );
+    let containerd = MirrorConfig::from_node_profile(NodeProfile::Containerd, Some(&bare)).unwrap();
+    let w = containerd.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with(&format!(
+            "node profile containerd: {} was not found, so containerd's default applies",
+            bare.join("etc/containerd/certs.d").display()
+        )),
+        "{w:?}"
+    );
+    let docker = MirrorConfig::from_node_profile(NodeProfile::Docker, Some(&bare)).unwrap();
+    let w = docker.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with(&format!(
+            "node profile docker: {} was not found, so the Docker daemon's defaults apply",
+            bare.join("etc/docker/daemon.json").display()
+        )),
+        "{w:?}"
+    );
+    // With the files present, nothing to warn about.
+    for (p, dir) in [
+        (NodeProfile::Crio, "node/crio"),
+        (NodeProfile::Containerd, "node/containerd"),
+        (NodeProfile::Docker, "node/docker"),
+    ] {
+        let c = MirrorConfig::from_node_profile(p, Some(&fixtures().join(dir))).unwrap();
+        assert!(
+            c.warnings().iter().all(|w| !w.starts_with("node profile")),
+            "{p}: {:?}",
+            c.warnings()
+        );
+    }
+    // CRI-O with drop-ins but no main file.
+    let root = std::env::temp_dir().join(format!("pullcheck-mirrors-crio-{}", std::process::id()));
+    let dir = root.join("etc/containers/registries.conf.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("10-mirror.conf"),
+        "[[registry]]\nlocation = \"docker.io\"\n",
+    )
+    .unwrap();
+    let c = MirrorConfig::from_node_profile(NodeProfile::Crio, Some(&root));
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_eq!(
+        c.unwrap().warnings(),
+        [format!(
+            "node profile crio: {} was not found, so only the 1 drop-in file(s) in {} apply",
+            root.join("etc/containers/registries.conf").display(),
+            dir.display()
+        )]
+    );
+}
+
+#[test]
+fn a_wildcard_other_than_a_leading_star_dot_is_named_as_never_matching() {
+    // containers/image accepts these (it rejects only `*.` prefixes with `/`, `@` or `:`)
+    // and matches the `*` literally: the entries are kept, never used, and named.
+    let text = r#"
+[[registry]]
+prefix = "*.*.example.com"
+
+[[registry]]
+prefix = "registry.*.com"
+location = "mirror.example.com"
+
+[[registry]]
+prefix = "*.example.org"
+location = "mirror.example.org"
+"#;
+    let conf = RegistriesConf::parse("/etc/containers/registries.conf", text).unwrap();
+    let warnings = conf.warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "registries.conf /etc/containers/registries.conf:2 [[registry]] #1 \
+             prefix=\"*.*.example.com\" can never match an image"
+        ),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].contains(":5 [[registry]] #2 prefix=\"registry.*.com\""),
+        "{warnings:?}"
+    );
+    let config = MirrorConfig::from_registries_conf(conf);
+    assert_eq!(config.warnings(), warnings);
+    // And indeed they match nothing.
+    assert_eq!(
+        endpoints(&config, "a.b.example.com/app:1")[0].host,
+        "a.b.example.com"
+    );
+    assert_eq!(
+        endpoints(&config, "registry.x.com/app:1")[0].host,
+        "registry.x.com"
+    );
+    assert_eq!(
+        endpoints(&config, "a.example.org/app:1")[0].host,
+        "mirror.example.org"
+    );
+}
