@@ -33,13 +33,14 @@
 //!   [`InputError`] is only for a file that is not a pipeline at all.
 //! - Hostile input ends in bounded time and memory, never in a panic: aliases are shared and
 //!   not copied, nesting and node count are capped, and lookups spend from a fixed budget
-//!   (see `tree.rs`).
+//!   (see [`yaml`] and `tree.rs`).
 
 mod container;
 mod image_arg;
 mod pipeline;
 mod policy;
 mod tree;
+pub mod yaml;
 
 use std::fmt;
 use std::path::Path;

@@ -1,12 +1,8 @@
-//! A YAML (and so JSON) document as an arena of positioned nodes.
+//! A pipeline's YAML (or JSON) document, and the lookups the Vela reader makes on it.
 //!
-//! Built from `saphyr-parser` events. Architecture invariants:
-//! - An alias is the *same* node as its anchor (a shared index), never a copy, so an alias
-//!   bomb costs no memory; every walk over the tree spends from a [`Budget`], so it costs
-//!   no unbounded time either.
-//! - Nodes live in one `Vec` and refer to each other by index: no recursion to build or
-//!   drop, whatever the nesting (which is capped anyway).
-//! - An anchor becomes usable when its node is complete, so the tree has no cycles.
+//! The node tree is [`crate::yaml`]'s. Architecture invariants, beyond that module's:
+//! - Every walk over the tree spends from a [`Budget`], so an alias or merge bomb costs no
+//!   unbounded time.
 //! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup, as the YAML merge type
 //!   says: a mapping's own keys win over merged ones, and earlier merged mappings win over
 //!   later ones. Merged values keep the position where they are written.
@@ -16,78 +12,13 @@
 //!   a caller can say they are not read.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ops::Deref;
 
-use saphyr_parser::{Event, Marker, Parser, ScalarStyle};
+pub(crate) use crate::yaml::{LoadError, NodeId, Pos};
+use crate::yaml::{Stream, Value};
 
-/// Index of a node in [`Doc::nodes`].
-pub(crate) type NodeId = usize;
-
-/// Deepest nesting of collections accepted.
-pub(crate) const MAX_DEPTH: usize = 256;
-/// Most nodes accepted in one document (aliases count once).
-pub(crate) const MAX_NODES: usize = 2_000_000;
 /// Most mapping entries and merge steps a whole read may look at.
 pub(crate) const BUDGET: usize = 4_000_000;
-
-/// A 1-based line and column (in characters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Pos {
-    pub line: usize,
-    pub column: usize,
-}
-
-impl Pos {
-    fn from_marker(m: &Marker) -> Pos {
-        Pos {
-            line: m.line().max(1),
-            column: m.col() + 1,
-        }
-    }
-}
-
-#[derive(Debug)]
-pub(crate) enum Value {
-    /// `~`, `null`, an empty plain scalar, or JSON `null`.
-    Null,
-    /// Any other scalar, as written (YAML booleans and numbers included). `merge` is true for
-    /// a plain, untagged `<<`, the only spelling that is a merge key.
-    Scalar {
-        text: String,
-        merge: bool,
-    },
-    Seq(Vec<NodeId>),
-    Map(Vec<(NodeId, NodeId)>),
-}
-
-#[derive(Debug)]
-pub(crate) struct Node {
-    pub value: Value,
-    /// Where the node starts; `None` for documents read by the JSON fallback.
-    pub pos: Option<Pos>,
-}
-
-/// One document.
-#[derive(Debug, Default)]
-pub(crate) struct Doc {
-    pub nodes: Vec<Node>,
-    /// `None` for an empty stream.
-    pub root: Option<NodeId>,
-    /// Where each non-empty document after the first starts (its `---`, or its content
-    /// when it has none). These documents are not read, as upstream reads only the first;
-    /// one that does not parse is listed too, and ends the scan.
-    pub ignored_documents: Vec<Pos>,
-}
-
-/// Why a text could not be loaded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LoadError {
-    pub pos: Option<Pos>,
-    pub message: String,
-    /// The parser refused the text (a syntax error, or a failure inside the parser), as
-    /// opposed to well-formed text we refuse (a duplicate key, the limits).
-    pub syntax: bool,
-}
 
 /// Why a lookup stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,109 +45,41 @@ impl Budget {
     }
 }
 
+/// One document: the first of a YAML stream, or a JSON document. Derefs to its
+/// [`Stream`] for the nodes and their accessors.
+#[derive(Debug)]
+pub(crate) struct Doc {
+    stream: Stream,
+    /// `None` for an empty stream.
+    pub root: Option<NodeId>,
+}
+
+impl Deref for Doc {
+    type Target = Stream;
+
+    fn deref(&self) -> &Stream {
+        &self.stream
+    }
+}
+
 impl Doc {
     /// Loads the first document of a YAML stream. Later documents are not read, as
     /// upstream's YAML decoding does not read them either; where they start is kept in
-    /// [`Doc::ignored_documents`], and a syntax error inside one is not an error.
+    /// [`Stream::ignored_documents`], and a syntax error inside one is not an error.
     pub fn load_yaml(text: &str) -> Result<Doc, LoadError> {
-        // The parser is not ours: a panic in it must become an error, not a crash.
-        match catch_unwind(AssertUnwindSafe(|| Builder::default().run(text))) {
-            Ok(result) => result,
-            Err(_) => Err(LoadError {
-                pos: None,
-                message: "the YAML parser failed on this input".to_owned(),
-                syntax: true,
-            }),
-        }
+        Stream::load_first(text).map(Doc::new)
     }
 
     /// Loads JSON without positions, for JSON that the YAML parser refuses. A key written
     /// twice in one object is an error, as in YAML.
     pub fn load_json(text: &str) -> Result<Doc, LoadError> {
-        let value: Json = serde_json::from_str(text).map_err(|e| {
-            let message = if e.classify() == serde_json::error::Category::Data {
-                // Ours (a duplicate key): the position goes in the error's own fields.
-                let full = e.to_string();
-                let at = format!(" at line {} column {}", e.line(), e.column());
-                full.strip_suffix(&at).unwrap_or(&full).to_owned()
-            } else {
-                format!("not valid JSON: {e}")
-            };
-            LoadError {
-                pos: (e.line() > 0).then(|| Pos {
-                    line: e.line(),
-                    column: e.column().max(1),
-                }),
-                message,
-                syntax: e.classify() != serde_json::error::Category::Data,
-            }
-        })?;
-        let mut doc = Doc::default();
-        // serde_json caps nesting at 128, so this recursion is bounded.
-        let root = doc.add_json(&value)?;
-        doc.root = Some(root);
-        Ok(doc)
+        Stream::load_json(text).map(Doc::new)
     }
 
-    fn add_json(&mut self, value: &Json) -> Result<NodeId, LoadError> {
-        let value = match value {
-            Json::Null => Value::Null,
-            Json::Scalar(s) => scalar(s.clone()),
-            Json::Array(items) => Value::Seq(
-                items
-                    .iter()
-                    .map(|v| self.add_json(v))
-                    .collect::<Result<_, _>>()?,
-            ),
-            Json::Object(map) => {
-                let mut entries = Vec::with_capacity(map.len());
-                for (k, v) in map {
-                    let key = self.push(scalar(k.clone()), None)?;
-                    entries.push((key, self.add_json(v)?));
-                }
-                Value::Map(entries)
-            }
-        };
-        self.push(value, None)
-    }
-
-    fn push(&mut self, value: Value, pos: Option<Pos>) -> Result<NodeId, LoadError> {
-        if self.nodes.len() >= MAX_NODES {
-            return Err(LoadError {
-                pos,
-                message: format!("too large: more than {MAX_NODES} YAML nodes"),
-                syntax: false,
-            });
-        }
-        self.nodes.push(Node { value, pos });
-        Ok(self.nodes.len() - 1)
-    }
-
-    pub fn pos(&self, id: NodeId) -> Option<Pos> {
-        self.nodes[id].pos
-    }
-
-    /// The text of a non-null scalar.
-    pub fn text(&self, id: NodeId) -> Option<&str> {
-        match &self.nodes[id].value {
-            Value::Scalar { text, .. } => Some(text),
-            _ => None,
-        }
-    }
-
-    pub fn is_null(&self, id: NodeId) -> bool {
-        matches!(self.nodes[id].value, Value::Null)
-    }
-
-    pub fn is_map(&self, id: NodeId) -> bool {
-        matches!(self.nodes[id].value, Value::Map(_))
-    }
-
-    /// The items of a sequence.
-    pub fn items(&self, id: NodeId) -> Option<&[NodeId]> {
-        match &self.nodes[id].value {
-            Value::Seq(items) => Some(items),
-            _ => None,
+    fn new(stream: Stream) -> Doc {
+        Doc {
+            root: stream.documents.first().and_then(|d| d.root),
+            stream,
         }
     }
 
@@ -251,7 +114,7 @@ impl Doc {
             }
             sources.clear();
             for &(key, value) in entries {
-                if !matches!(self.nodes[key].value, Value::Scalar { merge: true, .. }) {
+                if !self.is_merge_key(key) {
                     continue;
                 }
                 match &self.nodes[value].value {
@@ -290,7 +153,7 @@ impl Doc {
                 .iter()
                 .rev()
                 .find(|&&(k, _)| {
-                    matches!(&self.nodes[k].value, Value::Scalar { text, merge: false } if text == key)
+                    matches!(&self.nodes[k].value, Value::Scalar { text, merge: false, .. } if text == key)
                 })
                 .map(|&(_, v)| v))
         })
@@ -313,7 +176,10 @@ impl Doc {
             budget.spend(entries.len())?;
             let mut own: HashMap<&str, usize> = HashMap::new();
             for &(k, v) in entries {
-                let Value::Scalar { text, merge: false } = &self.nodes[k].value else {
+                let Value::Scalar {
+                    text, merge: false, ..
+                } = &self.nodes[k].value
+                else {
                     continue;
                 };
                 if let Some(&i) = own.get(text.as_str()) {
@@ -332,351 +198,10 @@ impl Doc {
     }
 }
 
-fn scalar(text: String) -> Value {
-    Value::Scalar { text, merge: false }
-}
-
-/// The message for a key written twice: where the first one is, when known.
-fn duplicate_message(key: &str, first: Option<Pos>) -> String {
-    match first {
-        Some(p) => format!("duplicate key {key:?} (first at {}:{})", p.line, p.column),
-        None => format!("duplicate key {key:?}"),
-    }
-}
-
-/// JSON as the fallback reads it: objects keep their order and refuse a key written twice
-/// (`serde_json::Value` would keep only the last).
-enum Json {
-    Null,
-    Scalar(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
-}
-
-impl<'de> serde::Deserialize<'de> for Json {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Json;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("JSON")
-            }
-            fn visit_unit<E>(self) -> Result<Json, E> {
-                Ok(Json::Null)
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
-                Ok(Json::Scalar(v.to_string()))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
-                Ok(Json::Scalar(v.to_string()))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
-                Ok(Json::Scalar(v.to_string()))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
-                Ok(Json::Scalar(
-                    serde_json::Number::from_f64(v)
-                        .map_or_else(|| v.to_string(), |n| n.to_string()),
-                ))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Json, E> {
-                Ok(Json::Scalar(v.to_owned()))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Json, E> {
-                Ok(Json::Scalar(v))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = a.next_element()? {
-                    items.push(item);
-                }
-                Ok(Json::Array(items))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
-                let mut entries: Vec<(String, Json)> = Vec::new();
-                let mut seen = std::collections::HashSet::new();
-                while let Some(key) = a.next_key::<String>()? {
-                    if !seen.insert(key.clone()) {
-                        return Err(serde::de::Error::custom(duplicate_message(&key, None)));
-                    }
-                    let value = a.next_value()?;
-                    entries.push((key, value));
-                }
-                Ok(Json::Object(entries))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-enum Frame {
-    Seq {
-        anchor: usize,
-        pos: Pos,
-        items: Vec<NodeId>,
-    },
-    Map {
-        anchor: usize,
-        pos: Pos,
-        entries: Vec<(NodeId, NodeId)>,
-        key: Option<NodeId>,
-    },
-}
-
-#[derive(Default)]
-struct Builder {
-    doc: Doc,
-    stack: Vec<Frame>,
-    /// Parser anchor id → the complete node it names.
-    anchors: HashMap<usize, NodeId>,
-    cursor: Cursor,
-}
-
-/// Maps the parser's character indexes to byte offsets, moving forward only (events come in
-/// source order), so that the whole document costs one pass.
-#[derive(Default)]
-struct Cursor {
-    chars: usize,
-    bytes: usize,
-}
-
-impl Cursor {
-    fn byte_of(&mut self, text: &str, char_index: usize) -> usize {
-        if char_index < self.chars {
-            *self = Cursor::default();
-        }
-        for c in text[self.bytes..].chars() {
-            if self.chars >= char_index {
-                break;
-            }
-            self.chars += 1;
-            self.bytes += c.len_utf8();
-        }
-        self.bytes
-    }
-}
-
-impl Builder {
-    /// Where a scalar's content starts. The parser's span of a scalar with an anchor or a tag
-    /// starts at those properties (`&img alpine`); the position we want is `alpine`'s.
-    fn content_start(&mut self, text: &str, start: &Marker, end: &Marker) -> Pos {
-        enum Skip {
-            Blank,
-            Property,
-            Comment,
-        }
-        let fallback = Pos::from_marker(start);
-        let from = self.cursor.byte_of(text, start.index());
-        let (mut line, mut column) = (fallback.line, fallback.column);
-        let mut state = Skip::Blank;
-        for c in text[from..]
-            .chars()
-            .take(end.index().saturating_sub(start.index()))
-        {
-            match state {
-                Skip::Property if matches!(c, ' ' | '\t' | '\r' | '\n') => state = Skip::Blank,
-                Skip::Comment if c == '\n' => state = Skip::Blank,
-                Skip::Property | Skip::Comment => {}
-                Skip::Blank => match c {
-                    '&' | '!' => state = Skip::Property,
-                    '#' => state = Skip::Comment,
-                    ' ' | '\t' | '\r' | '\n' => {}
-                    _ => return Pos { line, column },
-                },
-            }
-            if c == '\n' {
-                line += 1;
-                column = 1;
-            } else {
-                column += 1;
-            }
-        }
-        fallback
-    }
-
-    fn run(mut self, text: &str) -> Result<Doc, LoadError> {
-        let mut started = false;
-        let mut parser = Parser::new_from_str(text);
-        for event in parser.by_ref() {
-            let (event, span) = event.map_err(|e| LoadError {
-                pos: Some(Pos::from_marker(e.marker())),
-                message: format!("not valid YAML: {}", e.info()),
-                syntax: true,
-            })?;
-            let pos = Pos::from_marker(&span.start);
-            match event {
-                Event::DocumentStart(_) => started = true,
-                Event::DocumentEnd | Event::StreamEnd if started => break,
-                Event::Nothing | Event::StreamStart | Event::DocumentEnd | Event::StreamEnd => {}
-                Event::Alias(anchor) => {
-                    let Some(&id) = self.anchors.get(&anchor) else {
-                        return Err(LoadError {
-                            pos: Some(pos),
-                            message: "an alias refers to the node that contains it".to_owned(),
-                            syntax: false,
-                        });
-                    };
-                    self.attach(id);
-                }
-                Event::Scalar(value, style, anchor, tag) => {
-                    let pos = if anchor != 0 || tag.is_some() {
-                        self.content_start(text, &span.start, &span.end)
-                    } else {
-                        pos
-                    };
-                    let plain = style == ScalarStyle::Plain && tag.is_none();
-                    let value = if plain && matches!(&*value, "" | "~" | "null" | "Null" | "NULL") {
-                        Value::Null
-                    } else {
-                        Value::Scalar {
-                            merge: plain && value == "<<",
-                            text: value.into_owned(),
-                        }
-                    };
-                    self.finish(value, pos, anchor)?;
-                }
-                Event::SequenceStart(anchor, _) => {
-                    self.open(pos)?;
-                    self.stack.push(Frame::Seq {
-                        anchor,
-                        pos,
-                        items: Vec::new(),
-                    });
-                }
-                Event::MappingStart(anchor, _) => {
-                    self.open(pos)?;
-                    self.stack.push(Frame::Map {
-                        anchor,
-                        pos,
-                        entries: Vec::new(),
-                        key: None,
-                    });
-                }
-                Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
-                    Some(Frame::Seq { anchor, pos, items }) => {
-                        self.finish(Value::Seq(items), pos, anchor)?;
-                    }
-                    Some(Frame::Map {
-                        anchor,
-                        pos,
-                        entries,
-                        ..
-                    }) => {
-                        self.check_duplicates(&entries)?;
-                        self.finish(Value::Map(entries), pos, anchor)?;
-                    }
-                    None => {}
-                },
-            }
-        }
-        self.doc.ignored_documents = later_documents(parser);
-        Ok(self.doc)
-    }
-
-    /// A key written twice in one mapping (merge keys aside) is an error at the second,
-    /// naming the first. Keys compare by their text, whatever their quoting, as go-yaml v3
-    /// compares them.
-    fn check_duplicates(&self, entries: &[(NodeId, NodeId)]) -> Result<(), LoadError> {
-        if entries.len() < 2 {
-            return Ok(());
-        }
-        let mut seen: HashMap<&str, NodeId> = HashMap::with_capacity(entries.len());
-        for &(k, _) in entries {
-            let Value::Scalar { text, merge: false } = &self.doc.nodes[k].value else {
-                continue;
-            };
-            if let Some(&first) = seen.get(text.as_str()) {
-                return Err(LoadError {
-                    pos: self.doc.nodes[k].pos,
-                    message: duplicate_message(text, self.doc.nodes[first].pos),
-                    syntax: false,
-                });
-            }
-            seen.insert(text, k);
-        }
-        Ok(())
-    }
-
-    fn open(&self, pos: Pos) -> Result<(), LoadError> {
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(LoadError {
-                pos: Some(pos),
-                message: format!("nested more than {MAX_DEPTH} levels deep"),
-                // As before: JSON this deep is tried as JSON, which has limits of its own.
-                syntax: true,
-            });
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, value: Value, pos: Pos, anchor: usize) -> Result<(), LoadError> {
-        let id = self.doc.push(value, Some(pos))?;
-        if anchor != 0 {
-            self.anchors.insert(anchor, id);
-        }
-        self.attach(id);
-        Ok(())
-    }
-
-    fn attach(&mut self, id: NodeId) {
-        match self.stack.last_mut() {
-            None => {
-                if self.doc.root.is_none() {
-                    self.doc.root = Some(id);
-                }
-            }
-            Some(Frame::Seq { items, .. }) => items.push(id),
-            Some(Frame::Map { entries, key, .. }) => match key.take() {
-                None => *key = Some(id),
-                Some(k) => entries.push((k, id)),
-            },
-        }
-    }
-}
-
-/// Scans the rest of the stream after the first document: where each later document with
-/// content starts. A document whose first event is a null scalar (nothing after `---`, or
-/// only comments) is empty. A syntax error ends the scan; the document it is in counts.
-fn later_documents(parser: Parser<'_, saphyr_parser::StrInput<'_>>) -> Vec<Pos> {
-    let mut found = Vec::new();
-    let mut pending: Option<Pos> = None;
-    // A panic of the parser in a document that is not read must not fail the read: what
-    // was found so far is kept.
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        scan_later(parser, &mut found, &mut pending)
-    }));
-    found.extend(pending);
-    found
-}
-
-fn scan_later(
-    parser: Parser<'_, saphyr_parser::StrInput<'_>>,
-    found: &mut Vec<Pos>,
-    pending: &mut Option<Pos>,
-) {
-    for event in parser {
-        // A syntax error: the document it is in (still pending, if it had no content
-        // yet) is named by the caller.
-        let Ok((event, span)) = event else { break };
-        match event {
-            Event::DocumentStart(_) => *pending = Some(Pos::from_marker(&span.start)),
-            Event::StreamEnd => break,
-            Event::Nothing | Event::StreamStart => {}
-            // A document that ends, or starts with a null, before any content is empty.
-            Event::DocumentEnd => *pending = None,
-            Event::Scalar(ref value, ScalarStyle::Plain, 0, None)
-                if matches!(&**value, "" | "~" | "null" | "Null" | "NULL") =>
-            {
-                *pending = None;
-            }
-            _ => found.extend(pending.take()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::yaml::MAX_DEPTH;
 
     fn load(text: &str) -> Doc {
         Doc::load_yaml(text).expect("loads")

@@ -212,7 +212,7 @@ pub fn read_manifests_file(path: &Path) -> Result<Manifests, InputError> {
 pub fn read_manifests(file: &str, text: &str) -> Result<Manifests, InputError> {
     let stream = Stream::load(text).map_err(|e| yaml_error(file, e))?;
     if let Some(dup) = stream.documents.iter().find_map(|d| d.duplicate.clone()) {
-        return Err(yaml_error(file, dup));
+        return Err(yaml_error(file, dup.into()));
     }
     let mut reader = Reader {
         file,

@@ -1,0 +1,653 @@
+//! A YAML (and so JSON) stream as one arena of positioned nodes, shared by the Vela reader
+//! of this crate and the Kubernetes manifest reader of `pullcheck-kube`.
+//!
+//! Built from `saphyr-parser` events. Architecture invariants:
+//! - An alias is the *same* node as its anchor (a shared index), never a copy, so an alias
+//!   bomb costs no memory. Walks that follow aliases or merge keys are the readers' own, and
+//!   each spends from a budget of its own, so they cost bounded time too.
+//! - Nodes live in one `Vec` and refer to each other by index: no recursion to build or
+//!   drop, whatever the nesting (which is capped anyway).
+//! - An anchor becomes usable when its node is complete, so the tree has no cycles; anchors
+//!   are per document.
+//! - The parser is not ours: a panic inside it becomes an error.
+//! - A key written twice in one mapping (merge keys aside) names both places, as go-yaml v3
+//!   (which Vela uses) and kubectl refuse it: [`Stream::load_first`] fails on it, and
+//!   [`Stream::load_all`] records it on its [`Document`] so that a caller can still look at
+//!   the stream before refusing it.
+//! - [`Stream::load_first`] builds only the first document; the documents after it are only
+//!   scanned, so that a caller can say they are not read.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle};
+
+/// Index of a node in [`Stream::nodes`].
+pub type NodeId = usize;
+
+/// Deepest nesting of collections accepted.
+pub const MAX_DEPTH: usize = 256;
+/// Most nodes accepted in one stream (an alias counts once).
+pub const MAX_NODES: usize = 2_000_000;
+
+/// A 1-based line and column (in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pos {
+    /// The line, from 1.
+    pub line: usize,
+    /// The column in characters, from 1.
+    pub column: usize,
+}
+
+impl Pos {
+    fn from_marker(m: &Marker) -> Pos {
+        Pos {
+            line: m.line().max(1),
+            column: m.col() + 1,
+        }
+    }
+}
+
+/// What a node holds.
+#[derive(Debug)]
+pub enum Value {
+    /// `~`, `null`, an empty plain scalar, or JSON `null`.
+    Null,
+    /// Any other scalar, as written (YAML booleans and numbers included).
+    Scalar {
+        /// The scalar's text.
+        text: String,
+        /// True for an unquoted scalar without a `!!str` tag (one whose type is resolved
+        /// from its text); false for every scalar read by [`Stream::load_json`].
+        plain: bool,
+        /// True for a plain, untagged `<<`, the only spelling that is a merge key.
+        merge: bool,
+    },
+    /// A sequence: its items in order.
+    Seq(Vec<NodeId>),
+    /// A mapping: its (key, value) entries as written, merge keys and repeated keys included.
+    Map(Vec<(NodeId, NodeId)>),
+}
+
+/// One node of the arena.
+#[derive(Debug)]
+pub struct Node {
+    /// What it holds.
+    pub value: Value,
+    /// Where the node starts (for a scalar with an anchor or tag, where its content starts);
+    /// `None` for nodes read by [`Stream::load_json`].
+    pub pos: Option<Pos>,
+}
+
+/// One document of a stream.
+#[derive(Debug, Clone, Default)]
+pub struct Document {
+    /// Its root node; `None` when the document has no node at all (an empty stream). An
+    /// empty document (`---` followed by nothing, or only comments) has a null root.
+    pub root: Option<NodeId>,
+    /// With [`Stream::load_all`], the first key written twice in one mapping of this
+    /// document: at the second, with `duplicate key "k" (first at L:C)` as the message.
+    pub duplicate: Option<LoadError>,
+}
+
+/// Why a text could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// Where, when known.
+    pub pos: Option<Pos>,
+    /// What is wrong.
+    pub message: String,
+    /// The parser refused the text (a syntax error, a failure inside the parser, or nesting
+    /// too deep), as opposed to well-formed text we refuse (a duplicate key, the node limit).
+    pub syntax: bool,
+}
+
+/// A YAML stream (or a JSON document) as an arena of nodes.
+#[derive(Debug, Default)]
+pub struct Stream {
+    /// Every node of every document read.
+    pub nodes: Vec<Node>,
+    /// The documents read, in order: none for an empty stream.
+    pub documents: Vec<Document>,
+    /// With [`Stream::load_first`], where each non-empty document after the first starts
+    /// (its `---`, or its content when it has none). These documents are not read; one that
+    /// does not parse is listed too, and ends the scan.
+    pub ignored_documents: Vec<Pos>,
+}
+
+impl Stream {
+    /// Loads the first document of a YAML stream. Later documents are not read, as a reader
+    /// that decodes one document (go-yaml's `Unmarshal`) does not read them either; where
+    /// they start is kept in [`Stream::ignored_documents`], and a syntax error inside one is
+    /// not an error. A key written twice in one mapping is an error.
+    ///
+    /// # Errors
+    /// [`LoadError`] when the text is not YAML, a key is written twice, or a limit
+    /// ([`MAX_DEPTH`], [`MAX_NODES`]) is passed.
+    pub fn load_first(text: &str) -> Result<Stream, LoadError> {
+        Builder::load(text, true)
+    }
+
+    /// Loads every document of a YAML stream. A key written twice in one mapping is recorded
+    /// on its document ([`Document::duplicate`]), not an error.
+    ///
+    /// # Errors
+    /// [`LoadError`] when the text is not YAML or a limit ([`MAX_DEPTH`], [`MAX_NODES`]) is
+    /// passed.
+    pub fn load_all(text: &str) -> Result<Stream, LoadError> {
+        Builder::load(text, false)
+    }
+
+    /// Loads JSON as one document without positions, for JSON that the YAML parser refuses.
+    /// A key written twice in one object is an error, as in YAML.
+    ///
+    /// # Errors
+    /// [`LoadError`] when the text is not JSON, has a key twice, or has more than
+    /// [`MAX_NODES`] nodes.
+    pub fn load_json(text: &str) -> Result<Stream, LoadError> {
+        let value: Json = serde_json::from_str(text).map_err(|e| {
+            let message = if e.classify() == serde_json::error::Category::Data {
+                // Ours (a duplicate key): the position goes in the error's own fields.
+                let full = e.to_string();
+                let at = format!(" at line {} column {}", e.line(), e.column());
+                full.strip_suffix(&at).unwrap_or(&full).to_owned()
+            } else {
+                format!("not valid JSON: {e}")
+            };
+            LoadError {
+                pos: (e.line() > 0).then(|| Pos {
+                    line: e.line(),
+                    column: e.column().max(1),
+                }),
+                message,
+                syntax: e.classify() != serde_json::error::Category::Data,
+            }
+        })?;
+        let mut stream = Stream::default();
+        // serde_json caps nesting at 128, so this recursion is bounded.
+        let root = stream.add_json(&value)?;
+        stream.documents.push(Document {
+            root: Some(root),
+            duplicate: None,
+        });
+        Ok(stream)
+    }
+
+    fn add_json(&mut self, value: &Json) -> Result<NodeId, LoadError> {
+        let value = match value {
+            Json::Null => Value::Null,
+            Json::Scalar(s) => json_scalar(s.clone()),
+            Json::Array(items) => Value::Seq(
+                items
+                    .iter()
+                    .map(|v| self.add_json(v))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Json::Object(map) => {
+                let mut entries = Vec::with_capacity(map.len());
+                for (k, v) in map {
+                    let key = self.push(json_scalar(k.clone()), None)?;
+                    entries.push((key, self.add_json(v)?));
+                }
+                Value::Map(entries)
+            }
+        };
+        self.push(value, None)
+    }
+
+    fn push(&mut self, value: Value, pos: Option<Pos>) -> Result<NodeId, LoadError> {
+        if self.nodes.len() >= MAX_NODES {
+            return Err(LoadError {
+                pos,
+                message: format!("too large: more than {MAX_NODES} YAML nodes"),
+                syntax: false,
+            });
+        }
+        self.nodes.push(Node { value, pos });
+        Ok(self.nodes.len() - 1)
+    }
+
+    /// Where the node starts; `None` for nodes read by [`Stream::load_json`].
+    pub fn pos(&self, id: NodeId) -> Option<Pos> {
+        self.nodes[id].pos
+    }
+
+    /// The text of a non-null scalar.
+    pub fn text(&self, id: NodeId) -> Option<&str> {
+        match &self.nodes[id].value {
+            Value::Scalar { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Whether the node is null.
+    pub fn is_null(&self, id: NodeId) -> bool {
+        matches!(self.nodes[id].value, Value::Null)
+    }
+
+    /// Whether the node is a mapping.
+    pub fn is_map(&self, id: NodeId) -> bool {
+        matches!(self.nodes[id].value, Value::Map(_))
+    }
+
+    /// Whether the node is a merge key (a plain, untagged `<<`).
+    pub fn is_merge_key(&self, id: NodeId) -> bool {
+        matches!(self.nodes[id].value, Value::Scalar { merge: true, .. })
+    }
+
+    /// The items of a sequence.
+    pub fn items(&self, id: NodeId) -> Option<&[NodeId]> {
+        match &self.nodes[id].value {
+            Value::Seq(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The entries written in a mapping itself, merge keys and repeated keys included as
+    /// they are, in order. `None` when the node is not a mapping.
+    pub fn own_entries(&self, id: NodeId) -> Option<&[(NodeId, NodeId)]> {
+        match &self.nodes[id].value {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+}
+
+fn json_scalar(text: String) -> Value {
+    Value::Scalar {
+        text,
+        plain: false,
+        merge: false,
+    }
+}
+
+/// The message for a key written twice: where the first one is, when known.
+fn duplicate_message(key: &str, first: Option<Pos>) -> String {
+    match first {
+        Some(p) => format!("duplicate key {key:?} (first at {}:{})", p.line, p.column),
+        None => format!("duplicate key {key:?}"),
+    }
+}
+
+/// JSON as the fallback reads it: objects keep their order and refuse a key written twice
+/// (`serde_json::Value` would keep only the last).
+enum Json {
+    Null,
+    Scalar(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl<'de> serde::Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Json;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_unit<E>(self) -> Result<Json, E> {
+                Ok(Json::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
+                Ok(Json::Scalar(
+                    serde_json::Number::from_f64(v)
+                        .map_or_else(|| v.to_string(), |n| n.to_string()),
+                ))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Json, E> {
+                Ok(Json::Scalar(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Json, E> {
+                Ok(Json::Scalar(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = a.next_element()? {
+                    items.push(item);
+                }
+                Ok(Json::Array(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
+                let mut entries: Vec<(String, Json)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = a.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(serde::de::Error::custom(duplicate_message(&key, None)));
+                    }
+                    let value = a.next_value()?;
+                    entries.push((key, value));
+                }
+                Ok(Json::Object(entries))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+enum Frame {
+    Seq {
+        anchor: usize,
+        pos: Pos,
+        items: Vec<NodeId>,
+    },
+    Map {
+        anchor: usize,
+        pos: Pos,
+        entries: Vec<(NodeId, NodeId)>,
+        key: Option<NodeId>,
+    },
+}
+
+#[derive(Default)]
+struct Builder {
+    stream: Stream,
+    /// The document being read.
+    current: Option<Document>,
+    /// Only the first document is read, and a duplicate key is an error.
+    first_only: bool,
+    stack: Vec<Frame>,
+    /// Parser anchor id → the complete node it names, for the current document.
+    anchors: HashMap<usize, NodeId>,
+    cursor: Cursor,
+}
+
+/// Maps the parser's character indexes to byte offsets, moving forward only (events come in
+/// source order), so that the whole document costs one pass.
+#[derive(Default)]
+struct Cursor {
+    chars: usize,
+    bytes: usize,
+}
+
+impl Cursor {
+    fn byte_of(&mut self, text: &str, char_index: usize) -> usize {
+        if char_index < self.chars {
+            *self = Cursor::default();
+        }
+        for c in text[self.bytes..].chars() {
+            if self.chars >= char_index {
+                break;
+            }
+            self.chars += 1;
+            self.bytes += c.len_utf8();
+        }
+        self.bytes
+    }
+}
+
+impl Builder {
+    /// Where a scalar's content starts. The parser's span of a scalar with an anchor or a tag
+    /// starts at those properties (`&img alpine`); the position we want is `alpine`'s.
+    fn content_start(&mut self, text: &str, start: &Marker, end: &Marker) -> Pos {
+        enum Skip {
+            Blank,
+            Property,
+            Comment,
+        }
+        let fallback = Pos::from_marker(start);
+        let from = self.cursor.byte_of(text, start.index());
+        let (mut line, mut column) = (fallback.line, fallback.column);
+        let mut state = Skip::Blank;
+        for c in text[from..]
+            .chars()
+            .take(end.index().saturating_sub(start.index()))
+        {
+            match state {
+                Skip::Property if matches!(c, ' ' | '\t' | '\r' | '\n') => state = Skip::Blank,
+                Skip::Comment if c == '\n' => state = Skip::Blank,
+                Skip::Property | Skip::Comment => {}
+                Skip::Blank => match c {
+                    '&' | '!' => state = Skip::Property,
+                    '#' => state = Skip::Comment,
+                    ' ' | '\t' | '\r' | '\n' => {}
+                    _ => return Pos { line, column },
+                },
+            }
+            if c == '\n' {
+                line += 1;
+                column = 1;
+            } else {
+                column += 1;
+            }
+        }
+        fallback
+    }
+
+    fn load(text: &str, first_only: bool) -> Result<Stream, LoadError> {
+        let builder = Builder {
+            first_only,
+            ..Builder::default()
+        };
+        // The parser is not ours: a panic in it must become an error, not a crash.
+        match catch_unwind(AssertUnwindSafe(|| builder.run(text))) {
+            Ok(result) => result,
+            Err(_) => Err(LoadError {
+                pos: None,
+                message: "the YAML parser failed on this input".to_owned(),
+                syntax: true,
+            }),
+        }
+    }
+
+    fn run(mut self, text: &str) -> Result<Stream, LoadError> {
+        let mut started = false;
+        let mut parser = Parser::new_from_str(text);
+        for event in parser.by_ref() {
+            let (event, span) = event.map_err(|e| LoadError {
+                pos: Some(Pos::from_marker(e.marker())),
+                message: format!("not valid YAML: {}", e.info()),
+                syntax: true,
+            })?;
+            let pos = Pos::from_marker(&span.start);
+            match event {
+                Event::DocumentStart(_) => {
+                    started = true;
+                    self.anchors.clear();
+                    self.current = Some(Document::default());
+                }
+                Event::DocumentEnd | Event::StreamEnd if self.first_only && started => break,
+                Event::DocumentEnd => self.end_document(),
+                Event::Nothing | Event::StreamStart | Event::StreamEnd => {}
+                Event::Alias(anchor) => {
+                    let Some(&id) = self.anchors.get(&anchor) else {
+                        return Err(LoadError {
+                            pos: Some(pos),
+                            message: "an alias refers to the node that contains it".to_owned(),
+                            syntax: false,
+                        });
+                    };
+                    self.attach(id);
+                }
+                Event::Scalar(value, style, anchor, tag) => {
+                    let pos = if anchor != 0 || tag.is_some() {
+                        self.content_start(text, &span.start, &span.end)
+                    } else {
+                        pos
+                    };
+                    let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                    let plain = style == ScalarStyle::Plain && !is_str_tag;
+                    let untagged = plain && tag.is_none();
+                    let value =
+                        if untagged && matches!(&*value, "" | "~" | "null" | "Null" | "NULL") {
+                            Value::Null
+                        } else {
+                            Value::Scalar {
+                                merge: untagged && value == "<<",
+                                plain,
+                                text: value.into_owned(),
+                            }
+                        };
+                    self.finish(value, pos, anchor)?;
+                }
+                Event::SequenceStart(anchor, _) => {
+                    self.open(pos)?;
+                    self.stack.push(Frame::Seq {
+                        anchor,
+                        pos,
+                        items: Vec::new(),
+                    });
+                }
+                Event::MappingStart(anchor, _) => {
+                    self.open(pos)?;
+                    self.stack.push(Frame::Map {
+                        anchor,
+                        pos,
+                        entries: Vec::new(),
+                        key: None,
+                    });
+                }
+                Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
+                    Some(Frame::Seq { anchor, pos, items }) => {
+                        self.finish(Value::Seq(items), pos, anchor)?;
+                    }
+                    Some(Frame::Map {
+                        anchor,
+                        pos,
+                        entries,
+                        ..
+                    }) => {
+                        self.check_duplicates(&entries)?;
+                        self.finish(Value::Map(entries), pos, anchor)?;
+                    }
+                    None => {}
+                },
+            }
+        }
+        self.end_document();
+        if self.first_only {
+            self.stream.ignored_documents = later_documents(parser);
+        }
+        Ok(self.stream)
+    }
+
+    fn end_document(&mut self) {
+        if let Some(doc) = self.current.take() {
+            self.stream.documents.push(doc);
+        }
+    }
+
+    /// A key written twice in one mapping (merge keys aside), at the second, naming the
+    /// first: an error when reading the first document only, else recorded on the document
+    /// (the first one found). Keys compare by their text, whatever their quoting, as go-yaml
+    /// v3 compares them.
+    fn check_duplicates(&mut self, entries: &[(NodeId, NodeId)]) -> Result<(), LoadError> {
+        if entries.len() < 2 || self.current.as_ref().is_some_and(|d| d.duplicate.is_some()) {
+            return Ok(());
+        }
+        let nodes = &self.stream.nodes;
+        let mut seen: HashMap<&str, NodeId> = HashMap::with_capacity(entries.len());
+        let mut found = None;
+        for &(k, _) in entries {
+            let Value::Scalar {
+                text, merge: false, ..
+            } = &nodes[k].value
+            else {
+                continue;
+            };
+            if let Some(&first) = seen.get(text.as_str()) {
+                found = Some(LoadError {
+                    pos: nodes[k].pos,
+                    message: duplicate_message(text, nodes[first].pos),
+                    syntax: false,
+                });
+                break;
+            }
+            seen.insert(text, k);
+        }
+        match found {
+            Some(found) if self.first_only => Err(found),
+            Some(found) => {
+                self.current.get_or_insert_default().duplicate = Some(found);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn open(&self, pos: Pos) -> Result<(), LoadError> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(LoadError {
+                pos: Some(pos),
+                message: format!("nested more than {MAX_DEPTH} levels deep"),
+                // JSON this deep is tried as JSON, which has limits of its own.
+                syntax: true,
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, value: Value, pos: Pos, anchor: usize) -> Result<(), LoadError> {
+        let id = self.stream.push(value, Some(pos))?;
+        if anchor != 0 {
+            self.anchors.insert(anchor, id);
+        }
+        self.attach(id);
+        Ok(())
+    }
+
+    fn attach(&mut self, id: NodeId) {
+        match self.stack.last_mut() {
+            None => {
+                let doc = self.current.get_or_insert_default();
+                if doc.root.is_none() {
+                    doc.root = Some(id);
+                }
+            }
+            Some(Frame::Seq { items, .. }) => items.push(id),
+            Some(Frame::Map { entries, key, .. }) => match key.take() {
+                None => *key = Some(id),
+                Some(k) => entries.push((k, id)),
+            },
+        }
+    }
+}
+
+/// Scans the rest of the stream after the first document: where each later document with
+/// content starts. A document whose first event is a null scalar (nothing after `---`, or
+/// only comments) is empty. A syntax error ends the scan; the document it is in counts.
+fn later_documents(parser: Parser<'_, saphyr_parser::StrInput<'_>>) -> Vec<Pos> {
+    let mut found = Vec::new();
+    let mut pending: Option<Pos> = None;
+    // A panic of the parser in a document that is not read must not fail the read: what
+    // was found so far is kept.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        scan_later(parser, &mut found, &mut pending)
+    }));
+    found.extend(pending);
+    found
+}
+
+fn scan_later(
+    parser: Parser<'_, saphyr_parser::StrInput<'_>>,
+    found: &mut Vec<Pos>,
+    pending: &mut Option<Pos>,
+) {
+    for event in parser {
+        // A syntax error: the document it is in (still pending, if it had no content
+        // yet) is named by the caller.
+        let Ok((event, span)) = event else { break };
+        match event {
+            Event::DocumentStart(_) => *pending = Some(Pos::from_marker(&span.start)),
+            Event::StreamEnd => break,
+            Event::Nothing | Event::StreamStart => {}
+            // A document that ends, or starts with a null, before any content is empty.
+            Event::DocumentEnd => *pending = None,
+            Event::Scalar(ref value, ScalarStyle::Plain, 0, None)
+                if matches!(&**value, "" | "~" | "null" | "Null" | "NULL") =>
+            {
+                *pending = None;
+            }
+            _ => found.extend(pending.take()),
+        }
+    }
+}
