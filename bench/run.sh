@@ -122,17 +122,20 @@ cleanup() {
   for pid in "${pids[@]}"; do
     wait "$pid" 2>/dev/null || true
   done
+  rm -f "$out/.cpu-state"
 }
 trap cleanup EXIT
 
 # Load, sampled every 5 s while the benchmark runs: the load averages (which
-# count the benchmark's own processes too) and the CPU time that processes
-# outside this benchmark used since the previous sample (in clock ticks, from
-# /proc/PID/stat; a process that starts and ends between two samples is missed).
+# count the benchmark's own processes too), the CPU time that processes outside
+# this benchmark used since the previous sample (in clock ticks, from
+# /proc/PID/stat; a process that starts and ends between two samples is missed),
+# and the machine's cumulative CPU time and steal time (from /proc/stat).
 bench_pid=$$
 other_cpu_ticks() { # state file -> prints ticks used by others since the last call
-  awk -v me="$bench_pid" -v state="$1" '
-    FNR == 1 {
+  # Through cat: a process may end between the glob and the read.
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v me="$bench_pid" -v state="$1" '
+    {
       line = $0
       pid = substr(line, 1, index(line, " ") - 1)
       rest = substr(line, match(line, /\) [A-Za-z] /) + 2)
@@ -150,14 +153,20 @@ other_cpu_ticks() { # state file -> prints ticks used by others since the last c
         used += ticks[p] - ((p in before) ? before[p] : ticks[p])
       }
       print used + 0
-    }' /proc/[0-9]*/stat 2>/dev/null
+    }'
+}
+cpu_line() { # cumulative jiffies of all CPUs: total and steal (taken by the hypervisor)
+  awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9; exit }' /proc/stat
 }
 (
-  state=$(mktemp)
+  # A failed sample must not end the sampler.
+  set +e +o pipefail
+  state=$out/.cpu-state
   other_cpu_ticks "$state" >/dev/null
   while :; do
     sleep 5
-    printf '%s %s %s\n' "$(date +%s)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(other_cpu_ticks "$state")"
+    printf '%s %s %s %s\n' "$(date +%s)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+      "$(other_cpu_ticks "$state")" "$(cpu_line)"
   done
 ) >"$out/load.txt" &
 pids+=($!)

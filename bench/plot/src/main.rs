@@ -95,6 +95,9 @@ struct Results {
     /// CPU used by processes outside the benchmark between two samples, as a
     /// share of one core
     other_cpu: Vec<f64>,
+    /// CPU time taken by the hypervisor (steal) between two samples, as a
+    /// share of all the machine's CPU time
+    steal: Vec<f64>,
     startup: Option<Timing>,
     sizes: Vec<u64>,
 }
@@ -215,6 +218,14 @@ fn load(dir: &Path) -> Result<Results> {
                 .collect()
         })
         .collect();
+    let steal = samples
+        .windows(2)
+        .filter_map(|w| {
+            let (t0, s0) = (*w[0].get(5)?, *w[0].get(6)?);
+            let (t1, s1) = (*w[1].get(5)?, *w[1].get(6)?);
+            (t1 > t0).then(|| (s1 - s0) / (t1 - t0))
+        })
+        .collect();
     let load = samples.iter().filter_map(|s| s.get(1).copied()).collect();
     let clk_tck: f64 = machine
         .iter()
@@ -242,6 +253,7 @@ fn load(dir: &Path) -> Result<Results> {
         machine,
         load,
         other_cpu,
+        steal,
         startup,
         sizes,
     })
@@ -625,6 +637,19 @@ fn markdown(r: &Results, notes: Option<&str>) -> String {
             mean * 100.0,
             v[v.len() - 1] * 100.0,
             v.len()
+        );
+    }
+    if !r.steal.is_empty() {
+        let mut v = r.steal.clone();
+        v.sort_by(f64::total_cmp);
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let _ = writeln!(
+            w,
+            "- CPU steal (time the hypervisor gave to other guests, from `/proc/stat`): mean \
+             {:.0}% of the machine's CPU time, median {:.0}%, max {:.0}% over a 5 s interval",
+            mean * 100.0,
+            median(&v) * 100.0,
+            v[v.len() - 1] * 100.0
         );
     }
     let _ = writeln!(
