@@ -338,7 +338,7 @@ run_one() { # MODE N
   counted "$mode" "$n" curl-floor "$n" bench/peer.sh curl-floor "$refs"
   timed "$mode" "$n" curl-floor "$n" "$fr" "$fw" bench/peer.sh curl-floor "$refs"
   counted "$mode" "$n" pullcheck-vela "$n" "${pc_vela[@]}" --format json
-  tr -d ' \n' <"$work/last.out" | grep -q "\"present\":$n[,}]" || {
+  tr -d ' \n' <"$work/last.out" | grep -q "\"present\":${n}[,}]" || {
     echo "bench/run.sh: pullcheck did not find all $n images present:" >&2
     tail -c 2000 "$work/last.out" >&2
     exit 1
@@ -388,6 +388,7 @@ cpu_model=$(sed -n 's/^model[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
   printf 'nproc\t%s\n' "$(nproc)"
   printf 'cpu\t%s\n' "${cpu:-unknown}"
   printf 'kernel\t%s\n' "$(uname -sr)"
+  # shellcheck disable=SC1091
   printf 'os\t%s\n' "$(. /etc/os-release && echo "$PRETTY_NAME")"
   printf 'memory\t%s\n' "$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
   printf 'sizes\t%s\n' "${sizes[*]}"

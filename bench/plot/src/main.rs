@@ -344,8 +344,9 @@ fn markdown(r: &Results, notes: Option<&str>) -> String {
         "pullcheck runs at the start of every build, so its cost is paid on every build. \
          This page measures it against what users would otherwise script — `skopeo inspect` \
          and `docker manifest inspect`, one image at a time or 8 at a time — and against \
-         the floor the protocol allows (one ping, one token, one `HEAD` per image, sent by a \
-         single `curl`), on real registries: Debian's `docker-registry` on loopback, with \
+         the floor the protocol allows (one ping, one token, one `HEAD` per image, sent by \
+         `curl`: one process for the ping, one for the token, one for all the `HEAD`s), on \
+         real registries: Debian's `docker-registry` on loopback, with \
          token auth (the token server of `pullcheck-testkit`) and without auth, holding N \
          distinct images (OCI and Docker manifests and indexes, in turn).\n"
     );
@@ -444,7 +445,14 @@ fn markdown(r: &Results, notes: Option<&str>) -> String {
                 let Some(q) = r.requests.get(&(mode.to_string(), n, tool.to_string())) else {
                     continue;
                 };
-                let per = |x: u64| format!("{:.2}", x as f64 / q.images.max(1) as f64);
+                let per = |x: u64| {
+                    let v = x as f64 / q.images.max(1) as f64;
+                    if v > 0.0 && v < 0.01 {
+                        format!("{v:.3}")
+                    } else {
+                        format!("{v:.2}")
+                    }
+                };
                 let mut by: Vec<_> = q
                     .by_method
                     .split(',')
@@ -672,7 +680,7 @@ fn markdown(r: &Results, notes: Option<&str>) -> String {
         "On a Debian machine, as root (or with sudo), with Rust installed, from a clone of \
          the repository:\n\n\
          ```sh\n\
-         bench/run.sh           # N = 10, 100, 1000 (about 15 minutes on 2 cores); rewrites docs/benchmarks.md and .png\n\
+         bench/run.sh           # N = 10, 100, 1000 (10–15 minutes on 2 cores); rewrites docs/benchmarks.md and .png\n\
          bench/run.sh --quick   # N = 10, 100 only; results in target/bench/results\n\
          ```\n\n\
          The script installs what it needs with apt-get (`docker-registry`, `skopeo`, \
