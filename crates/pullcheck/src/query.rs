@@ -13,8 +13,9 @@
 //! reference is grouped by (endpoint, credential), each group is authorized once for
 //! all its repositories, and every `HEAD` of the round runs concurrently under one
 //! semaphore. With no mirrors and at most one credential per registry there is one
-//! round: one ping and one token request per registry, one `HEAD` per image, which is
-//! the protocol floor.
+//! round: one ping and one token request per registry (per 100 repositories: see
+//! `pullcheck_registry::Client::authorize`), one `HEAD` per image, which is the
+//! protocol floor.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -18,7 +18,7 @@ use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::session::{Mode, Parts, Session};
 use crate::tls;
-use crate::token::{self, BearerParams, CacheKey};
+use crate::token::{self, BearerParams, CacheKey, TokenFailure};
 use crate::transport::{self, Counters, Http, Limits, Purpose, TlsSetup};
 use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
 
@@ -252,7 +252,12 @@ impl Client {
     ///   504, refused or reset connections) are retried as [`ClientOptions`] says; the
     ///   error then lists each attempt's failure.
     /// - `Bearer` challenge: **one** token request carrying one `scope` parameter per
-    ///   repository (distribution token-auth spec), Basic-authenticated for
+    ///   repository (distribution token-auth spec) for up to 100 repositories and
+    ///   6 KiB of `scope` parameters; more repositories are split into batches of that
+    ///   size, whose tokens are fetched concurrently, and each `HEAD` carries its
+    ///   batch's token. (A token for 1,000 repositories is an 87 KB JWT that
+    ///   distribution decodes on every request, and its URL is longer than common
+    ///   front ends accept.) Basic-authenticated for
     ///   [`Credential::Basic`]; an OAuth2 refresh-token POST for
     ///   [`Credential::IdentityToken`] (GET when the realm answers 404 or 405);
     ///   [`Credential::RegistryToken`] is used as the bearer as it is. A token cached
@@ -354,6 +359,7 @@ impl Client {
             credential,
         );
         drop(ping);
+        let batches = scope::token_batches(repositories.iter().map(String::as_str));
         let mode = match decision {
             Plan::Open => Mode::Open,
             Plan::BasicWithoutCredential => Mode::BasicWithoutCredential,
@@ -373,13 +379,16 @@ impl Client {
             Plan::Bearer(params) => {
                 let realm_http = realm_http(&self.shared, endpoint, &params.realm)
                     .map_err(|e| unreachable_error(host, &e))?;
-                let scopes = scope::pull_scopes(repositories.iter().map(String::as_str));
-                let key = cache_key(endpoint, &params, credential, scopes);
-                self.shared
-                    .tokens
-                    .get(key, &realm_http, &params, attempts)
-                    .await
-                    .map_err(|f| auth::token_failure(host, &params, credential, &f))?;
+                self.prefetch_tokens(
+                    endpoint,
+                    &params,
+                    credential,
+                    &realm_http,
+                    &batches,
+                    attempts,
+                )
+                .await
+                .map_err(|f| auth::token_failure(host, &params, credential, &f))?;
                 Mode::Bearer {
                     params,
                     http: realm_http,
@@ -396,7 +405,41 @@ impl Client {
             credential: credential.clone(),
             mode,
             repositories,
+            batches,
         }))
+    }
+
+    /// Fetches the token of every scope batch at once, so that the `HEAD`s find them
+    /// cached. The first batch's failure is the error (it applies to every image: the
+    /// same realm and credential); another batch's failure is left for the `HEAD`s of
+    /// its repositories, which ask again through the cache and report it per image.
+    async fn prefetch_tokens(
+        &self,
+        endpoint: &Endpoint,
+        params: &BearerParams,
+        credential: &Credential,
+        http: &Http,
+        batches: &[Vec<String>],
+        attempts: &mut Attempts,
+    ) -> Result<(), TokenFailure> {
+        let tokens = &self.shared.tokens;
+        // With no repository, one token with no scope: the realm still checks the
+        // credential, as `docker login` does.
+        let (first, rest) = batches
+            .split_first()
+            .map_or((&[][..], &[][..]), |(f, r)| (&f[..], r));
+        let key = |scopes: &[String]| cache_key(endpoint, params, credential, Arc::from(scopes));
+        let deadline = attempts.deadline();
+        let policy = self.shared.policy;
+        let others = futures::future::join_all(rest.iter().map(|scopes| async move {
+            let mut own = Attempts::new(policy, deadline);
+            if let Err(failure) = tokens.get(key(scopes), http, params, &mut own).await {
+                tracing::debug!(host = %endpoint.host, ?failure, scopes = scopes.len(), "a token batch failed; left to its HEADs");
+            }
+        }));
+        let (first, _) =
+            futures::future::join(tokens.get(key(first), http, params, attempts), others).await;
+        first.map(drop)
     }
 
     /// `GET <base_path>` over https, then http when allowed, retried while the failures
@@ -567,7 +610,7 @@ pub(crate) fn cache_key(
     endpoint: &Endpoint,
     params: &BearerParams,
     credential: &Credential,
-    scopes: Vec<String>,
+    scopes: Arc<[String]>,
 ) -> CacheKey {
     CacheKey {
         host: endpoint.host.clone(),

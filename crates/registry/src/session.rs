@@ -20,7 +20,7 @@ use crate::errcode;
 use crate::platform;
 use crate::retry::{self, Attempts};
 use crate::scope;
-use crate::token::{BearerParams, Secret};
+use crate::token::{BearerHeader, BearerParams, Secret};
 use crate::transport::{self, Body, Http, Purpose};
 use crate::{Answer, Credential, Endpoint, Missing, Platform, Status};
 
@@ -59,6 +59,8 @@ pub(crate) struct Parts<'a> {
     pub credential: Credential,
     pub mode: Mode,
     pub repositories: &'a [String],
+    /// The scope batches of `repositories` ([`scope::token_batches`]), one token each.
+    pub batches: Vec<Vec<String>>,
 }
 
 enum Auth {
@@ -84,11 +86,14 @@ struct Inner {
     http: Http,
     credential: Credential,
     authorized: BTreeSet<String>,
-    /// The scopes of the authorized repositories, asked for together.
-    scopes: Vec<String>,
+    /// The scopes of the authorized repositories in batches, each asked for together
+    /// ([`scope::token_batches`]).
+    batches: Vec<Arc<[String]>>,
+    /// The batch of each authorized repository: an index into `batches`.
+    batch_of: HashMap<String, usize>,
     /// Repositories whose token is asked for on its own, after the registry answered
     /// `insufficient_scope` to the shared one, with the scopes asked for.
-    own_scopes: RwLock<HashMap<String, Vec<String>>>,
+    own_scopes: RwLock<HashMap<String, Arc<[String]>>>,
     /// Set by `authorize`, or once from the first challenge on an open registry.
     auth: OnceLock<Auth>,
 }
@@ -122,7 +127,7 @@ impl fmt::Debug for Session {
 /// The value of an `Authorization` header, kept secret.
 enum Authorization {
     Basic(String, Secret),
-    Bearer(Secret),
+    Bearer(BearerHeader),
 }
 
 impl Session {
@@ -133,7 +138,17 @@ impl Session {
             .filter(|r| !r.is_empty())
             .cloned()
             .collect();
-        let scopes = scope::pull_scopes(authorized.iter().map(String::as_str));
+        let batches: Vec<Arc<[String]>> = parts.batches.into_iter().map(Arc::from).collect();
+        let batch_of = authorized
+            .iter()
+            .filter_map(|r| {
+                let scope = scope::repository_pull(r);
+                batches
+                    .iter()
+                    .position(|b| b.binary_search(&scope).is_ok())
+                    .map(|i| (r.clone(), i))
+            })
+            .collect();
         let auth = OnceLock::new();
         let set = match parts.mode {
             Mode::Open => None,
@@ -154,7 +169,8 @@ impl Session {
                 http: parts.http,
                 credential: parts.credential,
                 authorized,
-                scopes,
+                batches,
+                batch_of,
                 own_scopes: RwLock::new(HashMap::new()),
                 auth,
             }),
@@ -464,7 +480,7 @@ impl Session {
         let Some(wanted) = auth::insufficient_scope(values, repository) else {
             return false;
         };
-        if self.scopes_for(repository) == wanted {
+        if *self.scopes_for(repository) == *wanted {
             return false;
         }
         tracing::debug!(
@@ -476,12 +492,13 @@ impl Session {
             .own_scopes
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(repository.to_string(), wanted);
+            .insert(repository.to_string(), Arc::from(wanted));
         true
     }
 
     /// The scopes of the token used for `repository`.
-    fn scopes_for(&self, repository: &str) -> Vec<String> {
+    /// Cheap: the batches are shared.
+    fn scopes_for(&self, repository: &str) -> Arc<[String]> {
         let inner = &self.inner;
         let own = inner
             .own_scopes
@@ -489,10 +506,12 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(repository)
             .cloned();
-        match own {
-            Some(scopes) => scopes,
-            None if inner.authorized.contains(repository) => inner.scopes.clone(),
-            None => vec![scope::repository_pull(repository)],
+        if let Some(scopes) = own {
+            return scopes;
+        }
+        match inner.batch_of.get(repository) {
+            Some(&i) => Arc::clone(&inner.batches[i]),
+            None => Arc::from([scope::repository_pull(repository)]),
         }
     }
 
@@ -715,7 +734,7 @@ fn with_auth(
         Some(Authorization::Basic(user, password)) => {
             request.basic_auth(user, Some(password.expose()))
         }
-        Some(Authorization::Bearer(token)) => request.bearer_auth(token.expose()),
+        Some(Authorization::Bearer(header)) => request.header(AUTHORIZATION, header.value()),
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::Method;
-use reqwest::header::RETRY_AFTER;
+use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde::Deserialize;
 use url::Url;
 
@@ -98,10 +98,52 @@ impl BearerParams {
     }
 }
 
+/// The `Authorization: Bearer <token>` value of a token, built once when the token
+/// arrives and shared by every request that sends it (a clone shares the bytes; a
+/// token for many repositories can be tens of KB). Marked sensitive, so `Debug` and
+/// HTTP/2 header compression never show or index it.
+#[derive(Clone)]
+pub(crate) struct BearerHeader(HeaderValue);
+
+impl BearerHeader {
+    /// `Bearer <token>`.
+    ///
+    /// # Errors
+    /// A reason, never the token, when the token holds bytes a header value cannot.
+    pub fn new(token: &str) -> Result<BearerHeader, String> {
+        let mut value = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
+            "the token holds characters that an HTTP header cannot carry".to_string()
+        })?;
+        value.set_sensitive(true);
+        Ok(BearerHeader(value))
+    }
+
+    /// The header value, for the `Authorization` header only.
+    pub fn value(&self) -> HeaderValue {
+        self.0.clone()
+    }
+
+    /// The token alone (after `Bearer `), for tests.
+    #[cfg(test)]
+    pub fn token(&self) -> &str {
+        self.0
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for BearerHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Bearer <redacted>")
+    }
+}
+
 /// A token and when it stops being usable.
 #[derive(Debug, Clone)]
 pub(crate) struct Token {
-    pub value: Secret,
+    pub value: BearerHeader,
     pub obtained: Instant,
     pub lifetime: Duration,
 }
@@ -259,7 +301,7 @@ pub(crate) fn parse_reply(body: &[u8], obtained: Instant) -> Result<Token, Strin
         None => DEFAULT_LIFETIME,
     };
     Ok(Token {
-        value: Secret::new(value),
+        value: BearerHeader::new(&value)?,
         obtained,
         lifetime,
     })
@@ -386,7 +428,9 @@ pub(crate) async fn fetch(
     let mut request = match plan(params, credential, scopes) {
         TokenPlan::Ready(value) => {
             return Ok(Token {
-                value,
+                value: BearerHeader::new(value.expose()).map_err(|reason| {
+                    TokenFailure::BadReply(format!("the configured registry token: {reason}"))
+                })?,
                 obtained: Instant::now(),
                 // A ready token has no known lifetime; it is never refreshed.
                 lifetime: Duration::MAX,
@@ -428,7 +472,7 @@ pub(crate) struct CacheKey {
     pub realm: Url,
     pub service: Option<String>,
     pub credential: Credential,
-    pub scopes: Vec<String>,
+    pub scopes: Arc<[String]>,
 }
 
 type Slot = Arc<tokio::sync::Mutex<Option<Token>>>;
@@ -455,7 +499,7 @@ impl Cache {
         http: &Http,
         params: &BearerParams,
         attempts: &mut Attempts,
-    ) -> Result<Secret, TokenFailure> {
+    ) -> Result<BearerHeader, TokenFailure> {
         let slot: Slot = {
             let mut slots = self
                 .slots
@@ -630,13 +674,13 @@ mod tests {
             now,
         )
         .unwrap();
-        assert_eq!(t.value.expose(), "abc");
+        assert_eq!(t.value.token(), "abc");
         assert_eq!(t.lifetime, Duration::from_secs(3600));
         let t = parse_reply(br#"{"access_token":"xyz"}"#, now).unwrap();
-        assert_eq!(t.value.expose(), "xyz");
+        assert_eq!(t.value.token(), "xyz");
         assert_eq!(t.lifetime, DEFAULT_LIFETIME);
         let t = parse_reply(br#"{"token":"","access_token":"xyz","expires_in":0}"#, now).unwrap();
-        assert_eq!(t.value.expose(), "xyz");
+        assert_eq!(t.value.token(), "xyz");
         assert_eq!(t.lifetime, DEFAULT_LIFETIME);
         let t = parse_reply(br#"{"token":"a","expires_in":"soon"}"#, now).unwrap();
         assert_eq!(t.lifetime, DEFAULT_LIFETIME);
@@ -648,7 +692,7 @@ mod tests {
     fn freshness_keeps_a_margin() {
         let now = Instant::now();
         let t = Token {
-            value: Secret::new("x"),
+            value: BearerHeader::new("x").unwrap(),
             obtained: now,
             lifetime: Duration::from_secs(60),
         };

@@ -349,6 +349,59 @@ async fn one_token_request_carries_every_scope() {
     assert_eq!(seen[1].scopes, vec!["repository:other/repo:pull"]);
 }
 
+/// More repositories than one token request takes: one token per batch of 100
+/// scopes, all fetched by `authorize`, and each `HEAD` sent with its batch's token (a
+/// token without the repository's scope would make the registry answer 401, which
+/// would be no access, not missing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_repositories_are_split_into_token_batches() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    let tokens = registry.token_server().expect("token server");
+    let client = client();
+    let mut names: Vec<String> = (0..230).map(|i| format!("batch/r-{i:03}")).collect();
+    names.push(APP.to_string());
+    let session = client
+        .authorize(&endpoint(&registry), &basic("alice", "s3cret"), &names)
+        .await
+        .expect("authorize");
+    let mut seen = tokens.requests();
+    assert_eq!(seen.len(), 3, "{} token requests", seen.len());
+    seen.sort_by(|a, b| a.scopes[0].cmp(&b.scopes[0]));
+    let sizes: Vec<usize> = seen.iter().map(|r| r.scopes.len()).collect();
+    assert_eq!(sizes, [100, 100, 31]);
+    assert_eq!(seen[1].scopes[0], "repository:batch/r-100:pull");
+    assert_eq!(seen[2].scopes[30], "repository:team/app:pull");
+    assert!(
+        seen.iter()
+            .all(|r| r.auth == TokenAuth::User("alice".into()))
+    );
+
+    let mut tasks = Vec::new();
+    for name in names.iter().cloned() {
+        let session = session.clone();
+        tasks.push(tokio::spawn(async move {
+            let a = session.check(&name, "3.19").await;
+            (name, a)
+        }));
+    }
+    for task in tasks {
+        let (name, a) = task.await.expect("task");
+        let want = if name == APP {
+            Status::Present
+        } else {
+            Status::Missing
+        };
+        assert_eq!(a.status, want, "{name}: {}", a.detail);
+    }
+    assert_eq!(tokens.requests().len(), 3, "no token asked again");
+    assert_eq!(client.token_request_count(), 3);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_token_is_refreshed_once_for_concurrent_checks() {
     let policy = token_registry_policy().expires_in(Duration::from_secs(1));

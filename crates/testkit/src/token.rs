@@ -320,6 +320,16 @@ impl TokenServer {
         lock(&self.state.requests).clone()
     }
 
+    /// The requests received after the first `n` (in arrival order), or none when
+    /// there are not more than `n`: what a log follower needs, without copying the
+    /// whole history on every poll. Cleared requests are not counted.
+    pub fn requests_since(&self, n: usize) -> Vec<TokenRequest> {
+        lock(&self.state.requests)
+            .get(n..)
+            .map(<[TokenRequest]>::to_vec)
+            .unwrap_or_default()
+    }
+
     /// Forgets the requests received so far.
     pub fn clear_requests(&self) {
         lock(&self.state.requests).clear();

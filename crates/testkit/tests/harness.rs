@@ -344,6 +344,12 @@ async fn token_registry_grants_pull_per_user() {
     let form = "grant_type=password&username=alice&password=wonderland&service=x";
     assert_eq!(post_form(server.realm(), form).await.status, 404);
     assert_eq!(server.requests()[4].method, "POST");
+    // What a log follower reads: the requests after the first n, none past the end.
+    let since = server.requests_since(3);
+    assert_eq!(since.len(), 2);
+    assert_eq!((since[0].status, since[1].method.as_str()), (401, "POST"));
+    assert!(server.requests_since(5).is_empty());
+    assert!(server.requests_since(99).is_empty());
     server.clear_requests();
     assert!(server.requests().is_empty());
 }

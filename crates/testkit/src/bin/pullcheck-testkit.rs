@@ -225,11 +225,11 @@ async fn follow_token_log(server: &TokenServer, path: PathBuf) -> Result<(), Str
         .map_err(|e| format!("opening {}: {e}", path.display()))?;
     let mut written = 0;
     loop {
-        let requests = server.requests();
-        for r in requests.iter().skip(written) {
+        let new = server.requests_since(written);
+        for r in &new {
             writeln!(file, "{}", token_line(r)).map_err(|e| e.to_string())?;
         }
-        written = requests.len();
+        written += new.len();
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
