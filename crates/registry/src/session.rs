@@ -139,14 +139,18 @@ impl Session {
             .cloned()
             .collect();
         let batches: Vec<Arc<[String]>> = parts.batches.into_iter().map(Arc::from).collect();
+        // By scope string: the batches are in repository order, which is not the order
+        // of the scope strings (`img-1` < `img-10`, but `img-1:pull` > `img-10:pull`).
+        let batch_of_scope: HashMap<&str, usize> = batches
+            .iter()
+            .enumerate()
+            .flat_map(|(i, b)| b.iter().map(move |s| (s.as_str(), i)))
+            .collect();
         let batch_of = authorized
             .iter()
             .filter_map(|r| {
-                let scope = scope::repository_pull(r);
-                batches
-                    .iter()
-                    .position(|b| b.binary_search(&scope).is_ok())
-                    .map(|i| (r.clone(), i))
+                let i = batch_of_scope.get(scope::repository_pull(r).as_str())?;
+                Some((r.clone(), *i))
             })
             .collect();
         let auth = OnceLock::new();
