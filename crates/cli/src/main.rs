@@ -27,7 +27,8 @@ use sources::ClusterArgs;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// More log output on stderr (-v debug, -vv trace). Secrets are never logged.
+    /// More log output on stderr: -v debug, -vv trace (pullcheck's own), -vvv trace of
+    /// everything, the HTTP and TLS libraries too. Secrets are never logged.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
 }
@@ -150,7 +151,8 @@ struct Sources {
 #[derive(Debug, Args)]
 struct CheckArgs {
     /// Pipeline files (Vela source YAML, a compiled build JSON) or Kubernetes manifests;
-    /// the kind is detected from the content.
+    /// the kind is detected from the content. `-` reads standard input (once). Files
+    /// over 64 MiB are refused.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
     /// An image to check, with an optional pull policy (always, not_present, on_start,
@@ -261,6 +263,12 @@ fn init_logging(verbose: u8) {
     let default = match verbose {
         0 => "warn",
         1 => "pullcheck=debug,pullcheck_registry=debug,pullcheck_cli=debug",
+        // Without the handshake and frame dumps of rustls, hyper and h2.
+        2 => {
+            "info,pullcheck=trace,pullcheck_registry=trace,pullcheck_cli=trace,\
+             pullcheck_kube=trace,pullcheck_credentials=trace,pullcheck_mirrors=trace,\
+             pullcheck_input=trace"
+        }
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("PULLCHECK_LOG")
@@ -336,6 +344,7 @@ impl Sources {
 }
 
 async fn run_check(args: CheckArgs) -> i32 {
+    let started = std::time::Instant::now();
     if args.files.is_empty() && args.images.is_empty() {
         return fail(&"nothing to check: give pipeline files and/or --image REF[=POLICY]");
     }
@@ -350,16 +359,27 @@ async fn run_check(args: CheckArgs) -> i32 {
         (Ok(r), Ok(n)) => (r, n),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
-    let gathered = match sources::gather(
-        &args.files,
-        images,
-        &args.sources.pull_secret,
-        &args.sources.cluster(),
+    // The deadline covers the Kubernetes lookups too: what they leave is the query's.
+    let gathered = match tokio::time::timeout(
+        args.deadline,
+        sources::gather(
+            &args.files,
+            images,
+            &args.sources.pull_secret,
+            &args.sources.cluster(),
+        ),
     )
     .await
     {
-        Ok(g) => g,
-        Err(e) => return fail(&e),
+        Ok(Ok(g)) => g,
+        Ok(Err(e)) => return fail(&e),
+        Err(_) => {
+            return fail(&format!(
+                "the Kubernetes API did not answer the pull-secret lookups within the \
+                 --deadline of {}",
+                humantime_secs(args.deadline)
+            ));
+        }
     };
     for chain in &gathered.walked {
         tracing::debug!("pull secrets: {chain}");
@@ -368,7 +388,7 @@ async fn run_check(args: CheckArgs) -> i32 {
         include_on_start: args.include_on_start,
         concurrency: usize::from(args.concurrency),
         request_timeout: args.request_timeout,
-        deadline: args.deadline,
+        deadline: args.deadline.saturating_sub(started.elapsed()),
         tag_hints: !args.no_tag_hints,
         registry: ClientOptions {
             max_attempts: args.max_attempts,
@@ -395,6 +415,16 @@ async fn run_check(args: CheckArgs) -> i32 {
         }
     };
     emit(&text, report.exit_code())
+}
+
+/// A duration as `--deadline` takes it: `60s`, `1500ms`.
+fn humantime_secs(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
 }
 
 /// `NO_COLOR` set to a non-empty value (no-color.org), or a dumb terminal.

@@ -116,9 +116,15 @@ pub async fn gather(
     let mut workloads = Vec::new();
     // Documents, objects and kinds that were not read, so nothing is skipped silently.
     let mut file_warnings = Vec::new();
+    if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        return Err("`-` (standard input) is given more than once".into());
+    }
     for file in files {
-        let text = read(file)?;
-        let name = file.display().to_string();
+        let (name, text) = if file.as_os_str() == "-" {
+            ("<stdin>".to_string(), read_stdin()?)
+        } else {
+            (file.display().to_string(), read(file)?)
+        };
         let found = if pullcheck_kube::is_kubernetes_manifest(&text) {
             let manifests =
                 pullcheck_kube::read_manifests(&name, &text).map_err(|e| e.to_string())?;
@@ -253,6 +259,41 @@ pub fn build_keyring(
     keyring_of(&read_pull_secret_files(pull_secret_files)?, chain)
 }
 
+/// The largest input file read, in bytes (64 MiB): far above any pipeline or manifest,
+/// and a bound on what a wrong path (a disk image, `/dev/zero`) can cost.
+const MAX_INPUT_BYTES: u64 = 64 << 20;
+
 fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    read_capped(file, &path.display().to_string())
+}
+
+fn read_stdin() -> Result<String, String> {
+    read_capped(std::io::stdin().lock(), "<stdin>")
+}
+
+/// Reads at most [`MAX_INPUT_BYTES`] of UTF-8 text from `source`, named `name` in errors.
+fn read_capped(source: impl std::io::Read, name: &str) -> Result<String, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    source
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!(
+            "{name}: larger than {} MiB; not read",
+            MAX_INPUT_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let column = 1 + String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count();
+        format!("{name}:{line}:{column}: not UTF-8 text")
+    })
 }

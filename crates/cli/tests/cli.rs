@@ -534,3 +534,85 @@ fn nothing_is_skipped_silently() {
     let out = pullcheck(&["check", "two.yml"], &dir);
     assert!(text(&out).contains("warning: two.yml:6"), "{}", text(&out));
 }
+
+#[test]
+fn stdin_and_unreadable_inputs() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = temp_dir("stdin");
+    // `-` is standard input, named `<stdin>` in positions.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+        .args(["check", "-", "--format", "json"])
+        .current_dir(&dir)
+        .env("HOME", &dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let detail = json["images"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("<stdin>:5:11"), "{detail}");
+
+    let out = pullcheck(&["check", "-", "-"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("more than once"), "{}", text(&out));
+
+    // Not UTF-8: the position of the first bad byte.
+    std::fs::write(dir.join("latin1.yml"), b"version: \"1\"\nstep\xe9s:\n").unwrap();
+    let out = pullcheck(&["check", "latin1.yml"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("latin1.yml:2:5: not UTF-8 text"),
+        "{}",
+        text(&out)
+    );
+
+    // Endless input is cut at 64 MiB, not read into memory until it runs out.
+    let out = pullcheck(&["check", "/dev/zero"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("/dev/zero: larger than 64 MiB; not read"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// `-vv` is pullcheck's own trace; `-vvv` adds the libraries' (the TLS hello that the
+/// plain-HTTP registry refuses, before the client falls back to HTTP).
+#[tokio::test]
+async fn verbosity_levels_choose_whose_trace() {
+    let registry = Registry::builder().start().await.unwrap();
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .unwrap();
+    let dir = temp_dir("verbosity");
+    let image = format!("{}/team/app:v1", registry.host());
+    let run = |v: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+            .args(["check", "--image", &image, v])
+            .current_dir(&dir)
+            .env("HOME", &dir)
+            .env("NO_COLOR", "1")
+            .env_remove("PULLCHECK_LOG")
+            .env_remove("DOCKER_CONFIG")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{v}: {}", text(&out));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let vv = run("-vv");
+    assert!(vv.contains(" pullcheck_registry::"), "{vv}");
+    assert!(!vv.contains(" rustls::"), "{vv}");
+    let vvv = run("-vvv");
+    assert!(vvv.contains(" rustls::"), "{vvv}");
+}

@@ -424,6 +424,28 @@ async fn a_malformed_secret_is_a_configuration_error_naming_it() {
     env.assert_only_named_gets();
 }
 
+/// `check --image team/app -n builds` with a kubeconfig for the API server at `url`,
+/// plus `extra`; the output and how long it took.
+fn check_with_cluster_at(env: &Env, url: &str, extra: &[&str]) -> (Output, Duration) {
+    let kubeconfig = env.dir.join("other-kubeconfig");
+    kube::write_kubeconfig_for(&kubeconfig, url, None, "unused-token").expect("kubeconfig");
+    let app = env.image("team/app");
+    let kubeconfig = kubeconfig.display().to_string();
+    let mut args = vec![
+        "check",
+        "--image",
+        &app,
+        "-n",
+        NS,
+        "--kubeconfig",
+        &kubeconfig,
+    ];
+    args.extend_from_slice(extra);
+    let started = Instant::now();
+    let out = env.run(&args);
+    (out, started.elapsed())
+}
+
 #[tokio::test]
 async fn an_unreachable_cluster_fails_fast_naming_the_server() {
     let env = Env::start("unreachable").await;
@@ -431,21 +453,7 @@ async fn an_unreachable_cluster_fails_fast_naming_the_server() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     drop(listener);
-    let kubeconfig = env.dir.join("closed-kubeconfig");
-    kube::write_kubeconfig_for(&kubeconfig, &url, None, "unused-token").expect("kubeconfig");
-    let app = env.image("team/app");
-
-    let started = Instant::now();
-    let out = env.run(&[
-        "check",
-        "--image",
-        &app,
-        "-n",
-        NS,
-        "--kubeconfig",
-        &kubeconfig.display().to_string(),
-    ]);
-    let took = started.elapsed();
+    let (out, took) = check_with_cluster_at(&env, &url, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(took < Duration::from_secs(5), "took {took:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -457,6 +465,27 @@ async fn an_unreachable_cluster_fails_fast_naming_the_server() {
     );
     assert!(stderr.to_lowercase().contains("refused"), "{stderr}");
     assert!(env.token_requests().is_empty());
+}
+
+/// `--deadline` bounds the pull-secret lookups too: an API server that accepts the
+/// connection and never answers (its own timeout is 10 s per request) ends the run at
+/// the deadline, as an error naming it, and no registry is asked.
+#[tokio::test]
+async fn a_silent_cluster_is_bounded_by_the_deadline() {
+    let env = Env::start("silent").await;
+    // Listening, never accepting: the kernel completes the handshake, nobody answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (out, took) = check_with_cluster_at(&env, &url, &["--deadline", "1500ms"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("did not answer the pull-secret lookups within the --deadline of 1500ms"),
+        "{stderr}"
+    );
+    assert!(env.token_requests().is_empty());
+    drop(listener);
 }
 
 #[tokio::test]

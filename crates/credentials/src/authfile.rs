@@ -120,7 +120,10 @@ impl AuthFile {
         Self::parse_bytes(path, kind, &bytes)
     }
 
-    /// Parses the text of a file; `path` is kept for sources and errors.
+    /// Parses the text of a file; `path` is kept for sources and errors. An empty or
+    /// whitespace-only Docker `config.json` is an empty config, as Docker reads it
+    /// (its JSON decoder's end of input is not an error); an empty `auth.json` is a
+    /// JSON error.
     ///
     /// # Errors
     /// [`CredentialError::AuthFile`] naming the file: a JSON syntax error (line and
@@ -140,6 +143,17 @@ impl AuthFile {
             path: path.display().to_string(),
             message,
         };
+        // Docker's `configfile.LoadFromReader` takes an empty (or whitespace-only)
+        // config.json as an empty config: the JSON decoder's io.EOF is not an error.
+        if kind == AuthFileKind::DockerConfig && bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(AuthFile {
+                path: path.to_path_buf(),
+                kind,
+                entries: Vec::new(),
+                cred_helpers: Vec::new(),
+                creds_store: None,
+            });
+        }
         let root = tree::parse_json(bytes).map_err(|e| err(tree::json_error_message(&e)))?;
         let mut entries = Vec::new();
         if let Some(auths) = tree::go_member(&root, "auths", "the document").map_err(err)? {

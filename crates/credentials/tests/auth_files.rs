@@ -412,3 +412,32 @@ fn node_steps_order_entries_then_helpers() {
         "credential helper docker-credential-one (/cfg/config.json)"
     );
 }
+
+/// Docker's `configfile.LoadFromReader` ignores the JSON decoder's `io.EOF`, so an
+/// empty or whitespace-only `config.json` is an empty config; `auth.json` has no such
+/// rule here, and half a document (or a byte-order mark alone) is still an error.
+#[test]
+fn empty_docker_config_is_an_empty_config() {
+    for text in ["", " \n\t\r\n"] {
+        let file = docker(text);
+        assert!(file.entries().is_empty(), "{text:?}");
+        assert!(file.cred_helpers().is_empty(), "{text:?}");
+        assert_eq!(file.creds_store(), None, "{text:?}");
+        assert_eq!(picked(&file, "nginx"), None);
+    }
+    let err = AuthFile::parse(
+        Path::new("/run/auth.json"),
+        AuthFileKind::ContainersAuth,
+        "",
+    )
+    .expect_err("empty auth.json");
+    assert!(err.to_string().starts_with("/run/auth.json: "), "{err}");
+    for text in ["{", "\u{feff}"] {
+        AuthFile::parse(
+            Path::new("/cfg/config.json"),
+            AuthFileKind::DockerConfig,
+            text,
+        )
+        .expect_err(text);
+    }
+}
