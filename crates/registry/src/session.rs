@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Instant, SystemTime};
 
 use reqwest::Method as HttpMethod;
@@ -16,7 +16,7 @@ use url::Url;
 use crate::auth::{self, Plan};
 use crate::classify::{self, Decision, IndexReply, Method, Query, Ref, Reply, Who};
 use crate::client::{Shared, cache_key, earliest, realm_http, with_query};
-use crate::errcode;
+use crate::errcode::{self, RegistryError};
 use crate::platform;
 use crate::retry::{self, Attempts};
 use crate::scope;
@@ -96,6 +96,21 @@ struct Inner {
     own_scopes: RwLock<HashMap<String, Arc<[String]>>>,
     /// Set by `authorize`, or once from the first challenge on an open registry.
     auth: OnceLock<Auth>,
+    /// The `tags/list` answer of each repository, fetched once however many of its
+    /// images are missing.
+    tags: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<TagsFetch>>>>,
+}
+
+/// One `tags/list` answer, shared by every missing image of a repository.
+enum TagsFetch {
+    /// No answer, or an answer that could not be read: the reason.
+    Failed(String),
+    Answered {
+        status: u16,
+        body: Vec<u8>,
+        errors: Vec<RegistryError>,
+        link_next: bool,
+    },
 }
 
 /// An authenticated view of one registry. Cheap to clone, `Send + Sync`: clones share
@@ -177,6 +192,7 @@ impl Session {
                 batch_of,
                 own_scopes: RwLock::new(HashMap::new()),
                 auth,
+                tags: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -248,7 +264,8 @@ impl Session {
     ///   [`Status::Missing`] with [`Missing::Platform`].
     /// - 404: missing; with [`crate::ClientOptions::tag_hints`], one
     ///   `GET /v2/<repository>/tags/list?n=1000` tells a missing repository from a
-    ///   missing tag and suggests close tags.
+    ///   missing tag and suggests close tags. It is sent once per repository and
+    ///   session (clones share it), however many of its images are missing.
     /// - 401: [`Status::NoAccess`] (missing, or no access), never missing. When a
     ///   bearer token was sent and the challenge says `error="insufficient_scope"`, a
     ///   token for that repository alone is fetched once and the request sent again.
@@ -662,8 +679,9 @@ impl Session {
         }
     }
 
-    /// `GET /v2/<repository>/tags/list?n=1000` after a 404; one attempt, within the
-    /// deadline.
+    /// What the tag list says about a 404: `GET /v2/<repository>/tags/list?n=1000`,
+    /// one attempt within the deadline, sent once per repository and shared by its
+    /// missing images.
     async fn list_tags(
         &self,
         query: &Query<'_>,
@@ -671,12 +689,40 @@ impl Session {
         authorization: Option<&Authorization>,
         deadline: Option<Instant>,
     ) -> Answer {
+        let cell = Arc::clone(
+            self.inner
+                .tags
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(query.repository.to_string())
+                .or_default(),
+        );
+        let fetched = cell
+            .get_or_init(|| self.fetch_tags(query.repository, authorization, deadline))
+            .await;
+        match fetched {
+            TagsFetch::Failed(reason) => classify::tags_list_failed(query, missing, reason),
+            TagsFetch::Answered {
+                status,
+                body,
+                errors,
+                link_next,
+            } => classify::tags_list(query, missing, *status, body, errors, *link_next),
+        }
+    }
+
+    async fn fetch_tags(
+        &self,
+        repository: &str,
+        authorization: Option<&Authorization>,
+        deadline: Option<Instant>,
+    ) -> TagsFetch {
         let inner = &self.inner;
         let mut url = inner.api.clone();
         {
             let mut segments = url.path_segments_mut().expect("an http(s) URL has a path");
             segments.pop_if_empty();
-            segments.extend(query.repository.split('/'));
+            segments.extend(repository.split('/'));
             segments.extend(["tags", "list"]);
         }
         url.set_query(Some("n=1000"));
@@ -688,7 +734,7 @@ impl Session {
             .await
         {
             Ok(r) => r,
-            Err(e) => return classify::tags_list_failed(query, missing, &e.reason),
+            Err(e) => return TagsFetch::Failed(e.reason),
         };
         let status = response.status().as_u16();
         let link_next = response
@@ -703,18 +749,19 @@ impl Session {
         };
         let body = inner.http.read_limited(response, limit).await;
         if let Some(e) = body.error {
-            return classify::tags_list_failed(
-                query,
-                missing,
-                &format!("reading it: {}", e.reason),
-            );
+            return TagsFetch::Failed(format!("reading it: {}", e.reason));
         }
         let errors = if status >= 400 {
             errcode::parse(&body.bytes)
         } else {
             Vec::new()
         };
-        classify::tags_list(query, missing, status, &body.bytes, &errors, link_next)
+        TagsFetch::Answered {
+            status,
+            body: body.bytes,
+            errors,
+            link_next,
+        }
     }
 }
 

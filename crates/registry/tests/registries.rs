@@ -535,6 +535,36 @@ async fn head_only_and_tag_list_only_after_a_404() {
             "GET /v2/team/app/tags/list?n=1000 200",
         ]
     );
+
+    // More missing tags of the same repository, at once: the tag list is asked once
+    // per repository and each answer still names its own tag and the close ones.
+    registry.clear_requests().await.expect("clear");
+    let checks = ["3.90", "3.17", "docker-lsit", "nope"].map(|tag| session.check(APP, tag));
+    let answers = futures::future::join_all(checks).await;
+    for (answer, tag) in answers.iter().zip(["3.90", "3.17", "docker-lsit", "nope"]) {
+        assert_status(answer, Status::Missing, Some(Missing::Tag));
+        assert!(answer.detail.contains(tag), "{}", answer.detail);
+    }
+    assert!(
+        answers[2].detail.contains("docker-list"),
+        "{}",
+        answers[2].detail
+    );
+    session.check(NOPE, "v1").await;
+    session.check(NOPE, "v2").await;
+    let lists: Vec<String> = registry
+        .requests()
+        .await
+        .expect("requests")
+        .iter()
+        .filter(|r| r.path.contains("/tags/list"))
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(
+        lists,
+        vec!["GET /v2/team/does-not-exist/tags/list?n=1000 404",],
+        "team/app's list was fetched before the clear; each repository's once"
+    );
 }
 
 #[tokio::test]
