@@ -11,7 +11,8 @@
 #   docker-seq   `docker manifest inspect --insecure`, one image after the other
 #   curl-floor   the requests the protocol needs and nothing else: one ping, one
 #                token for every repository, then one HEAD per image, 16 at a time
-#                over keep-alive connections (a single curl process)
+#                over keep-alive connections (one curl process for the ping, one for
+#                the token, one for all the HEADs)
 #
 # Environment (exported by bench/run.sh):
 #   BENCH_USER, BENCH_PASSWORD  credentials (unset: anonymous)

@@ -407,7 +407,8 @@ cpu_model=$(sed -n 's/^model[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
 } >"$out/machine.tsv"
 
 report_args=(--results "$out" --markdown "$out/benchmarks.md" --png "$out/benchmarks.png")
-[ -f bench/notes.md ] && report_args+=(--notes bench/notes.md)
+# The notes analyse the published full run; a quick run's report goes without them.
+[ "$docs" -eq 1 ] && [ -f bench/notes.md ] && report_args+=(--notes bench/notes.md)
 "$report" "${report_args[@]}"
 if [ "$docs" -eq 1 ]; then
   mkdir -p docs

@@ -699,7 +699,7 @@ fn markdown(r: &Results, notes: Option<&str>) -> String {
         "On a Debian machine, as root (or with sudo), with Rust installed, from a clone of \
          the repository:\n\n\
          ```sh\n\
-         bench/run.sh           # N = 10, 100, 1000 (10–15 minutes on 2 cores); rewrites docs/benchmarks.md and .png\n\
+         bench/run.sh           # N = 10, 100, 1000 (about 10 minutes on 2 cores, after the build); rewrites docs/benchmarks.md and .png\n\
          bench/run.sh --quick   # N = 10, 100 only; results in target/bench/results\n\
          ```\n\n\
          The script installs what it needs with apt-get (`docker-registry`, `skopeo`, \
