@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use pullcheck::ImageSet;
 use pullcheck::credentials::{Keyring, PullSecret};
@@ -102,14 +103,54 @@ pub struct Gathered {
     pub sets: Vec<ImageSet>,
     /// The credential chains walked in the cluster, for `explain` and `-v`.
     pub walked: Vec<PullSecretChain>,
+    /// When `--deadline` started: after the inputs were read, before the first
+    /// Kubernetes request.
+    pub deadline_start: std::time::Instant,
 }
 
-/// Reads every file and `--image`, and finds each Pod's pull secrets.
+/// `--deadline` as it bounds the Kubernetes lookups.
+struct LookupDeadline {
+    at: tokio::time::Instant,
+    given: Duration,
+}
+
+impl LookupDeadline {
+    /// `lookup` unless the deadline passes first, which is an error naming it.
+    async fn within<T>(
+        &self,
+        lookup: impl std::future::Future<Output = Result<T, String>>,
+    ) -> Result<T, String> {
+        tokio::time::timeout_at(self.at, lookup)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "the Kubernetes API did not answer the pull-secret lookups within the \
+                     --deadline of {}",
+                    format_duration(self.given)
+                ))
+            })
+    }
+}
+
+/// A duration as the duration options take it: `60s`, `1500ms`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// Reads every file and `--image`, then finds each Pod's pull secrets, the Kubernetes
+/// lookups within `deadline` (its clock starts once the inputs are read; the query
+/// stage gets what is left, from [`Gathered::deadline_start`]).
 pub async fn gather(
     files: &[PathBuf],
     images: Vec<ImageUse>,
     pull_secret_files: &[PathBuf],
     cluster_args: &ClusterArgs,
+    deadline: Duration,
 ) -> Result<Gathered, String> {
     let file_secrets = read_pull_secret_files(pull_secret_files)?;
     let mut build_uses: Vec<ImageUse> = Vec::new();
@@ -150,7 +191,12 @@ pub async fn gather(
     }
     build_uses.extend(images);
 
-    let cluster = cluster_args.connect().await?;
+    let deadline_start = std::time::Instant::now();
+    let lookups = LookupDeadline {
+        at: tokio::time::Instant::from_std(pullcheck::deadline_at(deadline_start, deadline)),
+        given: deadline,
+    };
+    let cluster = lookups.within(cluster_args.connect()).await?;
     let mut walked = Vec::new();
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
@@ -159,9 +205,13 @@ pub async fn gather(
     if !build_uses.is_empty() {
         let chain = match &cluster {
             Some(c) => Some(
-                c.build_pull_secrets(&cluster_args.template_source())
-                    .await
-                    .map_err(|e| e.to_string())?,
+                lookups
+                    .within(async {
+                        c.build_pull_secrets(&cluster_args.template_source())
+                            .await
+                            .map_err(|e| e.to_string())
+                    })
+                    .await?,
             ),
             None => {
                 if let Some(path) = &cluster_args.pods_template_file {
@@ -198,9 +248,13 @@ pub async fn gather(
         let pods: Vec<PodPullSecrets> = workloads.iter().map(|w| w.pull_secrets.clone()).collect();
         let chains = match &cluster {
             Some(c) => Some(
-                pullcheck_kube::walk_pull_secrets_many(c, &pods)
-                    .await
-                    .map_err(|e| e.to_string())?,
+                lookups
+                    .within(async {
+                        pullcheck_kube::walk_pull_secrets_many(c, &pods)
+                            .await
+                            .map_err(|e| e.to_string())
+                    })
+                    .await?,
             ),
             None => None,
         };
@@ -236,7 +290,11 @@ pub async fn gather(
             ..ImageSet::default()
         });
     }
-    Ok(Gathered { sets, walked })
+    Ok(Gathered {
+        sets,
+        walked,
+        deadline_start,
+    })
 }
 
 /// The chain a `explain` would walk for the build Pod, when a cluster is given.
@@ -259,34 +317,25 @@ pub fn build_keyring(
     keyring_of(&read_pull_secret_files(pull_secret_files)?, chain)
 }
 
-/// The largest input file read, in bytes (64 MiB): far above any pipeline or manifest,
-/// and a bound on what a wrong path (a disk image, `/dev/zero`) can cost.
-const MAX_INPUT_BYTES: u64 = 64 << 20;
-
 fn read(path: &Path) -> Result<String, String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    read_capped(file, &path.display().to_string())
+    let name = path.display().to_string();
+    text_of(pullcheck_files::read(path), &name)
 }
 
 fn read_stdin() -> Result<String, String> {
-    read_capped(std::io::stdin().lock(), "<stdin>")
+    text_of(
+        pullcheck_files::read_from(std::io::stdin().lock()),
+        "<stdin>",
+    )
 }
 
-/// Reads at most [`MAX_INPUT_BYTES`] of UTF-8 text from `source`, named `name` in errors.
-fn read_capped(source: impl std::io::Read, name: &str) -> Result<String, String> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    source
-        .take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{name}: cannot read: {e}"))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!(
-            "{name}: larger than {} MiB; not read",
-            MAX_INPUT_BYTES >> 20
-        ));
-    }
+/// The text of an input read through `pullcheck_files` (at most 64 MiB), named `name`
+/// in errors; bytes that are not UTF-8 are named by line and column.
+fn text_of(read: std::io::Result<Vec<u8>>, name: &str) -> Result<String, String> {
+    let bytes = read.map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => format!("{name}: {e}; not read"),
+        _ => format!("{name}: cannot read: {e}"),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();

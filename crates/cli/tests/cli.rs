@@ -586,8 +586,8 @@ fn stdin_and_unreadable_inputs() {
     );
 }
 
-/// `-vv` is pullcheck's own trace; `-vvv` adds the libraries' (the TLS hello that the
-/// plain-HTTP registry refuses, before the client falls back to HTTP).
+/// `-v` is pullcheck's debug, `-vv` its trace; `-vvv` adds the libraries' (the TLS
+/// hello that the plain-HTTP registry refuses, before the client falls back to HTTP).
 #[tokio::test]
 async fn verbosity_levels_choose_whose_trace() {
     let registry = Registry::builder().start().await.unwrap();
@@ -610,9 +610,104 @@ async fn verbosity_levels_choose_whose_trace() {
         assert_eq!(out.status.code(), Some(0), "{v}: {}", text(&out));
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
+    let v = run("-v");
+    assert!(v.contains("DEBUG pullcheck_registry::"), "{v}");
+    assert!(!v.contains("TRACE"), "{v}");
     let vv = run("-vv");
-    assert!(vv.contains(" pullcheck_registry::"), "{vv}");
+    // The plan of each reference, each answer and the headers that decided it.
+    for event in [
+        "TRACE pullcheck::query: plan",
+        "TRACE pullcheck::query: answer",
+        "TRACE pullcheck_registry::transport: registry response headers",
+    ] {
+        assert!(vv.contains(event), "{event}: {vv}");
+    }
     assert!(!vv.contains(" rustls::"), "{vv}");
     let vvv = run("-vvv");
     assert!(vvv.contains(" rustls::"), "{vvv}");
+}
+
+/// A deadline too long to add to the clock is no deadline, not a panic (found by a
+/// reviewer: `--deadline 18446744073709551615m` overflowed `Instant + Duration`).
+#[test]
+fn an_endless_deadline_is_no_panic() {
+    let dir = temp_dir("endless");
+    // Port 1 on loopback refuses at once; one attempt, so the run ends quickly.
+    for deadline in ["18446744073709551615", "18446744073709551615m"] {
+        let out = pullcheck(
+            &[
+                "check",
+                "--image",
+                "127.0.0.1:1/team/app:v1",
+                "--max-attempts",
+                "1",
+                "--deadline",
+                deadline,
+            ],
+            &dir,
+        );
+        assert_eq!(out.status.code(), Some(3), "{deadline}: {}", text(&out));
+        assert!(!text(&out).contains("panicked"), "{}", text(&out));
+        assert!(text(&out).contains("unreachable"), "{}", text(&out));
+    }
+}
+
+/// Every file option reads through the same 64 MiB limit: a wrong path such as
+/// `/dev/zero` is an error naming it, not memory exhausted (found by a reviewer for
+/// the config options after the limit covered only pipelines).
+#[test]
+fn every_file_option_has_the_size_limit() {
+    let dir = temp_dir("limits");
+    for option in [
+        "--docker-config",
+        "--auth-file",
+        "--pull-secret",
+        "--registries-conf",
+        "--docker-daemon-config",
+        "--pods-template-file",
+        "--ca-file",
+    ] {
+        let out = pullcheck(
+            &[
+                "check",
+                "--image",
+                "127.0.0.1:1/team/app:v1",
+                option,
+                "/dev/zero",
+            ],
+            &dir,
+        );
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{option}: {shown}");
+        assert!(shown.contains("/dev/zero"), "{option}: {shown}");
+        assert!(shown.contains("larger than 64 MiB"), "{option}: {shown}");
+    }
+}
+
+/// `explain` refuses what `check` reports as invalid (a port outside 1–65535, no
+/// registry), and never prints a control character of its input as it is.
+#[test]
+fn explain_agrees_with_check_and_escapes_its_input() {
+    let dir = temp_dir("explain-invalid");
+    for (input, kind) in [
+        ("localhost:99999/x", "port_out_of_range"),
+        ("localhost:0/x", "port_out_of_range"),
+        ("foo_bar.com/app", "no_registry"),
+    ] {
+        let out = pullcheck(&["explain", input, "--format", "json"], &dir);
+        assert_eq!(out.status.code(), Some(1), "{input}: {}", text(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let e = &json; // one input: one object
+        assert_eq!(e["ok"], false, "{e}");
+        assert_eq!(e["error"]["kind"], kind, "{e}");
+        assert_eq!(e["endpoints"].as_array().map(Vec::len), Some(0), "{e}");
+        let out = pullcheck(&["check", "--image", input, "--format", "json"], &dir);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["images"][0]["status"], "invalid", "{input}");
+    }
+    let out = pullcheck(&["explain", "alp\u{1b}[31mine\nx"], &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    assert!(shown.starts_with("alp\\u{1b}[31mine\\nx\n"), "{shown:?}");
 }

@@ -112,7 +112,7 @@ impl AuthFile {
             AuthFileKind::DockerConfig => "Docker config",
             AuthFileKind::ContainersAuth => "containers auth file",
         };
-        let bytes = std::fs::read(path).map_err(|e| CredentialError::Read {
+        let bytes = pullcheck_files::read(path).map_err(|e| CredentialError::Read {
             path: path.display().to_string(),
             what,
             message: e.to_string(),

@@ -101,7 +101,7 @@ impl PullSecret {
     /// [`PullSecret::parse_manifests`].
     pub fn read_manifests(path: &Path) -> Result<Vec<PullSecret>, CredentialError> {
         let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| CredentialError::Read {
+        let bytes = pullcheck_files::read(path).map_err(|e| CredentialError::Read {
             path: file.clone(),
             what: "pull secret manifest",
             message: e.to_string(),

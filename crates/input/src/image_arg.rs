@@ -30,7 +30,12 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
     };
     if reference.is_empty() {
         return Err(error(format!(
-            "--image {arg:?}: no image reference before the policy; expected REF[=POLICY]"
+            "--image {arg:?}: no image reference{}; expected REF[=POLICY]",
+            if arg.contains('=') {
+                " before the policy"
+            } else {
+                ""
+            }
         )));
     }
     Ok(ImageUse {
@@ -102,8 +107,13 @@ mod tests {
 
     #[test]
     fn empty_reference_is_an_error() {
-        assert!(parse("").is_err());
-        assert!(parse("=always").is_err());
+        let empty = parse("").unwrap_err().to_string();
+        assert!(empty.contains("no image reference;"), "{empty}");
+        let only_policy = parse("=always").unwrap_err().to_string();
+        assert!(
+            only_policy.contains("no image reference before the policy"),
+            "{only_policy}"
+        );
     }
 }
 

@@ -239,7 +239,7 @@ fn load_error(file: &str, pos: Option<tree::Pos>, message: String) -> InputError
 /// [`InputError`] naming the file when it cannot be read.
 pub fn read_pipeline_file(path: &Path) -> Result<Vec<ImageUse>, InputError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| InputError {
+    let text = pullcheck_files::read_to_string(path).map_err(|e| InputError {
         file: Some(name.clone()),
         line: None,
         column: None,

@@ -250,7 +250,7 @@ pub fn parse_template(file: &str, text: &str) -> Result<PipelinePodsTemplate, In
 /// [`InputError`] naming the file when it cannot be read, or as [`parse_template`].
 pub fn read_template_file(path: &Path) -> Result<PipelinePodsTemplate, InputError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| InputError {
+    let text = pullcheck_files::read_to_string(path).map_err(|e| InputError {
         file: Some(name.clone()),
         line: None,
         column: None,

@@ -171,7 +171,7 @@ pub fn is_kubernetes_manifest(text: &str) -> bool {
 /// [`InputError`] naming the file when it cannot be read, or as [`read_manifests`].
 pub fn read_manifests_file(path: &Path) -> Result<Manifests, InputError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| InputError {
+    let text = pullcheck_files::read_to_string(path).map_err(|e| InputError {
         file: Some(name.clone()),
         line: None,
         column: None,

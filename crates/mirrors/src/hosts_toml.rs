@@ -568,7 +568,7 @@ impl HostsDir {
     fn read_host_dir(&mut self, path: &Path) -> DirConfig {
         let file = path.join("hosts.toml");
         let label = file.display().to_string();
-        match std::fs::read(&file) {
+        match pullcheck_files::read(&file) {
             Ok(bytes) if !bytes.is_empty() => {
                 let parsed = std::str::from_utf8(&bytes)
                     .map_err(|_| "not valid UTF-8".to_owned())

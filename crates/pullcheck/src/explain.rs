@@ -109,7 +109,13 @@ pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> E
             };
         }
     };
-    let (refused, endpoints) = match resolver.endpoints(&r) {
+    // What `check` would refuse as invalid is not explained with endpoints either.
+    let unusable = crate::plan::unusable(&r);
+    let resolution = match unusable {
+        Some(_) => Err(Resolution::Routes(Vec::new())),
+        None => resolver.endpoints(&r),
+    };
+    let (refused, endpoints) = match resolution {
         Err(Resolution::Blocked { rule }) => (Some(format!("blocked: {rule}")), Vec::new()),
         Err(Resolution::Unresolvable { rule, reason }) => {
             (Some(format!("unresolvable: {reason} ({rule})")), Vec::new())
@@ -148,7 +154,7 @@ pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> E
     };
     Explanation {
         input: input.to_string(),
-        ok: true,
+        ok: unusable.is_none(),
         canonical: Some(r.canonical()),
         domain: Some(r.domain().to_string()),
         path: Some(r.path().to_string()),
@@ -160,7 +166,7 @@ pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> E
         } else {
             r.familiar()
         }),
-        error: None,
+        error: unusable.map(|(kind, message)| ReferenceErrorReport { kind, message }),
         mode,
         refused,
         endpoints,
@@ -173,7 +179,8 @@ impl Explanation {
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
-        let _ = writeln!(out, "{}", self.input);
+        // As typed, but a newline or an escape sequence must not reach the terminal.
+        let _ = writeln!(out, "{}", crate::report::escape_controls(&self.input));
         if let Some(e) = &self.error {
             let _ = writeln!(out, "  error:     {} ({})", e.message, e.kind);
             return out;

@@ -75,14 +75,26 @@ pub struct CheckOptions {
     /// Timeout of each HTTP request. Default 10 s.
     pub request_timeout: Duration,
     /// Overall deadline of the query stage; unanswered images are `unreachable`.
-    /// Default 60 s.
+    /// Default 60 s. Durations too long to add to the clock count as no deadline.
     pub deadline: Duration,
+    /// When the deadline's clock started, if before the check (the CLI starts it
+    /// before its Kubernetes lookups); `None`: when the query stage starts. Messages
+    /// name `deadline` as given.
+    pub deadline_start: Option<std::time::Instant>,
     /// After a 404, ask `tags/list` to tell a missing repository from a missing tag and
     /// suggest close tags. Default true.
     pub tag_hints: bool,
     /// Everything else about the registry client (retries, TLS files, platform); its
     /// `request_timeout` and `tag_hints` are replaced by the fields above.
     pub registry: pullcheck_registry::ClientOptions,
+}
+
+/// `start + deadline`, or 100 years from `start` when the sum does not fit the clock
+/// (`--deadline 18446744073709551615m`): a deadline that long is no deadline, never a
+/// panic.
+pub fn deadline_at(start: std::time::Instant, deadline: Duration) -> std::time::Instant {
+    const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
+    start.checked_add(deadline.min(FOREVER)).unwrap_or(start)
 }
 
 impl Default for CheckOptions {
@@ -92,6 +104,7 @@ impl Default for CheckOptions {
             concurrency: 16,
             request_timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(60),
+            deadline_start: None,
             tag_hints: true,
             registry: pullcheck_registry::ClientOptions::default(),
         }
@@ -193,6 +206,7 @@ impl Checker {
             &query::QueryOptions {
                 concurrency: self.options.concurrency,
                 deadline: self.options.deadline,
+                deadline_start: self.options.deadline_start,
             },
         )
         .await;
@@ -252,5 +266,21 @@ impl Checker {
             })
             .collect();
         Report::new(images, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_at_adds_and_never_overflows() {
+        let now = std::time::Instant::now();
+        assert_eq!(
+            deadline_at(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        let endless = deadline_at(now, Duration::MAX);
+        assert!(endless > now + Duration::from_secs(50 * 365 * 86_400));
     }
 }

@@ -5,7 +5,7 @@
 //! one [`PlanItem`] with every origin kept; items whose references normalise to the same
 //! canonical form share one query.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use pullcheck_input::{Disposition, ImageUse, Origin, PullPolicy};
 use pullcheck_reference::{Reference, ReferenceError};
@@ -86,6 +86,33 @@ impl Plan {
     }
 }
 
+/// Why a reference that parses names no registry that can be asked, as (kind, reason),
+/// or `None`. distribution/reference accepts both cases:
+/// - an empty domain, e.g. `foo_bar.com/app` read as a bare path (`_` is not allowed
+///   in a host name): kind `no_registry`;
+/// - a port outside 1–65535 (`localhost:99999/app`; any digits parse): kind
+///   `port_out_of_range`.
+pub(crate) fn unusable(reference: &Reference) -> Option<(&'static str, String)> {
+    if reference.domain().is_empty() {
+        return Some((
+            "no_registry",
+            "it names no registry (its first component looks like a host but is not a \
+             valid host name)"
+                .to_string(),
+        ));
+    }
+    let port = port_of(reference.domain())?;
+    (!matches!(port.parse::<u32>(), Ok(1..=65535))).then(|| {
+        (
+            "port_out_of_range",
+            format!(
+                "port {port} of {} is not between 1 and 65535",
+                reference.domain()
+            ),
+        )
+    })
+}
+
 /// The port of a registry domain, if it has one: `a.io:5000` → `5000`, `[::1]:5000` →
 /// `5000`, `[::1]` → none.
 fn port_of(domain: &str) -> Option<&str> {
@@ -122,6 +149,9 @@ pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
     let mut items: Vec<PlanItem> = Vec::new();
     // (set, image as written, policy) -> index of the item made from a checkable use.
     let mut merged: HashMap<(usize, String, PullPolicy), usize> = HashMap::new();
+    // The origins already listed for each merged item: the same place given twice
+    // (`--image x --image x`) is listed once.
+    let mut listed: HashSet<(usize, Origin)> = HashSet::new();
     for (set, u) in sets
         .into_iter()
         .enumerate()
@@ -130,12 +160,15 @@ pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
         let key = (set, u.image.clone(), u.policy);
         let checkable = matches!(u.disposition, Disposition::Check);
         if checkable && let Some(&index) = merged.get(&key) {
-            items[index].origins.push(u.origin);
+            if listed.insert((index, u.origin.clone())) {
+                items[index].origins.push(u.origin);
+            }
             continue;
         }
         let action = action_of(&u, options);
         if checkable {
             merged.insert(key, items.len());
+            listed.insert((items.len(), u.origin.clone()));
         }
         items.push(PlanItem {
             set,
@@ -168,27 +201,9 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
             };
         }
     };
-    if reference.domain().is_empty() {
-        // distribution/reference accepts e.g. `foo_bar.com/app` as a bare path (`_` is
-        // not allowed in a host name), leaving no registry to ask.
+    if let Some((_, why)) = unusable(&reference) {
         return Action::Invalid {
-            message: format!(
-                "invalid reference {:?}: it names no registry (its first component looks \
-                 like a host but is not a valid host name)",
-                u.image
-            ),
-            error: None,
-        };
-    }
-    if let Some(port) = port_of(reference.domain())
-        && !matches!(port.parse::<u32>(), Ok(1..=65535))
-    {
-        return Action::Invalid {
-            message: format!(
-                "invalid reference {:?}: port {port} of {} is not between 1 and 65535",
-                u.image,
-                reference.domain()
-            ),
+            message: format!("invalid reference {:?}: {why}", u.image),
             error: None,
         };
     }
@@ -255,6 +270,19 @@ mod tests {
         assert_eq!(p.items.len(), 3);
         assert_eq!(p.items[0].origins.len(), 2);
         assert_eq!(p.items[0].origins[1].line, Some(2));
+        // The same place given again (`--image x --image x`) is listed once.
+        let again = vec![
+            step("alpine", PullPolicy::Always, 1),
+            step("alpine", PullPolicy::Always, 1),
+            step("alpine", PullPolicy::Always, 2),
+            step("alpine", PullPolicy::Always, 1),
+        ];
+        let lines: Vec<Option<usize>> = plan(again, PlanOptions::default()).items[0]
+            .origins
+            .iter()
+            .map(|o| o.line)
+            .collect();
+        assert_eq!(lines, [Some(1), Some(2)]);
         let queries = p.queries();
         assert_eq!(queries.len(), 1);
         assert_eq!(queries[0].1.canonical(), "docker.io/library/alpine:latest");

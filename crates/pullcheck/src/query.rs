@@ -36,8 +36,11 @@ use crate::resolve::{CredentialSource, Credentials, Resolution, Resolver, resolv
 pub struct QueryOptions {
     /// At most this many requests in flight at once, over all registries. At least 1.
     pub concurrency: usize,
-    /// Past this, references without an answer are `unreachable`.
+    /// Past this, references without an answer are `unreachable`. Too long to add to
+    /// the clock: no deadline ([`crate::deadline_at`]).
     pub deadline: Duration,
+    /// When the deadline's clock started; `None`: when [`run`] starts.
+    pub deadline_start: Option<std::time::Instant>,
 }
 
 /// The answer for one reference.
@@ -93,7 +96,10 @@ pub async fn run(
     references: &[(usize, &Reference)],
     options: &QueryOptions,
 ) -> HashMap<String, Outcome> {
-    let deadline = Instant::now() + options.deadline;
+    let start = options
+        .deadline_start
+        .unwrap_or_else(std::time::Instant::now);
+    let deadline = Instant::from_std(crate::deadline_at(start, options.deadline));
     let mut finished: Finished = HashMap::new();
     let mut pending: HashMap<String, Pending> = HashMap::new();
 
@@ -171,6 +177,20 @@ pub async fn run(
                         });
                     }
                 }
+                // The order in which this reference will be asked: endpoints and the
+                // sources of their credentials, never a secret.
+                tracing::trace!(
+                    reference = %reference.canonical(),
+                    attempts = %attempts
+                        .iter()
+                        .map(|a| match &a.source {
+                            Some(s) => format!("{} with {} key {:?}", a.endpoint.host, s.source, s.key),
+                            None => format!("{} anonymously", a.endpoint.host),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", then "),
+                    "plan"
+                );
                 pending.insert(
                     key,
                     Pending {
@@ -380,6 +400,12 @@ async fn run_group(
         Some(s) => format!("{at} with {} key {:?}", s.source, s.key),
         None => at,
     };
+    tracing::debug!(
+        endpoint = %place,
+        images = group.jobs.len(),
+        session = if cached.is_some() { "reused" } else { "new" },
+        "asking"
+    );
     let session = match cached {
         Some(s) => s,
         None => {
@@ -425,6 +451,14 @@ async fn run_group(
                             .await
                     };
                     let outcome = outcome_of(answer, host, group.source.clone());
+                    tracing::trace!(
+                        endpoint = %place,
+                        repository = %job.repository,
+                        reference = %job.manifest_reference,
+                        status = ?outcome.status,
+                        detail = %outcome.detail,
+                        "answer"
+                    );
                     answers.lock().unwrap_or_else(|p| p.into_inner()).push((
                         job.key.clone(),
                         place,

@@ -76,9 +76,11 @@ pub enum MissingPart {
 /// A reference parse error, as in `explain`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReferenceErrorReport {
-    /// `empty`, `invalid_format`, `uppercase`, `name_too_long`, `hex64`, `digest_invalid`.
+    /// `empty`, `invalid_format`, `uppercase`, `name_too_long`, `hex64`, `digest_invalid`
+    /// (the parser's), or, for a reference that parses but names no usable registry,
+    /// `no_registry` or `port_out_of_range` (the checks `check` applies too).
     pub kind: &'static str,
-    /// The parser's message.
+    /// The parser's message, or why the registry is unusable.
     pub message: String,
 }
 
@@ -265,7 +267,7 @@ fn display_reference(image: &ImageReport) -> String {
 }
 
 /// Text with control characters escaped (`\u{1b}`), for one report line.
-fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     if text.chars().any(char::is_control) {
         text.escape_debug().to_string().into()
     } else {

@@ -24,7 +24,8 @@ pub(crate) struct HostTls {
 /// # Errors
 /// A message naming the file when it cannot be read, is not PEM, or holds no certificate.
 pub(crate) fn read_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let pem =
+        pullcheck_files::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let certs = reqwest::Certificate::from_pem_bundle(&pem)
         .map_err(|_| format!("{} is not a PEM certificate bundle", path.display()))?;
     if certs.is_empty() {
@@ -102,7 +103,7 @@ pub(crate) fn read_host_dir(dir: &Path) -> Result<HostTls, String> {
 /// and private key.
 pub(crate) fn read_identity(cert: &Path, key: Option<&Path>) -> Result<reqwest::Identity, String> {
     let read = |path: &Path| {
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        pullcheck_files::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
     let mut pem = read(cert)?;
     if let Some(key) = key {

@@ -218,6 +218,28 @@ impl Http {
                     ?purpose,
                     "registry request"
                 );
+                // The headers that decide the answer, none of them a secret; of a
+                // challenge only its scheme (its parameters are in the debug events of
+                // the token request, without the query).
+                let headers = response.headers();
+                let header = |name: &str| {
+                    headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-")
+                        .to_string()
+                };
+                tracing::trace!(
+                    url = %shown,
+                    content_type = %header("content-type"),
+                    digest = %header("docker-content-digest"),
+                    challenge = %header("www-authenticate")
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("-"),
+                    retry_after = %header("retry-after"),
+                    "registry response headers"
+                );
                 Ok(response)
             }
             Err(e) => {
