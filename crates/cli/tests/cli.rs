@@ -123,11 +123,12 @@ async fn pipeline_against_a_token_registry() {
             .any(|l| l.starts_with("missing") && l.contains("team/publisher:v2")),
         "{shown}"
     );
-    // The merged anchor: the position is where the image is written, in the anchor.
+    // The merged anchor: the position is where the step uses the image, at its `<<: *go`
+    // (the image is written in the anchor, at 3:10).
     assert!(
         shown.lines().any(|l| l.starts_with("present")
             && l.contains("golang:1.22")
-            && l.contains(".vela.yml:3:10")),
+            && l.contains(".vela.yml:12:13")),
         "{shown}"
     );
     assert!(shown.lines().any(|l| l.starts_with("deferred")), "{shown}");

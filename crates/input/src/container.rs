@@ -2,9 +2,14 @@
 //!
 //! Shared by both pipeline layouts: a source step and a compiled `Container` carry their
 //! image, pull policy and name under the same keys.
+//!
+//! Nodes are [`Reached`] from the document's root, so that positions say where a value is
+//! used: a value reached through an alias is at that alias (`image: *img`, `- *stepa`,
+//! `<<: *defaults`), and a message about it names where it is written too (see
+//! [`crate::yaml`]).
 
 use crate::policy::VELA_PULL_VALUES;
-use crate::tree::{BUDGET, Budget, Doc, LookupError, NodeId, Pos};
+use crate::tree::{BUDGET, Budget, Doc, LookupError, Pos, Reached};
 use crate::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy};
 
 /// The image Vela gives its injected init step; not an image at all.
@@ -38,12 +43,31 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// `file:line:column`, or just the file when the position is unknown.
-    pub fn loc(&self, pos: Option<Pos>) -> String {
-        match pos {
+    /// `file:line:column` where the node is used, or just the file when the position is
+    /// unknown; followed by ` (written at line:column)` when the node is written elsewhere
+    /// (it was reached through an alias).
+    pub fn loc(&self, node: Reached) -> String {
+        let loc = match self.pos(node) {
             Some(p) => format!("{}:{}:{}", self.file, p.line, p.column),
             None => self.file.to_owned(),
+        };
+        loc + &self.written_note(node)
+    }
+
+    /// ` (written at line:column)` when the node is written elsewhere than it is used (it
+    /// was reached through an alias), else nothing.
+    fn written_note(&self, node: Reached) -> String {
+        match self.doc.written_pos(node.id) {
+            Some(w) if self.pos(node) != Some(w) => {
+                format!(" (written at {}:{})", w.line, w.column)
+            }
+            _ => String::new(),
         }
+    }
+
+    /// Where the node is used.
+    pub fn pos(&self, node: Reached) -> Option<Pos> {
+        self.doc.used_pos(node)
     }
 
     pub fn error(&self, pos: Option<Pos>, message: String) -> InputError {
@@ -53,6 +77,12 @@ impl<'a> Reader<'a> {
             column: pos.map(|p| p.column),
             message,
         }
+    }
+
+    /// An error about `node`: where it is used, naming where it is written when that is
+    /// elsewhere.
+    pub fn error_at(&self, node: Reached, message: String) -> InputError {
+        self.error(self.pos(node), message + &self.written_note(node))
     }
 
     fn lookup_error(&self, e: LookupError) -> InputError {
@@ -73,19 +103,19 @@ impl<'a> Reader<'a> {
 
     /// The value of `key` in mapping `map`, merge keys included; `None` when absent or
     /// when `map` is not a mapping.
-    pub fn get(&mut self, map: NodeId, key: &str) -> Result<Option<NodeId>, InputError> {
+    pub fn get(&mut self, map: Reached, key: &str) -> Result<Option<Reached>, InputError> {
         self.doc
             .get(map, key, &mut self.budget)
             .map_err(|e| self.lookup_error(e))
     }
 
     /// The value of `key`, treating an explicit null like an absent key.
-    pub fn get_set(&mut self, map: NodeId, key: &str) -> Result<Option<NodeId>, InputError> {
-        Ok(self.get(map, key)?.filter(|&v| !self.doc.is_null(v)))
+    pub fn get_set(&mut self, map: Reached, key: &str) -> Result<Option<Reached>, InputError> {
+        Ok(self.get(map, key)?.filter(|v| !self.doc.is_null(v.id)))
     }
 
     /// The string entries of a mapping, merge keys resolved, in file order.
-    pub fn entries(&mut self, map: NodeId) -> Result<Vec<(String, NodeId)>, InputError> {
+    pub fn entries(&mut self, map: Reached) -> Result<Vec<(String, Reached)>, InputError> {
         self.doc
             .entries(map, &mut self.budget)
             .map_err(|e| self.lookup_error(e))
@@ -93,32 +123,40 @@ impl<'a> Reader<'a> {
 
     /// The items of the list under `key` (empty when absent or null). Anything else than a
     /// list is not a pipeline upstream could decode: an [`InputError`] at the value.
-    pub fn list(&mut self, map: NodeId, key: &str, what: &str) -> Result<Vec<NodeId>, InputError> {
+    pub fn list(
+        &mut self,
+        map: Reached,
+        key: &str,
+        what: &str,
+    ) -> Result<Vec<Reached>, InputError> {
         let Some(node) = self.get_set(map, key)? else {
             return Ok(Vec::new());
         };
-        match self.doc.items(node) {
+        match self.doc.items(node.id) {
             Some(items) => {
                 self.budget
                     .spend(items.len())
                     .map_err(|e| self.lookup_error(e))?;
-                Ok(items.to_vec())
+                Ok(items
+                    .iter()
+                    .map(|&item| self.doc.reach(node, None, item))
+                    .collect())
             }
-            None => Err(self.error(
-                self.doc.pos(node),
+            None => Err(self.error_at(
+                node,
                 format!(
                     "`{what}` must be a list, found a {}",
-                    self.doc.kind_name(node)
+                    self.doc.kind_name(node.id)
                 ),
             )),
         }
     }
 
     /// A non-empty string value of `key`.
-    pub fn text(&mut self, map: NodeId, key: &str) -> Result<Option<String>, InputError> {
+    pub fn text(&mut self, map: Reached, key: &str) -> Result<Option<String>, InputError> {
         Ok(self
             .get(map, key)?
-            .and_then(|v| self.doc.text(v))
+            .and_then(|v| self.doc.text(v.id))
             .filter(|t| !t.is_empty())
             .map(str::to_owned))
     }
@@ -128,11 +166,11 @@ impl<'a> Reader<'a> {
     /// `environment` or `parameters` (even empty ones), a non-empty `image`, `name` or
     /// `pull`, or a non-empty `secrets` list. A compiled origin also counts when it has an
     /// `id`. Anything but a mapping or null counts as present, so that it is reported.
-    pub fn origin_present(&mut self, origin: NodeId) -> Result<bool, InputError> {
-        if self.doc.is_null(origin) {
+    pub fn origin_present(&mut self, origin: Reached) -> Result<bool, InputError> {
+        if self.doc.is_null(origin.id) {
             return Ok(false);
         }
-        if !self.doc.is_map(origin) {
+        if !self.doc.is_map(origin.id) {
             return Ok(true);
         }
         for key in ["environment", "parameters"] {
@@ -142,13 +180,13 @@ impl<'a> Reader<'a> {
         }
         for key in ["image", "name", "pull", "id"] {
             if let Some(v) = self.get_set(origin, key)?
-                && self.doc.text(v) != Some("")
+                && self.doc.text(v.id) != Some("")
             {
                 return Ok(true);
             }
         }
         if let Some(v) = self.get_set(origin, "secrets")?
-            && self.doc.items(v).is_none_or(|items| !items.is_empty())
+            && self.doc.items(v.id).is_none_or(|items| !items.is_empty())
         {
             return Ok(true);
         }
@@ -156,7 +194,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads one container and records its image use.
-    pub fn container(&mut self, node: NodeId, place: Place) -> Result<(), InputError> {
+    pub fn container(&mut self, node: Reached, place: Place) -> Result<(), InputError> {
         let doc = self.doc;
         let what = match place.kind {
             ContainerKind::Step => "step",
@@ -165,13 +203,13 @@ impl<'a> Reader<'a> {
             ContainerKind::Image => "image",
             ContainerKind::Container => "container",
         };
-        if !doc.is_map(node) {
-            let pos = doc.pos(node);
+        if !doc.is_map(node.id) {
+            let pos = self.pos(node);
             let message = format!(
                 "{}: {what} `{}` is a {}, expected a mapping with `image:`",
-                self.loc(pos),
+                self.loc(node),
                 place.fallback_name,
-                doc.kind_name(node)
+                doc.kind_name(node.id)
             );
             let name = place.fallback_name.clone();
             let disposition = Disposition::Invalid(message);
@@ -197,31 +235,33 @@ impl<'a> Reader<'a> {
         let mut image_not_text = false;
 
         let image = match image_node {
-            Some(v) if doc.is_null(v) => String::new(),
-            Some(v) => match doc.text(v) {
+            Some(v) if doc.is_null(v.id) => String::new(),
+            Some(v) => match doc.text(v.id) {
                 Some(text) => text.to_owned(),
                 None => {
                     image_not_text = true;
                     problems.push(format!(
                         "{}: `image` must be a string, found a {}",
-                        self.loc(doc.pos(v)),
-                        doc.kind_name(v)
+                        self.loc(v),
+                        doc.kind_name(v.id)
                     ));
                     String::new()
                 }
             },
             None => String::new(),
         };
-        let pos = image_node.and_then(|v| doc.pos(v)).or(doc.pos(node));
+        // The `image:` value where this container uses it, else the container.
+        let at = image_node.unwrap_or(node);
+        let pos = self.pos(at).or(self.pos(node));
 
         let policy = match pull_node {
             None => PullPolicy::NotPresent,
-            Some(v) => match doc.text(v) {
+            Some(v) => match doc.text(v.id) {
                 Some(text) => PullPolicy::from_vela(text).unwrap_or_else(|| {
                     problems.push(format!(
                         "{}: unknown pull value {text:?} for {what} `{name}`; allowed values: \
                          {VELA_PULL_VALUES}",
-                        self.loc(doc.pos(v))
+                        self.loc(v)
                     ));
                     PullPolicy::NotPresent
                 }),
@@ -229,8 +269,8 @@ impl<'a> Reader<'a> {
                     problems.push(format!(
                         "{}: `pull` of {what} `{name}` must be a string, found a {}; allowed \
                          values: {VELA_PULL_VALUES}",
-                        self.loc(doc.pos(v)),
-                        doc.kind_name(v)
+                        self.loc(v),
+                        doc.kind_name(v.id)
                     ));
                     PullPolicy::NotPresent
                 }
@@ -239,12 +279,12 @@ impl<'a> Reader<'a> {
 
         // Upstream expands a step's template only when the template has a name.
         let template_name = match template {
-            Some(t) if doc.is_map(t) => self.text(t, "name")?,
+            Some(t) if doc.is_map(t.id) => self.text(t, "name")?,
             Some(t) => {
                 problems.push(format!(
                     "{}: `template` must be a mapping with `name` and `vars`, found a {}",
-                    self.loc(doc.pos(t)),
-                    doc.kind_name(t)
+                    self.loc(t),
+                    doc.kind_name(t.id)
                 ));
                 None
             }
@@ -263,11 +303,11 @@ impl<'a> Reader<'a> {
         } else {
             if image.is_empty() && !image_not_text {
                 let missing = match template {
-                    Some(t) if doc.is_map(t) => "has no `image`, and its `template` no `name`",
+                    Some(t) if doc.is_map(t.id) => "has no `image`, and its `template` no `name`",
                     Some(_) => "has no `image`",
                     None => "has neither `image` nor `template`",
                 };
-                problems.insert(0, format!("{}: {what} `{name}` {missing}", self.loc(pos)));
+                problems.insert(0, format!("{}: {what} `{name}` {missing}", self.loc(at)));
             }
             if problems.is_empty() {
                 Disposition::Check

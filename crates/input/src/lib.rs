@@ -70,7 +70,8 @@ pub enum ContainerKind {
 pub struct Origin {
     /// The file, as given by the user; `None` for `--image`.
     pub file: Option<String>,
-    /// 1-based line of the `image:` value (of the container when it has no image).
+    /// 1-based line of the `image:` value where the container uses it (of the container
+    /// when it has no image); for a value reached through an alias, of that alias.
     pub line: Option<usize>,
     /// 1-based column, in characters.
     pub column: Option<usize>,
@@ -150,10 +151,15 @@ impl std::error::Error for InputError {}
 ///   `origin` of each `secrets[]` entry that has a non-empty one, in that order (upstream's
 ///   executor "assemble" order).
 /// - YAML anchors, aliases and merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved; an
-///   origin's line and column are those of the `image:` value where it is written (inside
-///   the anchor for a merged value), or of the container when it has no image. JSON is read
-///   by the same YAML parser, so it gets positions too; JSON the YAML parser refuses is read
-///   as plain JSON, without positions.
+///   origin's line and column are those of the `image:` value where this container uses
+///   it, or of the container when it has no image. A value reached through an alias is used
+///   at that alias: `image: *img` at the `*img`, a step written `- *stepa` at the
+///   `*stepa`, an image merged in by `<<: *defaults` at the `*defaults` (the first alias on
+///   the way from the top of the document; see [`yaml`]). So two steps that share an image
+///   through an anchor have origins of their own. A message about such a value names the
+///   use and where the value is written: `.vela.yml:7:12 (written at 4:17): ...`. JSON is
+///   read by the same YAML parser, so it gets positions too; JSON the YAML parser refuses
+///   is read as plain JSON, without positions.
 /// - `pull:` is normalised as upstream does (see [`PullPolicy::from_vela`]); any other value
 ///   is [`Disposition::Invalid`], naming `file:line:column` of the value.
 /// - A step with `template:` is [`Disposition::Skip`] (its images are known only after the

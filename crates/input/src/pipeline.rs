@@ -15,7 +15,7 @@
 //! then secret origins.
 
 use crate::container::{Place, Reader};
-use crate::tree::{Doc, NodeId};
+use crate::tree::{Doc, Reached};
 use crate::{ContainerKind, ImageUse, InputError};
 
 /// Keys of which a pipeline has at least one (`id` only in a compiled build).
@@ -40,6 +40,7 @@ pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
             ),
         ));
     }
+    let root = doc.reach_root(root);
     ensure_pipeline(&mut r, root)?;
 
     for (i, item) in r
@@ -75,13 +76,12 @@ pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
 
 /// Refuses a mapping that is neither a source pipeline nor a compiled build, so that a
 /// wrong file is an error rather than an empty, all-clear report.
-fn ensure_pipeline(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
+fn ensure_pipeline(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     for key in PIPELINE_KEYS {
         if r.get(root, key)?.is_some() {
             return Ok(());
         }
     }
-    let pos = r.doc.pos(root);
     let message = match (r.text(root, "kind")?, r.get(root, "apiVersion")?) {
         (Some(kind), Some(_)) => format!(
             "not a pipeline: this is a Kubernetes {kind} object; expected a Vela pipeline \
@@ -91,19 +91,20 @@ fn ensure_pipeline(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
               `stages`, `services`, `secrets` (Vela source) or `id` (compiled build)"
             .to_owned(),
     };
-    Err(r.error(pos, message))
+    Err(r.error_at(root, message))
 }
 
 /// `stages`: a mapping of name → stage in source, a list of stages with `name` compiled.
-fn stages(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
+fn stages(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     let Some(stages) = r.get_set(root, "stages")? else {
         return Ok(());
     };
-    let named: Vec<(String, NodeId)> = if r.doc.is_map(stages) {
+    let named: Vec<(String, Reached)> = if r.doc.is_map(stages.id) {
         r.entries(stages)?
-    } else if let Some(items) = r.doc.items(stages) {
+    } else if let Some(items) = r.doc.items(stages.id) {
         let mut named = Vec::with_capacity(items.len());
         for (i, &stage) in items.iter().enumerate() {
+            let stage = r.doc.reach(stages, None, stage);
             let name = r
                 .text(stage, "name")?
                 .unwrap_or_else(|| format!("stages[{i}]"));
@@ -111,25 +112,25 @@ fn stages(r: &mut Reader<'_>, root: NodeId) -> Result<(), InputError> {
         }
         named
     } else {
-        return Err(r.error(
-            r.doc.pos(stages),
+        return Err(r.error_at(
+            stages,
             format!(
                 "`stages` must be a mapping of stage names to stages, or a list of stages, \
                  found a {}",
-                r.doc.kind_name(stages)
+                r.doc.kind_name(stages.id)
             ),
         ));
     };
     for (name, stage) in named {
-        if r.doc.is_null(stage) {
+        if r.doc.is_null(stage.id) {
             continue;
         }
-        if !r.doc.is_map(stage) {
-            return Err(r.error(
-                r.doc.pos(stage),
+        if !r.doc.is_map(stage.id) {
+            return Err(r.error_at(
+                stage,
                 format!(
                     "stage `{name}` must be a mapping with `steps`, found a {}",
-                    r.doc.kind_name(stage)
+                    r.doc.kind_name(stage.id)
                 ),
             ));
         }

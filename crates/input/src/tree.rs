@@ -5,7 +5,10 @@
 //!   unbounded time.
 //! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup, as the YAML merge type
 //!   says: a mapping's own keys win over merged ones, and earlier merged mappings win over
-//!   later ones. Merged values keep the position where they are written.
+//!   later ones.
+//! - Lookups take and give [`Reached`] nodes, so that a value found through an alias (itself
+//!   one, in a mapping reached through one, or merged in through one) is used at that alias,
+//!   as [`crate::yaml`] says; [`Stream::pos`] still says where a node is written.
 //! - A key written twice in one mapping is a load error naming both places, as go-yaml v3
 //!   (which Vela uses) rejects it; a merge key (`<<`) may appear several times.
 //! - Only the first document is built; the documents after it are only scanned, so that
@@ -14,7 +17,7 @@
 use std::collections::HashMap;
 use std::ops::Deref;
 
-pub(crate) use crate::yaml::{LoadError, NodeId, Pos};
+pub(crate) use crate::yaml::{LoadError, NodeId, Pos, Reached};
 use crate::yaml::{Stream, Value};
 
 /// Most mapping entries and merge steps a whole read may look at.
@@ -85,31 +88,43 @@ impl Doc {
 
     /// What the node is, for messages: `null`, `string`, `list` or `mapping`.
     pub fn kind_name(&self, id: NodeId) -> &'static str {
-        match self.nodes[id].value {
+        match self.value(id) {
             Value::Null => "null",
             Value::Scalar { .. } => "string",
+            // `value` looks through aliases; kept for completeness.
+            Value::Alias(_) => "alias",
             Value::Seq(_) => "list",
             Value::Map(_) => "mapping",
         }
     }
 
     /// The mappings whose keys `map` has, in priority order: `map` itself, then what its
-    /// `<<` keys merge in, depth first. Calls `visit` on each in turn until it returns
+    /// `<<` keys merge in, depth first. Calls `visit` on each in turn, with the first alias
+    /// among the merge keys followed to it (`None` for `map` itself), until it returns
     /// `Some`. `map` must be a mapping.
     fn walk_merged<T>(
         &self,
         map: NodeId,
         budget: &mut Budget,
-        mut visit: impl FnMut(&[(NodeId, NodeId)], &mut Budget) -> Result<Option<T>, LookupError>,
+        mut visit: impl FnMut(
+            &[(NodeId, NodeId)],
+            Option<NodeId>,
+            &mut Budget,
+        ) -> Result<Option<T>, LookupError>,
     ) -> Result<Option<T>, LookupError> {
-        let mut stack = vec![map];
+        // (mapping, the first alias on the way to it from `map`).
+        let mut stack = vec![(self.resolve(map), None)];
         let mut sources = Vec::new();
-        while let Some(current) = stack.pop() {
+        let alias = |id: NodeId| self.is_alias(id).then_some(id);
+        // A merge source that is not a mapping, at the first alias on the way to it.
+        let bad =
+            |via: Option<NodeId>, id: NodeId| LookupError::BadMerge(self.pos(via.unwrap_or(id)));
+        while let Some((current, via)) = stack.pop() {
             budget.spend(1)?;
-            let Value::Map(entries) = &self.nodes[current].value else {
-                return Err(LookupError::BadMerge(self.nodes[current].pos));
+            let Value::Map(entries) = self.value(current) else {
+                return Err(bad(via, current));
             };
-            if let Some(found) = visit(entries, budget)? {
+            if let Some(found) = visit(entries, via, budget)? {
                 return Ok(Some(found));
             }
             sources.clear();
@@ -117,18 +132,20 @@ impl Doc {
                 if !self.is_merge_key(key) {
                     continue;
                 }
-                match &self.nodes[value].value {
-                    Value::Map(_) => sources.push(value),
+                let value_via = via.or(alias(value));
+                match self.value(value) {
+                    Value::Map(_) => sources.push((self.resolve(value), value_via)),
                     Value::Seq(items) => {
                         budget.spend(items.len())?;
                         for &item in items {
+                            let item_via = value_via.or(alias(item));
                             if !self.is_map(item) {
-                                return Err(LookupError::BadMerge(self.nodes[item].pos));
+                                return Err(bad(item_via, item));
                             }
-                            sources.push(item);
+                            sources.push((self.resolve(item), item_via));
                         }
                     }
-                    _ => return Err(LookupError::BadMerge(self.nodes[value].pos)),
+                    _ => return Err(bad(value_via, value)),
                 }
             }
             stack.extend(sources.iter().rev());
@@ -136,52 +153,53 @@ impl Doc {
         Ok(None)
     }
 
-    /// The value of `key` in mapping `map`, merge keys included. A key written twice in
-    /// one mapping takes its last value.
+    /// The value of `key` in mapping `map`, merge keys included, as reached from `map`. A
+    /// key written twice in one mapping takes its last value.
     pub fn get(
         &self,
-        map: NodeId,
+        map: Reached,
         key: &str,
         budget: &mut Budget,
-    ) -> Result<Option<NodeId>, LookupError> {
-        if !self.is_map(map) {
+    ) -> Result<Option<Reached>, LookupError> {
+        if !self.is_map(map.id) {
             return Ok(None);
         }
-        self.walk_merged(map, budget, |entries, budget| {
+        self.walk_merged(map.id, budget, |entries, via, budget| {
             budget.spend(entries.len())?;
             Ok(entries
                 .iter()
                 .rev()
                 .find(|&&(k, _)| {
-                    matches!(&self.nodes[k].value, Value::Scalar { text, merge: false, .. } if text == key)
+                    matches!(self.value(k), Value::Scalar { text, merge: false, .. } if text == key)
                 })
-                .map(|&(_, v)| v))
+                .map(|&(_, v)| self.reach(map, via, v)))
         })
     }
 
     /// All entries of mapping `map` with a string key, merge keys resolved, in order: its
     /// own keys as written (a repeated key in its first place, with its last value), then
-    /// merged keys it does not have, in merge order.
+    /// merged keys it does not have, in merge order. Values as reached from `map`.
     pub fn entries(
         &self,
-        map: NodeId,
+        map: Reached,
         budget: &mut Budget,
-    ) -> Result<Vec<(String, NodeId)>, LookupError> {
-        let mut out: Vec<(String, NodeId)> = Vec::new();
-        if !self.is_map(map) {
+    ) -> Result<Vec<(String, Reached)>, LookupError> {
+        let mut out: Vec<(String, Reached)> = Vec::new();
+        if !self.is_map(map.id) {
             return Ok(out);
         }
         let mut seen: HashMap<String, usize> = HashMap::new();
-        self.walk_merged::<()>(map, budget, |entries, budget| {
+        self.walk_merged::<()>(map.id, budget, |entries, via, budget| {
             budget.spend(entries.len())?;
             let mut own: HashMap<&str, usize> = HashMap::new();
             for &(k, v) in entries {
                 let Value::Scalar {
                     text, merge: false, ..
-                } = &self.nodes[k].value
+                } = self.value(k)
                 else {
                     continue;
                 };
+                let v = self.reach(map, via, v);
                 if let Some(&i) = own.get(text.as_str()) {
                     out[i].1 = v;
                 } else if !seen.contains_key(text.as_str()) {
@@ -207,13 +225,17 @@ mod tests {
         Doc::load_yaml(text).expect("loads")
     }
 
-    fn get_path(doc: &Doc, path: &[&str]) -> Option<NodeId> {
+    fn reach_path(doc: &Doc, path: &[&str]) -> Option<Reached> {
         let mut budget = Budget::new(BUDGET);
-        let mut node = doc.root?;
+        let mut node = doc.reach_root(doc.root?);
         for key in path {
             node = doc.get(node, key, &mut budget).expect("lookup")?;
         }
         Some(node)
+    }
+
+    fn get_path(doc: &Doc, path: &[&str]) -> Option<NodeId> {
+        reach_path(doc, path).map(|r| r.id)
     }
 
     #[test]
@@ -291,18 +313,24 @@ d:
         assert_eq!(t(&["d", "x"]).as_deref(), Some("own"));
         assert_eq!(t(&["d", "y"]).as_deref(), Some("a"));
         assert_eq!(t(&["d", "<<"]), None);
-        // The merged value keeps the position where it is written: inside the anchor.
-        let z = get_path(&doc, &["c", "z"]).unwrap();
+        // The merged value is written inside the anchor, and used where `c` merges it in
+        // (`*a` in `<<: [*a, *b]`).
+        let z = reach_path(&doc, &["c", "z"]).unwrap();
         assert_eq!(
-            doc.pos(z),
+            doc.pos(z.id),
             Some(Pos {
                 line: 1,
                 column: 23
             })
         );
+        assert_eq!(doc.used_pos(z), Some(Pos { line: 5, column: 8 }));
+        // An own value is used where it is written.
+        let x = reach_path(&doc, &["c", "x"]).unwrap();
+        assert_eq!(x.via, None);
+        assert_eq!(doc.used_pos(x), Some(Pos { line: 4, column: 6 }));
 
         let mut budget = Budget::new(BUDGET);
-        let c = get_path(&doc, &["c"]).unwrap();
+        let c = reach_path(&doc, &["c"]).unwrap();
         let keys: Vec<String> = doc
             .entries(c, &mut budget)
             .unwrap()
@@ -310,6 +338,81 @@ d:
             .map(|(k, _)| k)
             .collect();
         assert_eq!(keys, ["x", "y", "z", "w"]);
+    }
+
+    #[test]
+    fn aliased_values_are_used_at_the_alias() {
+        let text = "\
+a: &img alpine
+b: *img
+s: &s {image: x, n: {m: y}}
+t: *s
+u: [*s]
+v: {<<: *s, own: z}
+";
+        let doc = load(text);
+        let at = |line, column| Some(Pos { line, column });
+        // A scalar alias: written in the anchor, used at the alias.
+        let b = reach_path(&doc, &["b"]).unwrap();
+        assert_eq!(doc.text(b.id), Some("alpine"));
+        assert!(doc.is_alias(b.id));
+        assert_eq!(doc.pos(b.id), at(2, 4));
+        assert_eq!(doc.used_pos(b), at(2, 4));
+        assert_eq!(doc.written_pos(b.id), at(1, 9));
+        // The anchor's own node is no alias.
+        let a = reach_path(&doc, &["a"]).unwrap();
+        assert_eq!((a.via, doc.used_pos(a)), (None, at(1, 9)));
+        // Inside an aliased mapping, however deep: at the alias of the mapping.
+        let image = reach_path(&doc, &["t", "image"]).unwrap();
+        assert_eq!(doc.text(image.id), Some("x"));
+        assert_eq!(doc.pos(image.id), at(3, 15));
+        assert_eq!(doc.used_pos(image), at(4, 4));
+        let m = reach_path(&doc, &["t", "n", "m"]).unwrap();
+        assert_eq!(doc.used_pos(m), at(4, 4));
+        // Through the original: where it is written.
+        let m = reach_path(&doc, &["s", "n", "m"]).unwrap();
+        assert_eq!(doc.used_pos(m), at(3, 25));
+        // An item of a list, and a merged value.
+        let mut budget = Budget::new(BUDGET);
+        let u = reach_path(&doc, &["u"]).unwrap();
+        let item = doc.reach(u, None, doc.items(u.id).unwrap()[0]);
+        let image = doc.get(item, "image", &mut budget).unwrap().unwrap();
+        assert_eq!(doc.used_pos(image), at(5, 5));
+        let image = reach_path(&doc, &["v", "image"]).unwrap();
+        assert_eq!(doc.used_pos(image), at(6, 9));
+        let own = reach_path(&doc, &["v", "own"]).unwrap();
+        assert_eq!(doc.used_pos(own), at(6, 18));
+        let entries = doc.entries(reach_path(&doc, &["v"]).unwrap(), &mut budget);
+        let used: Vec<(String, Option<Pos>)> = entries
+            .unwrap()
+            .into_iter()
+            .map(|(k, r)| (k, doc.used_pos(r)))
+            .collect();
+        assert_eq!(
+            used,
+            [
+                ("own".to_owned(), at(6, 18)),
+                ("image".to_owned(), at(6, 9)),
+                ("n".to_owned(), at(6, 9)),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_aliased_key_is_a_duplicate_at_the_alias() {
+        let err = Doc::load_yaml("x: &k dup\nm:\n  dup: 1\n  *k : 2\n").unwrap_err();
+        assert_eq!(err.pos, Some(Pos { line: 4, column: 3 }));
+        assert_eq!(err.message, "duplicate key \"dup\" (first at 3:3)");
+        // An aliased mapping is checked where it is written, once.
+        let err = Doc::load_yaml("a: &a {k: 1, k: 2}\nb: *a\n").unwrap_err();
+        assert_eq!(
+            err.pos,
+            Some(Pos {
+                line: 1,
+                column: 14
+            })
+        );
+        assert_eq!(err.message, "duplicate key \"k\" (first at 1:8)");
     }
 
     #[test]
@@ -331,17 +434,24 @@ leaf: {<<: [*mid, *other]}
     fn bad_merge_values_are_reported_at_the_value() {
         let doc = load("a:\n  <<: 3\n");
         let mut budget = Budget::new(BUDGET);
-        let a = get_path(&doc, &["a"]).unwrap();
+        let a = reach_path(&doc, &["a"]).unwrap();
         assert_eq!(
             doc.get(a, "x", &mut budget),
             Err(LookupError::BadMerge(Some(Pos { line: 2, column: 7 })))
         );
+        // A merged alias of something else than a mapping: at the alias.
         let doc = load("x: &x [1]\na:\n  <<: [*x]\n");
-        let a = get_path(&doc, &["a"]).unwrap();
-        assert!(matches!(
+        let a = reach_path(&doc, &["a"]).unwrap();
+        assert_eq!(
             doc.get(a, "y", &mut budget),
-            Err(LookupError::BadMerge(Some(_)))
-        ));
+            Err(LookupError::BadMerge(Some(Pos { line: 3, column: 8 })))
+        );
+        let doc = load("x: &x [1]\na:\n  <<: *x\n");
+        let a = reach_path(&doc, &["a"]).unwrap();
+        assert_eq!(
+            doc.get(a, "y", &mut budget),
+            Err(LookupError::BadMerge(Some(Pos { line: 3, column: 7 })))
+        );
     }
 
     #[test]
@@ -424,7 +534,7 @@ leaf: {<<: [*mid, *other]}
             text.push_str(&format!("m{i}: &m{i} {{<<: [*m{p}, *m{p}], k{i}: v}}\n"));
         }
         let doc = load(&text);
-        let last = get_path(&doc, &["m59"]).unwrap();
+        let last = reach_path(&doc, &["m59"]).unwrap();
         let mut budget = Budget::new(100_000);
         assert_eq!(
             doc.get(last, "missing", &mut budget),

@@ -2,9 +2,14 @@
 //! of this crate and the Kubernetes manifest reader of `pullcheck-kube`.
 //!
 //! Built from `saphyr-parser` events. Architecture invariants:
-//! - An alias is the *same* node as its anchor (a shared index), never a copy, so an alias
-//!   bomb costs no memory. Walks that follow aliases or merge keys are the readers' own, and
-//!   each spends from a budget of its own, so they cost bounded time too.
+//! - An alias (`*a`) is a small node of its own, [`Value::Alias`], that names its anchor's
+//!   node (a shared index), never a copy of it, so an alias bomb costs no memory. Every
+//!   accessor looks through it ([`Stream::value`], [`Stream::text`], ...); only
+//!   [`Stream::pos`] tells it apart: an alias is written where the `*a` is. Walks that follow
+//!   aliases or merge keys are the readers' own, and each spends from a budget of its own,
+//!   so they cost bounded time too.
+//! - Positions say where a value is *used*, which for aliased content is not where it is
+//!   written: see [Positions of aliased content](#positions-of-aliased-content).
 //! - Nodes live in one `Vec` and refer to each other by index: no recursion to build or
 //!   drop, whatever the nesting (which is capped anyway).
 //! - An anchor becomes usable when its node is complete, so the tree has no cycles; anchors
@@ -16,6 +21,35 @@
 //!   the stream before refusing it.
 //! - [`Stream::load_first`] builds only the first document; the documents after it are only
 //!   scanned, so that a caller can say they are not read.
+//!
+//! # Positions of aliased content
+//!
+//! A node reached through an alias is written once, in its anchor, but used wherever an alias
+//! names it; a reader reports where it is used. The rule, for a node that a reader reaches by
+//! walking down from its document's root ([`Reached`]):
+//!
+//! - The node is *used* at the first alias on the way from the root to it, the node itself
+//!   included: for `image: *img`, the `*img`; for a value inside a step written as
+//!   `- *stepa`, the `*stepa`; for a value that a mapping takes through a merge key
+//!   (`<<: *defaults`, `<<: [*a, *b]`), that `*defaults` (or `*a`, `*b`); for a container
+//!   of a list used as `steps: *common` or `containers: *list`, that alias. A node reached
+//!   through no alias is used where it is written. [`Stream::used_pos`] gives that
+//!   position, [`Stream::written_pos`] where the node itself is written (for an anchored
+//!   collection, at its `&a`; for an anchored scalar, at its content).
+//! - The *first* alias, because an alias inside an anchor (`&stepa {image: *img}`) is part
+//!   of what an outer alias (`- *stepa`) repeats: the outer one is the place in the text
+//!   that stands for this use. Two uses of one anchor so have positions of their own; the
+//!   several things one alias repeats (the steps of `steps: *common`) share its position,
+//!   and readers tell them apart by name.
+//! - Image uses (origins) and the errors and invalid uses about a value reached through an
+//!   alias are at the use. Their messages also name where the value is written when that is
+//!   elsewhere (`file:7:12 (written at 4:17): ...`, or `... (written at 4:17)` after an
+//!   error's message), as fixing it means editing the anchor.
+//! - A duplicate key is a fault of the text of one mapping, found while loading: its error
+//!   names both keys where they are written, whether the mapping is aliased or not (an
+//!   aliased key, `*k: v`, is written at its `*k`).
+//! - An inline merge (`<<: {image: x}`) or an anchor's own node (`&a {...}`) is no alias: it
+//!   is used where it is written.
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -27,7 +61,7 @@ pub type NodeId = usize;
 
 /// Deepest nesting of collections accepted.
 pub const MAX_DEPTH: usize = 256;
-/// Most nodes accepted in one stream (an alias counts once).
+/// Most nodes accepted in one stream (an alias is one node, however large what it names).
 pub const MAX_NODES: usize = 2_000_000;
 
 /// A 1-based line and column (in characters).
@@ -67,6 +101,10 @@ pub enum Value {
     Seq(Vec<NodeId>),
     /// A mapping: its (key, value) entries as written, merge keys and repeated keys included.
     Map(Vec<(NodeId, NodeId)>),
+    /// An alias (`*a`): the node its anchor names, which is never itself an alias. Its
+    /// position ([`Node::pos`]) is where the `*a` is written; every accessor of [`Stream`]
+    /// but [`Stream::pos`] looks through it, and [`Stream::value`] never returns it.
+    Alias(NodeId),
 }
 
 /// One node of the arena.
@@ -74,9 +112,21 @@ pub enum Value {
 pub struct Node {
     /// What it holds.
     pub value: Value,
-    /// Where the node starts (for a scalar with an anchor or tag, where its content starts);
-    /// `None` for nodes read by [`Stream::load_json`].
+    /// Where the node starts (for a scalar with an anchor or tag, where its content starts;
+    /// for an alias, where its `*` is); `None` for nodes read by [`Stream::load_json`].
     pub pos: Option<Pos>,
+}
+
+/// A node as a reader reached it, walking down from its document's root: the node, and the
+/// first alias on the way, which is where the node is used (see
+/// [Positions of aliased content](self#positions-of-aliased-content)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reached {
+    /// The node as found: an alias stays an alias (accessors look through it).
+    pub id: NodeId,
+    /// The first alias on the way from the root to `id`, `id` itself included; `None` when
+    /// the node was reached through no alias.
+    pub via: Option<NodeId>,
 }
 
 /// One document of a stream.
@@ -207,14 +257,66 @@ impl Stream {
         Ok(self.nodes.len() - 1)
     }
 
-    /// Where the node starts; `None` for nodes read by [`Stream::load_json`].
+    /// Where the node is written: for an alias, where its `*` is. `None` for nodes read by
+    /// [`Stream::load_json`].
     pub fn pos(&self, id: NodeId) -> Option<Pos> {
         self.nodes[id].pos
     }
 
+    /// The node an alias names; any other node itself.
+    pub fn resolve(&self, id: NodeId) -> NodeId {
+        match self.nodes[id].value {
+            Value::Alias(target) => target,
+            _ => id,
+        }
+    }
+
+    /// Whether the node is an alias (`*a`).
+    pub fn is_alias(&self, id: NodeId) -> bool {
+        matches!(self.nodes[id].value, Value::Alias(_))
+    }
+
+    /// What the node holds, through an alias: never [`Value::Alias`].
+    pub fn value(&self, id: NodeId) -> &Value {
+        &self.nodes[self.resolve(id)].value
+    }
+
+    /// A document's root as reached: through no alias (a root cannot be one).
+    pub fn reach_root(&self, root: NodeId) -> Reached {
+        Reached {
+            id: root,
+            via: self.is_alias(root).then_some(root),
+        }
+    }
+
+    /// `child`, found in `parent` (an item of it, or a key or value of one of its entries),
+    /// as reached: through `parent`'s alias, else through `merged_via` (the first alias among
+    /// the merge keys followed from `parent` to the mapping that holds `child`, if any), else
+    /// through `child` itself when it is an alias.
+    pub fn reach(&self, parent: Reached, merged_via: Option<NodeId>, child: NodeId) -> Reached {
+        Reached {
+            id: child,
+            via: parent
+                .via
+                .or(merged_via)
+                .or(self.is_alias(child).then_some(child)),
+        }
+    }
+
+    /// Where a reached node is used: at the first alias on the way to it, else where it is
+    /// written. `None` for nodes read by [`Stream::load_json`].
+    pub fn used_pos(&self, node: Reached) -> Option<Pos> {
+        self.pos(node.via.unwrap_or(node.id))
+    }
+
+    /// Where a node's content is written: for an alias, in its anchor.
+    pub fn written_pos(&self, id: NodeId) -> Option<Pos> {
+        self.pos(self.resolve(id))
+    }
+
     /// The text of a non-null scalar.
     pub fn text(&self, id: NodeId) -> Option<&str> {
-        match &self.nodes[id].value {
+        match self.value(id) {
             Value::Scalar { text, .. } => Some(text),
             _ => None,
         }
@@ -222,22 +324,22 @@ impl Stream {
 
     /// Whether the node is null.
     pub fn is_null(&self, id: NodeId) -> bool {
-        matches!(self.nodes[id].value, Value::Null)
+        matches!(self.value(id), Value::Null)
     }
 
     /// Whether the node is a mapping.
     pub fn is_map(&self, id: NodeId) -> bool {
-        matches!(self.nodes[id].value, Value::Map(_))
+        matches!(self.value(id), Value::Map(_))
     }
 
     /// Whether the node is a merge key (a plain, untagged `<<`).
     pub fn is_merge_key(&self, id: NodeId) -> bool {
-        matches!(self.nodes[id].value, Value::Scalar { merge: true, .. })
+        matches!(self.value(id), Value::Scalar { merge: true, .. })
     }
 
     /// The items of a sequence.
     pub fn items(&self, id: NodeId) -> Option<&[NodeId]> {
-        match &self.nodes[id].value {
+        match self.value(id) {
             Value::Seq(items) => Some(items),
             _ => None,
         }
@@ -246,7 +348,7 @@ impl Stream {
     /// The entries written in a mapping itself, merge keys and repeated keys included as
     /// they are, in order. `None` when the node is not a mapping.
     pub fn own_entries(&self, id: NodeId) -> Option<&[(NodeId, NodeId)]> {
-        match &self.nodes[id].value {
+        match self.value(id) {
             Value::Map(entries) => Some(entries),
             _ => None,
         }
@@ -459,13 +561,15 @@ impl Builder {
                 Event::DocumentEnd => self.end_document(),
                 Event::Nothing | Event::StreamStart | Event::StreamEnd => {}
                 Event::Alias(anchor) => {
-                    let Some(&id) = self.anchors.get(&anchor) else {
+                    let Some(&target) = self.anchors.get(&anchor) else {
                         return Err(LoadError {
                             pos: Some(pos),
                             message: "an alias refers to the node that contains it".to_owned(),
                             syntax: false,
                         });
                     };
+                    // A node of its own, for where it is written; what it names is shared.
+                    let id = self.stream.push(Value::Alias(target), Some(pos))?;
                     self.attach(id);
                 }
                 Event::Scalar(value, style, anchor, tag) => {
@@ -548,9 +652,10 @@ impl Builder {
         let mut seen: HashMap<&str, NodeId> = HashMap::with_capacity(entries.len());
         let mut found = None;
         for &(k, _) in entries {
+            // A key may be an alias (`*k: v`): its text is its anchor's, its place its own.
             let Value::Scalar {
                 text, merge: false, ..
-            } = &nodes[k].value
+            } = self.stream.value(k)
             else {
                 continue;
             };

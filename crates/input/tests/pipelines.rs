@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use pullcheck_input::{
-    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, read_pipeline, read_pipeline_file,
+    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, VELA_PULL_VALUES, read_pipeline,
+    read_pipeline_file,
 };
 
 fn fixture_path(name: &str) -> PathBuf {
@@ -234,7 +235,9 @@ fn anchors_aliases_and_merge_keys() {
     use PullPolicy::*;
     let uses = read("anchors.yml");
     let got: Vec<Row> = uses.iter().map(row).collect();
-    // Merged images point into the anchor (line 5), where the image is written.
+    // Every use is where the step uses the image, not where it is written (5:12 for `*go`,
+    // 10:27, 13:12): at the alias that brings it in (`<<: *go`, the `*go` of
+    // `<<: [ *env, *go ]`, `image: *node-image`, `- *whole-step`).
     assert_eq!(
         got,
         [
@@ -250,47 +253,174 @@ fn anchors_aliases_and_merge_keys() {
                 "merged",
                 "golang:1.22",
                 Always,
-                (5, 12)
+                (18, 9)
             ),
             (
                 ContainerKind::Step,
                 "overridden",
                 "golang:1.22",
                 OnStart,
-                (5, 12)
+                (22, 9)
             ),
             (
                 ContainerKind::Step,
                 "list-merge",
                 "golang:1.22",
                 Always,
-                (5, 12)
+                (26, 17)
             ),
             (
                 ContainerKind::Step,
                 "repeated-merge-keys",
                 "golang:1.22",
                 Always,
-                (5, 12)
+                (30, 9)
             ),
             (
                 ContainerKind::Step,
                 "scalar-alias",
                 "node:22-alpine",
                 Always,
-                (10, 27)
+                (33, 12)
             ),
-            (ContainerKind::Step, "whole", "ruby:3.3", Never, (13, 12)),
+            (ContainerKind::Step, "whole", "ruby:3.3", Never, (36, 5)),
             (
                 ContainerKind::Step,
                 "pull-before-merge",
                 "golang:1.22",
                 NotPresent,
-                (5, 12)
+                (40, 9)
             ),
         ]
     );
     assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
+}
+
+#[test]
+fn an_aliased_image_is_at_the_alias_not_the_anchor() {
+    let text = r#"version: "1"
+steps:
+  - name: a
+    image: &img alpine:3.19
+    commands: ["true"]
+  - name: b
+    image: *img
+    commands: ["true"]
+"#;
+    let uses = read_pipeline("alias.yml", text).unwrap();
+    assert_eq!(uses.len(), 2);
+    // Step a: the anchored value's content, as for any anchored scalar.
+    assert_eq!(uses[0].origin.name, "a");
+    assert_eq!(uses[0].image, "alpine:3.19");
+    assert_eq!(at(&uses[0]), (4, 17));
+    assert_eq!(at(&uses[0]), locate(text, "alpine:3.19"));
+    // Step b: the `*img` it writes, not the anchor it names.
+    assert_eq!(uses[1].origin.name, "b");
+    assert_eq!(uses[1].image, "alpine:3.19");
+    assert_eq!(at(&uses[1]), (7, 12));
+    assert_eq!(at(&uses[1]), locate(text, "*img"));
+    assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
+}
+
+#[test]
+fn aliased_steps_and_step_lists_are_at_the_alias() {
+    let text = r#"version: "1"
+x-common: &common
+  - name: shared
+    image: golang:1.22
+    pull: sometimes
+stages:
+  one:
+    steps: *common
+  two:
+    steps:
+      - &stepa
+        name: first
+        image: node:22
+      - *stepa
+"#;
+    let uses = read_pipeline("alias.yml", text).unwrap();
+    let rows: Vec<StageRow> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.origin.stage.as_deref(),
+                u.origin.name.as_str(),
+                u.image.as_str(),
+                u.policy,
+                at(u),
+            )
+        })
+        .collect();
+    let not_present = PullPolicy::NotPresent;
+    assert_eq!(
+        rows,
+        [
+            // A whole list of steps used through an alias: at `steps: *common`.
+            (Some("one"), "shared", "golang:1.22", not_present, (8, 12)),
+            // The anchor's own step, then the `- *stepa` that repeats it.
+            (Some("two"), "first", "node:22", not_present, (13, 16)),
+            (Some("two"), "first", "node:22", not_present, (14, 9)),
+        ]
+    );
+    // A problem inside aliased content: at the use, naming where it is written.
+    assert_eq!(
+        invalid(&uses[0]),
+        format!(
+            "alias.yml:8:12 (written at 5:11): unknown pull value \"sometimes\" for step \
+             `shared`; allowed values: {VELA_PULL_VALUES}"
+        )
+    );
+    assert_eq!(uses[1].disposition, Disposition::Check);
+    assert_eq!(uses[2].disposition, Disposition::Check);
+    // A file-level error about aliased content: at the alias too.
+    let err = read_pipeline(
+        "alias.yml",
+        "version: \"1\"\nx: &s [a]\nstages:\n  one: *s\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "alias.yml:4:8: stage `one` must be a mapping with `steps`, found a list (written at 2:4)"
+    );
+}
+
+#[test]
+fn an_invalid_image_reached_through_an_alias_is_reported_at_the_alias() {
+    let text = r#"version: "1"
+x-registry: &registry {host: example.com}
+x-bare: &bare
+  name: bare
+  pull: always
+steps:
+  - name: mapping-image
+    image: *registry
+  - *bare
+  - name: merged
+    <<: *bare
+"#;
+    let uses = read_pipeline("bad.yml", text).unwrap();
+    assert_eq!(uses.len(), 3);
+    // `image: *registry` is a mapping: the use and the message are at `*registry`.
+    assert_eq!(at(&uses[0]), (8, 12));
+    assert_eq!(
+        invalid(&uses[0]),
+        "bad.yml:8:12 (written at 2:13): `image` must be a string, found a mapping"
+    );
+    // A step that is an alias of a mapping without `image`: at the alias.
+    assert_eq!(uses[1].origin.name, "bare");
+    assert_eq!(at(&uses[1]), (9, 5));
+    assert_eq!(
+        invalid(&uses[1]),
+        "bad.yml:9:5 (written at 3:9): step `bare` has neither `image` nor `template`"
+    );
+    // A step of its own that merges one in: no image anywhere, so at the step itself.
+    assert_eq!(uses[2].origin.name, "merged");
+    assert_eq!(at(&uses[2]), (10, 5));
+    assert_eq!(
+        invalid(&uses[2]),
+        "bad.yml:10:5: step `merged` has neither `image` nor `template`"
+    );
 }
 
 #[test]

@@ -108,7 +108,8 @@ fn upstream_values() {
     }
 
     // server/compiler/types/yaml/testdata/build_anchor_stage.yml: three stages whose steps
-    // merge `*stage-anchor`; the image is written once, at 11:10.
+    // merge `*stage-anchor`; the image is written once, at 11:10, and used at each step's
+    // `<<: *stage-anchor` (19:13, 32:13, 46:13).
     let uses = read("server/compiler/types/yaml/testdata/build_anchor_stage.yml");
     type Row<'a> = (
         Option<&'a str>,
@@ -129,16 +130,23 @@ fn upstream_values() {
             )
         })
         .collect();
-    let want = |stage| {
+    let want = |stage, line| {
         (
             Some(stage),
             "openjdk:latest",
             PullPolicy::Always,
-            Some(11),
-            Some(10),
+            Some(line),
+            Some(13),
         )
     };
-    assert_eq!(got, [want("dependencies"), want("test"), want("build")]);
+    assert_eq!(
+        got,
+        [
+            want("dependencies", 19),
+            want("test", 32),
+            want("build", 46)
+        ]
+    );
 
     // server/compiler/types/yaml/testdata/build.yml: one service, five steps, one origin
     // without a name (`pull: always`), and repo secrets without origins.

@@ -9,7 +9,10 @@
 //! - Scalars get the types Go's YAML→JSON conversion gives them where the target asks for a
 //!   string: `foo: 1` is the string `"1"` for a string field. A quoted scalar is never a
 //!   number or a boolean. A null is the zero value, as Go's JSON decoding leaves it.
-//! - Every error carries the position of the innermost node it concerns.
+//! - Every error carries the position of the innermost node it concerns, where that node is
+//!   used: for a node reached through an alias, at the first alias on the way to it (as
+//!   [`pullcheck_input::yaml`] says), with where it is written in the message
+//!   (`(written at 3:5)`). A duplicate key is at the key where it is written.
 //! - Each node visited spends from the stream's budget, so aliases cannot make it unbounded.
 
 use std::collections::HashMap;
@@ -17,7 +20,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::yaml::{Entry, NodeId, Pos, Stream, Value};
+use crate::yaml::{Entry, NodeId, Pos, Reached, Stream, Value};
 
 /// An error with the path (`spec.template.spec`) and position of the node it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +71,7 @@ pub(crate) fn from_node<'s, T: de::Deserialize<'s>>(
     T::deserialize(NodeDe {
         stream,
         id,
+        via: stream.reach_root(id).via,
         path: String::new(),
     })
 }
@@ -105,16 +109,49 @@ pub(crate) fn field_names<T: de::DeserializeOwned>() -> &'static [&'static str] 
 struct NodeDe<'s> {
     stream: &'s Stream,
     id: NodeId,
+    /// The first alias on the way from the root to `id`, `id` included.
+    via: Option<NodeId>,
     path: String,
 }
 
 impl<'s> NodeDe<'s> {
     fn value(&self) -> &'s Value {
-        &self.stream.nodes[self.id].value
+        self.stream.value(self.id)
     }
 
+    fn reached(&self) -> Reached {
+        Reached {
+            id: self.id,
+            via: self.via,
+        }
+    }
+
+    /// Where the node is used.
     fn pos(&self) -> Pos {
-        self.stream.pos(self.id)
+        self.stream.used(self.reached())
+    }
+
+    /// A deserializer for `child`, found in this node (through `merged_via`, for a merged
+    /// entry), at `path`.
+    fn child(&self, merged_via: Option<NodeId>, child: NodeId, path: String) -> NodeDe<'s> {
+        NodeDe {
+            stream: self.stream,
+            id: child,
+            via: self.stream.reach(self.reached(), merged_via, child).via,
+            path,
+        }
+    }
+
+    /// `e` at this node, unless it already has a position: where the node is used, naming
+    /// where it is written when that is elsewhere.
+    fn place(&self, e: DeError) -> DeError {
+        if e.pos.is_some() {
+            return e;
+        }
+        let mut e = e.at(&self.path, self.pos());
+        e.message
+            .push_str(&self.stream.written_note(self.reached()));
+        e
     }
 
     fn spend(&self) -> Result<(), DeError> {
@@ -125,7 +162,7 @@ impl<'s> NodeDe<'s> {
     }
 
     fn locate<T>(&self, result: Result<T, DeError>) -> Result<T, DeError> {
-        result.map_err(|e| e.at(&self.path, self.pos()))
+        result.map_err(|e| self.place(e))
     }
 
     fn invalid(&self, expected: &str) -> DeError {
@@ -134,13 +171,14 @@ impl<'s> NodeDe<'s> {
             Value::Scalar { text, .. } => format!("the scalar {text:?}"),
             Value::Seq(_) => "a list".to_owned(),
             Value::Map(_) => "a mapping".to_owned(),
+            // `value` looks through aliases; kept for completeness.
+            Value::Alias(_) => "an alias".to_owned(),
         };
-        DeError {
+        self.place(DeError {
             message: format!("expected {expected}, found {found}"),
             path: None,
             pos: None,
-        }
-        .at(&self.path, self.pos())
+        })
     }
 
     /// The mapping's entries, merge keys resolved, after checking for keys written twice
@@ -151,7 +189,7 @@ impl<'s> NodeDe<'s> {
             for &(k, _) in own {
                 let Value::Scalar {
                     text, merge: false, ..
-                } = &self.stream.nodes[k].value
+                } = self.stream.value(k)
                 else {
                     continue;
                 };
@@ -281,6 +319,8 @@ impl<'s> de::Deserializer<'s> for NodeDe<'s> {
             Value::Scalar { text, .. } => visitor.visit_str(text),
             Value::Seq(_) => return self.deserialize_seq(visitor),
             Value::Map(_) => return self.deserialize_map(visitor),
+            // `value` looks through aliases; kept for completeness.
+            Value::Alias(_) => return Err(self.invalid("a value")),
         };
         self.locate(result)
     }
@@ -431,16 +471,16 @@ impl<'s> de::Deserializer<'s> for NodeDe<'s> {
             if !fields.contains(&entry.key.as_str()) {
                 let mut known: Vec<&str> = fields.to_vec();
                 known.sort_unstable();
-                let field = self.child_path(&entry.key);
-                return Err(DeError {
+                let key = self.child(entry.via, entry.key_node, self.child_path(&entry.key));
+                return Err(key.place(DeError {
                     message: format!(
                         "unknown field {:?}; known fields here: {}",
                         entry.key,
                         known.join(", ")
                     ),
-                    path: Some(field),
-                    pos: Some(self.stream.pos(entry.key_node)),
-                });
+                    path: None,
+                    pos: None,
+                }));
             }
         }
         let result = self.visit_map_entries(entries, visitor);
@@ -486,11 +526,9 @@ impl<'s> MapAccess<'s> for Entries<'_, 's> {
         let Some(entry) = self.entries.next() else {
             return Ok(None);
         };
-        let key = NodeDe {
-            stream: self.de.stream,
-            id: entry.key_node,
-            path: self.de.path.clone(),
-        };
+        let key = self
+            .de
+            .child(entry.via, entry.key_node, self.de.path.clone());
         let value = seed.deserialize(key)?;
         self.pending = Some(entry);
         Ok(Some(value))
@@ -500,11 +538,10 @@ impl<'s> MapAccess<'s> for Entries<'_, 's> {
         let Some(entry) = self.pending.take() else {
             return Err(de::Error::custom("a value was asked for before its key"));
         };
-        seed.deserialize(NodeDe {
-            stream: self.de.stream,
-            id: entry.value,
-            path: self.de.child_path(&entry.key),
-        })
+        seed.deserialize(
+            self.de
+                .child(entry.via, entry.value, self.de.child_path(&entry.key)),
+        )
     }
 }
 
@@ -523,11 +560,10 @@ impl<'s, 'n, I: Iterator<Item = (usize, &'n NodeId)>> SeqAccess<'s> for Items<'_
         let Some((index, &id)) = self.items.next() else {
             return Ok(None);
         };
-        seed.deserialize(NodeDe {
-            stream: self.de.stream,
-            id,
-            path: format!("{}[{index}]", self.de.path),
-        })
+        seed.deserialize(
+            self.de
+                .child(None, id, format!("{}[{index}]", self.de.path)),
+        )
         .map(Some)
     }
 }
@@ -616,6 +652,25 @@ mod tests {
         let err = parse::<Outer>("items:\n- {}\n").unwrap_err();
         assert!(err.message.contains("missing field `name`"), "{err}");
         assert_eq!(err.pos, Some(Pos { line: 2, column: 3 }), "{err:?}");
+    }
+
+    #[test]
+    fn errors_inside_aliased_content_are_at_the_alias() {
+        // `- *l` makes an item of the labels: its unknown key is reported where the item
+        // uses it, naming where it is written.
+        let err = parse::<Outer>("labels: &l {a: b}\nitems:\n- *l\n").unwrap_err();
+        assert_eq!(err.pos, Some(Pos { line: 3, column: 3 }), "{err:?}");
+        assert_eq!(err.path.as_deref(), Some("items[0].a"));
+        assert_eq!(
+            err.message,
+            "unknown field \"a\"; known fields here: count, name, on (written at 1:13)"
+        );
+        // A wrong value merged in: at the `*c` that merges it.
+        let err = parse::<Outer>("labels: &c {name: a, count: x}\nitems:\n- {<<: *c}\n");
+        let err = err.unwrap_err();
+        assert_eq!(err.path.as_deref(), Some("items[0].count"));
+        assert_eq!(err.pos, Some(Pos { line: 3, column: 8 }), "{err:?}");
+        assert!(err.message.ends_with(" (written at 1:29)"), "{err:?}");
     }
 
     #[test]

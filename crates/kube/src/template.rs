@@ -205,7 +205,8 @@ impl PipelinePodsTemplate {
 /// - a key written twice in one mapping is an error at the second, naming the first
 ///   (`duplicate key "spec" (first at 1:1)`);
 /// - a value of the wrong shape (`annotations` as a list) is an error at that value;
-/// - only the first YAML document is read; anchors, aliases and merge keys work.
+/// - only the first YAML document is read; anchors, aliases and merge keys work, and an
+///   error inside aliased content is at the alias that uses it, naming where it is written.
 ///
 /// `file` is the name used in errors.
 ///

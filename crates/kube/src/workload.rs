@@ -11,7 +11,7 @@ use pullcheck_reference::Reference;
 use crate::chain::{PodPullSecrets, Subject};
 use crate::de::field_names;
 use crate::template::{TEMPLATE_GROUP, TEMPLATE_KIND};
-use crate::yaml::{NodeId, Pos, Stream, YamlError};
+use crate::yaml::{Reached, Stream, YamlError};
 
 /// One workload (or bare Pod) of a manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,7 +202,10 @@ pub fn read_manifests_file(path: &Path) -> Result<Manifests, InputError> {
 ///   patches) stay empty pods.
 /// - Documents that are not workloads are [`Manifests::skipped`] with their file, line,
 ///   column and reason; [`Manifests::warnings`] lists those that may hide images.
-/// - Anchors, aliases and merge keys work.
+/// - Anchors, aliases and merge keys work. A value reached through an alias is used at that
+///   alias (`image: *img`, a container written `- *c`, `containers: *list`, `<<: *base`),
+///   as [`pullcheck_input::yaml`] says: the use's position is there, and a message about
+///   the value names where it is written too (`m.yaml:23:21 (written at 16:28): ...`).
 ///
 /// # Errors
 /// [`InputError`] with file, line and column when the text is not YAML, a mapping has a
@@ -222,7 +225,7 @@ pub fn read_manifests(file: &str, text: &str) -> Result<Manifests, InputError> {
     for (index, doc) in stream.documents.iter().enumerate() {
         if let Some(root) = doc.root {
             reader
-                .object(root, index + 1, 0)
+                .object(stream.reach_root(root), index + 1, 0)
                 .map_err(|e| yaml_error(file, e))?;
         }
     }
@@ -350,17 +353,32 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn err(&self, pos: Pos, message: String) -> YamlError {
+    /// An error about `node`: where it is used, naming where it is written when that is
+    /// elsewhere (it was reached through an alias).
+    fn err(&self, node: Reached, message: String) -> YamlError {
         YamlError {
-            pos: Some(pos),
-            message,
+            pos: Some(self.stream.used(node)),
+            message: message + &self.stream.written_note(node),
         }
     }
 
-    fn text_of(&self, map: NodeId, key: &str) -> Result<Option<String>, YamlError> {
+    /// `file:line:column` where `node` is used, and where it is written when that is
+    /// elsewhere, for messages.
+    fn at(&self, node: Reached) -> String {
+        let pos = self.stream.used(node);
+        format!(
+            "{}:{}:{}{}",
+            self.file,
+            pos.line,
+            pos.column,
+            self.stream.written_note(node)
+        )
+    }
+
+    fn text_of(&self, map: Reached, key: &str) -> Result<Option<String>, YamlError> {
         Ok(self
             .stream
-            .get(map, key)?
+            .get(map.id, key)?
             .and_then(|n| self.stream.text(n))
             .filter(|t| !t.is_empty())
             .map(str::to_owned))
@@ -368,13 +386,13 @@ impl Reader<'_> {
 
     fn skip(
         &mut self,
-        node: NodeId,
+        node: Reached,
         kind: Option<String>,
         name: Option<String>,
         reason: String,
         may_hide_images: bool,
     ) {
-        let pos = self.stream.pos(node);
+        let pos = self.stream.used(node);
         self.out.skipped.push(SkippedObject {
             kind,
             name,
@@ -386,22 +404,24 @@ impl Reader<'_> {
         });
     }
 
+    /// The value of `key` in mapping `map`, as reached from it.
+    fn get(&self, map: Reached, key: &str) -> Result<Option<Reached>, YamlError> {
+        self.stream.lookup(map, key)
+    }
+
     /// The non-null value of `key` in mapping `map`.
-    fn present(&self, map: NodeId, key: &str) -> Result<Option<NodeId>, YamlError> {
-        if !self.stream.is_map(map) {
+    fn present(&self, map: Reached, key: &str) -> Result<Option<Reached>, YamlError> {
+        if !self.stream.is_map(map.id) {
             return Ok(None);
         }
-        Ok(self
-            .stream
-            .get(map, key)?
-            .filter(|n| !self.stream.is_null(*n)))
+        Ok(self.get(map, key)?.filter(|n| !self.stream.is_null(n.id)))
     }
 
     /// The keys of mapping `map` (merge keys resolved) that `fields` does not name.
-    fn unknown_keys(&self, map: NodeId, fields: &[&str]) -> Result<Vec<String>, YamlError> {
+    fn unknown_keys(&self, map: Reached, fields: &[&str]) -> Result<Vec<String>, YamlError> {
         Ok(self
             .stream
-            .entries(map)?
+            .entries(map.id)?
             .unwrap_or_default()
             .into_iter()
             .filter(|e| !fields.contains(&e.key.as_str()))
@@ -412,7 +432,7 @@ impl Reader<'_> {
     /// For an object of a kind this reader does not read: what of it holds images, if
     /// anything (`spec.template.spec`, `spec.jobTemplate.spec.template.spec`,
     /// `spec.containers`).
-    fn pod_holder(&self, node: NodeId) -> Result<Option<&'static str>, YamlError> {
+    fn pod_holder(&self, node: Reached) -> Result<Option<&'static str>, YamlError> {
         let Some(spec) = self.present(node, "spec")? else {
             return Ok(None);
         };
@@ -424,7 +444,7 @@ impl Reader<'_> {
                     None => return Ok(false),
                 }
             }
-            Ok(self.stream.is_map(current))
+            Ok(self.stream.is_map(current.id))
         };
         if at(&["template", "spec"])? || at(&["jobTemplate", "spec", "template", "spec"])? {
             return Ok(Some("its pod template's images are not checked"));
@@ -435,19 +455,19 @@ impl Reader<'_> {
         Ok(None)
     }
 
-    fn object(&mut self, node: NodeId, document: usize, depth: usize) -> Result<(), YamlError> {
-        if !self.stream.is_map(node) {
-            let what = self.stream.kind_name(node);
+    fn object(&mut self, node: Reached, document: usize, depth: usize) -> Result<(), YamlError> {
+        if !self.stream.is_map(node.id) {
+            let what = self.stream.kind_name(node.id);
             let reason = format!("not a Kubernetes object: {what}, so nothing in it is read");
             self.skip(node, None, None, reason, true);
             return Ok(());
         }
         let kind = self.text_of(node, "kind")?;
         let api_version = self.text_of(node, "apiVersion")?;
-        let metadata = self.stream.get(node, "metadata")?;
+        let metadata = self.get(node, "metadata")?;
         let meta = |key: &str| -> Result<Option<String>, YamlError> {
             match metadata {
-                Some(m) if self.stream.is_map(m) => self.text_of(m, key),
+                Some(m) if self.stream.is_map(m.id) => self.text_of(m, key),
                 _ => Ok(None),
             }
         };
@@ -457,7 +477,7 @@ impl Reader<'_> {
         let (Some(kind), Some(api_version)) = (kind, api_version) else {
             let mut vela = false;
             for key in ["steps", "stages", "services", "secrets", "version"] {
-                vela |= self.stream.get(node, key)?.is_some();
+                vela |= self.stream.get(node.id, key)?.is_some();
             }
             let reason = if vela {
                 "not a Kubernetes object: no apiVersion and kind; it looks like a Vela \
@@ -475,19 +495,16 @@ impl Reader<'_> {
                 self.skip(node, Some(kind), name, reason, true);
                 return Ok(());
             }
-            let items = match self.stream.get(node, "items")? {
+            let list = match self.get(node, "items")? {
                 None => return Ok(()),
-                Some(items) if self.stream.is_null(items) => return Ok(()),
-                Some(items) => items,
+                Some(list) if self.stream.is_null(list.id) => return Ok(()),
+                Some(list) => list,
             };
-            let Some(items) = self.stream.items(items) else {
-                return Err(self.err(
-                    self.stream.pos(items),
-                    format!("{kind}: items must be a list"),
-                ));
+            let Some(items) = self.stream.items(list.id) else {
+                return Err(self.err(list, format!("{kind}: items must be a list")));
             };
             for &item in items {
-                self.object(item, document, depth + 1)?;
+                self.object(self.stream.reach(list, None, item), document, depth + 1)?;
             }
             return Ok(());
         }
@@ -527,12 +544,12 @@ impl Reader<'_> {
         let mut misspelt = None;
         for &(key, fields) in path {
             let Some(current) = spec else { break };
-            if !self.stream.is_map(current) {
+            if !self.stream.is_map(current.id) {
                 return Err(self.err(
-                    self.stream.pos(current),
+                    current,
                     format!(
                         "{kind} {display_name:?}: {walked} must be a mapping, found {}",
-                        self.stream.kind_name(current)
+                        self.stream.kind_name(current.id)
                     ),
                 ));
             }
@@ -563,18 +580,18 @@ impl Reader<'_> {
             };
         }
         if let Some(s) = spec
-            && !self.stream.is_map(s)
+            && !self.stream.is_map(s.id)
         {
             return Err(self.err(
-                self.stream.pos(s),
+                s,
                 format!(
                     "{kind} {display_name:?}: the pod spec must be a mapping, found {}",
-                    self.stream.kind_name(s)
+                    self.stream.kind_name(s.id)
                 ),
             ));
         }
 
-        let pos = self.stream.pos(node);
+        let pos = self.stream.used(node);
         let mut workload = Workload {
             kind: kind.clone(),
             api_version,
@@ -605,8 +622,8 @@ impl Reader<'_> {
 
     /// An invalid use with no image, at mapping `at`, for a problem of the pod spec (or
     /// the way to it) rather than of one container.
-    fn invalid_use(&self, at: NodeId, owner: &str, problem: String) -> ImageUse {
-        let pos = self.stream.pos(at);
+    fn invalid_use(&self, at: Reached, owner: &str, problem: String) -> ImageUse {
+        let pos = self.stream.used(at);
         ImageUse {
             image: String::new(),
             policy: PullPolicy::NotPresent,
@@ -618,37 +635,35 @@ impl Reader<'_> {
                 name: format!("{owner} pod spec"),
                 stage: None,
             },
-            disposition: Disposition::Invalid(format!(
-                "{}:{}:{}: {owner}: {problem}",
-                self.file, pos.line, pos.column
-            )),
+            disposition: Disposition::Invalid(format!("{}: {owner}: {problem}", self.at(at))),
         }
     }
 
-    fn pod_spec(&self, spec: NodeId, workload: &mut Workload) -> Result<(), YamlError> {
+    fn pod_spec(&self, spec: Reached, workload: &mut Workload) -> Result<(), YamlError> {
         let owner = format!("{}/{}", workload.kind, workload.name);
         // imagePullSecrets: [{name}]
-        if let Some(list) = self.stream.get(spec, "imagePullSecrets")?
-            && !self.stream.is_null(list)
+        if let Some(list) = self.get(spec, "imagePullSecrets")?
+            && !self.stream.is_null(list.id)
         {
-            let Some(items) = self.stream.items(list) else {
+            let Some(items) = self.stream.items(list.id) else {
                 return Err(self.err(
-                    self.stream.pos(list),
+                    list,
                     format!("{owner}: imagePullSecrets must be a list of {{name: ...}}"),
                 ));
             };
             for &item in items {
-                let name = if self.stream.is_map(item) {
+                let item = self.stream.reach(list, None, item);
+                let name = if self.stream.is_map(item.id) {
                     self.text_of(item, "name")?
                 } else {
                     None
                 };
                 match name {
                     Some(name) => workload.pull_secrets.image_pull_secrets.push(name),
-                    None if self.stream.is_map(item) => {}
+                    None if self.stream.is_map(item.id) => {}
                     None => {
                         return Err(self.err(
-                            self.stream.pos(item),
+                            item,
                             format!("{owner}: an imagePullSecrets entry must be {{name: ...}}"),
                         ));
                     }
@@ -663,22 +678,23 @@ impl Reader<'_> {
             };
 
         for (list_key, word) in CONTAINER_LISTS {
-            let Some(list) = self.stream.get(spec, list_key)? else {
+            let Some(list) = self.get(spec, list_key)? else {
                 continue;
             };
-            if self.stream.is_null(list) {
+            if self.stream.is_null(list.id) {
                 continue;
             }
-            let Some(items) = self.stream.items(list) else {
+            let Some(items) = self.stream.items(list.id) else {
                 return Err(self.err(
-                    self.stream.pos(list),
+                    list,
                     format!(
                         "{owner}: {list_key} must be a list, found {}",
-                        self.stream.kind_name(list)
+                        self.stream.kind_name(list.id)
                     ),
                 ));
             };
             for (index, &container) in items.iter().enumerate() {
+                let container = self.stream.reach(list, None, container);
                 let image_use = self.container(container, &owner, list_key, word, index)?;
                 workload.images.push(image_use);
             }
@@ -708,11 +724,11 @@ impl Reader<'_> {
             };
             let at = self
                 .stream
-                .entries(spec)?
+                .entries(spec.id)?
                 .unwrap_or_default()
                 .into_iter()
                 .find(|e| e.key == *key)
-                .map_or(spec, |e| e.key_node);
+                .map_or(spec, |e| self.stream.reach(spec, e.via, e.key_node));
             let mut invalid = self.invalid_use(
                 at,
                 &owner,
@@ -729,14 +745,13 @@ impl Reader<'_> {
 
     fn container(
         &self,
-        container: NodeId,
+        container: Reached,
         owner: &str,
         list_key: &str,
         word: &str,
         index: usize,
     ) -> Result<ImageUse, YamlError> {
-        let at = |pos: Pos| format!("{}:{}:{}", self.file, pos.line, pos.column);
-        let container_pos = self.stream.pos(container);
+        let container_pos = self.stream.used(container);
         let place = format!("{list_key}[{index}]");
         let mut origin = Origin {
             file: Some(self.file.to_owned()),
@@ -746,14 +761,14 @@ impl Reader<'_> {
             name: format!("{owner} {word} {place}"),
             stage: None,
         };
-        if !self.stream.is_map(container) {
+        if !self.stream.is_map(container.id) {
             return Ok(ImageUse {
                 image: String::new(),
                 policy: PullPolicy::NotPresent,
                 disposition: Disposition::Invalid(format!(
                     "{}: {owner} {place} must be a mapping, found {}",
-                    at(container_pos),
-                    self.stream.kind_name(container)
+                    self.at(container),
+                    self.stream.kind_name(container.id)
                 )),
                 origin,
             });
@@ -761,19 +776,20 @@ impl Reader<'_> {
         if let Some(name) = self.text_of(container, "name")? {
             origin.name = format!("{owner} {word} {name}");
         }
-        let image_node = self.stream.get(container, "image")?;
+        // The `image:` value where this container uses it (at an alias on the way, if any).
+        let image_node = self.get(container, "image")?;
         let image = image_node
-            .and_then(|n| self.stream.text(n))
+            .and_then(|n| self.stream.text(n.id))
             .unwrap_or_default()
             .to_owned();
         if let Some(n) = image_node {
-            let pos = self.stream.pos(n);
+            let pos = self.stream.used(n);
             origin.line = Some(pos.line);
             origin.column = Some(pos.column);
         }
-        let policy_node = self.stream.get(container, "imagePullPolicy")?;
+        let policy_node = self.get(container, "imagePullPolicy")?;
         let written_policy = policy_node
-            .and_then(|n| self.stream.text(n))
+            .and_then(|n| self.stream.text(n.id))
             .filter(|t| !t.is_empty());
         let mut disposition = Disposition::Check;
         let policy = match written_policy {
@@ -781,23 +797,21 @@ impl Reader<'_> {
             Some(value) => match kubernetes_pull_policy(value) {
                 Some(policy) => policy,
                 None => {
-                    let pos = policy_node.map_or(container_pos, |n| self.stream.pos(n));
                     disposition = Disposition::Invalid(format!(
                         "{}: unsupported imagePullPolicy {value:?}: must be Always, \
                          IfNotPresent or Never",
-                        at(pos)
+                        self.at(policy_node.unwrap_or(container))
                     ));
                     PullPolicy::NotPresent
                 }
             },
         };
         if image.is_empty() {
-            let pos = image_node.map_or(container_pos, |n| self.stream.pos(n));
             let found = match image_node {
-                Some(n) if !self.stream.is_null(n) && self.stream.text(n).is_none() => {
+                Some(n) if !self.stream.is_null(n.id) && self.stream.text(n.id).is_none() => {
                     format!(
                         ": image must be a string, found {}",
-                        self.stream.kind_name(n)
+                        self.stream.kind_name(n.id)
                     )
                 }
                 Some(_) => ": no image".to_owned(),
@@ -815,7 +829,11 @@ impl Reader<'_> {
                     }
                 }
             };
-            disposition = Disposition::Invalid(format!("{}: {}{found}", at(pos), origin.name));
+            disposition = Disposition::Invalid(format!(
+                "{}: {}{found}",
+                self.at(image_node.unwrap_or(container)),
+                origin.name
+            ));
         }
         Ok(ImageUse {
             image,

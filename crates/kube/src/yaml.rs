@@ -6,7 +6,9 @@
 //!   cost bounded time.
 //! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup as the YAML merge type
 //!   says: a mapping's own keys win over merged ones, earlier merged mappings over later
-//!   ones. A merged value keeps the position where it is written.
+//!   ones. Each resolved entry says through which alias it was merged in ([`Entry::via`]),
+//!   so that readers walking [`Reached`] nodes report a value where it is used, as
+//!   [`pullcheck_input::yaml`] says: at the first alias on the way to it.
 //! - A key written twice in one mapping (merge keys aside) is recorded on its document
 //!   ([`Document::duplicate`]), naming both places, for readers to refuse as kubectl and
 //!   go-yaml v3 do; loading itself does not fail, so that routing can still look at it.
@@ -19,7 +21,7 @@ use std::ops::Deref;
 #[cfg(doc)]
 use pullcheck_input::yaml::Document;
 use pullcheck_input::yaml::{self, LoadError};
-pub(crate) use pullcheck_input::yaml::{NodeId, Pos, Value};
+pub(crate) use pullcheck_input::yaml::{NodeId, Pos, Reached, Value};
 
 /// Work allowance of one stream: merged mapping entries looked at, and nodes visited when
 /// deserializing (where aliases could otherwise multiply the work).
@@ -81,6 +83,9 @@ pub(crate) struct Entry {
     pub key_node: NodeId,
     /// The value node.
     pub value: NodeId,
+    /// The first alias among the merge keys followed to the mapping that holds the entry;
+    /// `None` for the mapping's own entries and for those merged in without an alias.
+    pub via: Option<NodeId>,
 }
 
 impl Stream {
@@ -97,28 +102,48 @@ impl Stream {
         })
     }
 
-    /// Where the node starts: every node read from YAML has a position.
+    /// Where the node is written (for an alias, where its `*` is): every node read from
+    /// YAML has a position.
     pub fn pos(&self, id: NodeId) -> Pos {
         self.yaml
             .pos(id)
             .expect("every node of a YAML stream has a position")
     }
 
+    /// Where a reached node is used: at the first alias on the way to it, else where it is
+    /// written.
+    pub fn used(&self, node: Reached) -> Pos {
+        self.pos(node.via.unwrap_or(node.id))
+    }
+
+    /// ` (written at line:column)` when a reached node is written elsewhere than it is used
+    /// (it was reached through an alias), else nothing; for messages.
+    pub fn written_note(&self, node: Reached) -> String {
+        let written = self.pos(self.resolve(node.id));
+        if written == self.used(node) {
+            String::new()
+        } else {
+            format!(" (written at {}:{})", written.line, written.column)
+        }
+    }
+
     /// What the node is, for messages.
     pub fn kind_name(&self, id: NodeId) -> &'static str {
-        match self.nodes[id].value {
+        match self.value(id) {
             Value::Null => "null",
             Value::Scalar { .. } => "a scalar",
             Value::Seq(_) => "a list",
             Value::Map(_) => "a mapping",
+            // `value` looks through aliases; kept for completeness.
+            Value::Alias(_) => "an alias",
         }
     }
 
     fn key_text(&self, id: NodeId) -> String {
-        match &self.nodes[id].value {
+        match self.value(id) {
             Value::Null => "null".to_owned(),
             Value::Scalar { text, .. } => text.clone(),
-            Value::Seq(_) | Value::Map(_) => String::new(),
+            Value::Seq(_) | Value::Map(_) | Value::Alias(_) => String::new(),
         }
     }
 
@@ -135,16 +160,18 @@ impl Stream {
         // depth first.
         // A mapping merged twice adds nothing the second time (its keys are all there
         // already), so each is visited once: merge bombs stay linear.
-        let mut stack = vec![map];
+        // Each with the first alias on the way to it from `map`, where a problem with it is.
+        let alias = |id: NodeId| self.is_alias(id).then_some(id);
+        let mut stack = vec![(self.resolve(map), None)];
         let mut seen = HashSet::new();
         let mut first = true;
-        while let Some(current) = stack.pop() {
+        while let Some((current, via)) = stack.pop() {
             if !seen.insert(current) {
                 continue;
             }
-            let Value::Map(entries) = &self.nodes[current].value else {
+            let Value::Map(entries) = self.value(current) else {
                 return Err(YamlError {
-                    pos: Some(self.pos(current)),
+                    pos: Some(self.pos(via.unwrap_or(current))),
                     message: "a merge key (<<) must merge a mapping or a list of mappings"
                         .to_owned(),
                 });
@@ -157,10 +184,14 @@ impl Stream {
             let mut sources = Vec::new();
             for &(k, v) in entries {
                 if self.is_merge_key(k) {
-                    match &self.nodes[v].value {
-                        Value::Map(_) => sources.push(v),
-                        Value::Seq(items) => sources.extend(items.iter().copied()),
-                        _ => sources.push(v),
+                    let v_via = via.or(alias(v));
+                    match self.value(v) {
+                        Value::Seq(items) => sources.extend(
+                            items
+                                .iter()
+                                .map(|&item| (self.resolve(item), v_via.or(alias(item)))),
+                        ),
+                        _ => sources.push((self.resolve(v), v_via)),
                     }
                     continue;
                 }
@@ -179,6 +210,7 @@ impl Stream {
                             key,
                             key_node: k,
                             value: v,
+                            via,
                         });
                     }
                 }
@@ -196,6 +228,14 @@ impl Stream {
             .entries(map)?
             .and_then(|entries| entries.into_iter().find(|e| e.key == key))
             .map(|e| e.value))
+    }
+
+    /// [`Stream::get`] on a reached mapping: the value as reached from it.
+    pub fn lookup(&self, map: Reached, key: &str) -> Result<Option<Reached>, YamlError> {
+        Ok(self
+            .entries(map.id)?
+            .and_then(|entries| entries.into_iter().find(|e| e.key == key))
+            .map(|e| self.reach(map, e.via, e.value)))
     }
 }
 
@@ -224,7 +264,11 @@ mod tests {
     #[test]
     fn anchors_are_per_document_and_shared() {
         let s = Stream::load("a: &x {k: v}\nb: *x\n").unwrap();
-        assert_eq!(path(&s, 0, &["a"]), path(&s, 0, &["b"]));
+        let (a, b) = (path(&s, 0, &["a"]).unwrap(), path(&s, 0, &["b"]).unwrap());
+        // The alias is a node of its own, at the `*x`, naming the anchor's node.
+        assert_eq!(s.resolve(b), a);
+        assert_eq!(s.pos(b), Pos { line: 2, column: 4 });
+        assert_eq!(path(&s, 0, &["b", "k"]), path(&s, 0, &["a", "k"]));
         let err = Stream::load("a: &x 1\n---\nb: *x\n").unwrap_err();
         assert!(err.message.contains("alias"), "{err:?}");
     }
@@ -267,6 +311,48 @@ mod tests {
         let bad = Stream::load("a:\n  <<: 3\n").unwrap();
         let a = path(&bad, 0, &["a"]).unwrap();
         assert!(bad.entries(a).is_err());
+    }
+
+    #[test]
+    fn lookups_say_where_a_value_is_used() {
+        let s = Stream::load(
+            "base: &b {image: a, pull: x}\nc:\n  <<: *b\n  image: own\nd: {<<: [{k: v}, *b]}\ne: *b\n",
+        )
+        .unwrap();
+        let root = s.reach_root(s.documents[0].root.unwrap());
+        let used = |keys: &[&str]| {
+            let mut node = root;
+            for k in keys {
+                node = s.lookup(node, k).unwrap().unwrap();
+            }
+            (s.used(node), s.written_note(node))
+        };
+        let at = |line, column| Pos { line, column };
+        let none = String::new();
+        assert_eq!(used(&["c", "image"]), (at(4, 10), none.clone()));
+        assert_eq!(
+            used(&["c", "pull"]),
+            (at(3, 7), " (written at 1:27)".to_owned())
+        );
+        // Through an inline merge: where it is written; through `*b`: at the `*b`.
+        assert_eq!(used(&["d", "k"]), (at(5, 14), none.clone()));
+        assert_eq!(
+            used(&["d", "image"]),
+            (at(5, 18), " (written at 1:18)".to_owned())
+        );
+        // Inside an aliased mapping: at the alias of the mapping.
+        assert_eq!(
+            used(&["e", "image"]),
+            (at(6, 4), " (written at 1:18)".to_owned())
+        );
+        assert_eq!(used(&["base", "image"]), (at(1, 18), none));
+        // A merged alias of something else than a mapping: the error is at the alias.
+        let bad = Stream::load("x: &x [1]\na:\n  <<: [*x]\n").unwrap();
+        let a = path(&bad, 0, &["a"]).unwrap();
+        assert_eq!(
+            bad.entries(a).unwrap_err().pos,
+            Some(Pos { line: 3, column: 8 })
+        );
     }
 
     #[test]

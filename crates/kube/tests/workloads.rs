@@ -390,13 +390,124 @@ spec:
     assert_eq!(uses.len(), 3);
     assert_eq!(uses[1].origin.name, "Pod/p container b");
     assert_eq!(uses[1].policy, PullPolicy::Always);
-    // A merged or aliased value keeps the position where it is written: in the anchor.
+    // The anchor's own image is where it is written; a merged or aliased value is where the
+    // container uses it: at `*base` in `- <<: *base`, at `*img` in `image: *img`.
+    assert_eq!(
+        (uses[0].origin.line, uses[0].origin.column),
+        (Some(8), Some(17))
+    );
     assert_eq!(
         (uses[1].origin.line, uses[1].origin.column),
-        (Some(8), Some(17))
+        (Some(10), Some(9))
     );
     assert_eq!(uses[2].image, "registry.example.com/app:1");
     assert_eq!(uses[2].policy, PullPolicy::NotPresent);
+    assert_eq!(
+        (uses[2].origin.line, uses[2].origin.column),
+        (Some(13), Some(12))
+    );
+}
+
+#[test]
+fn aliased_images_and_containers_are_at_the_alias() {
+    let m = read(
+        "apiVersion: v1
+kind: List
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: one}
+  spec:
+    template:
+      spec:
+        containers: &containers
+        - name: app
+          image: &app registry.example.com/app:1
+        - &sidecar
+          name: sidecar
+          image: registry.example.com/sidecar:2
+          imagePullPolicy: Sometimes
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: two}
+  spec:
+    template:
+      spec:
+        containers: *containers
+        initContainers:
+        - name: init
+          image: *app
+        - *sidecar
+",
+    );
+    assert_eq!(m.workloads.len(), 2);
+    let at = |u: &ImageUse| (u.origin.line.unwrap(), u.origin.column.unwrap());
+    let one = &m.workloads[0].images;
+    let two = &m.workloads[1].images;
+    // The first Deployment is where the containers are written.
+    assert_eq!(one[0].origin.name, "Deployment/one container app");
+    assert_eq!(at(&one[0]), (12, 23));
+    assert_eq!(at(&one[1]), (15, 18));
+    // The second uses them through `containers: *containers`: every one of its containers
+    // is there, not in the first Deployment.
+    assert_eq!(two[0].origin.name, "Deployment/two container app");
+    assert_eq!(two[0].image, "registry.example.com/app:1");
+    assert_eq!(at(&two[0]), (23, 21));
+    assert_eq!(at(&two[1]), (23, 21));
+    // `image: *app` is at the `*app`; a container written `- *sidecar` at the `*sidecar`.
+    assert_eq!(two[2].origin.name, "Deployment/two initContainer init");
+    assert_eq!(two[2].image, "registry.example.com/app:1");
+    assert_eq!(at(&two[2]), (26, 18));
+    assert_eq!(two[3].origin.name, "Deployment/two initContainer sidecar");
+    assert_eq!(at(&two[3]), (27, 11));
+    // An invalid value inside an aliased container: at the use, naming where it is written.
+    assert_eq!(
+        invalid_message(&one[1]),
+        "m.yaml:16:28: unsupported imagePullPolicy \"Sometimes\": must be Always, IfNotPresent \
+         or Never"
+    );
+    assert_eq!(
+        invalid_message(&two[1]),
+        "m.yaml:23:21 (written at 16:28): unsupported imagePullPolicy \"Sometimes\": must be \
+         Always, IfNotPresent or Never"
+    );
+    assert_eq!(
+        invalid_message(&two[3]),
+        "m.yaml:27:11 (written at 16:28): unsupported imagePullPolicy \"Sometimes\": must be \
+         Always, IfNotPresent or Never"
+    );
+}
+
+#[test]
+fn an_invalid_image_through_an_alias_is_at_the_alias() {
+    let m = read(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+x-registry: &registry {host: example.com}
+spec:
+  containers:
+  - name: a
+    image: *registry
+",
+    );
+    let u = &m.workloads[0].images[0];
+    assert_eq!((u.origin.line, u.origin.column), (Some(8), Some(12)));
+    assert_eq!(
+        invalid_message(u),
+        "m.yaml:8:12 (written at 4:13): Pod/p container a: image must be a string, found a \
+         mapping"
+    );
+    // A pod spec of the wrong shape, through an alias: the error is at the alias.
+    let e = read_manifests(
+        "m.yaml",
+        "apiVersion: v1\nkind: Pod\nx: &m {a: 1}\nspec:\n  containers: *m\n",
+    )
+    .expect_err("containers as a mapping");
+    assert_eq!(
+        e.to_string(),
+        "m.yaml:5:15: Pod/document 1: containers must be a list, found a mapping (written at 3:4)"
+    );
 }
 
 #[test]
