@@ -467,6 +467,127 @@ async fn an_unreachable_cluster_fails_fast_naming_the_server() {
     assert!(env.token_requests().is_empty());
 }
 
+/// A kubeconfig whose `server` has a wrong path: every answer is the plain-text 404 of a
+/// path the server does not serve, never the `NotFound` `Status` a Kubernetes API server
+/// sends for a missing object. That is an error naming the server and the request (exit
+/// 2, nothing asked of the registry), not "ServiceAccount not found" and `no_access`.
+#[tokio::test]
+async fn a_server_url_with_a_wrong_path_is_a_configuration_error_not_a_missing_account() {
+    let env = Env::start("wrong-prefix").await;
+    env.api.add_service_account(NS, "default", &["regcred"]);
+    env.add_ci_secret("regcred");
+    let url = format!("{}/wrong-prefix", env.api.url());
+    let expected = format!(
+        "pullcheck: error: get serviceaccounts \"default\" in namespace \"{NS}\": \
+         GET {url}/api/v1/namespaces/{NS}/serviceaccounts/default was answered 404 with the \
+         text \"404 page not found\", which is not from a Kubernetes API server"
+    );
+
+    let (out, _) = check_with_cluster_at(&env, &url, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(
+        stderr.contains(&format!("check the kubeconfig's server URL {url}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not found in namespace"), "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+    assert_eq!(
+        env.requests(),
+        [get(&format!(
+            "/wrong-prefix{}",
+            kube::service_account_path(NS, "default")
+        ))]
+    );
+    assert!(env.token_requests().is_empty());
+    assert_eq!(env.registry.requests().await.expect("log"), []);
+
+    // `explain` says the same instead of "not found, so no secrets from it".
+    let kubeconfig = env.dir.join("other-kubeconfig").display().to_string();
+    let app = env.image("team/app");
+    let out = env.run(&["explain", &app, "-n", NS, "--kubeconfig", &kubeconfig]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let shown = text(&out);
+    assert!(shown.contains(&expected), "{shown}");
+    assert!(!shown.contains("no secrets from it"), "{shown}");
+}
+
+/// An HTML or empty 404 where a ServiceAccount or Secret should be is not "not found"
+/// either: the same error, naming the server and the request.
+#[tokio::test]
+async fn an_html_or_empty_404_is_a_configuration_error_naming_the_request() {
+    let env = Env::start("foreign-404").await;
+    let app = env.image("team/app");
+    let url = env.api.url().to_owned();
+    // The 404 page of `python3 -m http.server`.
+    let html = "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">\
+                <title>Error response</title></head>\n<body><h1>Error response</h1>\
+                <p>Error code: 404</p></body>\n</html>\n";
+    let account = kube::service_account_path(NS, "default");
+    env.api
+        .add_raw(&account, 404, html, "text/html;charset=utf-8");
+
+    let args = [
+        "check",
+        "--image",
+        &app,
+        "-n",
+        NS,
+        "--kubeconfig",
+        &env.kubeconfig,
+    ];
+    let out = env.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "pullcheck: error: get serviceaccounts \"default\" in namespace \"{NS}\": \
+             GET {url}{account} was answered 404 with an HTML page titled \"Error response\", \
+             which is not from a Kubernetes API server"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("check the kubeconfig's server URL"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+
+    // The account exists; its Secret's path answers an empty 404.
+    env.api.add_service_account(NS, "default", &["regcred"]);
+    let secret = kube::secret_path(NS, "regcred");
+    env.api.add_raw(&secret, 404, "", "text/plain");
+    env.api.clear_requests();
+    let out = env.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "pullcheck: error: get secrets \"regcred\" in namespace \"{NS}\": \
+             GET {url}{secret} was answered 404 with an empty body, which is not from a \
+             Kubernetes API server"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(env.requests(), [get(&account), get(&secret)]);
+    env.assert_only_named_gets();
+    assert!(env.token_requests().is_empty());
+    assert_eq!(env.registry.requests().await.expect("log"), []);
+
+    // The API server's own NotFound Status is still only a warning.
+    env.api.remove(NS, "secrets", "regcred");
+    let (out, report) = env.check_json(&app, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(image(&report, &app)["status"], "no_access", "{report:#}");
+    assert!(
+        report["warnings"]
+            .to_string()
+            .contains("Secret \\\"regcred\\\" not found in namespace"),
+        "{report:#}"
+    );
+}
+
 /// `--deadline` bounds the pull-secret lookups too: an API server that accepts the
 /// connection and never answers (its own timeout is 10 s per request) ends the run at
 /// the deadline, as an error naming it, and no registry is asked.

@@ -30,14 +30,17 @@ pub trait ObjectSource: Sync {
     /// The namespace used for a Pod that names none (the build namespace).
     fn namespace(&self) -> &str;
 
-    /// The ServiceAccount `name` in `namespace`; `Ok(None)` when it does not exist.
+    /// The ServiceAccount `name` in `namespace`; `Ok(None)` only when it is known not to
+    /// exist (for [`Cluster`](crate::Cluster): a 404 `Status` of reason `NotFound`); an
+    /// answer that does not say so is an error.
     fn service_account(
         &self,
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Option<ServiceAccount>, KubeError>> + Send;
 
-    /// The Secret `name` in `namespace`; `Ok(None)` when it does not exist.
+    /// The Secret `name` in `namespace`; `Ok(None)` only when it is known not to exist, as
+    /// for [`service_account`](ObjectSource::service_account).
     fn secret(
         &self,
         namespace: &str,
@@ -307,7 +310,8 @@ impl fmt::Display for PullSecretChain {
 ///
 /// # Errors
 /// What the source returns: [`KubeError::Forbidden`] naming the missing RBAC rule,
-/// [`KubeError::Unreachable`], [`KubeError::Malformed`], ...
+/// [`KubeError::Unreachable`], [`KubeError::Malformed`], [`KubeError::NotKubernetes`] (a
+/// 404 that is not a Kubernetes `NotFound` `Status`: the server URL is likely wrong), ...
 pub async fn walk_pull_secrets<S: ObjectSource + ?Sized>(
     source: &S,
     pod: &PodPullSecrets,

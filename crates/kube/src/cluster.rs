@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::KubeError;
 use crate::chain::{ObjectSource, PodPullSecrets, PullSecretChain, Subject, walk_pull_secrets};
+use crate::error::NotKubernetesAnswer;
 use crate::template::{
     PipelinePodsTemplate, TEMPLATE_GROUP, TEMPLATE_PLURAL, TEMPLATE_VERSION, TemplateSource,
     read_template_file,
@@ -55,12 +56,23 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The outcome of one `GET` that the caller interprets.
 enum Answer {
     Found(Vec<u8>),
-    /// 404; `status` is true when the body is a Kubernetes `Status` (the object is missing),
-    /// false for a plain 404 (the API path itself is not served).
-    NotFound {
-        status: bool,
-    },
+    /// 404 with a Kubernetes `Status` of reason `NotFound`: the API server served the path,
+    /// and the named object does not exist.
+    NotFound,
+    /// Any other 404 (no body, HTML, text, JSON that is not such a `Status`): not what a
+    /// Kubernetes API server answers for a missing object, so nothing is known about it.
+    OtherNotFound(Other404),
 }
+
+/// A 404 that is not a Kubernetes `NotFound` `Status`.
+struct Other404 {
+    body: Vec<u8>,
+    content_type: Option<String>,
+}
+
+/// The body of the Go mux's 404, which a real API server sends for a path it does not
+/// serve at all (a CRD that is not installed), and so do Go proxies for theirs.
+const GO_MUX_NOT_FOUND: &str = "404 page not found";
 
 /// Names one object for requests and messages.
 struct ObjectRef<'a> {
@@ -132,10 +144,73 @@ fn status_message(body: &[u8]) -> String {
     short
 }
 
-fn is_status(body: &[u8]) -> bool {
+/// Whether `body` is a Kubernetes `Status` saying the object does not exist: JSON with
+/// `"kind": "Status"` and `"reason": "NotFound"`, as a kube-apiserver answers a `GET` of a
+/// missing named object (API conventions, "Response Status Kind":
+/// <https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#response-status-kind>).
+///
+/// `kind` is checked on the JSON itself: `kube::core::Status` has no `kind` field and every
+/// field defaulted, so any JSON object (even `{}`) deserializes into it.
+fn is_not_found_status(body: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(body)
         .ok()
-        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status"))
+        .is_some_and(|v| {
+            v.get("kind").and_then(|k| k.as_str()) == Some("Status")
+                && v.get("reason").and_then(|r| r.as_str()) == Some("NotFound")
+        })
+}
+
+/// At most `max` characters of `text`, whitespace runs made one space, `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let joined = words.join(" ");
+    let mut short: String = joined.chars().take(max).collect();
+    if short.len() < joined.len() {
+        short.push('…');
+    }
+    short
+}
+
+/// What a 404 that is not a `NotFound` `Status` carried, for an error message: `an empty
+/// body`, `an HTML page titled "..."`, `JSON that is not a Kubernetes Status: ...`, `a
+/// Status of reason "..."`, or the text itself.
+fn describe_body(body: &[u8], content_type: Option<&str>) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return "an empty body".to_owned();
+    }
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        if value.get("kind").and_then(|k| k.as_str()) == Some("Status") {
+            let reason = value.get("reason").and_then(|r| r.as_str()).unwrap_or("");
+            return if reason.is_empty() {
+                "a Status with no reason".to_owned()
+            } else {
+                format!("a Status of reason {reason:?}")
+            };
+        }
+        return format!(
+            "JSON that is not a Kubernetes Status: {}",
+            shorten(text, 120)
+        );
+    }
+    let lower = text.to_ascii_lowercase();
+    let html = content_type.is_some_and(|t| t.to_ascii_lowercase().contains("html"))
+        || lower.starts_with("<!doctype html")
+        || lower.starts_with("<html");
+    if html {
+        let title = lower.find("<title>").and_then(|start| {
+            let from = start + "<title>".len();
+            let len = lower[from..].find("</title>")?;
+            // `lower` has the byte offsets of `text`: ASCII lowercasing keeps lengths.
+            Some(shorten(text.get(from..from + len)?, 80))
+        });
+        return match title {
+            Some(title) if !title.is_empty() => format!("an HTML page titled {title:?}"),
+            _ => "an HTML page".to_owned(),
+        };
+    }
+    format!("the text {:?}", shorten(text, 120))
 }
 
 impl Cluster {
@@ -229,7 +304,21 @@ impl Cluster {
         &self.namespace
     }
 
-    /// `GET` one object: its body, or a 404 told apart; every other answer is an error.
+    /// The error for a 404 that is not a Kubernetes `NotFound` `Status`.
+    fn not_kubernetes(&self, object: &ObjectRef<'_>, other: &Other404) -> KubeError {
+        KubeError::NotKubernetes(Box::new(NotKubernetesAnswer {
+            url: self.url.clone(),
+            verb: "get",
+            resource: object.resource,
+            name: object.name.to_owned(),
+            namespace: object.namespace.to_owned(),
+            request: format!("GET {}{}", self.url.trim_end_matches('/'), object.path()),
+            answer: describe_body(&other.body, other.content_type.as_deref()),
+        }))
+    }
+
+    /// `GET` one object: its body, or a 404 told apart (a `NotFound` `Status` or anything
+    /// else); every other answer is an error.
     async fn get(&self, object: &ObjectRef<'_>) -> Result<Answer, KubeError> {
         let path = object.path();
         let request = http::Request::builder()
@@ -241,10 +330,16 @@ impl Cluster {
         let exchange = async {
             let response = self.client.send(request).await?;
             let status = response.status();
+            let content_type = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let body = response.into_body().collect_bytes().await?;
-            Ok::<_, kube::Error>((status, body))
+            Ok::<_, kube::Error>((status, content_type, body))
         };
-        let (status, body) = match tokio::time::timeout(self.timeout, exchange).await {
+        let (status, content_type, body) = match tokio::time::timeout(self.timeout, exchange).await
+        {
             Err(_) => {
                 return Err(KubeError::Unreachable {
                     url: self.url.clone(),
@@ -274,9 +369,11 @@ impl Cluster {
         tracing::debug!(path, status = status.as_u16(), "kubernetes get");
         match status.as_u16() {
             200..=299 => Ok(Answer::Found(body.to_vec())),
-            404 => Ok(Answer::NotFound {
-                status: is_status(&body),
-            }),
+            404 if is_not_found_status(&body) => Ok(Answer::NotFound),
+            404 => Ok(Answer::OtherNotFound(Other404 {
+                body: body.to_vec(),
+                content_type,
+            })),
             401 => Err(KubeError::Unauthorized {
                 url: self.url.clone(),
                 message: status_message(&body),
@@ -314,24 +411,29 @@ impl Cluster {
             name,
         };
         match self.get(&object).await? {
-            Answer::NotFound { .. } => Ok(None),
+            Answer::NotFound => Ok(None),
+            Answer::OtherNotFound(other) => Err(self.not_kubernetes(&object, &other)),
             Answer::Found(body) => decode(&body, &object).map(Some),
         }
     }
 
-    /// `GET /api/v1/namespaces/NS/secrets/NAME`; `Ok(None)` on 404.
+    /// `GET /api/v1/namespaces/NS/secrets/NAME`; `Ok(None)` when the API server answers
+    /// 404 with a `Status` of reason `NotFound` (the Secret does not exist).
     ///
     /// # Errors
-    /// [`KubeError::Forbidden`] (403), [`KubeError::Unauthorized`] (401),
+    /// [`KubeError::NotKubernetes`] for any other 404 (no body, HTML, text, other JSON):
+    /// the answer is not from a Kubernetes API server, so the Secret's absence is not
+    /// known; [`KubeError::Forbidden`] (403), [`KubeError::Unauthorized`] (401),
     /// [`KubeError::Unreachable`], [`KubeError::Malformed`] (not a Secret), [`KubeError::Api`].
     pub async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, KubeError> {
         self.get_core("secrets", namespace, name).await
     }
 
-    /// `GET /api/v1/namespaces/NS/serviceaccounts/NAME`; `Ok(None)` on 404.
+    /// `GET /api/v1/namespaces/NS/serviceaccounts/NAME`; `Ok(None)` when the API server
+    /// answers 404 with a `Status` of reason `NotFound` (the ServiceAccount does not exist).
     ///
     /// # Errors
-    /// As [`Cluster::secret`].
+    /// As [`Cluster::secret`]: any other 404 is [`KubeError::NotKubernetes`].
     pub async fn service_account(
         &self,
         namespace: &str,
@@ -347,8 +449,10 @@ impl Cluster {
     /// API server has already pruned it to the CRD's schema.
     ///
     /// # Errors
-    /// [`KubeError::TemplateNotFound`]; [`KubeError::TemplateApiMissing`] when the CRD is not
-    /// installed; otherwise as [`Cluster::secret`].
+    /// [`KubeError::TemplateNotFound`] on a 404 with a `Status` of reason `NotFound`;
+    /// [`KubeError::TemplateApiMissing`] on the plain-text `404 page not found` a real API
+    /// server sends when the CRD is not installed (a Go proxy's 404 reads the same); any
+    /// other 404 is [`KubeError::NotKubernetes`]; otherwise as [`Cluster::secret`].
     pub async fn pipeline_pods_template(
         &self,
         name: &str,
@@ -362,13 +466,18 @@ impl Cluster {
         };
         match self.get(&object).await? {
             Answer::Found(body) => decode(&body, &object),
-            Answer::NotFound { status: true } => Err(KubeError::TemplateNotFound {
+            Answer::NotFound => Err(KubeError::TemplateNotFound {
                 name: name.to_owned(),
                 namespace: self.namespace.clone(),
             }),
-            Answer::NotFound { status: false } => Err(KubeError::TemplateApiMissing {
-                url: self.url.clone(),
-            }),
+            Answer::OtherNotFound(other)
+                if String::from_utf8_lossy(&other.body).trim() == GO_MUX_NOT_FOUND =>
+            {
+                Err(KubeError::TemplateApiMissing {
+                    url: self.url.clone(),
+                })
+            }
+            Answer::OtherNotFound(other) => Err(self.not_kubernetes(&object, &other)),
         }
     }
 
@@ -562,12 +671,76 @@ mod tests {
     fn status_messages_prefer_the_status() {
         let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"secrets \"x\" is forbidden","reason":"Forbidden","code":403}"#;
         assert_eq!(status_message(body), "secrets \"x\" is forbidden");
-        assert!(is_status(body));
+        assert!(
+            !is_not_found_status(body),
+            "a Forbidden Status is not NotFound"
+        );
         assert_eq!(
             status_message(b"404 page not found\n"),
             "404 page not found"
         );
-        assert!(!is_status(b"404 page not found\n"));
+        assert!(!is_not_found_status(b"404 page not found\n"));
         assert_eq!(status_message(b""), "(no message)");
+    }
+
+    #[test]
+    fn only_a_not_found_status_means_not_found() {
+        // What a kube-apiserver sends for a GET of a missing named object: the `Status`
+        // kind of the API conventions ("Response Status Kind",
+        // https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#response-status-kind).
+        let real = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"serviceaccounts \"x\" not found","reason":"NotFound","details":{"name":"x","kind":"serviceaccounts"},"code":404}"#;
+        assert!(is_not_found_status(real));
+        assert!(is_not_found_status(
+            br#"{"reason":"NotFound","kind":"Status"}"#
+        ));
+        for other in [
+            &b""[..],
+            b"404 page not found\n",
+            b"<!DOCTYPE HTML><html><head><title>Error response</title></head></html>",
+            b"{}",
+            br#"{"reason":"NotFound"}"#,
+            br#"{"kind":"Status","reason":"Forbidden"}"#,
+            br#"{"kind":"ServiceAccount","metadata":{"name":"x"}}"#,
+            br#"{"error":"not found"}"#,
+            b"null",
+        ] {
+            assert!(
+                !is_not_found_status(other),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+    }
+
+    #[test]
+    fn other_404_bodies_are_described() {
+        assert_eq!(describe_body(b"", None), "an empty body");
+        assert_eq!(describe_body(b" \n", Some("text/plain")), "an empty body");
+        // python3 -m http.server's 404 page.
+        let html = b"<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 404</p>\n    </body>\n</html>\n";
+        assert_eq!(
+            describe_body(html, Some("text/html;charset=utf-8")),
+            "an HTML page titled \"Error response\""
+        );
+        assert_eq!(
+            describe_body(b"<h1>Not Found</h1>", Some("text/html")),
+            "an HTML page"
+        );
+        assert_eq!(
+            describe_body(b"404 page not found\n", Some("text/plain; charset=utf-8")),
+            "the text \"404 page not found\""
+        );
+        assert_eq!(
+            describe_body(br#"{"error":"no route"}"#, Some("application/json")),
+            "JSON that is not a Kubernetes Status: {\"error\":\"no route\"}"
+        );
+        assert_eq!(
+            describe_body(br#"{"kind":"Status","reason":"Gone"}"#, None),
+            "a Status of reason \"Gone\""
+        );
+        let long = "x".repeat(500);
+        let described = describe_body(long.as_bytes(), None);
+        assert!(described.ends_with("…\""), "{described}");
+        assert!(described.chars().count() < 140, "{described}");
     }
 }

@@ -6,7 +6,9 @@ use pullcheck_input::InputError;
 ///
 /// Only problems that stop the walk are errors. What the kubelet itself shrugs off (a named
 /// Secret or ServiceAccount that does not exist) is a warning in
-/// [`PullSecretChain::warnings`](crate::PullSecretChain::warnings) instead.
+/// [`PullSecretChain::warnings`](crate::PullSecretChain::warnings) instead; an object counts
+/// as missing only when the API server says so with a 404 `Status` of reason `NotFound`.
+/// Any other 404 is [`KubeError::NotKubernetes`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KubeError {
@@ -71,16 +73,29 @@ pub enum KubeError {
     },
 
     /// The API server does not serve `pipelinepodstemplates` at all: the CRD is not
-    /// installed (a 404 that is not a Kubernetes `Status`).
+    /// installed. That is the plain-text `404 page not found` a kube-apiserver sends for a
+    /// path it does not serve; since a Go proxy or another server in front of the wrong
+    /// path answers the same, the message also asks to check the server URL.
     #[error(
         "the API server at {url} does not serve go-vela.github.io/v1alpha1 \
-         pipelinepodstemplates: is the CRD installed (deploy/pipelinepodstemplate-crd.yaml)?"
+         pipelinepodstemplates: is the CRD installed (deploy/pipelinepodstemplate-crd.yaml)? \
+         If it is, check the kubeconfig's server URL: a plain 404 page is also what a server \
+         that is not a Kubernetes API server answers"
     )]
     TemplateApiMissing {
         /// The API server URL.
         url: String,
     },
 
+    /// A `GET` of a named object was answered 404 with something other than a Kubernetes
+    /// `Status` of reason `NotFound` (no body, an HTML page, text, other JSON). A
+    /// kube-apiserver answers a missing object with such a `Status`, so this answer is not
+    /// from one: typically the kubeconfig's `server` URL has a wrong path or points at a
+    /// proxy or web server. Whether the object exists is unknown, so this is an error, not
+    /// the "not found" warning. The message names the server URL, the request (verb,
+    /// resource, name, namespace and the full URL) and what came back.
+    #[error("{0}")]
+    NotKubernetes(Box<NotKubernetesAnswer>),
     /// An object came back but cannot be read as its type (a Secret whose `data` is not
     /// base64, a body that is not JSON).
     #[error("malformed {resource} {name:?} in namespace {namespace:?}: {message}")]
@@ -119,4 +134,45 @@ pub enum KubeError {
     /// line and column.
     #[error("{0}")]
     TemplateFile(InputError),
+}
+
+/// The details of [`KubeError::NotKubernetes`]: a 404 that is not a Kubernetes `NotFound`
+/// `Status`, and the request it answered. (Boxed there, to keep `KubeError` small.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NotKubernetesAnswer {
+    /// The server URL, as configured (the kubeconfig's `server`).
+    pub url: String,
+    /// Always `get`.
+    pub verb: &'static str,
+    /// `secrets`, `serviceaccounts` or `pipelinepodstemplates`.
+    pub resource: &'static str,
+    /// The object's name.
+    pub name: String,
+    /// The namespace.
+    pub namespace: String,
+    /// The request as sent: the method and the full URL,
+    /// `GET https://host/prefix/api/v1/namespaces/NS/serviceaccounts/NAME`.
+    pub request: String,
+    /// What the answer carried: `an empty body`, `an HTML page titled "..."`, `the text
+    /// "..."`, `JSON that is not a Kubernetes Status: ...`, `a Status of reason "..."`.
+    pub answer: String,
+}
+
+impl std::fmt::Display for NotKubernetesAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} {:?} in namespace {:?}: {} was answered 404 with {}, which is not from a \
+             Kubernetes API server (it answers a missing object with a Status of reason \
+             NotFound): check the kubeconfig's server URL {}",
+            self.verb,
+            self.resource,
+            self.name,
+            self.namespace,
+            self.request,
+            self.answer,
+            self.url
+        )
+    }
 }

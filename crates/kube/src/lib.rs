@@ -47,6 +47,10 @@
 //!   ServiceAccount, Secrets) in one namespace: never a list, never a watch, so the RBAC
 //!   Role in `deploy/rbac.yaml` can name every object with `resourceNames`.
 //! - Every request has a timeout; an unreachable API server is an error naming its URL.
+//! - An object is missing only when the API server says so: a 404 whose body is a `Status`
+//!   of reason `NotFound`. Any other 404 (HTML, empty, other JSON) is not from a Kubernetes
+//!   API server and is an error ([`KubeError::NotKubernetes`]), never a "not found"
+//!   warning that would drop the cluster's pull secrets.
 //! - Secret data never appears in `Debug`, `Display`, JSON or logs.
 //! - The chain logic ([`walk_pull_secrets`]) sees the cluster only through
 //!   [`ObjectSource`], so it is tested without a network.
@@ -68,7 +72,7 @@ pub use chain::{
     Subject, walk_pull_secrets, walk_pull_secrets_many,
 };
 pub use cluster::{Cluster, ClusterOptions};
-pub use error::KubeError;
+pub use error::{KubeError, NotKubernetesAnswer};
 pub use template::{
     PipelineContainer, PipelineContainerSecurityContext, PipelinePodSecurityContext,
     PipelinePodTemplate, PipelinePodTemplateMeta, PipelinePodTemplateSpec, PipelinePodsTemplate,

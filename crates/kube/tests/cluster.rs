@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use pullcheck_kube::{
-    Cluster, ClusterOptions, KubeError, Step, Subject, TemplateSource, walk_pull_secrets_many,
+    Cluster, ClusterOptions, KubeError, NotKubernetesAnswer, Step, Subject, TemplateSource,
+    walk_pull_secrets_many,
 };
 use pullcheck_testkit::kube::{self, ApiServer, DockerAuth, status};
 use serde_json::json;
@@ -692,4 +693,321 @@ async fn a_written_kubeconfig_carries_the_server_namespace_and_token() {
             .all(|r| r.bearer_token.as_deref() == Some(server.token()))
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// What a kube-apiserver sends for a `GET` of a missing named object: the `Status` kind of
+/// the API conventions ("Response Status Kind",
+/// https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#response-status-kind),
+/// in the shape the apiserver writes it.
+fn real_not_found(resource: &str, name: &str) -> String {
+    format!(
+        r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{resource} \"{name}\" not found","reason":"NotFound","details":{{"name":"{name}","kind":"{resource}"}},"code":404}}"#
+    )
+}
+
+/// The 404 page of `python3 -m http.server`: a web server, not an API server.
+const HTML_404: &str = "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        \
+    <meta charset=\"utf-8\">\n        <title>Error response</title>\n    </head>\n    <body>\n        \
+    <h1>Error response</h1>\n        <p>Error code: 404</p>\n        \
+    <p>Message: File not found.</p>\n    </body>\n</html>\n";
+
+/// The error for a 404 that is not a `NotFound` `Status`: it names the server, the verb,
+/// resource, name and namespace, the request's URL, and what came back.
+fn assert_not_kubernetes(err: &KubeError, url: &str, resource: &str, name: &str, answer: &str) {
+    match err {
+        KubeError::NotKubernetes(answer_404) => {
+            let NotKubernetesAnswer {
+                url: u,
+                verb,
+                resource: r,
+                name: n,
+                namespace,
+                request,
+                answer: a,
+                ..
+            } = answer_404.as_ref();
+            assert_eq!(u, url);
+            assert_eq!(*verb, "get");
+            assert_eq!(*r, resource);
+            assert_eq!(n, name);
+            assert_eq!(namespace, NS);
+            assert_eq!(
+                *request,
+                format!(
+                    "GET {}{}",
+                    url.trim_end_matches('/'),
+                    kube::object_path(NS, resource, name)
+                )
+            );
+            assert_eq!(a, answer);
+        }
+        other => panic!("not NotKubernetes: {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "get {resource} \"{name}\" in namespace \"{NS}\": GET {}",
+            url.trim_end_matches('/')
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("was answered 404 with {answer}")),
+        "{text}"
+    );
+    assert!(text.contains("not from a Kubernetes API server"), "{text}");
+    assert!(
+        text.contains(&format!("check the kubeconfig's server URL {url}")),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_real_not_found_status_is_still_a_warning_and_the_chain_goes_on() {
+    let server = start();
+    // The kube-apiserver's exact bodies, not the stand-in's own.
+    server.add_raw(
+        &account_path("default"),
+        404,
+        &real_not_found("serviceaccounts", "default"),
+        "application/json",
+    );
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect("a missing ServiceAccount is not an error");
+    assert!(chain.secrets.is_empty());
+    assert_eq!(chain.warnings.len(), 1, "{:?}", chain.warnings);
+    assert!(
+        chain.warnings[0]
+            .starts_with("ServiceAccount \"default\" not found in namespace \"builds\""),
+        "{:?}",
+        chain.warnings
+    );
+    assert_eq!(
+        chain.walked[2],
+        Step::ServiceAccount {
+            name: "default".into(),
+            defaulted: true,
+            image_pull_secrets: None,
+        }
+    );
+
+    server.add_pods_template(
+        NS,
+        "vela-pods",
+        json!({"imagePullSecrets": [{"name": "gone"}, {"name": "regcred"}]}),
+    );
+    server.add_raw(
+        &secret_path("gone"),
+        404,
+        &real_not_found("secrets", "gone"),
+        "application/json",
+    );
+    add_secret(&server, NS, "regcred", "registry.example.com");
+    server.clear_requests();
+    let chain = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("a missing Secret is not an error");
+    // The walk went on to the next Secret.
+    assert_eq!(
+        server.request_lines(),
+        [
+            get(&template_path("vela-pods")),
+            get(&secret_path("gone")),
+            get(&secret_path("regcred")),
+        ]
+    );
+    let names: Vec<_> = chain.secrets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["regcred"]);
+    assert_eq!(chain.warnings.len(), 1, "{:?}", chain.warnings);
+    assert!(
+        chain.warnings[0].starts_with("Secret \"gone\" not found in namespace \"builds\""),
+        "{:?}",
+        chain.warnings
+    );
+}
+
+#[tokio::test]
+async fn a_404_that_is_not_a_not_found_status_at_the_service_account_is_an_error() {
+    let server = start();
+    let url = cluster(&server).url().to_owned();
+    let cases: [(String, &str, &str); 5] = [
+        (
+            HTML_404.to_owned(),
+            "text/html;charset=utf-8",
+            "an HTML page titled \"Error response\"",
+        ),
+        (String::new(), "text/plain", "an empty body"),
+        // A JSON 404 of some other API.
+        (
+            r#"{"error":"route not found"}"#.to_owned(),
+            "application/json",
+            "JSON that is not a Kubernetes Status: {\"error\":\"route not found\"}",
+        ),
+        // `kind` is what tells a Status: a reason alone is not one.
+        (
+            r#"{"reason":"NotFound","code":404}"#.to_owned(),
+            "application/json",
+            "JSON that is not a Kubernetes Status: {\"reason\":\"NotFound\",\"code\":404}",
+        ),
+        // A Status, but not one that says the object is missing.
+        (
+            status(404, "Gone", "no such route").to_string(),
+            "application/json",
+            "a Status of reason \"Gone\"",
+        ),
+    ];
+    for (body, content_type, answer) in cases {
+        server.add_raw(&account_path("default"), 404, &body, content_type);
+        server.clear_requests();
+        let err = cluster(&server)
+            .build_pull_secrets(&TemplateSource::None)
+            .await
+            .expect_err(answer);
+        assert_not_kubernetes(&err, &url, "serviceaccounts", "default", answer);
+        // The walk stopped there: no Secret was read as if the account had none.
+        assert_eq!(server.request_lines(), [get(&account_path("default"))]);
+    }
+}
+
+#[tokio::test]
+async fn a_404_that_is_not_a_not_found_status_at_a_secret_is_an_error() {
+    let server = start();
+    let url = cluster(&server).url().to_owned();
+    server.add_pods_template(
+        NS,
+        "vela-pods",
+        json!({"imagePullSecrets": [{"name": "regcred"}, {"name": "other"}]}),
+    );
+    add_secret(&server, NS, "other", "registry.example.com");
+    for (body, content_type, answer) in [
+        (
+            HTML_404,
+            "text/html;charset=utf-8",
+            "an HTML page titled \"Error response\"",
+        ),
+        ("", "text/plain", "an empty body"),
+    ] {
+        server.add_raw(&secret_path("regcred"), 404, body, content_type);
+        server.clear_requests();
+        let err = cluster(&server)
+            .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+            .await
+            .expect_err(answer);
+        assert_not_kubernetes(&err, &url, "secrets", "regcred", answer);
+        assert_eq!(
+            server.request_lines(),
+            [
+                get(&template_path("vela-pods")),
+                get(&secret_path("regcred"))
+            ]
+        );
+    }
+
+    // The same through the ServiceAccount's secrets, and through many workloads.
+    server.add_service_account(NS, "default", &["regcred"]);
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect_err("empty 404");
+    assert_not_kubernetes(&err, &url, "secrets", "regcred", "an empty body");
+    let manifests = pullcheck_kube::read_manifests(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n\
+         spec: {imagePullSecrets: [{name: regcred}], containers: [{name: c, image: x}]}\n",
+    )
+    .expect("manifests");
+    let err = walk_pull_secrets_many(&cluster(&server), &manifests.pull_secrets())
+        .await
+        .expect_err("empty 404");
+    assert_not_kubernetes(&err, &url, "secrets", "regcred", "an empty body");
+}
+
+#[tokio::test]
+async fn a_server_url_with_a_wrong_path_is_an_error_not_a_missing_service_account() {
+    let server = start();
+    server.add_service_account(NS, "default", &["regcred"]);
+    add_secret(&server, NS, "regcred", "registry.example.com");
+    // Every path under the prefix is one the stand-in does not serve: the Go mux's
+    // plain-text 404, with no Status.
+    let wrong = format!("{}/wrong-prefix", server.url());
+    let cluster = Cluster::from_url(&wrong, NS).expect("client");
+    let err = cluster
+        .build_pull_secrets(&TemplateSource::None)
+        .await
+        .expect_err("not an API server at that path");
+    assert_not_kubernetes(
+        &err,
+        &wrong,
+        "serviceaccounts",
+        "default",
+        "the text \"404 page not found\"",
+    );
+    assert_eq!(
+        server.request_lines(),
+        [get(&format!("/wrong-prefix{}", account_path("default")))]
+    );
+
+    // A pods template there gets the same plain 404 a real API server sends for a CRD
+    // that is not installed: that error now also says to check the server URL.
+    let err = cluster
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect_err("plain 404");
+    assert_eq!(err, KubeError::TemplateApiMissing { url: wrong.clone() });
+    let text = err.to_string();
+    assert!(text.contains("is the CRD installed"), "{text}");
+    assert!(text.contains("check the kubeconfig's server URL"), "{text}");
+}
+
+#[tokio::test]
+async fn a_pods_template_404_that_is_neither_not_found_nor_the_go_mux_is_an_error() {
+    let server = start();
+    let url = cluster(&server).url().to_owned();
+    server.add_raw(&template_path("vela-pods"), 404, HTML_404, "text/html");
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect_err("HTML 404");
+    assert_not_kubernetes(
+        &err,
+        &url,
+        "pipelinepodstemplates",
+        "vela-pods",
+        "an HTML page titled \"Error response\"",
+    );
+
+    server.add_raw(&template_path("vela-pods"), 404, "", "text/plain");
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect_err("empty 404");
+    assert_not_kubernetes(
+        &err,
+        &url,
+        "pipelinepodstemplates",
+        "vela-pods",
+        "an empty body",
+    );
+
+    // The apiserver's own NotFound Status is still "the template does not exist".
+    server.add_raw(
+        &template_path("vela-pods"),
+        404,
+        &real_not_found("pipelinepodstemplates.go-vela.github.io", "vela-pods"),
+        "application/json",
+    );
+    let err = cluster(&server)
+        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect_err("NotFound");
+    assert_eq!(
+        err,
+        KubeError::TemplateNotFound {
+            name: "vela-pods".into(),
+            namespace: NS.into()
+        }
+    );
 }
