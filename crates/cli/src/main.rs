@@ -358,15 +358,7 @@ async fn run_check(args: CheckArgs) -> i32 {
         (Ok(r), Ok(n)) => (r, n),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
-    let gathered = match sources::gather(
-        &args.files,
-        images,
-        &args.sources.pull_secret,
-        &args.sources.cluster(),
-        args.deadline,
-    )
-    .await
-    {
+    let gathered = match gather_within_deadline(&args, images).await {
         Ok(g) => g,
         Err(e) => return fail(&e),
     };
@@ -405,6 +397,55 @@ async fn run_check(args: CheckArgs) -> i32 {
         }
     };
     emit(&text, report.exit_code())
+}
+
+/// [`sources::gather`] on a runtime worker, watched from here: a kubeconfig exec
+/// plugin (run by kube-rs with a blocking `std::process` call) can hold its thread past
+/// `--deadline`, where no timer inside that task can fire. One second after the
+/// deadline the run ends with an error, and the process exits without waiting for the
+/// stuck thread.
+async fn gather_within_deadline(
+    args: &CheckArgs,
+    images: Vec<pullcheck::input::ImageUse>,
+) -> Result<sources::Gathered, String> {
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (files, pull_secrets, cluster, deadline) = (
+        args.files.clone(),
+        args.sources.pull_secret.clone(),
+        args.sources.cluster(),
+        args.deadline,
+    );
+    let mut task = tokio::spawn(async move {
+        sources::gather(
+            &files,
+            images,
+            &pull_secrets,
+            &cluster,
+            deadline,
+            started_tx,
+        )
+        .await
+    });
+    let joined = match started_rx.await {
+        // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
+        Ok(started) => {
+            let watch = pullcheck::deadline_at(started, deadline) + Duration::from_secs(1);
+            match tokio::time::timeout_at(tokio::time::Instant::from_std(watch), &mut task).await {
+                Ok(joined) => joined,
+                Err(_) => {
+                    fail(&format!(
+                        "the Kubernetes lookups (kubeconfig, exec plugin or API) did not \
+                         finish within the --deadline of {}",
+                        sources::format_duration(deadline)
+                    ));
+                    std::process::exit(2);
+                }
+            }
+        }
+        // Ended (an unreadable input) before the lookups started.
+        Err(_) => task.await,
+    };
+    joined.map_err(|e| format!("reading the inputs failed: {e}"))?
 }
 
 /// `NO_COLOR` set to a non-empty value (no-color.org), or a dumb terminal.

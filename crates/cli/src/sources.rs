@@ -151,6 +151,7 @@ pub async fn gather(
     pull_secret_files: &[PathBuf],
     cluster_args: &ClusterArgs,
     deadline: Duration,
+    started: tokio::sync::oneshot::Sender<std::time::Instant>,
 ) -> Result<Gathered, String> {
     let file_secrets = read_pull_secret_files(pull_secret_files)?;
     let mut build_uses: Vec<ImageUse> = Vec::new();
@@ -192,6 +193,8 @@ pub async fn gather(
     build_uses.extend(images);
 
     let deadline_start = std::time::Instant::now();
+    // The caller watches the deadline from here too; it may have stopped listening.
+    let _ = started.send(deadline_start);
     let lookups = LookupDeadline {
         at: tokio::time::Instant::from_std(pullcheck::deadline_at(deadline_start, deadline)),
         given: deadline,

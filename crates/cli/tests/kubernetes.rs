@@ -80,6 +80,25 @@ impl Env {
         pullcheck(&self.dir, args)
     }
 
+    /// A kubeconfig for the stand-in API server, changed by `edit`, written under
+    /// `name`; its path.
+    fn kubeconfig_with(&self, name: &str, edit: impl FnOnce(&mut Value)) -> String {
+        let mut config: Value =
+            serde_json::from_str(&kube::kubeconfig_for(self.api.url(), None, "unused")).unwrap();
+        edit(&mut config);
+        let path = self.dir.join(name);
+        std::fs::write(&path, config.to_string()).unwrap();
+        path.display().to_string()
+    }
+
+    /// The run ended as a configuration error (exit 2) saying `says`, before asking
+    /// for any token.
+    fn assert_refused(&self, out: &Output, says: &str) {
+        assert_eq!(out.status.code(), Some(2), "{}", text(out));
+        assert!(text(out).contains(says), "{says}: {}", text(out));
+        assert!(self.token_requests().is_empty());
+    }
+
     /// `check --image IMAGE -n NS --kubeconfig K --format json` plus `extra`.
     fn check_json(&self, image: &str, extra: &[&str]) -> (Output, Value) {
         let mut args = vec![
@@ -607,6 +626,74 @@ async fn a_silent_cluster_is_bounded_by_the_deadline() {
     );
     assert!(env.token_requests().is_empty());
     drop(listener);
+}
+
+/// A kubeconfig exec plugin that never answers: kube-rs runs it with a blocking call,
+/// which no timer inside that task can interrupt; the run still ends at `--deadline`
+/// (plus the one second the watcher allows) with an error, and asks no registry (found
+/// by a reviewer: it hung until killed).
+#[tokio::test]
+async fn a_hanging_exec_plugin_is_bounded_by_the_deadline() {
+    let env = Env::start("exec-plugin").await;
+    let kubeconfig = env.kubeconfig_with("exec-kubeconfig", |config| {
+        config["users"][0]["user"] = json!({"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "/bin/sh",
+            "args": ["-c", "sleep 30"],
+            "interactiveMode": "Never"
+        }});
+    });
+    let app = env.image("team/app");
+    let started = Instant::now();
+    let out = env.run(&[
+        "check",
+        "--image",
+        &app,
+        "-n",
+        NS,
+        "--kubeconfig",
+        &kubeconfig,
+        "--deadline",
+        "1500ms",
+    ]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    env.assert_refused(&out, "within the --deadline of 1500ms");
+}
+
+/// kube-rs reads a kubeconfig, and the files it names, whole: a device or an
+/// over-large file there is refused first, naming it (found by a reviewer:
+/// `--kubeconfig /dev/zero` grew to 24 GB).
+#[tokio::test]
+async fn a_kubeconfig_or_its_files_on_a_device_are_refused() {
+    let env = Env::start("kubeconfig-device").await;
+    let app = env.image("team/app");
+    let out = env.run(&[
+        "check",
+        "--image",
+        &app,
+        "-n",
+        NS,
+        "--kubeconfig",
+        "/dev/zero",
+    ]);
+    env.assert_refused(&out, "kubeconfig /dev/zero: is a device, not a file");
+    let kubeconfig = env.kubeconfig_with("ca-device-kubeconfig", |config| {
+        config["clusters"][0]["cluster"]["certificate-authority"] = json!("/dev/zero");
+    });
+    let out = env.run(&[
+        "check",
+        "--image",
+        &app,
+        "-n",
+        NS,
+        "--kubeconfig",
+        &kubeconfig,
+    ]);
+    env.assert_refused(
+        &out,
+        "certificate-authority /dev/zero: is a device, not a file",
+    );
 }
 
 #[tokio::test]

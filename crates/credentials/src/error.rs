@@ -92,6 +92,8 @@ pub enum HelperFailure {
     /// It exited successfully but its output is not a `{ServerURL, Username, Secret}`
     /// JSON object.
     BadReply,
+    /// It wrote more than 1 MiB to stdout or stderr, and was killed.
+    OutputTooLarge,
 }
 
 impl fmt::Display for HelperFailure {
@@ -114,6 +116,9 @@ impl fmt::Display for HelperFailure {
             HelperFailure::BadReply => f.write_str(
                 "the reply is not a {ServerURL, Username, Secret} JSON object (output withheld)",
             ),
+            HelperFailure::OutputTooLarge => {
+                f.write_str("it wrote more than 1 MiB; killed (output withheld)")
+            }
         }
     }
 }

@@ -103,11 +103,24 @@ pub struct HelperAnswer {
 /// How long the reaping of a killed helper is waited for.
 const REAP_WAIT: Duration = Duration::from_secs(1);
 
-/// Reads a pipe to its end; no pipe reads as nothing.
+/// The most a helper may write to stdout or stderr, in bytes (1 MiB): a reply is a
+/// small JSON object.
+pub const HELPER_OUTPUT_LIMIT: u64 = 1 << 20;
+
+/// Reads a pipe to its end, at most [`HELPER_OUTPUT_LIMIT`] bytes; no pipe reads as
+/// nothing.
+///
+/// # Errors
+/// The read error; `FileTooLarge` past the limit.
 async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    if let Some(mut pipe) = pipe {
-        pipe.read_to_end(&mut bytes).await?;
+    if let Some(pipe) = pipe {
+        pipe.take(HELPER_OUTPUT_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .await?;
+    }
+    if bytes.len() as u64 > HELPER_OUTPUT_LIMIT {
+        return Err(std::io::ErrorKind::FileTooLarge.into());
     }
     Ok(bytes)
 }
@@ -181,9 +194,18 @@ pub async fn run_helper(
                 let _ = stdin.shutdown().await;
             }
         };
-        let (_, stdout, stderr, status) =
-            tokio::join!(write, read_all(stdout), read_all(stderr), child.wait());
-        Ok::<_, std::io::Error>((status?, stdout?, stderr?))
+        // The first failure (an output over the limit) ends the exchange at once; the
+        // helper is killed below rather than waited for.
+        let (_, stdout, stderr, status) = tokio::try_join!(
+            async {
+                write.await;
+                Ok(())
+            },
+            read_all(stdout),
+            read_all(stderr),
+            child.wait()
+        )?;
+        Ok::<_, std::io::Error>((status, stdout, stderr))
     };
     let (status, stdout, stderr) = match tokio::time::timeout(options.timeout, exchange).await {
         Err(_) => {
@@ -195,7 +217,15 @@ pub async fn run_helper(
                 after: options.timeout,
             }));
         }
-        Ok(Err(e)) => return Err(call.error(HelperFailure::Spawn(e.kind().to_string()))),
+        Ok(Err(e)) => {
+            kill_group(group);
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
+            return Err(call.error(match e.kind() {
+                std::io::ErrorKind::FileTooLarge => HelperFailure::OutputTooLarge,
+                kind => HelperFailure::Spawn(kind.to_string()),
+            }));
+        }
         Ok(Ok(output)) => output,
     };
     let output = std::process::Output {

@@ -26,7 +26,7 @@ fn helper_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
-        let scripts: [(&str, String); 9] = [
+        let scripts: [(&str, String); 10] = [
             (
                 "ok",
                 // Echoes the server it was given, and counts its runs.
@@ -72,6 +72,8 @@ printf '{"ServerURL":"x","Username":"","Secret":""}'"#
                     .to_string(),
             ),
             ("noexec", "echo never".to_string()),
+            // Endless output, as a broken helper (or `cat /dev/zero`) would write.
+            ("endless", "cat > /dev/null\nexec yes".to_string()),
         ];
         for (name, body) in scripts {
             let path = dir.path().join(format!("docker-credential-{name}"));
@@ -240,6 +242,30 @@ async fn a_hanging_helper_is_killed_at_the_timeout() {
     );
     assert!(
         started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A helper that writes without end is stopped at 1 MiB and killed, well before its
+/// timeout, instead of filling memory (found by a reviewer with `cat /dev/zero`).
+#[tokio::test]
+async fn endless_helper_output_is_cut_at_the_limit() {
+    let options = HelperOptions {
+        timeout: Duration::from_secs(20),
+        ..options()
+    };
+    let started = Instant::now();
+    let err = run_helper(&call("endless", "quay.io"), &options)
+        .await
+        .expect_err("too much output");
+    assert_eq!(
+        expect_failure(&err, "endless"),
+        HelperFailure::OutputTooLarge
+    );
+    assert!(err.to_string().contains("more than 1 MiB"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );

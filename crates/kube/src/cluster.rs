@@ -542,30 +542,14 @@ impl ObjectSource for Cluster {
 /// `~/.kube/config`, else in-cluster.
 async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError> {
     let kubeconfig = if let Some(path) = &options.kubeconfig {
-        Some((
-            Kubeconfig::read_from(path).map_err(|e| {
-                KubeError::Config(format!(
-                    "kubeconfig {}: {}",
-                    path.display(),
-                    error_chain(&e)
-                ))
-            })?,
-            path.display().to_string(),
-        ))
+        Some((read_kubeconfig(path, "")?, path.display().to_string()))
     } else if let Some(found) = from_env_list()? {
         Some(found)
     } else {
         match std::env::var_os("HOME").map(|home| Path::new(&home).join(".kube").join("config")) {
-            Some(path) if path.is_file() => Some((
-                Kubeconfig::read_from(&path).map_err(|e| {
-                    KubeError::Config(format!(
-                        "kubeconfig {}: {}",
-                        path.display(),
-                        error_chain(&e)
-                    ))
-                })?,
-                path.display().to_string(),
-            )),
+            Some(path) if path.is_file() => {
+                Some((read_kubeconfig(&path, "")?, path.display().to_string()))
+            }
             _ => None,
         }
     };
@@ -606,6 +590,65 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
     }
 }
 
+/// Reads a kubeconfig with kube-rs (which makes the paths in it absolute), after
+/// refusing, as `pullcheck_files` would, a device or an over-large file there or at any
+/// file it names (CA, client certificate and key, token file): kube-rs reads them whole.
+/// `label` follows the path in errors.
+fn read_kubeconfig(path: &Path, label: &str) -> Result<Kubeconfig, KubeError> {
+    let error = |problem: String| {
+        KubeError::Config(format!("kubeconfig {}{label}: {problem}", path.display()))
+    };
+    refuse_unbounded(path).map_err(error)?;
+    let config = Kubeconfig::read_from(path).map_err(|e| error(error_chain(&e)))?;
+    let named = config
+        .clusters
+        .iter()
+        .filter_map(|c| c.cluster.as_ref())
+        .flat_map(|c| [("certificate-authority", &c.certificate_authority)])
+        .chain(
+            config
+                .auth_infos
+                .iter()
+                .filter_map(|a| a.auth_info.as_ref())
+                .flat_map(|a| {
+                    [
+                        ("client-certificate", &a.client_certificate),
+                        ("client-key", &a.client_key),
+                        ("tokenFile", &a.token_file),
+                    ]
+                }),
+        );
+    for (what, file) in named {
+        if let Some(file) = file {
+            refuse_unbounded(Path::new(file)).map_err(|p| error(format!("{what} {file}: {p}")))?;
+        }
+    }
+    Ok(config)
+}
+
+/// A device, or a regular file over `pullcheck_files::MAX_FILE_BYTES`, as a reason; a
+/// file that cannot be looked at is left to the reader's own error.
+fn refuse_unbounded(path: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        let kind = meta.file_type();
+        if kind.is_char_device() || kind.is_block_device() {
+            return Err("is a device, not a file".to_owned());
+        }
+    }
+    if meta.is_file() && meta.len() > pullcheck_files::MAX_FILE_BYTES {
+        return Err(format!(
+            "larger than {} MiB",
+            pullcheck_files::MAX_FILE_BYTES >> 20
+        ));
+    }
+    Ok(())
+}
+
 /// `$KUBECONFIG`: a list of files, merged in order (first one to set a value wins); empty
 /// entries and files that do not exist are skipped, as kubectl skips them.
 fn from_env_list() -> Result<Option<(Kubeconfig, String)>, KubeError> {
@@ -621,16 +664,11 @@ fn from_env_list() -> Result<Option<(Kubeconfig, String)>, KubeError> {
     let mut merged: Option<Kubeconfig> = None;
     let mut used = Vec::new();
     for path in &paths {
-        if !path.is_file() {
+        // Skipped only when absent: a device or a directory there is an error.
+        if !path.exists() {
             continue;
         }
-        let config = Kubeconfig::read_from(path).map_err(|e| {
-            KubeError::Config(format!(
-                "kubeconfig {} (from $KUBECONFIG): {}",
-                path.display(),
-                error_chain(&e)
-            ))
-        })?;
+        let config = read_kubeconfig(path, " (from $KUBECONFIG)")?;
         merged = Some(match merged {
             None => config,
             Some(m) => m
