@@ -261,7 +261,8 @@ fn main() -> ExitCode {
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
+        // kube-rs logs a failed request at ERROR; pullcheck reports it itself.
+        0 => "warn,kube_client=off",
         1 => "pullcheck=debug,pullcheck_registry=debug,pullcheck_cli=debug",
         // Without the handshake and frame dumps of rustls, hyper and h2.
         2 => {

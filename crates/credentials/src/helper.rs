@@ -145,6 +145,15 @@ fn kill_group(group: Option<u32>) {
 #[cfg(not(unix))]
 fn kill_group(_group: Option<u32>) {}
 
+/// Kills a helper's process group when dropped; forgotten once the helper is done.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 /// Runs the helper of `call`. `Ok(None)` means it has no credential for the server.
 ///
 /// # Errors
@@ -181,6 +190,9 @@ pub async fn run_helper(
         _ => call.error(HelperFailure::Spawn(e.kind().to_string())),
     })?;
     let group = child.id();
+    // Dropped before the helper is done (the caller's deadline passed, say): the whole
+    // group goes, not the helper alone, which `kill_on_drop` would leave its children.
+    let guard = GroupGuard(group);
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -228,6 +240,7 @@ pub async fn run_helper(
         }
         Ok(Ok(output)) => output,
     };
+    std::mem::forget(guard);
     let output = std::process::Output {
         status,
         stdout,

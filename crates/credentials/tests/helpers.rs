@@ -325,6 +325,45 @@ async fn a_timed_out_helper_is_killed_with_its_children() {
     assert!(!survived, "the helper's child {pid} outlived the timeout");
 }
 
+/// A helper whose caller gives up first (the overall deadline passed and the future
+/// was dropped) goes with its children too (found by a reviewer: its `sleep` was left
+/// behind, reparented to init).
+#[tokio::test]
+async fn a_dropped_helper_call_kills_its_children() {
+    if !Path::new("/proc/self/stat").exists() {
+        eprintln!("no /proc: skipped");
+        return;
+    }
+    let server = "dropped.example";
+    let pid_file = helper_dir().join(format!("pid-{server}"));
+    let options = HelperOptions {
+        timeout: Duration::from_secs(30),
+        ..options()
+    };
+    let call = call("spawner", server);
+    let dropped = tokio::time::timeout(Duration::from_secs(1), run_helper(&call, &options)).await;
+    assert!(dropped.is_err(), "the caller gave up first");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the helper wrote its child's PID")
+        .trim()
+        .parse()
+        .expect("a PID");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while sleep_alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let survived = sleep_alive(pid);
+    if survived {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        !survived,
+        "the helper's child {pid} outlived the dropped call"
+    );
+}
+
 fn docker_file(text: &str) -> AuthFile {
     AuthFile::parse(
         Path::new("/cfg/config.json"),

@@ -149,7 +149,10 @@ pub fn kubernetes_pull_policy(value: &str) -> Option<PullPolicy> {
 /// files between readers; it does not say the file holds a workload.
 pub fn is_kubernetes_manifest(text: &str) -> bool {
     let Ok(stream) = Stream::load(text) else {
-        return false;
+        // A YAML error in a later document: decide by the documents before it, so that
+        // the manifest reader reports that error rather than the pipeline reader
+        // calling the file "not a pipeline".
+        return first_document(text).is_some_and(is_kubernetes_manifest);
     };
     let Some(root) = stream.documents.iter().find_map(|d| d.root) else {
         return false;
@@ -163,6 +166,23 @@ pub fn is_kubernetes_manifest(text: &str) -> bool {
             .is_some_and(|t| !t.is_empty())
     };
     scalar("apiVersion") && scalar("kind")
+}
+
+/// The text before the second `---` document marker (a leading one starts the first
+/// document), or `None` when there is no second document.
+fn first_document(text: &str) -> Option<&str> {
+    let mut offset = 0;
+    let mut seen_content = false;
+    for line in text.split_inclusive('\n') {
+        let marker =
+            line.starts_with("---") && line[3..].chars().next().is_none_or(char::is_whitespace);
+        if marker && seen_content {
+            return Some(&text[..offset]);
+        }
+        seen_content |= !marker && !line.trim().is_empty() && !line.trim_start().starts_with('#');
+        offset += line.len();
+    }
+    None
 }
 
 /// Reads a manifest file from disk; see [`read_manifests`].

@@ -784,3 +784,25 @@ spec:
     );
     assert!(m.workloads[0].images.is_empty());
 }
+
+/// A YAML error in a later document of a manifest file: the file is still recognised
+/// as Kubernetes manifests, so that the error reported is the YAML one, at its place
+/// (found by a reviewer: it was called "not a pipeline").
+#[test]
+fn a_yaml_error_in_a_later_document_is_reported_as_such() {
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  \
+                - name: c\n    image: [unclosed\n";
+    assert!(is_kubernetes_manifest(text));
+    let err = read_manifests("k.yml", text).expect_err("bad YAML");
+    let shown = err.to_string();
+    assert!(shown.starts_with("k.yml:"), "{shown}");
+    assert!(!shown.contains("not a pipeline"), "{shown}");
+    // A leading marker starts the first document; a pipeline stays a pipeline.
+    assert!(is_kubernetes_manifest(
+        "---\napiVersion: v1\nkind: Pod\n---\nkind: [\n"
+    ));
+    assert!(!is_kubernetes_manifest(
+        "version: \"1\"\nsteps: [\n---\nkind: x\n"
+    ));
+}

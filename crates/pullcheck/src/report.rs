@@ -259,16 +259,22 @@ impl Report {
 fn display_reference(image: &ImageReport) -> String {
     if image.reference.is_empty() {
         "(no image)".to_string()
-    } else if image.reference.chars().any(char::is_control) {
-        image.reference.escape_debug().to_string()
     } else {
-        image.reference.clone()
+        escape_controls(&image.reference).into_owned()
     }
+}
+
+/// Whether `c` could split or repaint a terminal line, or reorder what is shown: a
+/// control character, or a Unicode bidirectional formatting character (U+061C, U+200E,
+/// U+200F, U+202A–U+202E, U+2066–U+2069; Unicode TR9, the "Trojan Source" characters).
+fn is_unsafe_for_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Text with control characters escaped (`\u{1b}`), for one report line.
 pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.chars().any(char::is_control) {
+    if text.chars().any(is_unsafe_for_terminal) {
         text.escape_debug().to_string().into()
     } else {
         text.into()
@@ -280,13 +286,13 @@ fn describe_origin(o: &Origin) -> String {
     let mut s = String::new();
     match (&o.file, o.line, o.column) {
         (Some(f), Some(l), Some(c)) => {
-            let _ = write!(s, "{f}:{l}:{c} ");
+            let _ = write!(s, "{}:{l}:{c} ", escape_controls(f));
         }
         (Some(f), Some(l), None) => {
-            let _ = write!(s, "{f}:{l} ");
+            let _ = write!(s, "{}:{l} ", escape_controls(f));
         }
         (Some(f), None, _) => {
-            let _ = write!(s, "{f} ");
+            let _ = write!(s, "{} ", escape_controls(f));
         }
         _ => {}
     }
@@ -318,6 +324,31 @@ fn paint(status: Status, text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidi_and_control_characters_are_escaped() {
+        // U+202E (RIGHT-TO-LEFT OVERRIDE) reorders what a terminal shows.
+        assert_eq!(escape_controls("foo\u{202e}bar"), "foo\\u{202e}bar");
+        assert_eq!(
+            escape_controls("a\u{2066}b\u{1b}[31m"),
+            "a\\u{2066}b\\u{1b}[31m"
+        );
+        assert_eq!(escape_controls("plain ü"), "plain ü");
+        let origin = Origin {
+            file: Some("evil\u{1b}[31m\nname.yml".into()),
+            line: Some(3),
+            column: Some(12),
+            kind: ContainerKind::Step,
+            name: "a\u{202e}b".into(),
+            stage: None,
+        };
+        let shown = describe_origin(&origin);
+        assert!(!shown.chars().any(is_unsafe_for_terminal), "{shown:?}");
+        assert!(
+            shown.starts_with("evil\\u{1b}[31m\\nname.yml:3:12 "),
+            "{shown}"
+        );
+    }
     use pullcheck_input::ContainerKind;
 
     fn image(status: Status) -> ImageReport {

@@ -150,6 +150,36 @@ pub(crate) fn insufficient_scope(
 }
 
 /// Who is asking, for messages: `user "alice"`, `an identity token`, …
+/// What a redacted secret is shown as.
+const REDACTED: &str = "<redacted>";
+
+/// `text` without the secrets of `credential` (a password, also as the base64 of
+/// `user:password` in a Basic header, or a token) and without `bearer`, the token sent:
+/// a registry or realm that echoes the request in its error message must not make
+/// pullcheck print a secret. Secrets shorter than 4 bytes are left, as they would match
+/// ordinary text.
+pub(crate) fn redact(text: &str, credential: &Credential, bearer: Option<&str>) -> String {
+    use base64::Engine as _;
+    let mut secrets: Vec<String> = match credential {
+        Credential::Anonymous => Vec::new(),
+        Credential::Basic { username, password } => vec![
+            base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}")),
+            password.clone(),
+        ],
+        Credential::IdentityToken(t) | Credential::RegistryToken(t) => vec![t.clone()],
+    };
+    secrets.extend(bearer.map(str::to_string));
+    // Longest first, so that a secret inside another is not left half shown.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut text = text.to_string();
+    for secret in secrets.iter().filter(|s| s.len() >= 4) {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), REDACTED);
+        }
+    }
+    text
+}
+
 pub(crate) fn who(credential: &Credential) -> String {
     match credential {
         Credential::Anonymous => "anonymous access".to_string(),
@@ -228,6 +258,39 @@ pub(crate) fn basic_check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn echoed_secrets_are_redacted() {
+        let basic = Credential::Basic {
+            username: "alice".into(),
+            password: "hunter22".into(),
+        };
+        // base64("alice:hunter22"), as a Basic header carries it.
+        let header = "YWxpY2U6aHVudGVyMjI=";
+        let echoed =
+            format!("denied: password hunter22, header Basic {header}, token eyJtoken.x.y");
+        let shown = redact(&echoed, &basic, Some("eyJtoken.x.y"));
+        assert_eq!(
+            shown,
+            "denied: password <redacted>, header Basic <redacted>, token <redacted>"
+        );
+        let shown = redact(
+            "unknown for Bearer rt-secret-1",
+            &Credential::RegistryToken("rt-secret-1".into()),
+            None,
+        );
+        assert_eq!(shown, "unknown for Bearer <redacted>");
+        // Too short to tell from ordinary text; the anonymous credential has none.
+        let short = Credential::Basic {
+            username: "u".into(),
+            password: "on".into(),
+        };
+        assert_eq!(redact("not found", &short, None), "not found");
+        assert_eq!(
+            redact("not found", &Credential::Anonymous, None),
+            "not found"
+        );
+    }
 
     fn ping<'a>(status: u16, headers: &[&'a str]) -> Ping<'a> {
         Ping {

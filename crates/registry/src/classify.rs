@@ -624,11 +624,14 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Up to three existing tags closest to `wanted`: those at the smallest edit distance,
 /// if that distance is within a budget of a third of the tag's length (at least 2),
-/// sorted by name.
+/// sorted by name. Only valid tags are suggested (`[\w][\w.-]{0,127}`, the tag grammar
+/// of distribution/reference): a registry's list is not trusted to hold printable,
+/// usable names.
 pub(crate) fn suggest<'t>(wanted: &str, tags: &'t [String]) -> Vec<&'t str> {
     let budget = (wanted.chars().count() / 3).max(2);
     let mut scored: Vec<(usize, &str)> = tags
         .iter()
+        .filter(|t| is_tag(t))
         .map(|t| (edit_distance(wanted, t), t.as_str()))
         .filter(|(d, t)| *d <= budget && *t != wanted)
         .collect();
@@ -645,9 +648,27 @@ pub(crate) fn suggest<'t>(wanted: &str, tags: &'t [String]) -> Vec<&'t str> {
         .collect()
 }
 
+/// `[\w][\w.-]{0,127}` (distribution/reference's tag grammar), ASCII only.
+fn is_tag(tag: &str) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = tag.as_bytes();
+    matches!(bytes.first(), Some(&b) if word(b))
+        && bytes.len() <= 128
+        && bytes.iter().all(|&b| word(b) || b == b'.' || b == b'-')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_valid_tags_are_suggested() {
+        let tags: Vec<String> = ["v1", "v\u{202e}2", "v3\u{1b}", ".v4", "v-5"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(suggest("v2", &tags), ["v1"]);
+        assert!(is_tag("3.19-alpine_x") && !is_tag("-x") && !is_tag(&"a".repeat(129)));
+    }
 
     fn query(reference: &str) -> Query<'_> {
         Query {

@@ -319,6 +319,7 @@ impl Client {
             .await
             .map_err(|mut e| {
                 attempts.annotate(&mut e.message);
+                e.message = auth::redact(&e.message, credential, None);
                 e
             })
     }

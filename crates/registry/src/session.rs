@@ -303,7 +303,28 @@ impl Session {
         let mut answer = self.run(repository, reference, &mut attempts).await;
         answer.attempts = attempts.made();
         attempts.annotate(&mut answer.detail);
+        let bearer = self.sent_token(repository);
+        answer.detail = auth::redact(
+            &answer.detail,
+            &self.inner.credential,
+            bearer.as_ref().map(BearerHeader::token),
+        );
         answer
+    }
+
+    /// The bearer token this session sends for `repository`, if one is cached.
+    fn sent_token(&self, repository: &str) -> Option<BearerHeader> {
+        let inner = &self.inner;
+        let Some(Auth::Bearer(bearer)) = inner.auth.get() else {
+            return None;
+        };
+        let key = cache_key(
+            &inner.endpoint,
+            &bearer.params,
+            &inner.credential,
+            self.scopes_for(repository),
+        );
+        inner.shared.tokens.peek(&key)
     }
 
     async fn run(&self, repository: &str, reference: &str, attempts: &mut Attempts) -> Answer {

@@ -123,8 +123,7 @@ impl BearerHeader {
         self.0.clone()
     }
 
-    /// The token alone (after `Bearer `), for tests.
-    #[cfg(test)]
+    /// The token alone (after `Bearer `): to redact it from messages, and for tests.
     pub fn token(&self) -> &str {
         self.0
             .to_str()
@@ -492,6 +491,19 @@ impl fmt::Debug for Cache {
 }
 
 impl Cache {
+    /// The token stored for `key`, fresh or not, without waiting or fetching; `None`
+    /// while it is being fetched or when there is none.
+    pub fn peek(&self, key: &CacheKey) -> Option<BearerHeader> {
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .cloned()?;
+        let held = slot.try_lock().ok()?;
+        held.as_ref().map(|t| t.value.clone())
+    }
+
     /// A fresh token for `key`: the cached one, or a new one from `http`.
     pub async fn get(
         &self,

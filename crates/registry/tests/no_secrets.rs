@@ -123,6 +123,15 @@ async fn scripted_paths() -> String {
                 )],
                 "",
             ),
+            // A registry that echoes the request's Authorization in its error message
+            // (found by a reviewer): the answer must not repeat it.
+            p if p.starts_with("/v2/e/") && !auth.is_empty() => respond(
+                404,
+                &[("Content-Type", "application/json")],
+                &format!(
+                    r#"{{"errors":[{{"code":"NAME_UNKNOWN","message":"unknown for {auth}"}}]}}"#
+                ),
+            ),
             _ => respond(401, &[("WWW-Authenticate", challenge("").as_str())], ""),
         }
     })
@@ -153,7 +162,7 @@ async fn scripted_paths() -> String {
             .await
             .expect("authorize");
         seen.push_str(&format!("{session:?}\n"));
-        for repo in ["a", "b", "c"] {
+        for repo in ["a", "b", "c", "e"] {
             let answer = session.check(repo, "v1").await;
             seen.push_str(&format!("{answer:?}\n"));
         }
@@ -163,14 +172,15 @@ async fn scripted_paths() -> String {
         "the flaky path was taken: {seen}"
     );
     assert!(seen.contains("listed as linux/amd64"), "{seen}");
+    assert!(seen.contains("unknown for Bearer <redacted>"), "{seen}");
     seen.push_str(&format!("{client:?}\n"));
     // The redirect to another host carried no credential.
     let redirected = other.requests();
     assert!(!redirected.is_empty(), "{seen}");
     assert!(redirected.iter().all(|r| r.authorization.is_none()));
-    // One token for a and b, one for b alone, one for c (not authorized); the second
-    // session finds all three in the cache.
-    assert_eq!(client.token_request_count(), 3);
+    // One token for a and b, one for b alone, one each for c and e (not authorized);
+    // the second session finds all four in the cache.
+    assert_eq!(client.token_request_count(), 4);
     seen
 }
 
