@@ -306,8 +306,14 @@ async fn a_timed_out_helper_is_killed_with_its_children() {
             after: Duration::from_secs(1)
         }
     );
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .expect("the helper wrote its child's PID before the timeout")
+    assert_child_ends(&pid_file, "the timeout").await;
+}
+
+/// The `sleep` whose PID the spawner helper wrote to `pid_file` is gone within 2 s;
+/// killed here if not, so that no test leaves it behind.
+async fn assert_child_ends(pid_file: &Path, after: &str) {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .expect("the helper wrote its child's PID")
         .trim()
         .parse()
         .expect("a PID");
@@ -322,7 +328,7 @@ async fn a_timed_out_helper_is_killed_with_its_children() {
             .args(["-KILL", &pid.to_string()])
             .status();
     }
-    assert!(!survived, "the helper's child {pid} outlived the timeout");
+    assert!(!survived, "the helper's child {pid} outlived {after}");
 }
 
 /// A helper whose caller gives up first (the overall deadline passed and the future
@@ -343,25 +349,7 @@ async fn a_dropped_helper_call_kills_its_children() {
     let call = call("spawner", server);
     let dropped = tokio::time::timeout(Duration::from_secs(1), run_helper(&call, &options)).await;
     assert!(dropped.is_err(), "the caller gave up first");
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .expect("the helper wrote its child's PID")
-        .trim()
-        .parse()
-        .expect("a PID");
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while sleep_alive(pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let survived = sleep_alive(pid);
-    if survived {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    }
-    assert!(
-        !survived,
-        "the helper's child {pid} outlived the dropped call"
-    );
+    assert_child_ends(&pid_file, "the dropped call").await;
 }
 
 fn docker_file(text: &str) -> AuthFile {
