@@ -400,11 +400,11 @@ async fn run_check(args: CheckArgs) -> i32 {
     emit(&text, report.exit_code())
 }
 
-/// [`sources::gather`] on a runtime worker, watched from here: a kubeconfig exec
-/// plugin (run by kube-rs with a blocking `std::process` call) can hold its thread past
-/// `--deadline`, where no timer inside that task can fire. One second after the
-/// deadline the run ends with an error, and the process exits without waiting for the
-/// stuck thread.
+/// [`sources::gather`] on a runtime worker, watched from here, so that `--deadline`
+/// bounds the Kubernetes lookups even when a kubeconfig exec plugin (run by kube-rs
+/// with a blocking `std::process` call) holds that worker, where no timer inside the
+/// task could fire. At the deadline the run ends with an error, and the process exits
+/// without waiting for a stuck thread.
 async fn gather_within_deadline(
     args: &CheckArgs,
     images: Vec<pullcheck::input::ImageUse>,
@@ -417,26 +417,18 @@ async fn gather_within_deadline(
         args.deadline,
     );
     let mut task = tokio::spawn(async move {
-        sources::gather(
-            &files,
-            images,
-            &pull_secrets,
-            &cluster,
-            deadline,
-            started_tx,
-        )
-        .await
+        sources::gather(&files, images, &pull_secrets, &cluster, started_tx).await
     });
     let joined = match started_rx.await {
         // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
         Ok(started) => {
-            let watch = pullcheck::deadline_at(started, deadline) + Duration::from_secs(1);
+            let watch = pullcheck::deadline_at(started, deadline);
             match tokio::time::timeout_at(tokio::time::Instant::from_std(watch), &mut task).await {
                 Ok(joined) => joined,
                 Err(_) => {
                     fail(&format!(
-                        "the Kubernetes lookups (kubeconfig, exec plugin or API) did not \
-                         finish within the --deadline of {}",
+                        "the Kubernetes lookups of the pull secrets (kubeconfig, exec plugin, \
+                         API server) did not finish within the --deadline of {}",
                         sources::format_duration(deadline)
                     ));
                     std::process::exit(2);

@@ -108,30 +108,6 @@ pub struct Gathered {
     pub deadline_start: std::time::Instant,
 }
 
-/// `--deadline` as it bounds the Kubernetes lookups.
-struct LookupDeadline {
-    at: tokio::time::Instant,
-    given: Duration,
-}
-
-impl LookupDeadline {
-    /// `lookup` unless the deadline passes first, which is an error naming it.
-    async fn within<T>(
-        &self,
-        lookup: impl std::future::Future<Output = Result<T, String>>,
-    ) -> Result<T, String> {
-        tokio::time::timeout_at(self.at, lookup)
-            .await
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "the Kubernetes API did not answer the pull-secret lookups within the \
-                     --deadline of {}",
-                    format_duration(self.given)
-                ))
-            })
-    }
-}
-
 /// A duration as the duration options take it: `60s`, `1500ms`.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
@@ -142,15 +118,15 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
-/// Reads every file and `--image`, then finds each Pod's pull secrets, the Kubernetes
-/// lookups within `deadline` (its clock starts once the inputs are read; the query
-/// stage gets what is left, from [`Gathered::deadline_start`]).
+/// Reads every file and `--image`, then finds each Pod's pull secrets. When the inputs
+/// are read, the time is sent on `started`: `--deadline` starts there, for the caller
+/// that bounds the Kubernetes lookups and for the query stage
+/// ([`Gathered::deadline_start`]).
 pub async fn gather(
     files: &[PathBuf],
     images: Vec<ImageUse>,
     pull_secret_files: &[PathBuf],
     cluster_args: &ClusterArgs,
-    deadline: Duration,
     started: tokio::sync::oneshot::Sender<std::time::Instant>,
 ) -> Result<Gathered, String> {
     let file_secrets = read_pull_secret_files(pull_secret_files)?;
@@ -193,13 +169,9 @@ pub async fn gather(
     build_uses.extend(images);
 
     let deadline_start = std::time::Instant::now();
-    // The caller watches the deadline from here too; it may have stopped listening.
+    // The caller watches the deadline from here; it may have stopped listening.
     let _ = started.send(deadline_start);
-    let lookups = LookupDeadline {
-        at: tokio::time::Instant::from_std(pullcheck::deadline_at(deadline_start, deadline)),
-        given: deadline,
-    };
-    let cluster = lookups.within(cluster_args.connect()).await?;
+    let cluster = cluster_args.connect().await?;
     let mut walked = Vec::new();
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
@@ -208,13 +180,9 @@ pub async fn gather(
     if !build_uses.is_empty() {
         let chain = match &cluster {
             Some(c) => Some(
-                lookups
-                    .within(async {
-                        c.build_pull_secrets(&cluster_args.template_source())
-                            .await
-                            .map_err(|e| e.to_string())
-                    })
-                    .await?,
+                c.build_pull_secrets(&cluster_args.template_source())
+                    .await
+                    .map_err(|e| e.to_string())?,
             ),
             None => {
                 if let Some(path) = &cluster_args.pods_template_file {
@@ -251,13 +219,9 @@ pub async fn gather(
         let pods: Vec<PodPullSecrets> = workloads.iter().map(|w| w.pull_secrets.clone()).collect();
         let chains = match &cluster {
             Some(c) => Some(
-                lookups
-                    .within(async {
-                        pullcheck_kube::walk_pull_secrets_many(c, &pods)
-                            .await
-                            .map_err(|e| e.to_string())
-                    })
-                    .await?,
+                pullcheck_kube::walk_pull_secrets_many(c, &pods)
+                    .await
+                    .map_err(|e| e.to_string())?,
             ),
             None => None,
         };
