@@ -210,6 +210,10 @@ struct ExplainArgs {
     /// Output format; json prints one object per reference, one per line.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Deadline of the Kubernetes lookups of the pull secrets (e.g. 60s); explain sends
+    /// no registry request.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    deadline: Duration,
     #[command(flatten)]
     sources: Sources,
 }
@@ -416,29 +420,39 @@ async fn gather_within_deadline(
         args.sources.cluster(),
         args.deadline,
     );
-    let mut task = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         sources::gather(&files, images, &pull_secrets, &cluster, started_tx).await
     });
-    let joined = match started_rx.await {
+    match started_rx.await {
         // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
-        Ok(started) => {
-            let watch = pullcheck::deadline_at(started, deadline);
-            match tokio::time::timeout_at(tokio::time::Instant::from_std(watch), &mut task).await {
-                Ok(joined) => joined,
-                Err(_) => {
-                    fail(&format!(
-                        "the Kubernetes lookups of the pull secrets (kubeconfig, exec plugin, \
-                         API server) did not finish within the --deadline of {}",
-                        sources::format_duration(deadline)
-                    ));
-                    std::process::exit(2);
-                }
-            }
-        }
+        Ok(started) => await_lookups(task, started, deadline).await,
         // Ended (an unreadable input) before the lookups started.
-        Err(_) => task.await,
-    };
-    joined.map_err(|e| format!("reading the inputs failed: {e}"))?
+        Err(_) => task
+            .await
+            .map_err(|e| format!("reading the inputs failed: {e}"))?,
+    }
+}
+
+/// Awaits `task`, Kubernetes lookups on a runtime worker, until `deadline` after
+/// `started`. Past it, prints the error and exits 2 at once: the worker may be held by
+/// a blocking exec plugin, which nothing can interrupt or wait for.
+async fn await_lookups<T>(
+    task: tokio::task::JoinHandle<Result<T, String>>,
+    started: std::time::Instant,
+    deadline: Duration,
+) -> Result<T, String> {
+    let watch = tokio::time::Instant::from_std(pullcheck::deadline_at(started, deadline));
+    match tokio::time::timeout_at(watch, task).await {
+        Ok(joined) => joined.map_err(|e| format!("the Kubernetes lookups failed: {e}"))?,
+        Err(_) => {
+            fail(&format!(
+                "the Kubernetes lookups of the pull secrets (kubeconfig, exec plugin, API \
+                 server) did not finish within the --deadline of {}",
+                sources::format_duration(deadline)
+            ));
+            std::process::exit(2);
+        }
+    }
 }
 
 /// `NO_COLOR` set to a non-empty value (no-color.org), or a dumb terminal.
@@ -452,7 +466,9 @@ async fn run_explain(args: ExplainArgs) -> i32 {
         (Ok(r), Ok(n)) => (r, n),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
-    let chain = match sources::build_chain(&args.sources.cluster()).await {
+    let cluster = args.sources.cluster();
+    let task = tokio::spawn(async move { sources::build_chain(&cluster).await });
+    let chain = match await_lookups(task, std::time::Instant::now(), args.deadline).await {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };

@@ -659,6 +659,21 @@ async fn a_hanging_exec_plugin_is_bounded_by_the_deadline() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(10), "took {took:?}");
     env.assert_refused(&out, "within the --deadline of 1500ms");
+    // `explain` walks the same chain, under its own --deadline.
+    let started = Instant::now();
+    let out = env.run(&[
+        "explain",
+        &app,
+        "-n",
+        NS,
+        "--kubeconfig",
+        &kubeconfig,
+        "--deadline",
+        "1500ms",
+    ]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    env.assert_refused(&out, "within the --deadline of 1500ms");
 }
 
 /// kube-rs reads a kubeconfig, and the files it names, whole: a device or an
