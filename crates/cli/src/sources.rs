@@ -285,31 +285,25 @@ pub fn build_keyring(
 }
 
 fn read(path: &Path) -> Result<String, String> {
-    let name = path.display().to_string();
-    text_of(pullcheck_files::read(path), &name)
+    named(
+        pullcheck_files::read_to_string(path),
+        &path.display().to_string(),
+    )
 }
 
 fn read_stdin() -> Result<String, String> {
-    text_of(
-        pullcheck_files::read_from(std::io::stdin().lock()),
+    named(
+        pullcheck_files::read_from(std::io::stdin().lock()).and_then(pullcheck_files::text),
         "<stdin>",
     )
 }
 
-/// The text of an input read through `pullcheck_files` (at most 64 MiB), named `name`
-/// in errors; bytes that are not UTF-8 are named by line and column.
-fn text_of(read: std::io::Result<Vec<u8>>, name: &str) -> Result<String, String> {
-    let bytes = read.map_err(|e| match e.kind() {
+/// An input's text or read error (`pullcheck_files`: at most 64 MiB, UTF-8 named by
+/// line and column), its error named `name`.
+fn named(read: std::io::Result<String>, name: &str) -> Result<String, String> {
+    read.map_err(|e| match e.kind() {
         std::io::ErrorKind::FileTooLarge => format!("{name}: {e}; not read"),
+        std::io::ErrorKind::InvalidData => format!("{name}:{e}"),
         _ => format!("{name}: cannot read: {e}"),
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
-        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let column = 1 + String::from_utf8_lossy(&valid[line_start..])
-            .chars()
-            .count();
-        format!("{name}:{line}:{column}: not UTF-8 text")
     })
 }

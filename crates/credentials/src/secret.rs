@@ -101,15 +101,10 @@ impl PullSecret {
     /// [`PullSecret::parse_manifests`].
     pub fn read_manifests(path: &Path) -> Result<Vec<PullSecret>, CredentialError> {
         let file = path.display().to_string();
-        let bytes = pullcheck_files::read(path).map_err(|e| CredentialError::Read {
+        let text = pullcheck_files::read_to_string(path).map_err(|e| CredentialError::Read {
             path: file.clone(),
             what: "pull secret manifest",
             message: e.to_string(),
-        })?;
-        let text = String::from_utf8(bytes).map_err(|_| CredentialError::Read {
-            path: file.clone(),
-            what: "pull secret manifest",
-            message: "not UTF-8".to_string(),
         })?;
         Self::parse_manifests(&file, &text)
     }

@@ -22,20 +22,69 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     read_from(std::fs::File::open(path)?)
 }
 
-/// [`read`], as UTF-8 text.
+/// [`read`], as UTF-8 text ([`text`]).
 ///
 /// # Errors
-/// As [`read`]; [`io::ErrorKind::InvalidData`] when the bytes are not UTF-8.
+/// As [`read`] and [`text`].
 pub fn read_to_string(path: &Path) -> io::Result<String> {
-    String::from_utf8(read(path)?).map_err(|e| {
+    text(read(path)?)
+}
+
+/// `bytes` as UTF-8 text.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidData`] naming where the first invalid byte is, as
+/// `LINE:COLUMN: not UTF-8 text` (1-based; the column counts characters), so that a
+/// caller can put the file's name in front: `p.yml:2:5: not UTF-8 text`.
+pub fn text(bytes: Vec<u8>) -> io::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let column = 1 + String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count();
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!(
-                "not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
+            format!("{line}:{column}: not UTF-8 text"),
         )
     })
+}
+
+/// Whether `path` may be handed to a reader that reads it whole without a limit
+/// (kube-rs reading a kubeconfig): refuses a device (`/dev/zero`) and a regular file
+/// over [`MAX_FILE_BYTES`]; anything else, a FIFO or a path that cannot be looked at,
+/// is left to that reader.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidInput`] ("is a device, not a file") or
+/// [`io::ErrorKind::FileTooLarge`] ("larger than 64 MiB").
+pub fn check_bounded(path: &Path) -> io::Result<()> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        let kind = meta.file_type();
+        if kind.is_char_device() || kind.is_block_device() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a device, not a file",
+            ));
+        }
+    }
+    if meta.is_file() && meta.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    Ok(())
+}
+
+fn too_large() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("larger than {} MiB", MAX_FILE_BYTES >> 20),
+    )
 }
 
 /// Everything `source` yields (standard input, say), at most [`MAX_FILE_BYTES`].
@@ -46,10 +95,7 @@ pub fn read_from(source: impl Read) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     source.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!("larger than {} MiB", MAX_FILE_BYTES >> 20),
-        ));
+        return Err(too_large());
     }
     Ok(bytes)
 }
@@ -83,6 +129,17 @@ mod tests {
         let err = read_to_string(&dir).unwrap_err();
         std::fs::remove_file(&dir).unwrap();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
-        assert!(err.to_string().contains("offset 3"), "{err}");
+        assert_eq!(err.to_string(), "2:1: not UTF-8 text");
+        let err = text(b"version: \"1\"\nst\xc3\xa9p\xe9s:\n".to_vec()).unwrap_err();
+        // `s`, `t`, `é`, `p` are four characters (five bytes): the bad byte is column 5.
+        assert_eq!(err.to_string(), "2:5: not UTF-8 text");
+    }
+
+    #[test]
+    fn devices_and_large_files_are_not_bounded() {
+        let err = check_bounded(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(err.to_string(), "is a device, not a file");
+        check_bounded(Path::new("/etc/hostname")).unwrap();
+        check_bounded(Path::new("/nonexistent/pullcheck")).unwrap();
     }
 }

@@ -591,14 +591,14 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
 }
 
 /// Reads a kubeconfig with kube-rs (which makes the paths in it absolute), after
-/// refusing, as `pullcheck_files` would, a device or an over-large file there or at any
-/// file it names (CA, client certificate and key, token file): kube-rs reads them whole.
+/// refusing (`pullcheck_files::check_bounded`) a device or an over-large file there or
+/// at any file it names (CA, client certificate and key, token file): kube-rs reads them whole.
 /// `label` follows the path in errors.
 fn read_kubeconfig(path: &Path, label: &str) -> Result<Kubeconfig, KubeError> {
     let error = |problem: String| {
         KubeError::Config(format!("kubeconfig {}{label}: {problem}", path.display()))
     };
-    refuse_unbounded(path).map_err(error)?;
+    pullcheck_files::check_bounded(path).map_err(|e| error(e.to_string()))?;
     let config = Kubeconfig::read_from(path).map_err(|e| error(error_chain(&e)))?;
     let named = config
         .clusters
@@ -620,33 +620,11 @@ fn read_kubeconfig(path: &Path, label: &str) -> Result<Kubeconfig, KubeError> {
         );
     for (what, file) in named {
         if let Some(file) = file {
-            refuse_unbounded(Path::new(file)).map_err(|p| error(format!("{what} {file}: {p}")))?;
+            pullcheck_files::check_bounded(Path::new(file))
+                .map_err(|e| error(format!("{what} {file}: {e}")))?;
         }
     }
     Ok(config)
-}
-
-/// A device, or a regular file over `pullcheck_files::MAX_FILE_BYTES`, as a reason; a
-/// file that cannot be looked at is left to the reader's own error.
-fn refuse_unbounded(path: &Path) -> Result<(), String> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt as _;
-        let kind = meta.file_type();
-        if kind.is_char_device() || kind.is_block_device() {
-            return Err("is a device, not a file".to_owned());
-        }
-    }
-    if meta.is_file() && meta.len() > pullcheck_files::MAX_FILE_BYTES {
-        return Err(format!(
-            "larger than {} MiB",
-            pullcheck_files::MAX_FILE_BYTES >> 20
-        ));
-    }
-    Ok(())
 }
 
 /// `$KUBECONFIG`: a list of files, merged in order (first one to set a value wins); empty

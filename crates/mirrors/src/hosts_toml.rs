@@ -570,9 +570,9 @@ impl HostsDir {
         let label = file.display().to_string();
         match pullcheck_files::read(&file) {
             Ok(bytes) if !bytes.is_empty() => {
-                let parsed = std::str::from_utf8(&bytes)
-                    .map_err(|_| "not valid UTF-8".to_owned())
-                    .and_then(|text| parse_hosts_file(text, path));
+                let parsed = pullcheck_files::text(bytes)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| parse_hosts_file(&text, path));
                 match parsed {
                     Ok(hosts) => {
                         return DirConfig::Hosts {

@@ -129,11 +129,7 @@ pub(crate) fn redact_values(text: &str, values: &[&str]) -> String {
 
 /// Reads a UTF-8 file, mapping failures to [`MirrorError::Read`].
 pub(crate) fn read_text(path: &Path) -> Result<String, MirrorError> {
-    let bytes = pullcheck_files::read(path).map_err(|e| MirrorError::read(path, &e))?;
-    String::from_utf8(bytes).map_err(|_| MirrorError::Read {
-        path: path.to_owned(),
-        message: "not valid UTF-8".to_owned(),
-    })
+    pullcheck_files::read_to_string(path).map_err(|e| MirrorError::read(path, &e))
 }
 
 /// The host a registry domain is reached at: `docker.io` → `registry-1.docker.io`.

@@ -85,11 +85,11 @@ struct Inner {
     headers: HeaderMap,
     http: Http,
     credential: Credential,
-    authorized: BTreeSet<String>,
     /// The scopes of the authorized repositories in batches, each asked for together
     /// ([`scope::token_batches`]).
     batches: Vec<Arc<[String]>>,
-    /// The batch of each authorized repository: an index into `batches`.
+    /// The batch of each authorized repository (the repositories `authorize` was given):
+    /// an index into `batches`.
     batch_of: HashMap<String, usize>,
     /// Repositories whose token is asked for on its own, after the registry answered
     /// `insufficient_scope` to the shared one, with the scopes asked for.
@@ -134,7 +134,10 @@ impl fmt::Debug for Session {
             .field("base_url", &self.base_url())
             .field("auth", &auth)
             .field("credential", &self.inner.credential)
-            .field("authorized", &self.inner.authorized)
+            .field(
+                "authorized",
+                &self.inner.batch_of.keys().collect::<BTreeSet<_>>(),
+            )
             .finish()
     }
 }
@@ -147,12 +150,6 @@ enum Authorization {
 
 impl Session {
     pub(crate) fn new(parts: Parts<'_>) -> Session {
-        let authorized: BTreeSet<String> = parts
-            .repositories
-            .iter()
-            .filter(|r| !r.is_empty())
-            .cloned()
-            .collect();
         let batches: Vec<Arc<[String]>> = parts.batches.into_iter().map(Arc::from).collect();
         // By scope string: the batches are in repository order, which is not the order
         // of the scope strings (`img-1` < `img-10`, but `img-1:pull` > `img-10:pull`).
@@ -161,7 +158,8 @@ impl Session {
             .enumerate()
             .flat_map(|(i, b)| b.iter().map(move |s| (s.as_str(), i)))
             .collect();
-        let batch_of = authorized
+        let batch_of = parts
+            .repositories
             .iter()
             .filter_map(|r| {
                 let i = batch_of_scope.get(scope::repository_pull(r).as_str())?;
@@ -187,7 +185,6 @@ impl Session {
                 headers: parts.headers,
                 http: parts.http,
                 credential: parts.credential,
-                authorized,
                 batches,
                 batch_of,
                 own_scopes: RwLock::new(HashMap::new()),
