@@ -87,3 +87,38 @@ impl Http {
         })
     }
 }
+
+/// Serves HTTP/1.1 on `listener` until `stop` fires (or its sender is dropped), each
+/// request answered by `handle`: the accept loop of the harness's in-process servers
+/// (the token server and the Kubernetes stand-in).
+pub(crate) async fn serve_until<H, Fut>(
+    listener: std::net::TcpListener,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+    handle: H,
+) where
+    H: Fn(Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = hyper::Response<Full<Bytes>>> + Send + 'static,
+{
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stop => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => continue,
+            },
+        };
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let answer = handle(req);
+                async move { Ok::<_, std::convert::Infallible>(answer.await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}

@@ -650,30 +650,13 @@ fn route(path: &str) -> Route<'_> {
 async fn serve(
     listener: std::net::TcpListener,
     state: Arc<Mutex<State>>,
-    mut stop: tokio::sync::oneshot::Receiver<()>,
+    stop: tokio::sync::oneshot::Receiver<()>,
 ) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-        return;
-    };
-    loop {
-        let stream = tokio::select! {
-            _ = &mut stop => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(_) => continue,
-            },
-        };
-        let state = state.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let state = state.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&state, &req)) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    crate::http::serve_until(listener, stop, move |req: Request<Incoming>| {
+        let answer = handle(&state, &req);
+        async move { answer }
+    })
+    .await;
 }
 
 fn respond(code: u16, body: String, content_type: &'static str) -> Response<Full<Bytes>> {

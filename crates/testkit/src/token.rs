@@ -408,30 +408,13 @@ fn pem_body(pem: &str, label: &str) -> Option<Vec<u8>> {
 async fn serve(
     listener: std::net::TcpListener,
     state: Arc<State>,
-    mut stop: tokio::sync::oneshot::Receiver<()>,
+    stop: tokio::sync::oneshot::Receiver<()>,
 ) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-        return;
-    };
-    loop {
-        let stream = tokio::select! {
-            _ = &mut stop => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(_) => continue,
-            },
-        };
+    crate::http::serve_until(listener, stop, move |req| {
         let state = state.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let state = state.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&state, req).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-        });
-    }
+        async move { handle(&state, req).await }
+    })
+    .await;
 }
 
 fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
