@@ -121,3 +121,161 @@ fn the_role_grants_get_on_named_objects_only() {
         role["metadata"]["namespace"]
     );
 }
+
+/// Every document of every `deploy/service/*.yaml`, by kind.
+fn service_documents() -> Vec<Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/service");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    let mut docs = Vec::new();
+    for name in names {
+        let text = deploy(&format!("service/{name}"));
+        let parsed: Vec<Value> =
+            serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for doc in parsed {
+            // Required of every object (Kubernetes API reference, ObjectMeta).
+            assert!(doc["apiVersion"].is_string(), "{name}: apiVersion");
+            assert!(doc["kind"].is_string(), "{name}: kind");
+            assert!(doc["metadata"]["name"].is_string(), "{name}: metadata.name");
+            assert!(
+                doc["metadata"]["namespace"].is_string(),
+                "{name}: every object names its namespace"
+            );
+            docs.push(doc);
+        }
+    }
+    docs
+}
+
+fn one<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    let found: Vec<&Value> = docs.iter().filter(|d| d["kind"] == kind).collect();
+    assert_eq!(found.len(), 1, "exactly one {kind} in deploy/service");
+    found[0]
+}
+
+#[test]
+fn the_service_manifests_are_complete_and_agree() {
+    let docs = service_documents();
+    let mut kinds: Vec<(String, String)> = docs
+        .iter()
+        .map(|d| {
+            (
+                d["apiVersion"].as_str().expect("string").to_owned(),
+                d["kind"].as_str().expect("string").to_owned(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            ("apps/v1", "Deployment"),
+            ("policy/v1", "PodDisruptionBudget"),
+            ("rbac.authorization.k8s.io/v1", "Role"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            ("v1", "Service"),
+            ("v1", "ServiceAccount"),
+        ]
+        .map(|(a, k)| (a.to_owned(), k.to_owned()))
+    );
+
+    let deployment = one(&docs, "Deployment");
+    let spec = &deployment["spec"];
+    assert_eq!(spec["replicas"], 2);
+    let labels = &spec["template"]["metadata"]["labels"];
+    for (key, value) in spec["selector"]["matchLabels"]
+        .as_object()
+        .expect("matchLabels")
+    {
+        assert_eq!(
+            &labels[key], value,
+            "the template carries selector label {key}"
+        );
+    }
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let containers = pod["containers"].as_array().expect("containers");
+    assert_eq!(containers.len(), 1);
+    let c = &containers[0];
+    assert!(c["name"].is_string() && c["image"].is_string());
+    assert_eq!(c["args"][0], "serve");
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    assert!(c["resources"]["requests"]["cpu"].is_string());
+    assert!(c["resources"]["requests"]["memory"].is_string());
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    let port = &c["ports"][0];
+    assert_eq!(c["livenessProbe"]["httpGet"]["port"], port["name"]);
+    // The token file the args name is mounted from a volume.
+    let token_arg = c["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|a| a.strip_prefix("--api-token-file="))
+        .expect("--api-token-file");
+    let mount = c["volumeMounts"]
+        .as_array()
+        .expect("volumeMounts")
+        .iter()
+        .find(|m| token_arg.starts_with(m["mountPath"].as_str().expect("mountPath")))
+        .expect("the token file's directory is mounted");
+    assert!(
+        pod["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .any(|v| v["name"] == mount["name"] && v["secret"]["secretName"].is_string())
+    );
+
+    let account = one(&docs, "ServiceAccount");
+    assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
+
+    let service = one(&docs, "Service");
+    assert_eq!(service["spec"]["selector"], spec["selector"]["matchLabels"]);
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], port["name"]);
+
+    let pdb = one(&docs, "PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["selector"], spec["selector"]);
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+
+    let role = one(&docs, "Role");
+    for rule in role["rules"].as_array().expect("rules") {
+        assert_eq!(rule["verbs"], serde_json::json!(["get"]), "{rule}");
+        assert!(
+            rule["resourceNames"]
+                .as_array()
+                .is_some_and(|n| !n.is_empty()),
+            "every rule names its objects: {rule}"
+        );
+    }
+    let binding = one(&docs, "RoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["subjects"][0]["name"], account["metadata"]["name"]);
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        account["metadata"]["namespace"]
+    );
+}
+
+#[test]
+fn the_service_image_is_multi_stage_and_runs_as_non_root() {
+    let dockerfile = deploy("service/Dockerfile");
+    let froms: Vec<&str> = dockerfile
+        .lines()
+        .filter(|l| l.starts_with("FROM "))
+        .collect();
+    assert_eq!(froms.len(), 2, "a build stage and a runtime stage");
+    assert!(froms[1].contains("distroless"), "{}", froms[1]);
+    let user = dockerfile
+        .lines()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("USER");
+    assert!(!user.starts_with('0') && user != "root", "USER {user}");
+    assert!(dockerfile.contains("cargo build --release --locked -p pullcheck-cli"));
+}
