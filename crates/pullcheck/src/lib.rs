@@ -20,8 +20,8 @@
 //! [`CheckOptions`] and [`ImageSet`]s, the [`report::Report`] they return, [`explain`]
 //! (no request), [`resolve`] (what `explain` and a caller building [`resolve::Credentials`]
 //! need) and [`deadline_at`]. The crates of the other stages are re-exported
-//! ([`input`], [`credentials`], [`mirrors`], [`reference`], [`registry`]). The plan and
-//! the query rounds are private: they change without notice.
+//! ([`input`], [`credentials`], [`mirrors`], [`reference`](mod@reference),
+//! [`registry`]). The plan and the query rounds are private: they change without notice.
 //!
 //! One [`Checker`] serves many checks at once (a service): its HTTP client (one
 //! connection pool, cached tokens) and its concurrency limit are shared by all of them;
