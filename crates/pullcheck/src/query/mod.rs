@@ -338,13 +338,12 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             done[index] |= outcome.status == Status::Present || p.attempts.is_empty();
             p.failures.push((place, outcome));
         }
-        let mut done = done.into_iter();
-        let (finished, pending): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|_| done.next().unwrap_or(false));
-        self.pending = pending;
-        for p in finished {
-            self.finished.insert(p.key, choose(p.failures));
+        for (p, done) in std::mem::take(&mut self.pending).into_iter().zip(done) {
+            if done {
+                self.finished.insert(p.key, choose(p.failures));
+            } else {
+                self.pending.push(p);
+            }
         }
     }
 
