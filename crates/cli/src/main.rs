@@ -13,7 +13,7 @@ use pullcheck::mirrors::{MirrorConfig, NodeProfile};
 use pullcheck::registry::{ClientOptions, Platform};
 use pullcheck::report::EXIT_USAGE;
 use pullcheck::resolve::{Credentials, Resolver};
-use pullcheck::{CheckOptions, Checker};
+use pullcheck::{CheckOptions, Checker, CheckerOptions};
 
 use sources::ClusterArgs;
 
@@ -370,14 +370,11 @@ async fn run_check(args: CheckArgs) -> i32 {
     for chain in &gathered.walked {
         tracing::debug!("pull secrets: {chain}");
     }
-    let options = CheckOptions {
-        include_on_start: args.include_on_start,
+    let checker_options = CheckerOptions {
         concurrency: usize::from(args.concurrency),
-        request_timeout: args.request_timeout,
-        deadline: args.deadline,
-        deadline_start: Some(gathered.deadline_start),
-        tag_hints: !args.no_tag_hints,
         registry: ClientOptions {
+            request_timeout: args.request_timeout,
+            tag_hints: !args.no_tag_hints,
             max_attempts: args.max_attempts,
             platform: args.platform.clone(),
             ca_file: args.ca_file.clone(),
@@ -385,11 +382,17 @@ async fn run_check(args: CheckArgs) -> i32 {
             ..ClientOptions::default()
         },
     };
-    let checker = match Checker::new(options, resolver, node) {
+    let checker = match Checker::new(checker_options, resolver, node) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let report = checker.check_sets(gathered.sets).await;
+    let options = CheckOptions {
+        include_on_start: args.include_on_start,
+        deadline: args.deadline,
+        deadline_start: Some(gathered.deadline_start),
+        platform: args.platform.clone(),
+    };
+    let report = checker.check_sets(gathered.sets, &options).await;
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {

@@ -5,30 +5,53 @@
 //!
 //! 1. **inputs** ([`pullcheck_input`], re-exported as [`input`]): pipeline files and
 //!    `--image` arguments become [`input::ImageUse`]s, each with a pull policy and origin;
-//! 2. **plan** ([`plan`]): uses are grouped, references normalised, and each is checked,
+//! 2. **plan** (private): uses are grouped, references normalised, and each is checked,
 //!    deferred, skipped or invalid;
 //! 3. **resolve** ([`resolve`]): each reference gets its endpoints and credentials;
-//! 4. **query** ([`query`]): the registry client ([`pullcheck_registry`]) answers each
-//!    distinct reference;
+//! 4. **query** (private): the registry client ([`pullcheck_registry`]) answers each
+//!    distinct reference, in rounds;
 //! 5. **report** ([`report`]): every image with a status, as text or JSON.
+//!
+//! # API
+//!
+//! The boundary is [`Checker`] (built once from [`CheckerOptions`], a
+//! [`resolve::Resolver`] and the node's [`credentials::NodeCredentials`]; shared by every
+//! check), [`Checker::check`] and [`Checker::check_sets`] with per-check
+//! [`CheckOptions`] and [`ImageSet`]s, the [`report::Report`] they return, [`explain`]
+//! (no request), [`resolve`] (what `explain` and a caller building [`resolve::Credentials`]
+//! need) and [`deadline_at`]. The crates of the other stages are re-exported
+//! ([`input`], [`credentials`], [`mirrors`], [`reference`](mod@reference),
+//! [`registry`]). The plan and the query rounds are private: they change without notice.
+//!
+//! One [`Checker`] serves many checks at once (a service): its HTTP client (one
+//! connection pool, cached tokens) and its concurrency limit are shared by all of them;
+//! each check has its own deadline and platform. Dropping a check's future cancels its
+//! requests; nothing is left running.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), pullcheck::Error> {
-//! use pullcheck::{CheckOptions, Checker, credentials::NodeCredentials, resolve::Resolver};
+//! use pullcheck::{CheckOptions, Checker, CheckerOptions};
+//! use pullcheck::{credentials::NodeCredentials, resolve::Resolver};
 //! let uses = pullcheck::input::read_pipeline_file(".vela.yml".as_ref())?;
-//! let checker = Checker::new(CheckOptions::default(), Resolver::default(), NodeCredentials::empty())?;
-//! let report = checker.check(uses).await;
+//! let checker = Checker::new(
+//!     CheckerOptions::default(),
+//!     Resolver::default(),
+//!     NodeCredentials::empty(),
+//! )?;
+//! let report = checker.check(uses, &CheckOptions::default()).await;
 //! println!("{}", report.to_text(false));
 //! std::process::exit(report.exit_code());
 //! # }
 //! ```
 
 pub mod explain;
-pub mod plan;
-pub mod query;
+mod plan;
+mod query;
 pub mod report;
 pub mod resolve;
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use pullcheck_credentials as credentials;
@@ -39,7 +62,8 @@ pub use pullcheck_registry as registry;
 
 use credentials::{Keyring, NodeCredentials};
 use input::{ImageUse, InputError};
-use plan::{Action, PlanOptions};
+use plan::{Action, PlanItem, PlanOptions};
+use query::{Outcome, QueryKey};
 use report::{ImageReport, ReferenceErrorReport, Report, Status};
 use resolve::{Credentials, Resolver};
 
@@ -49,10 +73,6 @@ pub enum Error {
     /// An input file cannot be read or is not a pipeline at all.
     #[error("{0}")]
     Input(#[from] InputError),
-    /// A configuration file (Docker config, mirror configuration, ...) is unreadable or
-    /// malformed; the message names the file.
-    #[error("{0}")]
-    Config(String),
     /// A pull secret or credential file is malformed; the message names it.
     #[error("{0}")]
     Credentials(#[from] credentials::CredentialError),
@@ -64,29 +84,59 @@ pub enum Error {
     Client(String),
 }
 
-/// Settings of a check. Defaults: `always`/`not_present` checked, `on_start` deferred,
-/// 16 requests in flight, 10 s per request, 60 s overall, tag hints on.
+/// Settings of a [`Checker`], shared by every check it runs. Default: 16 requests in
+/// flight and [`pullcheck_registry::ClientOptions::default`].
+#[derive(Debug, Clone)]
+pub struct CheckerOptions {
+    /// Requests (authorizations and manifest checks) in flight at once, over all
+    /// registries and over all checks of the [`Checker`] running at the same time. 0
+    /// counts as 1. Default 16.
+    pub concurrency: usize,
+    /// The registry client: request timeout, retries, tag hints, TLS files, user agent,
+    /// and the platform asked for when a check names none
+    /// ([`pullcheck_registry::ClientOptions::platform`]).
+    pub registry: pullcheck_registry::ClientOptions,
+}
+
+impl Default for CheckerOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 16,
+            registry: pullcheck_registry::ClientOptions::default(),
+        }
+    }
+}
+
+/// Settings of one check. Default: `always`/`not_present` checked, `on_start` deferred,
+/// 60 s overall from the start of the query stage, the [`Checker`]'s platform.
 #[derive(Debug, Clone)]
 pub struct CheckOptions {
     /// Check `on_start` images too, instead of deferring them.
     pub include_on_start: bool,
-    /// Requests in flight at once, over all registries. Default 16.
-    pub concurrency: usize,
-    /// Timeout of each HTTP request. Default 10 s.
-    pub request_timeout: Duration,
     /// Overall deadline of the query stage; unanswered images are `unreachable`.
-    /// Default 60 s. Durations too long to add to the clock count as no deadline.
+    /// Default 60 s. Durations too long to add to the clock count as no deadline
+    /// ([`deadline_at`]).
     pub deadline: Duration,
     /// When the deadline's clock started, if before the check (the CLI starts it
     /// before its Kubernetes lookups); `None`: when the query stage starts. Messages
     /// name `deadline` as given.
     pub deadline_start: Option<std::time::Instant>,
-    /// After a 404, ask `tags/list` to tell a missing repository from a missing tag and
-    /// suggest close tags. Default true.
-    pub tag_hints: bool,
-    /// Everything else about the registry client (retries, TLS files, platform); its
-    /// `request_timeout` and `tag_hints` are replaced by the fields above.
-    pub registry: pullcheck_registry::ClientOptions,
+    /// The platform (`os/arch[/variant]`) that indexes and manifest lists must list;
+    /// `None`: the [`Checker`]'s [`pullcheck_registry::ClientOptions::platform`].
+    /// Until the registry client takes a platform per check, the client's own is what
+    /// is asked for: set both to the same value.
+    pub platform: Option<pullcheck_registry::Platform>,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        Self {
+            include_on_start: false,
+            deadline: Duration::from_secs(60),
+            deadline_start: None,
+            platform: None,
+        }
+    }
 }
 
 /// `start + deadline`, or 100 years from `start` when the sum does not fit the clock
@@ -95,20 +145,6 @@ pub struct CheckOptions {
 pub fn deadline_at(start: std::time::Instant, deadline: Duration) -> std::time::Instant {
     const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
     start.checked_add(deadline.min(FOREVER)).unwrap_or(start)
-}
-
-impl Default for CheckOptions {
-    fn default() -> Self {
-        Self {
-            include_on_start: false,
-            concurrency: 16,
-            request_timeout: Duration::from_secs(10),
-            deadline: Duration::from_secs(60),
-            deadline_start: None,
-            tag_hints: true,
-            registry: pullcheck_registry::ClientOptions::default(),
-        }
-    }
 }
 
 /// Image uses that share one set of pull secrets: one Pod (a Vela build Pod, or one
@@ -124,149 +160,170 @@ pub struct ImageSet {
     pub warnings: Vec<String>,
 }
 
-/// Runs checks. Build one per process and reuse it: it holds the HTTP client (one
-/// connection pool for every registry), the mirror configuration and the node's
-/// credentials.
+/// Runs checks. Build one per process and share it: it holds the HTTP client (one
+/// connection pool and token cache for every registry), the concurrency limit, the
+/// mirror configuration and the node's credentials. Cloning is cheap (one [`Arc`]) and
+/// clones share all of it; it is `Send + Sync`, and any number of checks may run on it
+/// at once.
 #[derive(Debug, Clone)]
 pub struct Checker {
+    inner: Arc<Inner>,
+}
+
+/// What a [`Checker`] and its clones share.
+#[derive(Debug)]
+struct Inner {
     client: pullcheck_registry::Client,
     resolver: Resolver,
     node: NodeCredentials,
-    options: CheckOptions,
+    /// [`CheckerOptions::concurrency`] permits, over every check.
+    permits: tokio::sync::Semaphore,
 }
 
 impl Checker {
     /// Builds a checker.
     ///
     /// # Errors
-    /// [`Error::Client`] when the TLS configuration cannot be built.
+    /// [`Error::Client`] when the TLS configuration cannot be built (an unreadable CA
+    /// file, a certificates directory that cannot be read).
     pub fn new(
-        options: CheckOptions,
+        options: CheckerOptions,
         resolver: Resolver,
         node: NodeCredentials,
     ) -> Result<Checker, Error> {
-        let client = pullcheck_registry::Client::new(pullcheck_registry::ClientOptions {
-            request_timeout: options.request_timeout,
-            tag_hints: options.tag_hints,
-            ..options.registry.clone()
-        })
-        .map_err(|e| Error::Client(e.to_string()))?;
+        let client = pullcheck_registry::Client::new(options.registry)
+            .map_err(|e| Error::Client(e.to_string()))?;
         Ok(Checker {
-            client,
-            resolver,
-            node,
-            options,
+            inner: Arc::new(Inner {
+                client,
+                resolver,
+                node,
+                permits: tokio::sync::Semaphore::new(options.concurrency.max(1)),
+            }),
         })
     }
 
     /// The mirror configuration and insecure registries in use.
     pub fn resolver(&self) -> &Resolver {
-        &self.resolver
+        &self.inner.resolver
     }
 
     /// Plans, resolves and queries `uses` with the node's credentials only (no pull
     /// secrets), and reports every one of them; see [`Checker::check_sets`].
-    pub async fn check(&self, uses: Vec<ImageUse>) -> Report {
-        self.check_sets(vec![ImageSet {
-            uses,
-            ..ImageSet::default()
-        }])
+    pub async fn check(&self, uses: Vec<ImageUse>, options: &CheckOptions) -> Report {
+        self.check_sets(
+            vec![ImageSet {
+                uses,
+                ..ImageSet::default()
+            }],
+            options,
+        )
         .await
     }
 
     /// Plans, resolves and queries every set's uses with that set's pull secrets (then
-    /// the node's credentials), and reports every use. Never fails: problems of one image
-    /// are that image's status. Returns within the deadline plus the time to build the
-    /// report.
-    pub async fn check_sets(&self, sets: Vec<ImageSet>) -> Report {
+    /// the node's credentials), and reports every use, in input order. Never fails:
+    /// problems of one image are that image's status. Returns within the deadline plus
+    /// the time to build the report. Dropping the future cancels its requests and
+    /// credential helpers; other checks on this [`Checker`] are not affected.
+    pub async fn check_sets(&self, sets: Vec<ImageSet>, options: &CheckOptions) -> Report {
+        let inner = &*self.inner;
         let mut warnings = Vec::new();
         let mut credentials = Vec::with_capacity(sets.len());
         let mut uses = Vec::with_capacity(sets.len());
         for set in sets {
-            let creds = Credentials::new(set.pull_secrets, self.node.clone());
+            let creds = Credentials::new(set.pull_secrets, inner.node.clone());
             warnings.extend(set.warnings);
             warnings.extend(creds.chain.warnings());
             credentials.push(creds);
             uses.push(set.uses);
         }
-        warnings.extend(self.resolver.mirrors.warnings());
+        warnings.extend(inner.resolver.mirrors.warnings());
         warnings.dedup();
         let plan = plan::plan_sets(
             uses,
             PlanOptions {
-                include_on_start: self.options.include_on_start,
+                include_on_start: options.include_on_start,
             },
         );
         let queries = plan.queries();
+        let platform = options
+            .platform
+            .as_ref()
+            .or(inner.client.options().platform.as_ref());
         let outcomes = query::run(
-            &self.client,
-            &self.resolver,
+            &inner.client,
+            &inner.resolver,
             &credentials,
             &queries,
             &query::QueryOptions {
-                concurrency: self.options.concurrency,
-                deadline: self.options.deadline,
-                deadline_start: self.options.deadline_start,
+                permits: &inner.permits,
+                deadline: options.deadline,
+                deadline_start: options.deadline_start,
+                platform,
             },
         )
         .await;
         let images = plan
             .items
             .into_iter()
-            .map(|item| {
-                let canonical = item.parsed().map(|r| r.canonical());
-                let mut image = ImageReport {
-                    reference: item.reference,
-                    canonical,
-                    policy: item.policy,
-                    status: Status::Skipped,
-                    missing: None,
-                    digest: None,
-                    registry: None,
-                    detail: String::new(),
-                    origins: item.origins,
-                    credential: None,
-                    error: None,
-                };
-                match item.action {
-                    Action::Check(r) => match outcomes.get(&query::outcome_key(item.set, &r)) {
-                        Some(o) => {
-                            image.status = o.status;
-                            image.missing = o.missing;
-                            image.digest = o.digest.clone();
-                            image.registry = o.registry.clone();
-                            image.detail = o.detail.clone();
-                            image.credential = o.credential.clone();
-                        }
-                        None => {
-                            image.status = Status::Unreachable;
-                            image.detail = "no endpoint resolved for this reference".into();
-                        }
-                    },
-                    Action::Defer(_) => {
-                        image.status = Status::Deferred;
-                        image.detail = "pull policy `on_start`: pulled when its container \
-                                        starts (check now with --include-on-start)"
-                            .into();
-                    }
-                    Action::Skip(reason) => {
-                        image.status = Status::Skipped;
-                        image.detail = reason;
-                    }
-                    Action::Invalid { message, error } => {
-                        image.status = Status::Invalid;
-                        image.detail = message;
-                        image.error = error.map(|e| ReferenceErrorReport {
-                            kind: e.kind().as_str(),
-                            message: e.message().to_string(),
-                        });
-                    }
-                }
-                image
-            })
+            .map(|item| image_report(item, &outcomes))
             .collect();
         Report::new(images, warnings)
     }
+}
+
+/// One plan item's line of the report: its query's outcome, or why it was not asked.
+fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageReport {
+    let canonical = item.parsed().map(|r| r.canonical());
+    let mut image = ImageReport {
+        reference: item.reference,
+        canonical,
+        policy: item.policy,
+        status: Status::Skipped,
+        missing: None,
+        digest: None,
+        registry: None,
+        detail: String::new(),
+        origins: item.origins,
+        credential: None,
+        error: None,
+    };
+    match item.action {
+        Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
+            Some(o) => {
+                image.status = o.status;
+                image.missing = o.missing;
+                image.digest = o.digest.clone();
+                image.registry = o.registry.clone();
+                image.detail = o.detail.clone();
+                image.credential = o.credential.clone();
+            }
+            None => {
+                image.status = Status::Unreachable;
+                image.detail = "no endpoint resolved for this reference".into();
+            }
+        },
+        Action::Defer(_) => {
+            image.status = Status::Deferred;
+            image.detail = "pull policy `on_start`: pulled when its container \
+                            starts (check now with --include-on-start)"
+                .into();
+        }
+        Action::Skip(reason) => {
+            image.status = Status::Skipped;
+            image.detail = reason;
+        }
+        Action::Invalid { message, error } => {
+            image.status = Status::Invalid;
+            image.detail = message;
+            image.error = error.map(|e| ReferenceErrorReport {
+                kind: e.kind().as_str(),
+                message: e.message().to_string(),
+            });
+        }
+    }
+    image
 }
 
 #[cfg(test)]
@@ -282,5 +339,22 @@ mod tests {
         );
         let endless = deadline_at(now, Duration::MAX);
         assert!(endless > now + Duration::from_secs(50 * 365 * 86_400));
+    }
+
+    /// A service shares one `Checker` between tasks and spawns its checks.
+    #[test]
+    fn checker_and_its_checks_can_be_shared_across_tasks() {
+        fn shared<T: Send + Sync + Clone + 'static>(_: &T) {}
+        fn spawnable<F: std::future::Future + Send>(_: F) {}
+        let checker = Checker::new(
+            CheckerOptions::default(),
+            Resolver::default(),
+            NodeCredentials::empty(),
+        )
+        .expect("checker");
+        shared(&checker);
+        let options = CheckOptions::default();
+        spawnable(checker.check_sets(Vec::new(), &options));
+        spawnable(checker.check(Vec::new(), &options));
     }
 }

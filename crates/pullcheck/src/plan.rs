@@ -40,7 +40,7 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanItem {
     /// The image set (one Pod's pull secrets) the uses belong to; index into the sets
-    /// given to [`plan_sets`]. 0 for [`plan`].
+    /// given to [`plan_sets`].
     pub set: usize,
     /// The image as written (empty for a container with no image).
     pub reference: String,
@@ -138,7 +138,9 @@ pub fn query_key(reference: &Reference) -> String {
     )
 }
 
-/// Builds the plan from image uses that share one set of pull secrets.
+/// Builds the plan from image uses that share one set of pull secrets (the tests' short
+/// form of [`plan_sets`]).
+#[cfg(test)]
 pub fn plan(uses: Vec<ImageUse>, options: PlanOptions) -> Plan {
     plan_sets(vec![uses], options)
 }

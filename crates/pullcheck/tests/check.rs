@@ -8,7 +8,7 @@ use pullcheck::credentials::{NodeCredentials, NodeEnv, NodeOptions};
 use pullcheck::input::parse_image_arg;
 use pullcheck::report::{MissingPart, Report, Status};
 use pullcheck::resolve::Resolver;
-use pullcheck::{CheckOptions, Checker};
+use pullcheck::{CheckOptions, Checker, CheckerOptions};
 use pullcheck_testkit::{Auth, ImageKind, PushedImage, Registry, Repos, TokenPolicy, User};
 
 const KINDS: [ImageKind; 4] = [
@@ -71,9 +71,10 @@ fn node(config: Option<&Path>) -> NodeCredentials {
 }
 
 async fn check(images: &[String], config: Option<&Path>) -> Report {
-    let checker = Checker::new(CheckOptions::default(), Resolver::default(), node(config)).unwrap();
+    let checker =
+        Checker::new(CheckerOptions::default(), Resolver::default(), node(config)).unwrap();
     let uses = images.iter().map(|i| parse_image_arg(i).unwrap()).collect();
-    checker.check(uses).await
+    checker.check(uses, &CheckOptions::default()).await
 }
 
 fn status_of<'a>(report: &'a Report, reference: &str) -> &'a pullcheck::report::ImageReport {
@@ -286,12 +287,18 @@ async fn hanging_registry_hits_the_overall_deadline() {
         deadline: std::time::Duration::from_millis(700),
         ..CheckOptions::default()
     };
-    let checker = Checker::new(options, Resolver::default(), NodeCredentials::empty()).unwrap();
+    let checker = Checker::new(
+        CheckerOptions::default(),
+        Resolver::default(),
+        NodeCredentials::empty(),
+    )
+    .unwrap();
     let started = std::time::Instant::now();
     let report = checker
-        .check(vec![
-            parse_image_arg(&format!("127.0.0.1:{port}/a/b:c")).unwrap(),
-        ])
+        .check(
+            vec![parse_image_arg(&format!("127.0.0.1:{port}/a/b:c")).unwrap()],
+            &options,
+        )
         .await;
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(report.images[0].status, Status::Unreachable);

@@ -16,7 +16,7 @@ use pullcheck::credentials::{
 use pullcheck::input::parse_image_arg;
 use pullcheck::report::{ImageReport, Report, Status};
 use pullcheck::resolve::Resolver;
-use pullcheck::{CheckOptions, Checker, ImageSet};
+use pullcheck::{CheckOptions, Checker, CheckerOptions, ImageSet};
 use pullcheck_testkit::kube::{DockerAuth, dockerconfigjson};
 use pullcheck_testkit::{
     Auth, ImageKind, Registry, Repos, RequestRecord, TokenAuth, TokenPolicy, User,
@@ -116,17 +116,20 @@ fn source_of(secret: &str) -> String {
 /// Checks `images` (policy always) as one Pod with `pull_secrets`, then the node's.
 async fn check(images: &[String], pull_secrets: Keyring, node: NodeCredentials) -> Report {
     let checker =
-        Checker::new(CheckOptions::default(), Resolver::default(), node).expect("checker");
+        Checker::new(CheckerOptions::default(), Resolver::default(), node).expect("checker");
     let uses = images
         .iter()
         .map(|i| parse_image_arg(i).expect("image"))
         .collect();
     checker
-        .check_sets(vec![ImageSet {
-            uses,
-            pull_secrets,
-            warnings: Vec::new(),
-        }])
+        .check_sets(
+            vec![ImageSet {
+                uses,
+                pull_secrets,
+                warnings: Vec::new(),
+            }],
+            &CheckOptions::default(),
+        )
         .await
 }
 

@@ -17,7 +17,7 @@ use pullcheck::input::parse_image_arg;
 use pullcheck::mirrors::MirrorConfig;
 use pullcheck::report::{ImageReport, MissingPart, Report, Status};
 use pullcheck::resolve::{Credentials, Resolver};
-use pullcheck::{CheckOptions, Checker};
+use pullcheck::{CheckOptions, Checker, CheckerOptions};
 use pullcheck_testkit::{ImageKind, PushedImage, Registry, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -116,13 +116,13 @@ fn resolver(mirrors: MirrorConfig) -> Resolver {
 /// Checks `images` (each `REF`, policy `not_present`) through `mirrors`, anonymously.
 async fn check(mirrors: MirrorConfig, images: &[String]) -> Report {
     let checker = Checker::new(
-        CheckOptions::default(),
+        CheckerOptions::default(),
         resolver(mirrors),
         NodeCredentials::empty(),
     )
     .unwrap();
     let uses = images.iter().map(|i| parse_image_arg(i).unwrap()).collect();
-    checker.check(uses).await
+    checker.check(uses, &CheckOptions::default()).await
 }
 
 fn image<'a>(report: &'a Report, reference: &str) -> &'a ImageReport {

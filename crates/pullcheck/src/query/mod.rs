@@ -1,0 +1,635 @@
+//! Query: asks the registries about every planned reference, concurrently, within one
+//! overall deadline.
+//!
+//! Each reference has a list of attempts: its routes (mirrors, then the primary) and, on
+//! each route, its credentials in keyring order (anonymous when there are none). Like
+//! the container runtime, the first attempt that finds the manifest wins; like the
+//! kubelet, the next credential is tried after a failure, and anonymous is never tried
+//! after credentials fail. When every attempt fails, the most meaningful failure is
+//! reported (a definite 404 outranks a refusal, which outranks a network error), with
+//! every attempt's answer in the detail.
+//!
+//! [`run`] goes through four phases, one function each:
+//!
+//! 1. [`resolve_all`]: every reference's routes and credentials (credential helpers
+//!    run here), bounded by the deadline;
+//! 2. [`Rounds::add`] and [`attempts_of`]: each resolution becomes a final outcome
+//!    (blocked, unresolvable, a helper's failure) or a list of attempts;
+//! 3. [`Rounds::next`], once per round: the next attempt of every unfinished reference
+//!    is grouped by (endpoint, credential), each group is authorized once for all its
+//!    repositories (a session from an earlier round is reused), and every `HEAD` of
+//!    the round runs concurrently under one semaphore;
+//! 4. [`Rounds::finish`]: what is still unanswered (the deadline passed) is
+//!    `unreachable`, naming the host it waited for.
+//!
+//! With no mirrors and at most one credential per registry there is one round: one
+//! ping and one token request per registry (per 100 repositories: see
+//! `pullcheck_registry::Client::authorize`), one `HEAD` per image, which is the protocol
+//! floor. The registry client sits behind the [`Registry`] trait, so the rounds are
+//! unit-tested with a scripted registry (`tests.rs`). Nothing is spawned: dropping the
+//! future of [`run`] cancels every request in flight.
+
+mod registry;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures::future::join_all;
+use pullcheck_credentials::CredentialError;
+use pullcheck_reference::Reference;
+use pullcheck_registry::{Answer, AuthorizeError, Credential, Endpoint, Missing, Platform};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+pub(crate) use registry::Registry;
+
+use crate::plan::query_key;
+use crate::report::{MissingPart, Status};
+use crate::resolve::{CredentialSource, Credentials, Resolution, Resolver, Route, resolve};
+
+/// Settings of one run of the query stage.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueryOptions<'a> {
+    /// Requests in flight, shared with every other run on the same permits (one
+    /// [`crate::Checker`]'s checks). Each authorize and each check holds one permit.
+    pub permits: &'a Semaphore,
+    /// Past this, references without an answer are `unreachable`. Too long to add to
+    /// the clock: no deadline ([`crate::deadline_at`]).
+    pub deadline: Duration,
+    /// When the deadline's clock started; `None`: when [`run`] starts.
+    pub deadline_start: Option<std::time::Instant>,
+    /// The platform indexes must list, passed to every check; `None`: none.
+    pub platform: Option<&'a Platform>,
+}
+
+/// The key of one (set, reference) query in the map [`run`] returns: the image set's
+/// index and what a pull asks for ([`query_key`]), so `alpine` and
+/// `docker.io/library/alpine:latest` of one set share a key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct QueryKey {
+    /// The image set's index.
+    pub set: usize,
+    /// [`query_key`] of the reference: `domain/path:tag` or `domain/path@digest`.
+    pub reference: String,
+}
+
+impl QueryKey {
+    /// The key of `reference` in image set `set`.
+    pub fn new(set: usize, reference: &Reference) -> QueryKey {
+        QueryKey {
+            set,
+            reference: query_key(reference),
+        }
+    }
+}
+
+/// The answer for one reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// The status.
+    pub status: Status,
+    /// What is missing.
+    pub missing: Option<MissingPart>,
+    /// The manifest digest, when present.
+    pub digest: Option<String>,
+    /// The host that answered (or was asked, when nothing answered).
+    pub registry: Option<String>,
+    /// Human detail; never a secret.
+    pub detail: String,
+    /// The credential used; `None` for anonymous.
+    pub credential: Option<CredentialSource>,
+}
+
+/// One (route, credential) pair to try.
+#[derive(Debug, Clone)]
+struct Attempt {
+    endpoint: Endpoint,
+    repository: String,
+    credential: Credential,
+    source: Option<CredentialSource>,
+}
+
+/// A reference still being asked about.
+#[derive(Debug)]
+struct Pending {
+    key: QueryKey,
+    reference: Reference,
+    attempts: VecDeque<Attempt>,
+    /// Every failed attempt so far: (where, outcome).
+    failures: Vec<(String, Outcome)>,
+    /// The host of the attempt in flight, for the deadline message.
+    asking: String,
+}
+
+/// One reference's resolution, keyed: what phase 1 hands to phase 2.
+type Resolved<'r> = (QueryKey, &'r Reference, Result<Resolution, CredentialError>);
+
+/// An (endpoint, credential) pair: what one session is authorized for.
+type Slot = (Endpoint, Credential);
+
+/// Queries every (set, reference) pair, with the set's credentials; every one of them
+/// gets an [`Outcome`], keyed by [`QueryKey`].
+pub(crate) async fn run<R: Registry>(
+    registry: &R,
+    resolver: &Resolver,
+    credentials: &[Credentials],
+    references: &[(usize, &Reference)],
+    options: &QueryOptions<'_>,
+) -> HashMap<QueryKey, Outcome> {
+    let start = options
+        .deadline_start
+        .unwrap_or_else(std::time::Instant::now);
+    let deadline = Instant::from_std(crate::deadline_at(start, options.deadline));
+    match resolve_all(resolver, credentials, references, deadline).await {
+        Some(resolved) => ask(registry, resolved, options, deadline).await,
+        None => helpers_timed_out(references, options.deadline),
+    }
+}
+
+/// Phase 1: resolves every reference's routes and credentials, concurrently, with its
+/// set's credentials (a set without credentials has no routes). `None` when the
+/// deadline passed first (a credential helper that does not answer).
+async fn resolve_all<'r>(
+    resolver: &Resolver,
+    credentials: &[Credentials],
+    references: &[(usize, &'r Reference)],
+    deadline: Instant,
+) -> Option<Vec<Resolved<'r>>> {
+    let resolutions = references.iter().map(|&(set, reference)| async move {
+        let resolution = match credentials.get(set) {
+            Some(c) => resolve(reference, resolver, c).await,
+            None => Ok(Resolution::Routes(Vec::new())),
+        };
+        (QueryKey::new(set, reference), reference, resolution)
+    });
+    tokio::time::timeout_at(deadline, join_all(resolutions))
+        .await
+        .ok()
+}
+
+/// Every reference `unreachable` because phase 1 did not end within the deadline.
+fn helpers_timed_out(
+    references: &[(usize, &Reference)],
+    deadline: Duration,
+) -> HashMap<QueryKey, Outcome> {
+    references
+        .iter()
+        .map(|&(set, reference)| {
+            let outcome = failure(
+                Status::Unreachable,
+                format!(
+                    "credential helpers did not answer within the overall deadline of {} ms",
+                    deadline.as_millis()
+                ),
+            );
+            (QueryKey::new(set, reference), outcome)
+        })
+        .collect()
+}
+
+/// Phases 2 to 4 over resolved references: lists the attempts, asks in rounds until
+/// every reference is answered, its attempts are spent or the deadline passes, and
+/// marks the unanswered.
+async fn ask<R: Registry>(
+    registry: &R,
+    resolved: Vec<Resolved<'_>>,
+    options: &QueryOptions<'_>,
+    deadline: Instant,
+) -> HashMap<QueryKey, Outcome> {
+    let mut rounds = Rounds::default();
+    for (key, reference, resolution) in resolved {
+        rounds.add(key, reference, resolution);
+    }
+    while rounds.next(registry, options, deadline).await {}
+    rounds.finish(options.deadline)
+}
+
+/// The state of the rounds: what is answered, what is still asked about, and the
+/// sessions authorized so far.
+struct Rounds<S> {
+    /// Final outcomes.
+    finished: HashMap<QueryKey, Outcome>,
+    /// References with attempts left or in flight, in the order they were added.
+    pending: Vec<Pending>,
+    /// Sessions (or the authorize failure) per (endpoint, credential), reused by later
+    /// rounds.
+    sessions: HashMap<Slot, Result<S, AuthorizeError>>,
+    /// Whether a round ran into the deadline.
+    timed_out: bool,
+}
+
+impl<S> Default for Rounds<S> {
+    fn default() -> Self {
+        Rounds {
+            finished: HashMap::new(),
+            pending: Vec::new(),
+            sessions: HashMap::new(),
+            timed_out: false,
+        }
+    }
+}
+
+impl<S: Clone + Send + Sync> Rounds<S> {
+    /// Phase 2: one reference's resolution becomes its final outcome (a helper's
+    /// failure, blocked, unresolvable: no request is sent) or its list of attempts.
+    fn add(
+        &mut self,
+        key: QueryKey,
+        reference: &Reference,
+        resolution: Result<Resolution, CredentialError>,
+    ) {
+        let outcome = match resolution {
+            Err(e) => failure(Status::Unreachable, format!("not checked: {e}")),
+            Ok(Resolution::Blocked { rule }) => failure(
+                Status::Blocked,
+                format!("blocked by {rule}; no request was sent"),
+            ),
+            Ok(Resolution::Unresolvable { rule, reason }) => failure(
+                Status::Invalid,
+                format!("the runtime cannot pull this: {reason} ({rule}); no request was sent"),
+            ),
+            Ok(Resolution::Routes(routes)) => {
+                self.pending.push(Pending {
+                    key,
+                    reference: reference.clone(),
+                    attempts: attempts_of(reference, routes),
+                    failures: Vec::new(),
+                    asking: String::new(),
+                });
+                return;
+            }
+        };
+        self.finished.insert(key, outcome);
+    }
+
+    /// Phase 3, one round: asks the next attempt of every pending reference, grouped by
+    /// (endpoint, credential), and records the answers; a reference is finished when
+    /// present or out of attempts. Returns whether another round may follow (something
+    /// was asked and the deadline did not pass).
+    async fn next<R: Registry<Session = S>>(
+        &mut self,
+        registry: &R,
+        options: &QueryOptions<'_>,
+        deadline: Instant,
+    ) -> bool {
+        if self.pending.is_empty() || self.timed_out {
+            return false;
+        }
+        let groups = self.groups();
+        if groups.is_empty() {
+            return false;
+        }
+        let answers: Answers = Mutex::default();
+        let round = join_all(groups.iter().map(|g| {
+            let cached = self.sessions.get(&g.slot).cloned();
+            ask_group(registry, g, cached, options, &answers, deadline)
+        }));
+        match tokio::time::timeout_at(deadline, round).await {
+            Ok(authorized) => {
+                for (slot, session) in authorized {
+                    self.sessions.entry(slot).or_insert(session);
+                }
+            }
+            Err(_) => self.timed_out = true,
+        }
+        let answers = answers.into_inner().unwrap_or_else(|p| p.into_inner());
+        self.record(answers);
+        !self.timed_out
+    }
+
+    /// This round's groups: the next attempt of every pending reference with one left,
+    /// grouped by (endpoint, credential) in first-seen order.
+    fn groups(&mut self) -> Vec<Group> {
+        let mut groups: Vec<Group> = Vec::new();
+        for (index, p) in self.pending.iter_mut().enumerate() {
+            let Some(attempt) = p.attempts.pop_front() else {
+                continue;
+            };
+            p.asking = attempt.endpoint.host.clone();
+            let slot = (attempt.endpoint, attempt.credential);
+            let job = Job {
+                index,
+                repository: attempt.repository,
+                manifest_reference: p.reference.manifest_reference().to_string(),
+            };
+            match groups.iter_mut().find(|g| g.slot == slot) {
+                Some(g) => g.jobs.push(job),
+                None => groups.push(Group {
+                    slot,
+                    source: attempt.source,
+                    jobs: vec![job],
+                }),
+            }
+        }
+        groups
+    }
+
+    /// Adds a round's answers to their references' attempts and moves each reference
+    /// that is present, or has no attempt left, to the finished outcomes.
+    fn record(&mut self, answers: Vec<(usize, String, Outcome)>) {
+        let mut done = vec![false; self.pending.len()];
+        for (index, place, outcome) in answers {
+            let Some(p) = self.pending.get_mut(index) else {
+                continue;
+            };
+            done[index] |= outcome.status == Status::Present || p.attempts.is_empty();
+            p.failures.push((place, outcome));
+        }
+        for (p, done) in std::mem::take(&mut self.pending).into_iter().zip(done) {
+            if done {
+                self.finished.insert(p.key, choose(p.failures));
+            } else {
+                self.pending.push(p);
+            }
+        }
+    }
+
+    /// Phase 4: every reference still pending is `unreachable`, naming the host it was
+    /// waiting for (or would have asked next), after its earlier attempts; returns
+    /// every outcome.
+    fn finish(mut self, deadline: Duration) -> HashMap<QueryKey, Outcome> {
+        for p in std::mem::take(&mut self.pending) {
+            let waited = format!(
+                "no answer within the overall deadline of {} ms",
+                deadline.as_millis()
+            );
+            let mut failures = p.failures;
+            let host = if p.asking.is_empty() {
+                p.attempts
+                    .front()
+                    .map(|a| a.endpoint.host.clone())
+                    .unwrap_or_default()
+            } else {
+                p.asking.clone()
+            };
+            failures.push((
+                host.clone(),
+                Outcome {
+                    status: Status::Unreachable,
+                    missing: None,
+                    digest: None,
+                    registry: Some(host.clone()),
+                    detail: if self.timed_out {
+                        format!("{waited} from {host}")
+                    } else {
+                        format!("no answer from {host}")
+                    },
+                    credential: None,
+                },
+            ));
+            self.finished.insert(p.key, choose(failures));
+        }
+        self.finished
+    }
+}
+
+/// A reference's attempts, in order: each route (mirrors, then the primary) with each
+/// of its credentials, or anonymously when it has none; anonymous is never added after
+/// credentials.
+fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
+    let mut attempts = VecDeque::new();
+    for route in routes {
+        if route.credentials.is_empty() {
+            attempts.push_back(Attempt {
+                endpoint: route.endpoint.endpoint.clone(),
+                repository: route.repository.clone(),
+                credential: Credential::Anonymous,
+                source: None,
+            });
+        }
+        for c in route.credentials {
+            attempts.push_back(Attempt {
+                endpoint: route.endpoint.endpoint.clone(),
+                repository: route.repository.clone(),
+                credential: c.credential,
+                source: Some(c.source),
+            });
+        }
+    }
+    // The order in which this reference will be asked: endpoints and the sources of
+    // their credentials, never a secret.
+    tracing::trace!(
+        reference = %reference.canonical(),
+        attempts = %attempts
+            .iter()
+            .map(|a| match &a.source {
+                Some(s) => format!("{} with {} key {:?}", a.endpoint.host, s.source, s.key),
+                None => format!("{} anonymously", a.endpoint.host),
+            })
+            .collect::<Vec<_>>()
+            .join(", then "),
+        "plan"
+    );
+    attempts
+}
+
+/// An outcome without an answer from any registry.
+fn failure(status: Status, detail: String) -> Outcome {
+    Outcome {
+        status,
+        missing: None,
+        digest: None,
+        registry: None,
+        detail,
+        credential: None,
+    }
+}
+
+/// How meaningful a failure is: a definite answer outranks a refusal, which outranks a
+/// network error.
+fn rank(status: Status) -> u8 {
+    match status {
+        Status::Present => 5,
+        Status::Missing => 4,
+        Status::NoAccess => 3,
+        Status::Denied => 2,
+        Status::Blocked => 1,
+        _ => 0,
+    }
+}
+
+/// The outcome to report from every attempt's answer: the present one, else the most
+/// meaningful failure, with the other attempts listed in the detail.
+fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
+    let best = attempts
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, (_, o))| (rank(o.status), std::cmp::Reverse(*i)))
+        .map_or(0, |(i, _)| i);
+    if attempts.is_empty() {
+        return Outcome {
+            status: Status::Unreachable,
+            missing: None,
+            digest: None,
+            registry: None,
+            detail: "no endpoint to ask".into(),
+            credential: None,
+        };
+    }
+    let others: Vec<String> = attempts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != best)
+        .map(|(_, (place, o))| format!("{place}: {} ({})", o.status.as_str(), o.detail))
+        .collect();
+    let mut chosen = attempts.swap_remove(best).1;
+    if !others.is_empty() {
+        let verb = if chosen.status == Status::Present {
+            "after"
+        } else {
+            "also tried"
+        };
+        chosen.detail = format!("{}; {verb}: {}", chosen.detail, others.join("; "));
+    }
+    chosen
+}
+
+/// A (endpoint, credential) pair and the references to ask it about this round.
+struct Group {
+    slot: Slot,
+    source: Option<CredentialSource>,
+    jobs: Vec<Job>,
+}
+
+/// One reference to ask a group's endpoint about.
+struct Job {
+    /// The reference's index in [`Rounds::pending`] during this round.
+    index: usize,
+    repository: String,
+    manifest_reference: String,
+}
+
+/// A round's answers: (index in [`Rounds::pending`], where, outcome).
+type Answers = Mutex<Vec<(usize, String, Outcome)>>;
+
+/// Authorizes the group (unless a session is cached) and asks about each job; returns
+/// the session for later rounds. Answers are pushed to `answers` as they come, so the
+/// ones in before the deadline count when the round is cut off.
+async fn ask_group<R: Registry>(
+    registry: &R,
+    group: &Group,
+    cached: Option<Result<R::Session, AuthorizeError>>,
+    options: &QueryOptions<'_>,
+    answers: &Answers,
+    deadline: Instant,
+) -> (Slot, Result<R::Session, AuthorizeError>) {
+    // The client stops retrying and backing off at the same deadline.
+    let deadline = deadline.into_std();
+    let (endpoint, credential) = &group.slot;
+    let host = endpoint.host.clone();
+    // Two endpoints on one host differ by their API path (containerd `override_path`).
+    let at = if endpoint.base_path == "/v2/" {
+        host.clone()
+    } else {
+        format!("{host}{}", endpoint.base_path)
+    };
+    let place = match &group.source {
+        Some(s) => format!("{at} with {} key {:?}", s.source, s.key),
+        None => at,
+    };
+    tracing::debug!(
+        endpoint = %place,
+        images = group.jobs.len(),
+        session = if cached.is_some() { "reused" } else { "new" },
+        "asking"
+    );
+    let session = match cached {
+        Some(s) => s,
+        None => {
+            let mut repositories: Vec<String> =
+                group.jobs.iter().map(|j| j.repository.clone()).collect();
+            repositories.sort();
+            repositories.dedup();
+            let _permit = options.permits.acquire().await;
+            registry
+                .authorize(endpoint, credential, &repositories, deadline)
+                .await
+        }
+    };
+    match &session {
+        Err(e) => {
+            let mut list = answers.lock().unwrap_or_else(|p| p.into_inner());
+            for job in &group.jobs {
+                list.push((
+                    job.index,
+                    place.clone(),
+                    Outcome {
+                        status: map_status(e.status),
+                        missing: None,
+                        digest: None,
+                        registry: Some(host.clone()),
+                        detail: e.message.clone(),
+                        credential: group.source.clone(),
+                    },
+                ));
+            }
+        }
+        Ok(session) => {
+            join_all(group.jobs.iter().map(|job| {
+                let host = host.clone();
+                let place = place.clone();
+                async move {
+                    let answer = {
+                        let _permit = options.permits.acquire().await;
+                        registry
+                            .check(
+                                session,
+                                &job.repository,
+                                &job.manifest_reference,
+                                options.platform,
+                                deadline,
+                            )
+                            .await
+                    };
+                    let outcome = outcome_of(answer, host, group.source.clone());
+                    tracing::trace!(
+                        endpoint = %place,
+                        repository = %job.repository,
+                        reference = %job.manifest_reference,
+                        status = ?outcome.status,
+                        detail = %outcome.detail,
+                        "answer"
+                    );
+                    answers
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((job.index, place, outcome));
+                }
+            }))
+            .await;
+        }
+    }
+    (group.slot.clone(), session)
+}
+
+/// The registry client's answer as the report's outcome, from `host`.
+fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
+    Outcome {
+        status: map_status(answer.status),
+        missing: answer.missing.map(|m| match m {
+            Missing::Tag => MissingPart::Tag,
+            Missing::Digest => MissingPart::Digest,
+            Missing::Repository => MissingPart::Repository,
+            Missing::Platform => MissingPart::Platform,
+        }),
+        digest: answer.digest,
+        registry: Some(host),
+        detail: answer.detail,
+        credential,
+    }
+}
+
+/// The registry client's status as the report's.
+fn map_status(status: pullcheck_registry::Status) -> Status {
+    use pullcheck_registry::Status as S;
+    match status {
+        S::Present => Status::Present,
+        S::Missing => Status::Missing,
+        S::NoAccess => Status::NoAccess,
+        S::Denied => Status::Denied,
+        S::Unreachable => Status::Unreachable,
+    }
+}

@@ -1,0 +1,67 @@
+//! The seam between the query rounds and the registry client: authorize one
+//! (endpoint, credential) group, check one manifest. [`pullcheck_registry::Client`] is
+//! the one real implementation; the unit tests script their own.
+
+use std::future::Future;
+use std::time::Instant;
+
+use pullcheck_registry::{Answer, AuthorizeError, Client, Credential, Endpoint, Platform};
+
+/// What the query rounds need of a registry client. Both calls send nothing, and sleep
+/// no backoff, past `deadline`; reaching it is an [`AuthorizeError`] or an [`Answer`]
+/// of status unreachable, never a hang beyond it.
+pub(crate) trait Registry: Sync {
+    /// An authorized session with one endpoint, for one credential; clones share it.
+    type Session: Clone + Send + Sync;
+
+    /// Pings `endpoint` and authenticates `credential` for `repositories` (pull scope),
+    /// as [`Client::authorize_before`].
+    fn authorize(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        repositories: &[String],
+        deadline: Instant,
+    ) -> impl Future<Output = Result<Self::Session, AuthorizeError>> + Send;
+
+    /// Whether the manifest `reference` (a tag or a digest) of `repository` exists,
+    /// as [`pullcheck_registry::Session::check_before`]; with `platform`, an index must
+    /// list it.
+    fn check(
+        &self,
+        session: &Self::Session,
+        repository: &str,
+        reference: &str,
+        platform: Option<&Platform>,
+        deadline: Instant,
+    ) -> impl Future<Output = Answer> + Send;
+}
+
+impl Registry for Client {
+    type Session = pullcheck_registry::Session;
+
+    async fn authorize(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        repositories: &[String],
+        deadline: Instant,
+    ) -> Result<Self::Session, AuthorizeError> {
+        self.authorize_before(endpoint, credential, repositories, deadline)
+            .await
+    }
+
+    async fn check(
+        &self,
+        session: &Self::Session,
+        repository: &str,
+        reference: &str,
+        _platform: Option<&Platform>,
+        deadline: Instant,
+    ) -> Answer {
+        // The platform asked for is the client's own (`ClientOptions::platform`), which
+        // `check_before` applies; `Checker` passes that one unless a check sets another.
+        // lead: switch to Session::check_with when h-registry lands
+        session.check_before(repository, reference, deadline).await
+    }
+}

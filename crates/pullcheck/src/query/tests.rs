@@ -1,0 +1,559 @@
+//! The rounds against a scripted registry: no sockets, no clock but tokio's (paused
+//! where a deadline is tested). The real registries are in `tests/`.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pullcheck_credentials::{CredentialSource, ResolvedCredential};
+use pullcheck_registry::{Answer, AuthorizeError, Credential, Endpoint, Platform};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::*;
+use crate::resolve::{Credentials, ResolvedEndpoint, Resolver, Route};
+
+fn outcome(status: Status, detail: &str) -> Outcome {
+    Outcome {
+        status,
+        missing: None,
+        digest: None,
+        registry: None,
+        detail: detail.into(),
+        credential: None,
+    }
+}
+
+#[test]
+fn a_definite_404_outranks_a_network_error() {
+    let chosen = choose(vec![
+        (
+            "mirror".into(),
+            outcome(Status::Unreachable, "connection refused"),
+        ),
+        ("primary".into(), outcome(Status::Missing, "tag not found")),
+    ]);
+    assert_eq!(chosen.status, Status::Missing);
+    assert_eq!(
+        chosen.detail,
+        "tag not found; also tried: mirror: unreachable (connection refused)"
+    );
+}
+
+#[test]
+fn present_wins_and_names_earlier_failures() {
+    let chosen = choose(vec![
+        ("a".into(), outcome(Status::Denied, "rejected")),
+        ("b".into(), outcome(Status::Present, "HEAD 200")),
+    ]);
+    assert_eq!(chosen.status, Status::Present);
+    assert_eq!(chosen.detail, "HEAD 200; after: a: denied (rejected)");
+}
+
+#[test]
+fn among_equals_the_first_attempt_is_reported() {
+    let chosen = choose(vec![
+        ("a".into(), outcome(Status::NoAccess, "first")),
+        ("b".into(), outcome(Status::NoAccess, "second")),
+    ]);
+    assert!(chosen.detail.starts_with("first;"), "{}", chosen.detail);
+}
+
+/// What the scripted registry does with one check.
+#[derive(Clone)]
+enum Reply {
+    Answer(pullcheck_registry::Status),
+    /// Never answers (a registry that accepts and hangs).
+    Hang,
+}
+
+/// A registry scripted per host and user: `authorize` refuses the (host, user) pairs in
+/// `refuse`, `check` replies per (host, user, repository) from `replies` (default:
+/// missing). Every call is recorded, in order, as one line; no secret is in it.
+#[derive(Default)]
+struct Scripted {
+    refuse: Vec<(&'static str, &'static str, pullcheck_registry::Status)>,
+    replies: Vec<(&'static str, &'static str, &'static str, Reply)>,
+    calls: Mutex<Vec<String>>,
+}
+
+/// The scripted session: the host and the user it was authorized for.
+#[derive(Debug, Clone)]
+struct FakeSession {
+    host: String,
+    user: String,
+}
+
+fn user_of(credential: &Credential) -> String {
+    match credential {
+        Credential::Anonymous => "anonymous".into(),
+        Credential::Basic { username, .. } => username.clone(),
+        Credential::IdentityToken(_) => "identity token".into(),
+        Credential::RegistryToken(_) => "registry token".into(),
+    }
+}
+
+impl Scripted {
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn log(&self, line: String) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line);
+    }
+}
+
+impl Registry for Scripted {
+    type Session = FakeSession;
+
+    async fn authorize(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        repositories: &[String],
+        _deadline: std::time::Instant,
+    ) -> Result<FakeSession, AuthorizeError> {
+        let user = user_of(credential);
+        self.log(format!(
+            "authorize {} as {user} for {}",
+            endpoint.host,
+            repositories.join(",")
+        ));
+        match self
+            .refuse
+            .iter()
+            .find(|(h, u, _)| *h == endpoint.host && *u == user)
+        {
+            Some((_, _, status)) => Err(AuthorizeError {
+                status: *status,
+                message: format!("{} refused {user}", endpoint.host),
+            }),
+            None => Ok(FakeSession {
+                host: endpoint.host.clone(),
+                user,
+            }),
+        }
+    }
+
+    async fn check(
+        &self,
+        session: &FakeSession,
+        repository: &str,
+        reference: &str,
+        _platform: Option<&Platform>,
+        _deadline: std::time::Instant,
+    ) -> Answer {
+        self.log(format!(
+            "check {} as {} {repository}:{reference}",
+            session.host, session.user
+        ));
+        let reply = self
+            .replies
+            .iter()
+            .find(|(h, u, r, _)| *h == session.host && *u == session.user && *r == repository)
+            .map_or(Reply::Answer(pullcheck_registry::Status::Missing), |x| {
+                x.3.clone()
+            });
+        let status = match reply {
+            Reply::Answer(status) => status,
+            Reply::Hang => std::future::pending().await,
+        };
+        Answer {
+            status,
+            missing: None,
+            digest: None,
+            detail: format!("{status:?} at {}", session.host),
+            http_status: None,
+            media_type: None,
+            attempts: 1,
+        }
+    }
+}
+
+fn reference(text: &str) -> Reference {
+    Reference::parse_normalized(text).expect("a valid reference")
+}
+
+/// A route to `host` (a mirror or the image's own registry) with `users`' credentials
+/// (none: anonymous).
+fn route(host: &str, is_mirror: bool, repository: &str, users: &[&str]) -> Route {
+    Route {
+        endpoint: ResolvedEndpoint {
+            endpoint: Endpoint::new(host),
+            url: format!("https://{host}/v2/"),
+            rule: "scripted".into(),
+            is_mirror,
+        },
+        repository: repository.into(),
+        credential_rule: "scripted".into(),
+        credentials: users
+            .iter()
+            .map(|u| ResolvedCredential {
+                credential: Credential::Basic {
+                    username: (*u).into(),
+                    password: "not-a-real-password".into(),
+                },
+                source: CredentialSource {
+                    source: format!("pull secret {u}"),
+                    key: host.into(),
+                    username: Some((*u).into()),
+                },
+            })
+            .collect(),
+    }
+}
+
+/// Phases 2 to 4 for references already resolved to `routes`, within 60 s.
+async fn ask_routes(
+    registry: &Scripted,
+    references: Vec<(&Reference, Vec<Route>)>,
+) -> HashMap<QueryKey, Outcome> {
+    let permits = Semaphore::new(16);
+    let options = QueryOptions {
+        permits: &permits,
+        deadline: Duration::from_secs(60),
+        deadline_start: None,
+        platform: None,
+    };
+    let resolved = references
+        .into_iter()
+        .map(|(r, routes)| (QueryKey::new(0, r), r, Ok(Resolution::Routes(routes))))
+        .collect();
+    ask(
+        registry,
+        resolved,
+        &options,
+        Instant::now() + options.deadline,
+    )
+    .await
+}
+
+fn of<'a>(outcomes: &'a HashMap<QueryKey, Outcome>, r: &Reference) -> &'a Outcome {
+    outcomes.get(&QueryKey::new(0, r)).expect("an outcome")
+}
+
+#[tokio::test]
+async fn a_mirror_that_misses_falls_back_to_the_primary() {
+    let registry = Scripted {
+        replies: vec![(
+            "registry.local",
+            "anonymous",
+            "team/app",
+            Reply::Answer(pullcheck_registry::Status::Present),
+        )],
+        ..Scripted::default()
+    };
+    let app = reference("registry.local/team/app:v1");
+    let outcomes = ask_routes(
+        &registry,
+        vec![(
+            &app,
+            vec![
+                route("mirror.local", true, "team/app", &[]),
+                route("registry.local", false, "team/app", &[]),
+            ],
+        )],
+    )
+    .await;
+    let o = of(&outcomes, &app);
+    assert_eq!(o.status, Status::Present);
+    assert_eq!(o.registry.as_deref(), Some("registry.local"));
+    // The detail keeps every attempt: the mirror's miss too.
+    assert_eq!(
+        o.detail,
+        "Present at registry.local; after: mirror.local: missing (Missing at mirror.local)"
+    );
+    assert_eq!(
+        registry.calls(),
+        [
+            "authorize mirror.local as anonymous for team/app",
+            "check mirror.local as anonymous team/app:v1",
+            "authorize registry.local as anonymous for team/app",
+            "check registry.local as anonymous team/app:v1",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_first_present_answer_wins_and_later_attempts_are_not_asked() {
+    let registry = Scripted {
+        replies: vec![(
+            "mirror.local",
+            "alice",
+            "team/app",
+            Reply::Answer(pullcheck_registry::Status::Present),
+        )],
+        ..Scripted::default()
+    };
+    let app = reference("registry.local/team/app:v1");
+    let outcomes = ask_routes(
+        &registry,
+        vec![(
+            &app,
+            vec![
+                route("mirror.local", true, "team/app", &["alice", "bob"]),
+                route("registry.local", false, "team/app", &[]),
+            ],
+        )],
+    )
+    .await;
+    let o = of(&outcomes, &app);
+    assert_eq!(o.status, Status::Present);
+    assert_eq!(o.detail, "Present at mirror.local");
+    assert_eq!(
+        o.credential.as_ref().map(|c| c.source.as_str()),
+        Some("pull secret alice")
+    );
+    assert_eq!(
+        registry.calls(),
+        [
+            "authorize mirror.local as alice for team/app",
+            "check mirror.local as alice team/app:v1",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn anonymous_is_never_tried_after_credentials_fail() {
+    // alice is refused by the token realm; bob is let in but the check refuses him.
+    let registry = Scripted {
+        refuse: vec![(
+            "registry.local",
+            "alice",
+            pullcheck_registry::Status::Denied,
+        )],
+        replies: vec![
+            (
+                "registry.local",
+                "bob",
+                "team/app",
+                Reply::Answer(pullcheck_registry::Status::NoAccess),
+            ),
+            (
+                "registry.local",
+                "anonymous",
+                "team/app",
+                Reply::Answer(pullcheck_registry::Status::Present),
+            ),
+        ],
+        ..Scripted::default()
+    };
+    let app = reference("registry.local/team/app:v1");
+    let outcomes = ask_routes(
+        &registry,
+        vec![(
+            &app,
+            vec![route(
+                "registry.local",
+                false,
+                "team/app",
+                &["alice", "bob"],
+            )],
+        )],
+    )
+    .await;
+    let o = of(&outcomes, &app);
+    // The more meaningful failure: bob's no_access outranks alice's denied.
+    assert_eq!(o.status, Status::NoAccess);
+    assert_eq!(
+        o.credential.as_ref().map(|c| c.source.as_str()),
+        Some("pull secret bob")
+    );
+    assert!(
+        o.detail.contains("registry.local refused alice"),
+        "{}",
+        o.detail
+    );
+    let calls = registry.calls();
+    assert!(calls.iter().all(|c| !c.contains("anonymous")), "{calls:?}");
+}
+
+#[tokio::test]
+async fn the_next_credential_is_tried_after_a_failing_one() {
+    let registry = Scripted {
+        refuse: vec![(
+            "registry.local",
+            "alice",
+            pullcheck_registry::Status::Denied,
+        )],
+        replies: vec![(
+            "registry.local",
+            "bob",
+            "team/app",
+            Reply::Answer(pullcheck_registry::Status::Present),
+        )],
+        ..Scripted::default()
+    };
+    let app = reference("registry.local/team/app:v1");
+    let outcomes = ask_routes(
+        &registry,
+        vec![(
+            &app,
+            vec![route(
+                "registry.local",
+                false,
+                "team/app",
+                &["alice", "bob"],
+            )],
+        )],
+    )
+    .await;
+    let o = of(&outcomes, &app);
+    assert_eq!(o.status, Status::Present);
+    assert_eq!(
+        o.credential.as_ref().map(|c| c.source.as_str()),
+        Some("pull secret bob")
+    );
+    assert_eq!(
+        o.detail,
+        "Present at registry.local; after: registry.local with pull secret alice key \
+         \"registry.local\": denied (registry.local refused alice)"
+    );
+    assert_eq!(
+        registry.calls(),
+        [
+            "authorize registry.local as alice for team/app",
+            "authorize registry.local as bob for team/app",
+            "check registry.local as bob team/app:v1",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn each_endpoint_and_credential_is_authorized_once_for_all_its_repositories() {
+    // One round: three images on one registry, one on another, through `run`.
+    let registry = Scripted::default();
+    let refs: Vec<Reference> = [
+        "one.local/b:1",
+        "one.local/a:1",
+        "one.local/a:2",
+        "two.local/c:1",
+    ]
+    .iter()
+    .map(|r| reference(r))
+    .collect();
+    let queries: Vec<(usize, &Reference)> = refs.iter().map(|r| (0, r)).collect();
+    let permits = Semaphore::new(2);
+    let outcomes = run(
+        &registry,
+        &Resolver::default(),
+        &[Credentials::anonymous()],
+        &queries,
+        &QueryOptions {
+            permits: &permits,
+            deadline: Duration::from_secs(60),
+            deadline_start: None,
+            platform: None,
+        },
+    )
+    .await;
+    assert_eq!(outcomes.len(), 4);
+    assert!(outcomes.values().all(|o| o.status == Status::Missing));
+    let mut authorized: Vec<String> = registry
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("authorize"))
+        .collect();
+    authorized.sort();
+    assert_eq!(
+        authorized,
+        [
+            "authorize one.local as anonymous for a,b",
+            "authorize two.local as anonymous for c",
+        ]
+    );
+    assert_eq!(registry.calls().len(), 6);
+
+    // Over rounds: a session from an earlier round is reused. Round one asks x on the
+    // mirror and y on the primary; round two asks x on the primary, authorized already.
+    let registry = Scripted::default();
+    let (x, y) = (
+        reference("primary.local/x:1"),
+        reference("primary.local/y:1"),
+    );
+    ask_routes(
+        &registry,
+        vec![
+            (
+                &x,
+                vec![
+                    route("mirror.local", true, "x", &[]),
+                    route("primary.local", false, "x", &[]),
+                ],
+            ),
+            (&y, vec![route("primary.local", false, "y", &[])]),
+        ],
+    )
+    .await;
+    let calls = registry.calls();
+    let authorized: Vec<&String> = calls
+        .iter()
+        .filter(|c| c.starts_with("authorize"))
+        .collect();
+    assert_eq!(authorized.len(), 2, "{calls:?}");
+    assert!(calls.contains(&"check primary.local as anonymous x:1".to_string()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_registry_that_never_answers_is_unreachable_at_the_deadline() {
+    let registry = Scripted {
+        replies: vec![("hang.local", "anonymous", "a/b", Reply::Hang)],
+        ..Scripted::default()
+    };
+    let (hanging, fine) = (reference("hang.local/a/b:c"), reference("hang.local/d:e"));
+    let permits = Semaphore::new(16);
+    let started = Instant::now();
+    let outcomes = run(
+        &registry,
+        &Resolver::default(),
+        &[Credentials::anonymous()],
+        &[(0, &hanging), (0, &fine)],
+        &QueryOptions {
+            permits: &permits,
+            deadline: Duration::from_millis(700),
+            deadline_start: None,
+            platform: None,
+        },
+    )
+    .await;
+    assert!(
+        started.elapsed() <= Duration::from_millis(750),
+        "{:?}",
+        started.elapsed()
+    );
+    let o = of(&outcomes, &hanging);
+    assert_eq!(o.status, Status::Unreachable);
+    assert_eq!(o.registry.as_deref(), Some("hang.local"));
+    assert_eq!(
+        o.detail,
+        "no answer within the overall deadline of 700 ms from hang.local"
+    );
+    // The answer that came in before the deadline counts.
+    assert_eq!(of(&outcomes, &fine).status, Status::Missing);
+}
+
+#[test]
+fn anonymous_is_an_attempt_only_on_a_route_without_credentials() {
+    let app = reference("registry.local/team/app:v1");
+    let attempts: VecDeque<Attempt> = attempts_of(
+        &app,
+        vec![
+            route("mirror.local", true, "team/app", &[]),
+            route("registry.local", false, "team/app", &["alice"]),
+        ],
+    );
+    let users: Vec<(String, String)> = attempts
+        .iter()
+        .map(|a| (a.endpoint.host.clone(), user_of(&a.credential)))
+        .collect();
+    assert_eq!(
+        users,
+        [
+            ("mirror.local".to_string(), "anonymous".to_string()),
+            ("registry.local".to_string(), "alice".to_string()),
+        ]
+    );
+}
