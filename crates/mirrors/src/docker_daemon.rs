@@ -22,9 +22,9 @@ use serde_json::Value;
 
 use crate::MirrorError;
 use crate::endpoint::{CredentialRule, Endpoint, Resolution};
-use crate::util::{
-    DOCKER_HUB_API_HOST, parse_url, read_text, redact_location, redact_values, split_host_port,
-};
+use crate::redact::{redact_location, redact_values};
+use crate::text::read_text;
+use crate::url::{DOCKER_HUB_API_HOST, parse_url, split_host_port};
 
 /// A CIDR range from `insecure-registries`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,11 +33,11 @@ use pullcheck_reference::Reference;
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 
 use crate::MirrorError;
+use crate::duration::is_go_duration;
 use crate::endpoint::{ClientCert, CredentialRule, Endpoint, Resolution};
-use crate::util::{
-    DOCKER_HUB_API_HOST, is_go_duration, is_localhost, line_col, parse_url, path_clean,
-    redact_location, redact_urls, split_host_port,
-};
+use crate::redact::{redact_location, redact_urls};
+use crate::text::line_col;
+use crate::url::{DOCKER_HUB_API_HOST, is_localhost, parse_url, path_clean, split_host_port};
 
 /// What a host may be used for (`capabilities`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
