@@ -1,8 +1,6 @@
 //! URLs and hosts as the runtimes' Go code reads them: Go's lenient `url.Parse` split
 //! (scheme, host, path), Go's `path.Clean`, and the host a registry domain is reached at.
 
-use std::net::IpAddr;
-
 /// The host serving Docker Hub's API; `docker.io` references are pulled from it by
 /// every runtime here (containers/image `dockerRegistry`, containerd's default host,
 /// moby's `DefaultV2Registry`).
@@ -15,30 +13,6 @@ pub(crate) fn api_host(domain: &str) -> &str {
     } else {
         domain
     }
-}
-
-/// Splits `host[:port]`, `[v6]:port` or a bare IPv6 address into host and port, as
-/// Go's `net.SplitHostPort` does when it succeeds (and the whole string as the host
-/// when it does not).
-pub(crate) fn split_host_port(hostport: &str) -> (&str, &str) {
-    if let Some(rest) = hostport.strip_prefix('[') {
-        if let Some((h, after)) = rest.split_once(']') {
-            return (h, after.strip_prefix(':').unwrap_or(""));
-        }
-        return (hostport, "");
-    }
-    match hostport.rsplit_once(':') {
-        // More than one colon without brackets: a bare IPv6 address, no port.
-        Some((h, _)) if h.contains(':') => (hostport, ""),
-        Some((h, p)) => (h, p),
-        None => (hostport, ""),
-    }
-}
-
-/// `localhost` or a loopback IP literal, port ignored (containerd `docker.IsLocalhost`).
-pub(crate) fn is_localhost(hostport: &str) -> bool {
-    let (host, _) = split_host_port(hostport);
-    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Go's `path.Clean` for slash paths: `.` and `..` resolved, runs of `/` collapsed, no
@@ -193,16 +167,5 @@ mod tests {
         assert!(parse_url("https://h/%zz").is_err());
         assert!(parse_url(":nope").is_err());
         assert!(parse_url("https://h/\u{1}").is_err());
-    }
-
-    #[test]
-    fn host_port_split_and_localhost() {
-        assert_eq!(split_host_port("localhost:5000"), ("localhost", "5000"));
-        assert_eq!(split_host_port("[::1]:5000"), ("::1", "5000"));
-        assert_eq!(split_host_port("::1"), ("::1", ""));
-        assert!(is_localhost("127.0.0.254:5000"));
-        assert!(is_localhost("[::1]:5000"));
-        assert!(is_localhost("::1"));
-        assert!(!is_localhost("example.com"));
     }
 }
