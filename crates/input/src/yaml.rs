@@ -942,3 +942,50 @@ fn scan_later(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bomb(levels: usize) -> String {
+        let mut text = String::from("m0: &m0 {k0: v}\n");
+        for i in 1..levels {
+            let p = i - 1;
+            text.push_str(&format!("m{i}: &m{i} {{<<: [*m{p}, *m{p}], k{i}: v}}\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn a_merge_bomb_is_linear_once_and_refused_on_every_path() {
+        let s = Stream::load_first(&bomb(40)).unwrap();
+        let root = s.documents[0].root.unwrap();
+        let (_, last) = *s.own_entries(root).unwrap().last().unwrap();
+        let key = |k: NodeId| s.text(k).map(str::to_owned);
+        let budget = Budget::new(10_000);
+        let once = s.merged_entries(last, &budget, Merges::Once, key).unwrap();
+        assert_eq!(once.len(), 40);
+        assert_eq!(
+            s.merged_entries(last, &budget, Merges::EveryPath, key),
+            Err(LookupError::Exhausted)
+        );
+    }
+
+    #[test]
+    fn the_first_repeated_key_is_at_the_second_naming_the_first() {
+        let s = Stream::load_all("{a: 1, b: 2, 'a': 3, b: 4}\n").unwrap();
+        let root = s.documents[0].root.unwrap();
+        let dup = s.duplicate_key(s.own_entries(root).unwrap()).unwrap();
+        assert_eq!(dup.message, "duplicate key \"a\" (first at 1:2)");
+        assert_eq!(
+            dup.pos,
+            Some(Pos {
+                line: 1,
+                column: 14
+            })
+        );
+        let s = Stream::load_all("{<<: {x: 1}, <<: {y: 2}, z: 3}\n").unwrap();
+        let root = s.documents[0].root.unwrap();
+        assert_eq!(s.duplicate_key(s.own_entries(root).unwrap()), None);
+    }
+}
