@@ -109,6 +109,12 @@ impl RegistryHost {
     /// 127.0.0.0/8, or the IPv6 address `::1` (Go's `net.IP.IsLoopback`, which
     /// `IsLocalhost` calls; moby's `registry` config lists 127.0.0.0/8 and ::1/128 as
     /// insecure by default). The port does not matter.
+    ///
+    /// Two differences from the Go code, kept from pullcheck's earlier rule: a bracketed
+    /// IPv6 host without a port (`[::1]`) is loopback here, where `IsLocalhost` hands it
+    /// to `net.SplitHostPort`, which fails without a port and leaves the brackets on;
+    /// and an IPv4-mapped address (`[::ffff:7f00:1]`) is not, where Go's `IsLoopback`
+    /// would take it for 127.0.0.1.
     pub fn is_loopback(&self) -> bool {
         self.name == "localhost" || self.ip().is_some_and(|ip| ip.is_loopback())
     }
