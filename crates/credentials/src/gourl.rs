@@ -8,6 +8,17 @@
 //! its case, `*` is allowed in it, and there is no IDNA. It is strict in others: a
 //! control character anywhere before `#`, a malformed `%` escape, a non-numeric port or
 //! a character such as a space, `{`, `|` or `^` in the host are errors.
+//!
+//! **Why the keyring does not use [`pullcheck_reference::RegistryHost`]**, the one home
+//! of host and port splitting everywhere else (reference domains, mirror and endpoint
+//! hosts, the loopback rule): a keyring key is whatever a pull secret or `config.json`
+//! holds (`*.docker.io`, `Quay.IO:443`, `user:pw@host`, a path), not a domain the
+//! reference grammar has checked, and the kubelet's `splitURL` splits it with
+//! `net.SplitHostPort`, taking the whole host as the name when that fails. It fails on
+//! a bracketed host without a port, so the key `[::1]` has the name `[::1]` (brackets
+//! kept) and no port, where `RegistryHost` has `::1`. Which keys match an image depends
+//! on these quirks, so [`parse`] and [`split_host_port`] stay Go's, and nothing else in
+//! pullcheck uses them.
 
 use std::borrow::Cow;
 

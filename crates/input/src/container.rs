@@ -105,7 +105,7 @@ impl<'a> Reader<'a> {
     /// when `map` is not a mapping.
     pub fn get(&mut self, map: Reached, key: &str) -> Result<Option<Reached>, InputError> {
         self.doc
-            .get(map, key, &mut self.budget)
+            .get(map, key, &self.budget)
             .map_err(|e| self.lookup_error(e))
     }
 
@@ -117,7 +117,7 @@ impl<'a> Reader<'a> {
     /// The string entries of a mapping, merge keys resolved, in file order.
     pub fn entries(&mut self, map: Reached) -> Result<Vec<(String, Reached)>, InputError> {
         self.doc
-            .entries(map, &mut self.budget)
+            .entries(map, &self.budget)
             .map_err(|e| self.lookup_error(e))
     }
 

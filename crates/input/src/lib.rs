@@ -244,14 +244,28 @@ fn load_error(file: &str, pos: Option<tree::Pos>, message: String) -> InputError
 /// # Errors
 /// [`InputError`] naming the file when it cannot be read.
 pub fn read_pipeline_file(path: &Path) -> Result<Vec<ImageUse>, InputError> {
-    let name = path.display().to_string();
-    let text = pullcheck_files::read_to_string(path).map_err(|e| InputError {
-        file: Some(name.clone()),
-        line: None,
-        column: None,
-        message: format!("cannot read: {e}"),
-    })?;
+    let (name, text) = read_file(path)?;
     read_pipeline(&name, &text)
+}
+
+/// Reads an input file as UTF-8 text through `pullcheck-files` (at most 64 MiB), for
+/// the readers of this crate and `pullcheck-kube`: the file's name as errors show it
+/// (`path` displayed) and its text.
+///
+/// # Errors
+/// [`InputError`] naming the file, with `cannot read: ` and the error of
+/// [`pullcheck_files::read_to_string`] as its message, when it cannot be read.
+pub fn read_file(path: &Path) -> Result<(String, String), InputError> {
+    let name = path.display().to_string();
+    match pullcheck_files::read_to_string(path) {
+        Ok(text) => Ok((name, text)),
+        Err(e) => Err(InputError {
+            file: Some(name),
+            line: None,
+            column: None,
+            message: format!("cannot read: {e}"),
+        }),
+    }
 }
 
 /// Parses a `--image REF[=POLICY]` argument; the default policy is `always`.

@@ -3,9 +3,9 @@
 //! The node tree is [`crate::yaml`]'s. Architecture invariants, beyond that module's:
 //! - Every walk over the tree spends from a [`Budget`], so an alias or merge bomb costs no
 //!   unbounded time.
-//! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup, as the YAML merge type
-//!   says: a mapping's own keys win over merged ones, and earlier merged mappings win over
-//!   later ones.
+//! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup by [`crate::yaml`]'s
+//!   walk, as the YAML merge type says (a mapping's own keys win over merged ones, and
+//!   earlier merged mappings win over later ones), on every path as go-yaml expands them.
 //! - Lookups take and give [`Reached`] nodes, so that a value found through an alias (itself
 //!   one, in a mapping reached through one, or merged in through one) is used at that alias,
 //!   as [`crate::yaml`] says; [`Stream::pos`] still says where a node is written.
@@ -14,39 +14,13 @@
 //! - Only the first document is built; the documents after it are only scanned, so that
 //!   a caller can say they are not read.
 
-use std::collections::HashMap;
 use std::ops::Deref;
 
-pub(crate) use crate::yaml::{LoadError, NodeId, Pos, Reached};
-use crate::yaml::{Stream, Value};
+pub(crate) use crate::yaml::{Budget, LoadError, LookupError, NodeId, Pos, Reached};
+use crate::yaml::{Merges, Stream, Value};
 
 /// Most mapping entries and merge steps a whole read may look at.
 pub(crate) const BUDGET: usize = 4_000_000;
-
-/// Why a lookup stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LookupError {
-    /// The [`Budget`] ran out.
-    Exhausted,
-    /// A `<<` whose value is not a mapping or a list of mappings, at that value.
-    BadMerge(Option<Pos>),
-}
-
-/// Work allowance for walking a document: one unit per mapping entry looked at or merge
-/// followed. Shared by a whole read so that a hostile file ends in bounded time.
-#[derive(Debug)]
-pub(crate) struct Budget(usize);
-
-impl Budget {
-    pub fn new(units: usize) -> Budget {
-        Budget(units)
-    }
-
-    pub fn spend(&mut self, units: usize) -> Result<(), LookupError> {
-        self.0 = self.0.checked_sub(units).ok_or(LookupError::Exhausted)?;
-        Ok(())
-    }
-}
 
 /// One document: the first of a YAML stream, or a JSON document. Derefs to its
 /// [`Stream`] for the nodes and their accessors.
@@ -98,121 +72,54 @@ impl Doc {
         }
     }
 
-    /// The mappings whose keys `map` has, in priority order: `map` itself, then what its
-    /// `<<` keys merge in, depth first. Calls `visit` on each in turn, with the first alias
-    /// among the merge keys followed to it (`None` for `map` itself), until it returns
-    /// `Some`. `map` must be a mapping.
-    fn walk_merged<T>(
-        &self,
-        map: NodeId,
-        budget: &mut Budget,
-        mut visit: impl FnMut(
-            &[(NodeId, NodeId)],
-            Option<NodeId>,
-            &mut Budget,
-        ) -> Result<Option<T>, LookupError>,
-    ) -> Result<Option<T>, LookupError> {
-        // (mapping, the first alias on the way to it from `map`).
-        let mut stack = vec![(self.resolve(map), None)];
-        let mut sources = Vec::new();
-        let alias = |id: NodeId| self.is_alias(id).then_some(id);
-        // A merge source that is not a mapping, at the first alias on the way to it.
-        let bad =
-            |via: Option<NodeId>, id: NodeId| LookupError::BadMerge(self.pos(via.unwrap_or(id)));
-        while let Some((current, via)) = stack.pop() {
-            budget.spend(1)?;
-            let Value::Map(entries) = self.value(current) else {
-                return Err(bad(via, current));
-            };
-            if let Some(found) = visit(entries, via, budget)? {
-                return Ok(Some(found));
-            }
-            sources.clear();
-            for &(key, value) in entries {
-                if !self.is_merge_key(key) {
-                    continue;
-                }
-                let value_via = via.or(alias(value));
-                match self.value(value) {
-                    Value::Map(_) => sources.push((self.resolve(value), value_via)),
-                    Value::Seq(items) => {
-                        budget.spend(items.len())?;
-                        for &item in items {
-                            let item_via = value_via.or(alias(item));
-                            if !self.is_map(item) {
-                                return Err(bad(item_via, item));
-                            }
-                            sources.push((self.resolve(item), item_via));
-                        }
-                    }
-                    _ => return Err(bad(value_via, value)),
-                }
-            }
-            stack.extend(sources.iter().rev());
+    /// The text of a string key (not a merge key), for lookups.
+    fn string_key(&self, key: NodeId) -> Option<&str> {
+        match self.value(key) {
+            Value::Scalar {
+                text, merge: false, ..
+            } => Some(text),
+            _ => None,
         }
-        Ok(None)
     }
 
-    /// The value of `key` in mapping `map`, merge keys included, as reached from `map`. A
-    /// key written twice in one mapping takes its last value.
+    /// The value of `key` in mapping `map`, merge keys included (on every path, as go-yaml
+    /// expands them: [`Merges::EveryPath`]), as reached from `map`. A key written twice in
+    /// one mapping takes its last value.
     pub fn get(
         &self,
         map: Reached,
         key: &str,
-        budget: &mut Budget,
+        budget: &Budget,
     ) -> Result<Option<Reached>, LookupError> {
         if !self.is_map(map.id) {
             return Ok(None);
         }
-        self.walk_merged(map.id, budget, |entries, via, budget| {
+        self.walk_merged(map.id, budget, Merges::EveryPath, |entries, via| {
             budget.spend(entries.len())?;
             Ok(entries
                 .iter()
                 .rev()
-                .find(|&&(k, _)| {
-                    matches!(self.value(k), Value::Scalar { text, merge: false, .. } if text == key)
-                })
+                .find(|&&(k, _)| self.string_key(k) == Some(key))
                 .map(|&(_, v)| self.reach(map, via, v)))
         })
     }
 
-    /// All entries of mapping `map` with a string key, merge keys resolved, in order: its
-    /// own keys as written (a repeated key in its first place, with its last value), then
-    /// merged keys it does not have, in merge order. Values as reached from `map`.
+    /// All entries of mapping `map` with a string key, merge keys resolved
+    /// ([`Stream::merged_entries`]), in order: its own keys as written (a repeated key in
+    /// its first place, with its last value), then merged keys it does not have, in merge
+    /// order. Values as reached from `map`.
     pub fn entries(
         &self,
         map: Reached,
-        budget: &mut Budget,
+        budget: &Budget,
     ) -> Result<Vec<(String, Reached)>, LookupError> {
-        let mut out: Vec<(String, Reached)> = Vec::new();
-        if !self.is_map(map.id) {
-            return Ok(out);
-        }
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        self.walk_merged::<()>(map.id, budget, |entries, via, budget| {
-            budget.spend(entries.len())?;
-            let mut own: HashMap<&str, usize> = HashMap::new();
-            for &(k, v) in entries {
-                let Value::Scalar {
-                    text, merge: false, ..
-                } = self.value(k)
-                else {
-                    continue;
-                };
-                let v = self.reach(map, via, v);
-                if let Some(&i) = own.get(text.as_str()) {
-                    out[i].1 = v;
-                } else if !seen.contains_key(text.as_str()) {
-                    own.insert(text, out.len());
-                    out.push((text.clone(), v));
-                }
-            }
-            for (text, i) in own {
-                seen.insert(text.to_owned(), i);
-            }
-            Ok(None)
+        let entries = self.merged_entries(map.id, budget, Merges::EveryPath, |k| {
+            self.string_key(k).map(str::to_owned)
         })?;
-        Ok(out)
+        Ok(entries
+            .into_iter()
+            .map(|e| (e.key, self.reach(map, e.via, e.value)))
+            .collect())
     }
 }
 
@@ -226,10 +133,10 @@ mod tests {
     }
 
     fn reach_path(doc: &Doc, path: &[&str]) -> Option<Reached> {
-        let mut budget = Budget::new(BUDGET);
+        let budget = Budget::new(BUDGET);
         let mut node = doc.reach_root(doc.root?);
         for key in path {
-            node = doc.get(node, key, &mut budget).expect("lookup")?;
+            node = doc.get(node, key, &budget).expect("lookup")?;
         }
         Some(node)
     }
@@ -329,10 +236,10 @@ d:
         assert_eq!(x.via, None);
         assert_eq!(doc.used_pos(x), Some(Pos { line: 4, column: 6 }));
 
-        let mut budget = Budget::new(BUDGET);
+        let budget = Budget::new(BUDGET);
         let c = reach_path(&doc, &["c"]).unwrap();
         let keys: Vec<String> = doc
-            .entries(c, &mut budget)
+            .entries(c, &budget)
             .unwrap()
             .into_iter()
             .map(|(k, _)| k)
@@ -373,16 +280,16 @@ v: {<<: *s, own: z}
         let m = reach_path(&doc, &["s", "n", "m"]).unwrap();
         assert_eq!(doc.used_pos(m), at(3, 25));
         // An item of a list, and a merged value.
-        let mut budget = Budget::new(BUDGET);
+        let budget = Budget::new(BUDGET);
         let u = reach_path(&doc, &["u"]).unwrap();
         let item = doc.reach(u, None, doc.items(u.id).unwrap()[0]);
-        let image = doc.get(item, "image", &mut budget).unwrap().unwrap();
+        let image = doc.get(item, "image", &budget).unwrap().unwrap();
         assert_eq!(doc.used_pos(image), at(5, 5));
         let image = reach_path(&doc, &["v", "image"]).unwrap();
         assert_eq!(doc.used_pos(image), at(6, 9));
         let own = reach_path(&doc, &["v", "own"]).unwrap();
         assert_eq!(doc.used_pos(own), at(6, 18));
-        let entries = doc.entries(reach_path(&doc, &["v"]).unwrap(), &mut budget);
+        let entries = doc.entries(reach_path(&doc, &["v"]).unwrap(), &budget);
         let used: Vec<(String, Option<Pos>)> = entries
             .unwrap()
             .into_iter()
@@ -433,23 +340,23 @@ leaf: {<<: [*mid, *other]}
     #[test]
     fn bad_merge_values_are_reported_at_the_value() {
         let doc = load("a:\n  <<: 3\n");
-        let mut budget = Budget::new(BUDGET);
+        let budget = Budget::new(BUDGET);
         let a = reach_path(&doc, &["a"]).unwrap();
         assert_eq!(
-            doc.get(a, "x", &mut budget),
+            doc.get(a, "x", &budget),
             Err(LookupError::BadMerge(Some(Pos { line: 2, column: 7 })))
         );
         // A merged alias of something else than a mapping: at the alias.
         let doc = load("x: &x [1]\na:\n  <<: [*x]\n");
         let a = reach_path(&doc, &["a"]).unwrap();
         assert_eq!(
-            doc.get(a, "y", &mut budget),
+            doc.get(a, "y", &budget),
             Err(LookupError::BadMerge(Some(Pos { line: 3, column: 8 })))
         );
         let doc = load("x: &x [1]\na:\n  <<: *x\n");
         let a = reach_path(&doc, &["a"]).unwrap();
         assert_eq!(
-            doc.get(a, "y", &mut budget),
+            doc.get(a, "y", &budget),
             Err(LookupError::BadMerge(Some(Pos { line: 3, column: 7 })))
         );
     }
@@ -535,9 +442,9 @@ leaf: {<<: [*mid, *other]}
         }
         let doc = load(&text);
         let last = reach_path(&doc, &["m59"]).unwrap();
-        let mut budget = Budget::new(100_000);
+        let budget = Budget::new(100_000);
         assert_eq!(
-            doc.get(last, "missing", &mut budget),
+            doc.get(last, "missing", &budget),
             Err(LookupError::Exhausted)
         );
     }

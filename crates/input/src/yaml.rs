@@ -5,9 +5,10 @@
 //! - An alias (`*a`) is a small node of its own, [`Value::Alias`], that names its anchor's
 //!   node (a shared index), never a copy of it, so an alias bomb costs no memory. Every
 //!   accessor looks through it ([`Stream::value`], [`Stream::text`], ...); only
-//!   [`Stream::pos`] tells it apart: an alias is written where the `*a` is. Walks that follow
-//!   aliases or merge keys are the readers' own, and each spends from a budget of its own,
-//!   so they cost bounded time too.
+//!   [`Stream::pos`] tells it apart: an alias is written where the `*a` is. Merge keys
+//!   are resolved here, for both readers ([`Stream::walk_merged`],
+//!   [`Stream::merged_entries`]), and every walk that follows aliases or merge keys spends
+//!   from a [`Budget`] its reader holds, so it costs bounded time too.
 //! - Positions say where a value is *used*, which for aliased content is not where it is
 //!   written: see [Positions of aliased content](#positions-of-aliased-content).
 //! - Nodes live in one `Vec` and refer to each other by index: no recursion to build or
@@ -16,7 +17,8 @@
 //!   are per document.
 //! - The parser is not ours: a panic inside it becomes an error.
 //! - A key written twice in one mapping (merge keys aside) names both places, as go-yaml v3
-//!   (which Vela uses) and kubectl refuse it: [`Stream::load_first`] fails on it, and
+//!   (which Vela uses) and kubectl refuse it ([`Stream::duplicate_key`], the one check, which
+//!   the manifest deserializer calls too): [`Stream::load_first`] fails on it, and
 //!   [`Stream::load_all`] records it on its [`Document`] so that a caller can still look at
 //!   the stream before refusing it.
 //! - [`Stream::load_first`] builds only the first document; the documents after it are only
@@ -51,7 +53,8 @@
 //! - An inline merge (`<<: {image: x}`) or an anchor's own node (`&a {...}`) is no alias: it
 //!   is used where it is written.
 
-use std::collections::HashMap;
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle};
@@ -355,6 +358,210 @@ impl Stream {
     }
 }
 
+/// Work allowance for walks over a stream that follow aliases or merge keys: units spent
+/// per mapping visited and entry looked at, shared by a whole read (through `&`, so that
+/// walks holding the stream can share it), so that a hostile file ends in bounded time.
+#[derive(Debug)]
+pub struct Budget(Cell<usize>);
+
+impl Budget {
+    /// An allowance of `units`.
+    pub fn new(units: usize) -> Budget {
+        Budget(Cell::new(units))
+    }
+
+    /// Takes `units` from the allowance.
+    ///
+    /// # Errors
+    /// [`LookupError::Exhausted`] when fewer are left (the allowance is then unchanged).
+    pub fn spend(&self, units: usize) -> Result<(), LookupError> {
+        let left = self
+            .0
+            .get()
+            .checked_sub(units)
+            .ok_or(LookupError::Exhausted)?;
+        self.0.set(left);
+        Ok(())
+    }
+}
+
+/// Why a walk through merge keys stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupError {
+    /// The [`Budget`] ran out.
+    Exhausted,
+    /// A `<<` whose value is not a mapping or a list of mappings: at that value, or at the
+    /// first alias on the way to it.
+    BadMerge(Option<Pos>),
+}
+
+/// How a walk treats a mapping that merge keys bring in along several paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merges {
+    /// Visit it on every path, as go-yaml expands merges: a merge bomb (each level merging
+    /// the previous one twice) exhausts the budget and is refused. The Vela reader's rule.
+    EveryPath,
+    /// Visit it once (a second visit adds no key): a merge bomb stays linear. The
+    /// Kubernetes manifest reader's rule.
+    Once,
+}
+
+/// One entry of a mapping after merge keys are resolved ([`Stream::merged_entries`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedEntry {
+    /// The key's text, as the caller's `key` function gave it.
+    pub key: String,
+    /// The key node.
+    pub key_node: NodeId,
+    /// The value node.
+    pub value: NodeId,
+    /// The first alias among the merge keys followed to the mapping that holds the entry;
+    /// `None` for the mapping's own entries and for those merged in without an alias.
+    pub via: Option<NodeId>,
+}
+
+impl Stream {
+    /// The mappings whose keys `map` has, in priority order, as the YAML merge type says:
+    /// `map` itself, then what its `<<` keys merge in (`<<: *a`, `<<: [*a, *b]`), depth
+    /// first, earlier ones before later ones. Calls `visit` on each mapping's own entries
+    /// in turn, with the first alias among the merge keys followed to it (`None` for `map`
+    /// itself), until it returns `Some`. Spends one unit per mapping visited and one per
+    /// item of a merged list; `visit` spends what it looks at. `map` must be a mapping.
+    ///
+    /// # Errors
+    /// [`LookupError::BadMerge`] for a merge of something else than a mapping,
+    /// [`LookupError::Exhausted`] when `budget` runs out, or what `visit` returns.
+    pub fn walk_merged<T>(
+        &self,
+        map: NodeId,
+        budget: &Budget,
+        merges: Merges,
+        mut visit: impl FnMut(&[(NodeId, NodeId)], Option<NodeId>) -> Result<Option<T>, LookupError>,
+    ) -> Result<Option<T>, LookupError> {
+        // (mapping, the first alias on the way to it from `map`).
+        let mut stack = vec![(self.resolve(map), None)];
+        let mut sources = Vec::new();
+        let mut seen = HashSet::new();
+        let alias = |id: NodeId| self.is_alias(id).then_some(id);
+        // A merge source that is not a mapping, at the first alias on the way to it.
+        let bad =
+            |via: Option<NodeId>, id: NodeId| LookupError::BadMerge(self.pos(via.unwrap_or(id)));
+        while let Some((current, via)) = stack.pop() {
+            if merges == Merges::Once && !seen.insert(current) {
+                continue;
+            }
+            budget.spend(1)?;
+            let Value::Map(entries) = self.value(current) else {
+                return Err(bad(via, current));
+            };
+            if let Some(found) = visit(entries, via)? {
+                return Ok(Some(found));
+            }
+            sources.clear();
+            for &(key, value) in entries {
+                if !self.is_merge_key(key) {
+                    continue;
+                }
+                let value_via = via.or(alias(value));
+                match self.value(value) {
+                    Value::Map(_) => sources.push((self.resolve(value), value_via)),
+                    Value::Seq(items) => {
+                        budget.spend(items.len())?;
+                        for &item in items {
+                            let item_via = value_via.or(alias(item));
+                            if !self.is_map(item) {
+                                return Err(bad(item_via, item));
+                            }
+                            sources.push((self.resolve(item), item_via));
+                        }
+                    }
+                    _ => return Err(bad(value_via, value)),
+                }
+            }
+            stack.extend(sources.iter().rev());
+        }
+        Ok(None)
+    }
+
+    /// The entries of mapping `map`, merge keys resolved ([`Stream::walk_merged`]), each
+    /// key once, in order: its own keys as written (a repeated key in its first place,
+    /// with its last value), then merged keys it does not have, in merge order. `key`
+    /// gives a key node's text, or `None` for a key to leave out. Spends one unit per
+    /// entry looked at. Empty when `map` is not a mapping.
+    ///
+    /// # Errors
+    /// As [`Stream::walk_merged`].
+    pub fn merged_entries(
+        &self,
+        map: NodeId,
+        budget: &Budget,
+        merges: Merges,
+        key: impl Fn(NodeId) -> Option<String>,
+    ) -> Result<Vec<MergedEntry>, LookupError> {
+        let mut out: Vec<MergedEntry> = Vec::new();
+        if !self.is_map(map) {
+            return Ok(out);
+        }
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        self.walk_merged::<()>(map, budget, merges, |entries, via| {
+            budget.spend(entries.len())?;
+            let mut own: HashMap<String, usize> = HashMap::new();
+            for &(k, v) in entries {
+                if self.is_merge_key(k) {
+                    continue;
+                }
+                let Some(text) = key(k) else {
+                    continue;
+                };
+                if let Some(&i) = own.get(&text) {
+                    out[i].key_node = k;
+                    out[i].value = v;
+                } else if !seen.contains_key(&text) {
+                    own.insert(text.clone(), out.len());
+                    out.push(MergedEntry {
+                        key: text,
+                        key_node: k,
+                        value: v,
+                        via,
+                    });
+                }
+            }
+            seen.extend(own);
+            Ok(None)
+        })?;
+        Ok(out)
+    }
+
+    /// The first key of a mapping's own `entries` written again in them (merge keys
+    /// aside), as an error at the second naming the first: `duplicate key "k" (first at
+    /// L:C)`. Keys compare by their text, whatever their quoting, as go-yaml v3 compares
+    /// them; a key may be an alias (`*k: v`: its text is its anchor's, its place its
+    /// own). Only scalar keys are compared.
+    pub fn duplicate_key(&self, entries: &[(NodeId, NodeId)]) -> Option<LoadError> {
+        if entries.len() < 2 {
+            return None;
+        }
+        let mut seen: HashMap<&str, NodeId> = HashMap::with_capacity(entries.len());
+        for &(k, _) in entries {
+            let Value::Scalar {
+                text, merge: false, ..
+            } = self.value(k)
+            else {
+                continue;
+            };
+            if let Some(&first) = seen.get(text.as_str()) {
+                return Some(LoadError {
+                    pos: self.nodes[k].pos,
+                    message: duplicate_message(text, self.nodes[first].pos),
+                    syntax: false,
+                });
+            }
+            seen.insert(text, k);
+        }
+        None
+    }
+}
+
 fn json_scalar(text: String) -> Value {
     Value::Scalar {
         text,
@@ -645,31 +852,10 @@ impl Builder {
     /// (the first one found). Keys compare by their text, whatever their quoting, as go-yaml
     /// v3 compares them.
     fn check_duplicates(&mut self, entries: &[(NodeId, NodeId)]) -> Result<(), LoadError> {
-        if entries.len() < 2 || self.current.as_ref().is_some_and(|d| d.duplicate.is_some()) {
+        if self.current.as_ref().is_some_and(|d| d.duplicate.is_some()) {
             return Ok(());
         }
-        let nodes = &self.stream.nodes;
-        let mut seen: HashMap<&str, NodeId> = HashMap::with_capacity(entries.len());
-        let mut found = None;
-        for &(k, _) in entries {
-            // A key may be an alias (`*k: v`): its text is its anchor's, its place its own.
-            let Value::Scalar {
-                text, merge: false, ..
-            } = self.stream.value(k)
-            else {
-                continue;
-            };
-            if let Some(&first) = seen.get(text.as_str()) {
-                found = Some(LoadError {
-                    pos: nodes[k].pos,
-                    message: duplicate_message(text, nodes[first].pos),
-                    syntax: false,
-                });
-                break;
-            }
-            seen.insert(text, k);
-        }
-        match found {
+        match self.stream.duplicate_key(entries) {
             Some(found) if self.first_only => Err(found),
             Some(found) => {
                 self.current.get_or_insert_default().duplicate = Some(found);
@@ -754,5 +940,52 @@ fn scan_later(
             }
             _ => found.extend(pending.take()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bomb(levels: usize) -> String {
+        let mut text = String::from("m0: &m0 {k0: v}\n");
+        for i in 1..levels {
+            let p = i - 1;
+            text.push_str(&format!("m{i}: &m{i} {{<<: [*m{p}, *m{p}], k{i}: v}}\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn a_merge_bomb_is_linear_once_and_refused_on_every_path() {
+        let s = Stream::load_first(&bomb(40)).unwrap();
+        let root = s.documents[0].root.unwrap();
+        let (_, last) = *s.own_entries(root).unwrap().last().unwrap();
+        let key = |k: NodeId| s.text(k).map(str::to_owned);
+        let budget = Budget::new(10_000);
+        let once = s.merged_entries(last, &budget, Merges::Once, key).unwrap();
+        assert_eq!(once.len(), 40);
+        assert_eq!(
+            s.merged_entries(last, &budget, Merges::EveryPath, key),
+            Err(LookupError::Exhausted)
+        );
+    }
+
+    #[test]
+    fn the_first_repeated_key_is_at_the_second_naming_the_first() {
+        let s = Stream::load_all("{a: 1, b: 2, 'a': 3, b: 4}\n").unwrap();
+        let root = s.documents[0].root.unwrap();
+        let dup = s.duplicate_key(s.own_entries(root).unwrap()).unwrap();
+        assert_eq!(dup.message, "duplicate key \"a\" (first at 1:2)");
+        assert_eq!(
+            dup.pos,
+            Some(Pos {
+                line: 1,
+                column: 14
+            })
+        );
+        let s = Stream::load_all("{<<: {x: 1}, <<: {y: 2}, z: 3}\n").unwrap();
+        let root = s.documents[0].root.unwrap();
+        assert_eq!(s.duplicate_key(s.own_entries(root).unwrap()), None);
     }
 }

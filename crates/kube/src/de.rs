@@ -15,12 +15,11 @@
 //!   (`(written at 3:5)`). A duplicate key is at the key where it is written.
 //! - Each node visited spends from the stream's budget, so aliases cannot make it unbounded.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::yaml::{Entry, NodeId, Pos, Reached, Stream, Value};
+use crate::yaml::{Entry, NodeId, Pos, Reached, Stream, Value, YamlError};
 
 /// An error with the path (`spec.template.spec`) and position of the node it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,7 +157,7 @@ impl<'s> NodeDe<'s> {
         self.stream
             .budget
             .spend(1)
-            .map_err(|e| de::Error::custom(e.message))
+            .map_err(|e| de::Error::custom(YamlError::from(e).message))
     }
 
     fn locate<T>(&self, result: Result<T, DeError>) -> Result<T, DeError> {
@@ -184,29 +183,20 @@ impl<'s> NodeDe<'s> {
     /// The mapping's entries, merge keys resolved, after checking for keys written twice
     /// (the stream records them too; this keeps the deserializer strict on its own).
     fn map_entries(&self) -> Result<Vec<Entry>, DeError> {
-        if let Some(own) = self.stream.own_entries(self.id) {
-            let mut seen: HashMap<&str, NodeId> = HashMap::new();
-            for &(k, _) in own {
-                let Value::Scalar {
-                    text, merge: false, ..
-                } = self.stream.value(k)
-                else {
-                    continue;
-                };
-                if let Some(&first) = seen.get(text.as_str()) {
-                    let f = self.stream.pos(first);
-                    return Err(DeError {
-                        message: format!(
-                            "duplicate key {text:?} (first at {}:{})",
-                            f.line, f.column
-                        ),
-                        path: None,
-                        pos: None,
-                    }
-                    .at(&self.path, self.stream.pos(k)));
-                }
-                seen.insert(text, k);
-            }
+        if let Some(dup) = self
+            .stream
+            .own_entries(self.id)
+            .and_then(|own| self.stream.duplicate_key(own))
+        {
+            let err = DeError {
+                message: dup.message,
+                path: None,
+                pos: None,
+            };
+            return Err(match dup.pos {
+                Some(pos) => err.at(&self.path, pos),
+                None => err,
+            });
         }
         let entries = self
             .stream
@@ -361,7 +351,7 @@ impl<'s> de::Deserializer<'s> for NodeDe<'s> {
             self.stream
                 .budget
                 .spend(text.len() / 8)
-                .map_err(|e| de::Error::custom(e.message))?;
+                .map_err(|e| de::Error::custom(YamlError::from(e).message))?;
         }
         self.spend()?;
         let result = match self.value() {

@@ -250,12 +250,6 @@ pub fn parse_template(file: &str, text: &str) -> Result<PipelinePodsTemplate, In
 /// # Errors
 /// [`InputError`] naming the file when it cannot be read, or as [`parse_template`].
 pub fn read_template_file(path: &Path) -> Result<PipelinePodsTemplate, InputError> {
-    let name = path.display().to_string();
-    let text = pullcheck_files::read_to_string(path).map_err(|e| InputError {
-        file: Some(name.clone()),
-        line: None,
-        column: None,
-        message: format!("cannot read: {e}"),
-    })?;
+    let (name, text) = pullcheck_input::read_file(path)?;
     parse_template(&name, &text)
 }

@@ -190,13 +190,7 @@ fn first_document(text: &str) -> Option<&str> {
 /// # Errors
 /// [`InputError`] naming the file when it cannot be read, or as [`read_manifests`].
 pub fn read_manifests_file(path: &Path) -> Result<Manifests, InputError> {
-    let name = path.display().to_string();
-    let text = pullcheck_files::read_to_string(path).map_err(|e| InputError {
-        file: Some(name.clone()),
-        line: None,
-        column: None,
-        message: format!("cannot read: {e}"),
-    })?;
+    let (name, text) = pullcheck_input::read_file(path)?;
     read_manifests(&name, &text)
 }
 

@@ -4,23 +4,24 @@
 //! Architecture invariants, beyond that module's:
 //! - Walks that follow aliases or merge keys spend from the stream's [`Budget`], so they
 //!   cost bounded time.
-//! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup as the YAML merge type
-//!   says: a mapping's own keys win over merged ones, earlier merged mappings over later
-//!   ones. Each resolved entry says through which alias it was merged in ([`Entry::via`]),
+//! - Merge keys (`<<: *a`, `<<: [*a, *b]`) are resolved on lookup by
+//!   [`pullcheck_input::yaml`]'s walk, as the YAML merge type says: a mapping's own keys
+//!   win over merged ones, earlier merged mappings over later ones; a mapping merged in
+//!   along several paths is visited once, so a merge bomb stays linear. Each resolved
+//!   entry says through which alias it was merged in ([`Entry::via`]),
 //!   so that readers walking [`Reached`] nodes report a value where it is used, as
 //!   [`pullcheck_input::yaml`] says: at the first alias on the way to it.
 //! - A key written twice in one mapping (merge keys aside) is recorded on its document
-//!   ([`Document::duplicate`]), naming both places, for readers to refuse as kubectl and
+//!   ([`Document::duplicate`], found by [`yaml::Stream::duplicate_key`]), naming both places, for readers to refuse as kubectl and
 //!   go-yaml v3 do; loading itself does not fail, so that routing can still look at it.
 //! - An empty document (`---` followed by nothing, only comments, or `~`) has no root.
 
-use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 
 #[cfg(doc)]
 use pullcheck_input::yaml::Document;
-use pullcheck_input::yaml::{self, LoadError};
+pub(crate) use pullcheck_input::yaml::MergedEntry as Entry;
+use pullcheck_input::yaml::{self, Budget, LoadError, LookupError, Merges};
 pub(crate) use pullcheck_input::yaml::{NodeId, Pos, Reached, Value};
 
 /// Work allowance of one stream: merged mapping entries looked at, and nodes visited when
@@ -43,18 +44,18 @@ impl From<LoadError> for YamlError {
     }
 }
 
-/// Remaining work allowance, shared by every walk over one stream.
-#[derive(Debug)]
-pub(crate) struct Budget(Cell<usize>);
-
-impl Budget {
-    pub fn spend(&self, units: usize) -> Result<(), YamlError> {
-        let left = self.0.get().checked_sub(units).ok_or_else(|| YamlError {
-            pos: None,
-            message: "too complex: aliases and merge keys expand beyond the limit".to_owned(),
-        })?;
-        self.0.set(left);
-        Ok(())
+impl From<LookupError> for YamlError {
+    fn from(e: LookupError) -> YamlError {
+        match e {
+            LookupError::Exhausted => YamlError {
+                pos: None,
+                message: "too complex: aliases and merge keys expand beyond the limit".to_owned(),
+            },
+            LookupError::BadMerge(pos) => YamlError {
+                pos,
+                message: "a merge key (<<) must merge a mapping or a list of mappings".to_owned(),
+            },
+        }
     }
 }
 
@@ -74,20 +75,6 @@ impl Deref for Stream {
     }
 }
 
-/// One entry of a mapping after merge keys are resolved.
-#[derive(Debug, Clone)]
-pub(crate) struct Entry {
-    /// The key's text (`null` for a null key; empty for a collection used as a key).
-    pub key: String,
-    /// The key node.
-    pub key_node: NodeId,
-    /// The value node.
-    pub value: NodeId,
-    /// The first alias among the merge keys followed to the mapping that holds the entry;
-    /// `None` for the mapping's own entries and for those merged in without an alias.
-    pub via: Option<NodeId>,
-}
-
 impl Stream {
     /// Parses every document of `text`.
     pub fn load(text: &str) -> Result<Stream, YamlError> {
@@ -98,7 +85,7 @@ impl Stream {
         }
         Ok(Stream {
             yaml,
-            budget: Budget(Cell::new(BUDGET)),
+            budget: Budget::new(BUDGET),
         })
     }
 
@@ -147,78 +134,17 @@ impl Stream {
         }
     }
 
-    /// The entries of a mapping with merge keys resolved: each key once, the winning value
-    /// (a later duplicate wins over an earlier one, own keys over merged ones), in the order
-    /// of first appearance. `None` when the node is not a mapping.
+    /// The entries of a mapping with merge keys resolved ([`yaml::Stream::merged_entries`],
+    /// each merged mapping visited once: [`Merges::Once`]): each key once, the winning
+    /// value (a later duplicate wins over an earlier one, own keys over merged ones), in
+    /// the order of first appearance. `None` when the node is not a mapping.
     pub fn entries(&self, map: NodeId) -> Result<Option<Vec<Entry>>, YamlError> {
         if !self.is_map(map) {
             return Ok(None);
         }
-        let mut out: Vec<Entry> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
-        // Mappings in priority order: the mapping itself, then what its `<<` keys merge in,
-        // depth first.
-        // A mapping merged twice adds nothing the second time (its keys are all there
-        // already), so each is visited once: merge bombs stay linear.
-        // Each with the first alias on the way to it from `map`, where a problem with it is.
-        let alias = |id: NodeId| self.is_alias(id).then_some(id);
-        let mut stack = vec![(self.resolve(map), None)];
-        let mut seen = HashSet::new();
-        let mut first = true;
-        while let Some((current, via)) = stack.pop() {
-            if !seen.insert(current) {
-                continue;
-            }
-            let Value::Map(entries) = self.value(current) else {
-                return Err(YamlError {
-                    pos: Some(self.pos(via.unwrap_or(current))),
-                    message: "a merge key (<<) must merge a mapping or a list of mappings"
-                        .to_owned(),
-                });
-            };
-            // Own entries cost nothing beyond the file's size; merged ones are budgeted, as
-            // the same large mapping can be merged into many places.
-            if !first {
-                self.budget.spend(1 + entries.len())?;
-            }
-            let mut sources = Vec::new();
-            for &(k, v) in entries {
-                if self.is_merge_key(k) {
-                    let v_via = via.or(alias(v));
-                    match self.value(v) {
-                        Value::Seq(items) => sources.extend(
-                            items
-                                .iter()
-                                .map(|&item| (self.resolve(item), v_via.or(alias(item)))),
-                        ),
-                        _ => sources.push((self.resolve(v), v_via)),
-                    }
-                    continue;
-                }
-                let key = self.key_text(k);
-                match index.get(&key) {
-                    // Own keys: a later duplicate replaces the earlier one in place.
-                    Some(&i) if first => {
-                        out[i].key_node = k;
-                        out[i].value = v;
-                    }
-                    // Merged keys never override what is already there.
-                    Some(_) => {}
-                    None => {
-                        index.insert(key.clone(), out.len());
-                        out.push(Entry {
-                            key,
-                            key_node: k,
-                            value: v,
-                            via,
-                        });
-                    }
-                }
-            }
-            stack.extend(sources.iter().rev());
-            first = false;
-        }
-        Ok(Some(out))
+        let entries =
+            self.merged_entries(map, &self.budget, Merges::Once, |k| Some(self.key_text(k)))?;
+        Ok(Some(entries))
     }
 
     /// The value of `key` in a mapping, merge keys resolved. `None` when the node is not a

@@ -17,14 +17,14 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use pullcheck_reference::Reference;
+use pullcheck_reference::{Reference, RegistryHost};
 use serde_json::Value;
 
 use crate::MirrorError;
 use crate::endpoint::{CredentialRule, Endpoint, Resolution};
-use crate::util::{
-    DOCKER_HUB_API_HOST, parse_url, read_text, redact_location, redact_values, split_host_port,
-};
+use crate::redact::{redact_location, redact_values};
+use crate::text::read_text;
+use crate::url::{DOCKER_HUB_API_HOST, parse_url};
 
 /// A CIDR range from `insecure-registries`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,11 +204,11 @@ impl DaemonConfig {
                 self.file
             ));
         }
-        let (host, _) = split_host_port(hostport);
-        let ip: IpAddr = if host == "localhost" {
+        let host = RegistryHost::from_url_host(hostport);
+        let ip: IpAddr = if host.name() == "localhost" {
             IpAddr::from([127, 0, 0, 1])
         } else {
-            host.parse().ok()?
+            host.ip()?
         };
         if let Some((_, raw)) = self.insecure_cidrs.iter().find(|(c, _)| c.contains(ip)) {
             return Some(format!(
@@ -216,7 +216,7 @@ impl DaemonConfig {
                 self.file
             ));
         }
-        ip.is_loopback().then(|| {
+        host.is_loopback().then(|| {
             "insecure: loopback (Docker always trusts 127.0.0.0/8 and ::1 as insecure)".to_owned()
         })
     }
@@ -342,15 +342,15 @@ fn validate_mirror(raw: &str) -> Result<DockerMirror, String> {
 
 /// moby `validateHostPort`: a host name or IP, with an optional numeric port.
 fn valid_host_port(s: &str) -> bool {
-    let (host, port) = split_host_port(s);
-    if host.is_empty() {
+    let host = RegistryHost::from_url_host(s);
+    if host.name().is_empty() {
         return false;
     }
-    if !port.is_empty() && port.parse::<u16>().is_err() {
+    if host.port().is_some_and(|p| p.parse::<u16>().is_err()) {
         return false;
     }
-    host.parse::<IpAddr>().is_ok()
-        || host.split('.').all(|l| {
+    host.ip().is_some()
+        || host.name().split('.').all(|l| {
             !l.is_empty()
                 && l.bytes()
                     .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')

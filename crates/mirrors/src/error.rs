@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::util::redact_urls;
+use crate::redact::redact_urls;
 
 /// Why a mirror configuration could not be loaded.
 ///

@@ -29,15 +29,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use pullcheck_reference::Reference;
+use pullcheck_reference::{Reference, RegistryHost};
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 
 use crate::MirrorError;
+use crate::duration::is_go_duration;
 use crate::endpoint::{ClientCert, CredentialRule, Endpoint, Resolution};
-use crate::util::{
-    DOCKER_HUB_API_HOST, is_go_duration, is_localhost, line_col, parse_url, path_clean,
-    redact_location, redact_urls, split_host_port,
-};
+use crate::redact::{redact_location, redact_urls};
+use crate::text::line_col;
+use crate::url::{DOCKER_HUB_API_HOST, parse_url, path_clean};
 
 /// What a host may be used for (`capabilities`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -703,7 +703,10 @@ impl HostsDir {
             }
             let mut scheme = h.scheme.clone();
             let mut http_fallback = false;
-            if scheme == "http" && h.explicit_tls() && split_host_port(&h.host).1 != "80" {
+            if scheme == "http"
+                && h.explicit_tls()
+                && RegistryHost::from_url_host(&h.host).port() != Some("80")
+            {
                 scheme = "https".to_owned();
                 http_fallback = true;
             }
@@ -791,19 +794,20 @@ fn is_proxy(host: &str, refhost: &str) -> bool {
 /// containerd `ConfigureHosts` for a last host without a host name (CRI sets no default
 /// scheme).
 fn apply_default_host(h: &mut HostConfig, refhost: &str) {
+    let local = RegistryHost::from_url_host(refhost);
     if refhost == "docker.io" {
         h.scheme = "https".to_owned();
         h.host = DOCKER_HUB_API_HOST.to_owned();
-    } else if is_localhost(refhost) {
+    } else if local.is_loopback() {
         h.host = refhost.to_owned();
-        let (_, port) = split_host_port(refhost);
-        h.scheme = if port.is_empty() || port == "443" {
+        let port = local.port();
+        h.scheme = if port.is_none_or(|p| p == "443") {
             "https"
         } else {
             "http"
         }
         .to_owned();
-        if port != "80" {
+        if port != Some("80") {
             h.skip_verify = Some(true);
         }
     } else {

@@ -40,15 +40,18 @@ use std::str::FromStr;
 use pullcheck_reference::Reference;
 
 pub mod docker_daemon;
+mod duration;
 mod endpoint;
 mod error;
 pub mod hosts_toml;
+mod redact;
 pub mod registries_conf;
-mod util;
+mod text;
+mod url;
 
 pub use endpoint::{ClientCert, CredentialRule, Endpoint, Mode, Resolution};
 pub use error::MirrorError;
-pub use util::DOCKER_HUB_API_HOST;
+pub use url::DOCKER_HUB_API_HOST;
 
 use docker_daemon::DaemonConfig;
 use hosts_toml::HostsDir;
@@ -333,7 +336,7 @@ fn direct(reference: &Reference) -> Resolution {
             reason: "the reference names no registry host".to_owned(),
         };
     }
-    let host = util::api_host(domain).to_owned();
+    let host = url::api_host(domain).to_owned();
     let rule = if host == domain {
         "no mirror configuration: the image's own registry".to_owned()
     } else {

@@ -41,7 +41,9 @@ use serde::Deserialize;
 
 use crate::MirrorError;
 use crate::endpoint::{CredentialRule, Endpoint, Resolution};
-use crate::util::{api_host, parse_url, read_text, redact_location, redact_values, toml_error};
+use crate::redact::{redact_location, redact_values};
+use crate::text::{read_text, toml_error};
+use crate::url::{api_host, parse_url};
 
 /// Which references a mirror serves (`pull-from-mirror`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -604,7 +606,7 @@ fn parse_file(file: &str, text: &str, force_v2: bool) -> Result<ParsedFile, Mirr
             .into_iter()
             .enumerate()
             .map(|(i, s)| {
-                let (line, _) = crate::util::line_col(text, s.span().start);
+                let (line, _) = crate::text::line_col(text, s.span().start);
                 Entry {
                     raw: s.into_inner(),
                     label: format!("[[registry]] #{} (line {line})", i + 1),

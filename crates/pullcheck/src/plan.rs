@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use pullcheck_input::{Disposition, ImageUse, Origin, PullPolicy};
-use pullcheck_reference::{Reference, ReferenceError};
+use pullcheck_reference::{Reference, ReferenceError, RegistryHost};
 
 /// Settings of the plan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -101,8 +101,8 @@ pub(crate) fn unusable(reference: &Reference) -> Option<(&'static str, String)> 
                 .to_string(),
         ));
     }
-    let port = port_of(reference.domain())?;
-    (!matches!(port.parse::<u32>(), Ok(1..=65535))).then(|| {
+    let (port, in_range) = port_of(reference.domain())?;
+    (!in_range).then(|| {
         (
             "port_out_of_range",
             format!(
@@ -113,14 +113,11 @@ pub(crate) fn unusable(reference: &Reference) -> Option<(&'static str, String)> 
     })
 }
 
-/// The port of a registry domain, if it has one: `a.io:5000` → `5000`, `[::1]:5000` →
-/// `5000`, `[::1]` → none.
-fn port_of(domain: &str) -> Option<&str> {
-    let rest = match domain.rfind(']') {
-        Some(i) => &domain[i + 1..],
-        None => domain,
-    };
-    rest.rsplit_once(':').map(|(_, port)| port)
+/// The port of a registry domain as written, if it has one, and whether it is between 1
+/// and 65535: `a.io:5000` → `5000`, `[::1]:5000` → `5000`, `[::1]` → none.
+fn port_of(domain: &str) -> Option<(String, bool)> {
+    let host = RegistryHost::parse(domain).ok()?;
+    Some((host.port()?.to_owned(), host.port_number().is_some()))
 }
 
 /// What a pull of `reference` asks the registry for: `domain/path:tag` or

@@ -106,6 +106,17 @@ impl ReferenceError {
         Self::new(ReferenceErrorKind::Uppercase, message)
     }
 
+    /// A string that is not the grammar's `domain` (`host[:port]`).
+    pub(crate) fn domain(domain: &str, problem: DomainProblem<'_>) -> Self {
+        Self::new(
+            ReferenceErrorKind::InvalidFormat,
+            format!(
+                "invalid reference format: {}",
+                domain_problem(domain, "", problem)
+            ),
+        )
+    }
+
     pub(crate) fn too_long(path: &str) -> Self {
         Self::new(
             ReferenceErrorKind::NameTooLong,

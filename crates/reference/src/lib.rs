@@ -23,7 +23,8 @@
 //! Modules: [`grammar`] matches the reference grammar (upstream's
 //! `regexp.go`); `digest` checks registered algorithms (`go-digest`);
 //! `normalize` holds `Parse`, `ParseNormalizedNamed` and the familiar form;
-//! `error` builds the messages.
+//! `error` builds the messages; `host` is [`RegistryHost`], a domain's host, port
+//! and loopback rule.
 
 use std::fmt;
 use std::str::FromStr;
@@ -31,10 +32,12 @@ use std::str::FromStr;
 mod digest;
 mod error;
 pub mod grammar;
+mod host;
 mod normalize;
 
 pub use digest::ALGORITHMS as DIGEST_ALGORITHMS;
 pub use error::{ReferenceError, ReferenceErrorKind};
+pub use host::RegistryHost;
 
 /// Docker Hub's domain in normalised references (upstream `defaultDomain`).
 pub const DEFAULT_DOMAIN: &str = "docker.io";

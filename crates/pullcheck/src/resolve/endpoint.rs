@@ -7,8 +7,7 @@
 //! are insecure by default, as are the hosts given with `--insecure-registry`. An insecure
 //! registry is tried with HTTPS first and then plain HTTP, without verifying TLS.
 
-use std::net::IpAddr;
-
+use pullcheck_reference::RegistryHost;
 use pullcheck_registry::Endpoint;
 
 /// An endpoint with the rule that produced it, for queries, reports and `explain`.
@@ -33,7 +32,8 @@ impl ResolvedEndpoint {
 }
 
 /// Turns a mirror-configuration endpoint into the registry client's endpoint, adding
-/// Docker's rules: `localhost`, 127.0.0.0/8 and `::1` may use plain HTTP, and the
+/// Docker's rules: `localhost`, 127.0.0.0/8 and `::1` ([`RegistryHost::is_loopback`])
+/// may use plain HTTP, and the
 /// `--insecure-registry` hosts (`host` or `host:port`; a bare host matches any port) may
 /// use plain HTTP and unverified TLS. An `http://` URL may use plain HTTP (it is tried
 /// after HTTPS). The URL's path becomes the API base path; the query, headers, CA files
@@ -41,7 +41,7 @@ impl ResolvedEndpoint {
 /// certificate per host).
 pub fn from_mirror(e: &pullcheck_mirrors::Endpoint, insecure: &[String]) -> ResolvedEndpoint {
     let marked = insecure.iter().any(|i| matches_insecure(i, &e.host));
-    let local = is_local(host_part(&e.host));
+    let local = RegistryHost::from_url_host(&e.host).is_loopback();
     // An `http://` endpoint (a containerd host, a Docker registry mirror) is plain HTTP
     // as configured, wherever it is.
     let plain_http = e.url.starts_with("http://");
@@ -100,11 +100,8 @@ fn api_path(url: &str) -> String {
 }
 
 /// The host without its port: `[::1]:5000` → `::1`, `a.io:443` → `a.io`.
-fn host_part(domain: &str) -> &str {
-    if let Some(rest) = domain.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    domain.rsplit_once(':').map_or(domain, |(h, _)| h)
+fn host_part(domain: &str) -> String {
+    RegistryHost::from_url_host(domain).name().to_owned()
 }
 
 fn matches_insecure(entry: &str, domain: &str) -> bool {
@@ -114,11 +111,6 @@ fn matches_insecure(entry: &str, domain: &str) -> bool {
         .trim_start_matches("https://")
         .trim_end_matches('/');
     entry == domain || (!entry.contains(':') && host_part(domain) == entry)
-}
-
-/// `localhost`, 127.0.0.0/8 and `::1`, which Docker lets use plain HTTP.
-fn is_local(host: &str) -> bool {
-    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
