@@ -44,15 +44,26 @@
 //! - **Hostile answers are answers.** Garbage, oversized headers, truncated or
 //!   malformed bodies and unknown error codes are classified, never a panic.
 //!
-//! Code map (containerd's `remotes/docker` split): `challenge` parses
-//! `WWW-Authenticate`; `scope` builds token scopes and URLs; `token` plans, fetches,
-//! reads and caches tokens; `auth` decides what follows a ping (and what an
-//! `insufficient_scope` asks for); `errcode` reads the error envelope; `classify` turns
-//! an answer into an [`Answer`]; `platform` reads index platforms; `retry` decides
-//! whether and when to try again; `tls` reads certificate files; `transport` owns the
-//! HTTP clients and their limits; `client` and `session` drive them. `challenge`,
-//! `scope`, `auth`, `errcode`, `classify`, `platform` and the decisions of `retry` and
-//! `token` are pure.
+//! Code map (containerd's `remotes/docker` split), in import order: each module uses
+//! only those above it (and the value types of this file), so imports run one way.
+//! - Pure: `challenge` parses `WWW-Authenticate`; `scope` builds token scopes and
+//!   batches; `errcode` reads the error envelope; `urls` builds request URLs; `retry`
+//!   decides whether and when to try again (its `Attempts::retry` only sleeps) and reads
+//!   `Retry-After`.
+//! - `tls` reads certificate files (the only module besides the drivers below that
+//!   touches the file system); `transport` owns the HTTP clients, their limits and the
+//!   one `send` every request goes through.
+//! - `token` plans and reads token requests (pure), fetches them and caches them;
+//!   `auth` decides what follows a ping (`auth::Auth`, the one auth state) and what
+//!   an `insufficient_scope` asks for (pure); `classify` turns a manifest answer into an
+//!   [`Answer`], `hints` reads the tag list after a 404, `platform` reads index
+//!   platforms (all pure).
+//! - Drivers, which do IO: `ping` (the `GET /v2/`), `shared` (the state a client and
+//!   its sessions share; builds per-host HTTP clients, reading certificates through
+//!   `tls`), `session` (the query loop), `client` (`authorize`).
+//!
+//! So IO is in `tls` (files), `transport`, `token::fetch`, `ping`, `shared` (files,
+//! through `tls`), `session` and `client`; the rest is pure.
 //!
 //! Secrets (passwords, tokens, `Authorization` headers) never appear in a message, a
 //! `Debug` output or a trace event; trace events show the method, the URL without its
@@ -69,18 +80,25 @@ mod challenge;
 mod classify;
 mod client;
 mod errcode;
+mod hints;
+mod ping;
 mod platform;
 mod retry;
 mod scope;
 mod session;
+mod shared;
 mod tls;
 mod token;
 mod transport;
+mod urls;
 
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 
 pub use client::Client;
+/// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
+/// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
+pub use pullcheck_credentials::Credential;
 pub use session::{MANIFEST_ACCEPT, Session};
 
 /// How to reach one registry host: where its API is, and what every request to it
@@ -186,35 +204,6 @@ impl fmt::Debug for Endpoint {
             .field("ca_files", &self.ca_files)
             .field("client_cert", &self.client_cert)
             .finish()
-    }
-}
-
-/// A credential to present to a registry. `Debug` never shows the secret.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub enum Credential {
-    /// No credentials.
-    Anonymous,
-    /// A user name and password (Basic to the registry or to the token realm).
-    Basic {
-        /// The user name.
-        username: String,
-        /// The password; never printed.
-        password: String,
-    },
-    /// An OAuth2 refresh token (`identitytoken`).
-    IdentityToken(String),
-    /// A ready bearer token (`registrytoken`).
-    RegistryToken(String),
-}
-
-impl fmt::Debug for Credential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Anonymous => f.write_str("Anonymous"),
-            Self::Basic { username, .. } => write!(f, "Basic({username}, <redacted>)"),
-            Self::IdentityToken(_) => f.write_str("IdentityToken(<redacted>)"),
-            Self::RegistryToken(_) => f.write_str("RegistryToken(<redacted>)"),
-        }
     }
 }
 

@@ -6,18 +6,18 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use reqwest::Method;
-use reqwest::header::{HeaderValue, RETRY_AFTER};
+use reqwest::header::HeaderValue;
 use serde::Deserialize;
 use url::Url;
 
-use crate::Credential;
 use crate::challenge::Challenge;
 use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::transport::{self, Http, Purpose};
+use crate::{Credential, Endpoint};
 
 /// The OAuth2 `client_id` this crate presents.
 pub(crate) const CLIENT_ID: &str = "pullcheck";
@@ -386,11 +386,7 @@ async fn send(
         }
         return parse_reply(&body.bytes, obtained).map_err(TokenFailure::BadReply);
     }
-    let retry_after = response
-        .headers()
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+    let retry_after = retry::retry_after(response.headers());
     let oauth = matches!(request, TokenRequest::OAuthRefresh { .. });
     match status {
         401 | 403 => Err(TokenFailure::Rejected { status }),
@@ -472,6 +468,25 @@ pub(crate) struct CacheKey {
     pub service: Option<String>,
     pub credential: Credential,
     pub scopes: Arc<[String]>,
+}
+
+impl CacheKey {
+    /// The key of the token for `scopes` on `endpoint`, from the realm of `params`,
+    /// obtained with `credential`.
+    pub fn new(
+        endpoint: &Endpoint,
+        params: &BearerParams,
+        credential: &Credential,
+        scopes: Arc<[String]>,
+    ) -> CacheKey {
+        CacheKey {
+            host: endpoint.host.clone(),
+            realm: params.realm.clone(),
+            service: params.service.clone(),
+            credential: credential.clone(),
+            scopes,
+        }
+    }
 }
 
 type Slot = Arc<tokio::sync::Mutex<Option<Token>>>;
