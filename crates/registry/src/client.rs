@@ -12,6 +12,7 @@ use reqwest::Method;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use url::Url;
 
+use crate::RequestKind;
 use crate::auth::{self, Auth};
 use crate::ping;
 use crate::retry::{self, Attempts};
@@ -19,7 +20,7 @@ use crate::scope;
 use crate::session::{Parts, Session};
 use crate::shared::Shared;
 use crate::token::{BearerParams, CacheKey, TokenFailure};
-use crate::transport::{Http, Purpose};
+use crate::transport::Http;
 use crate::urls::with_query;
 use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
 
@@ -178,57 +179,120 @@ impl Client {
             .shared
             .http_for_endpoint(endpoint)
             .map_err(|e| unreachable_error(host, &e))?;
-        let pinged = ping::ping(endpoint, &headers, &http, attempts).await?;
-        let api = pinged.api(endpoint);
-        let ping_url = with_query(api.clone(), &endpoint.query);
-        let decision = pinged.plan(endpoint, credential)?;
         let batches = scope::token_batches(repositories.iter().map(String::as_str));
-        let mut realm = None;
-        match &decision {
-            Auth::Open | Auth::BasicWithoutCredential => {}
+        let cached = self.shared.cached_ping(endpoint);
+        let warm = cached.is_some();
+        let pinged = match cached {
+            Some(pinged) => {
+                tracing::debug!(host, "using what the last ping learned");
+                pinged
+            }
+            None => self.fresh_ping(endpoint, &headers, &http, attempts).await?,
+        };
+        let acted = self
+            .act(
+                endpoint, credential, &headers, &http, &pinged, &batches, attempts,
+            )
+            .await;
+        let (pinged, (auth, realm), warm) = match acted {
+            Ok(done) => (pinged, done, warm),
+            Err(e) if warm => {
+                // The registry may have changed its challenge (another realm, another
+                // scheme): ask it again, and try once more if it did.
+                tracing::debug!(
+                    host,
+                    "what the last ping learned did not work; pinging again"
+                );
+                self.shared.forget_ping(endpoint);
+                let fresh = self.fresh_ping(endpoint, &headers, &http, attempts).await?;
+                if fresh == pinged {
+                    return Err(e);
+                }
+                let done = self
+                    .act(
+                        endpoint, credential, &headers, &http, &fresh, &batches, attempts,
+                    )
+                    .await?;
+                (fresh, done, false)
+            }
+            Err(e) => return Err(e),
+        };
+        let api = pinged.api(endpoint);
+        Ok(Session::new(Parts {
+            shared: Arc::clone(&self.shared),
+            endpoint: endpoint.clone(),
+            base: pinged.base,
+            api,
+            headers,
+            http,
+            credential: credential.clone(),
+            auth,
+            realm,
+            warm,
+            repositories,
+            batches,
+        }))
+    }
+
+    /// Pings `endpoint` and keeps what it learned when that can be used again
+    /// ([`ping::Pinged::reusable`]).
+    async fn fresh_ping(
+        &self,
+        endpoint: &Endpoint,
+        headers: &HeaderMap,
+        http: &Http,
+        attempts: &mut Attempts,
+    ) -> Result<ping::Pinged, AuthorizeError> {
+        let pinged = ping::ping(endpoint, headers, http, attempts).await?;
+        if pinged.reusable(endpoint) {
+            self.shared.remember_ping(endpoint, &pinged);
+        }
+        Ok(pinged)
+    }
+
+    /// Decides what follows `pinged` for `credential` and does it: checks a Basic
+    /// credential on `/v2/`, or fetches the tokens of every scope batch. Returns the
+    /// auth state and, for bearer tokens, the realm's HTTP client.
+    #[allow(clippy::too_many_arguments)]
+    async fn act(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        headers: &HeaderMap,
+        http: &Http,
+        pinged: &ping::Pinged,
+        batches: &[Vec<String>],
+        attempts: &mut Attempts,
+    ) -> Result<(Auth, Option<Http>), AuthorizeError> {
+        let host = endpoint.host.as_str();
+        let decision = pinged.plan(endpoint, credential)?;
+        let realm = match &decision {
+            Auth::Open | Auth::BasicWithoutCredential => None,
             Auth::Basic => {
+                let ping_url = with_query(pinged.api(endpoint), &endpoint.query);
                 self.check_basic(
-                    &http,
-                    &headers,
+                    http,
+                    headers,
                     host,
                     &ping_url,
                     credential,
                     attempts.deadline(),
                 )
                 .await?;
+                None
             }
             Auth::Bearer(params) => {
                 let realm_http = self
                     .shared
                     .realm_http(endpoint, &params.realm)
                     .map_err(|e| unreachable_error(host, &e))?;
-                self.prefetch_tokens(
-                    endpoint,
-                    params,
-                    credential,
-                    &realm_http,
-                    &batches,
-                    attempts,
-                )
-                .await
-                .map_err(|f| auth::token_failure(host, params, credential, &f))?;
-                realm = Some(realm_http);
+                self.prefetch_tokens(endpoint, params, credential, &realm_http, batches, attempts)
+                    .await
+                    .map_err(|f| auth::token_failure(host, params, credential, &f))?;
+                Some(realm_http)
             }
-        }
-        let base = pinged.base;
-        Ok(Session::new(Parts {
-            shared: Arc::clone(&self.shared),
-            endpoint: endpoint.clone(),
-            base,
-            api,
-            headers,
-            http,
-            credential: credential.clone(),
-            auth: decision,
-            realm,
-            repositories,
-            batches,
-        }))
+        };
+        Ok((decision, realm))
     }
 
     /// Fetches the token of every scope batch at once, so that the `HEAD`s find them
@@ -285,7 +349,13 @@ impl Client {
             .headers(headers)
             .basic_auth(username, Some(password));
         let response = http
-            .send(request, &Method::GET, ping_url, Purpose::Ping, deadline)
+            .send(
+                request,
+                &Method::GET,
+                ping_url,
+                (RequestKind::Ping, host),
+                deadline,
+            )
             .await
             .map_err(|e| unreachable_error(host, &e.reason))?;
         match auth::basic_check(host, response.status().as_u16(), credential) {

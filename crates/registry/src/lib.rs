@@ -73,6 +73,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod auth;
@@ -81,6 +82,7 @@ mod classify;
 mod client;
 mod errcode;
 mod hints;
+mod observe;
 mod ping;
 mod platform;
 mod retry;
@@ -96,6 +98,7 @@ mod urls;
 pub mod fuzzing;
 
 pub use client::Client;
+pub use observe::{Observer, RequestEvent, RequestKind};
 /// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
 /// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
 pub use pullcheck_credentials::Credential;
@@ -214,7 +217,9 @@ impl fmt::Debug for Endpoint {
 /// optional connect and read timeouts), retries by [`ClientOptions::max_attempts`], and
 /// everything, backoff sleeps included, by the optional [`ClientOptions::deadline`] or
 /// the deadline passed to [`Client::authorize_before`] and [`Session::check_before`].
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows every field but the observer, of which only whether one is set.
+#[derive(Clone)]
 pub struct ClientOptions {
     /// Total timeout of each HTTP request, from connecting to the end of the (bounded)
     /// body. Default 10 s (10 000 ms). Shortened for a request when less time is left
@@ -270,7 +275,33 @@ pub struct ClientOptions {
     /// [`Missing::Platform`], the detail listing the platforms present. A single
     /// manifest is not checked (its platform is in its config blob). Default `None`: a
     /// `GET` counts against Docker Hub's pull limits, a `HEAD` does not.
+    /// [`Session::check_with`] takes a platform per call instead.
     pub platform: Option<Platform>,
+    /// Told of every HTTP request sent and every token served from the cache
+    /// ([`Observer`]), e.g. for a service's metrics. Default `None`.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("deadline", &self.deadline)
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff_base", &self.backoff_base)
+            .field("backoff_max", &self.backoff_max)
+            .field("retry_after_max", &self.retry_after_max)
+            .field("max_redirects", &self.max_redirects)
+            .field("tag_hints", &self.tag_hints)
+            .field("user_agent", &self.user_agent)
+            .field("ca_file", &self.ca_file)
+            .field("certs_dir", &self.certs_dir)
+            .field("platform", &self.platform)
+            .field("observer", &self.observer.as_ref().map(|_| "set"))
+            .finish()
+    }
 }
 
 impl Default for ClientOptions {
@@ -290,6 +321,7 @@ impl Default for ClientOptions {
             ca_file: None,
             certs_dir: None,
             platform: None,
+            observer: None,
         }
     }
 }

@@ -10,9 +10,10 @@ use reqwest::Method;
 use reqwest::header::{HeaderMap, WWW_AUTHENTICATE};
 use url::Url;
 
+use crate::RequestKind;
 use crate::auth::{self, Auth};
 use crate::retry::{self, Attempts};
-use crate::transport::{Http, Purpose};
+use crate::transport::Http;
 use crate::urls::{api_url, base_url, with_query};
 use crate::{AuthorizeError, Credential, Endpoint, Status};
 
@@ -31,6 +32,17 @@ impl Pinged {
     /// The API base the ping answered on: [`Pinged::base`] with the endpoint's base path.
     pub fn api(&self, endpoint: &Endpoint) -> Url {
         api_url(&self.base, endpoint)
+    }
+
+    /// Whether what this ping learned may be used again instead of pinging
+    /// ([`crate::shared::PING_TTL`]): a 2xx, or a 401 whose challenge this client can
+    /// answer. Other answers fail `authorize` and are asked again each time.
+    pub fn reusable(&self, endpoint: &Endpoint) -> bool {
+        match self.status {
+            200..=299 => true,
+            401 => self.plan(endpoint, &Credential::Anonymous).is_ok(),
+            _ => false,
+        }
     }
 
     /// What follows this ping for `credential` ([`auth::plan`]).
@@ -133,7 +145,7 @@ async fn ping_once(
             http.client.get(url.clone()).headers(headers.clone()),
             &Method::GET,
             &url,
-            Purpose::Ping,
+            (RequestKind::Ping, host),
             deadline,
         )
         .await
@@ -159,7 +171,7 @@ async fn ping_once(
             http.client.get(url.clone()).headers(headers.clone()),
             &Method::GET,
             &url,
-            Purpose::Ping,
+            (RequestKind::Ping, host),
             deadline,
         )
         .await

@@ -15,14 +15,15 @@ use crate::auth::{self, Auth};
 use crate::classify::{self, Decision, Method, Query, Ref, Reply, Who};
 use crate::errcode::{self, RegistryError};
 use crate::hints;
+use crate::ping;
 use crate::platform::{self, IndexReply};
 use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::shared::Shared;
 use crate::token::{BearerHeader, CacheKey, Secret};
-use crate::transport::{self, Body, Http, Purpose};
+use crate::transport::{self, Body, Http};
 use crate::urls::{manifest_url, tags_url, with_query};
-use crate::{Answer, Credential, Endpoint, Missing, Platform, Status};
+use crate::{Answer, Credential, Endpoint, Missing, Platform, RequestKind, Status};
 
 /// The `Accept` list of every manifest request: OCI index and manifest, Docker manifest
 /// list and schema 2 manifest. A shorter list makes some registries (distribution
@@ -48,6 +49,9 @@ pub(crate) struct Parts<'a> {
     pub auth: Auth,
     /// For [`Auth::Bearer`], the client of its realm.
     pub realm: Option<Http>,
+    /// `auth` came from what an earlier ping learned (the client's ping cache), not
+    /// from a ping of this `authorize`.
+    pub warm: bool,
     pub repositories: &'a [String],
     /// The scope batches of `repositories` ([`scope::token_batches`]), one token each.
     pub batches: Vec<Vec<String>>,
@@ -58,6 +62,10 @@ pub(crate) struct Parts<'a> {
 struct Learned {
     auth: Auth,
     realm: Option<Http>,
+    /// Learned from a ping (or a 401) of this session, not from the client's ping
+    /// cache. A 401 to a request sent under a state that is not fresh (or a token
+    /// request that fails under it) pings again once ([`Session::refresh`]).
+    fresh: bool,
 }
 
 struct Inner {
@@ -83,6 +91,9 @@ struct Inner {
     /// Set by `authorize`; on an open registry, replaced once by the first challenge
     /// of a 401 ([`Session::adopt`]).
     auth: RwLock<Arc<Learned>>,
+    /// The one ping again of a session whose state came from the ping cache, shared by
+    /// every task that meets a 401 under it.
+    refresh: tokio::sync::OnceCell<()>,
     /// The `tags/list` answer of each repository, fetched once however many of its
     /// images are missing.
     tags: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<TagsFetch>>>>,
@@ -156,6 +167,7 @@ impl Session {
         let auth = RwLock::new(Arc::new(Learned {
             auth: parts.auth,
             realm: parts.realm,
+            fresh: !parts.warm,
         }));
         Session {
             inner: Arc::new(Inner {
@@ -170,6 +182,7 @@ impl Session {
                 batch_of,
                 own_scopes: RwLock::new(HashMap::new()),
                 auth,
+                refresh: tokio::sync::OnceCell::new(),
                 tags: Mutex::new(HashMap::new()),
             }),
         }
@@ -264,7 +277,8 @@ impl Session {
     ///   backoff (429: after `Retry-After`), then [`Status::Unreachable`] listing each
     ///   attempt's failure. Other 5xx: [`Status::Unreachable`] at once.
     pub async fn check(&self, repository: &str, reference: &str) -> Answer {
-        self.check_until(repository, reference, None).await
+        let platform = self.inner.shared.options.platform.as_ref();
+        self.check_with(repository, reference, platform, None).await
     }
 
     /// [`Session::check`] that sends nothing, and sleeps no backoff, past `deadline`
@@ -276,14 +290,30 @@ impl Session {
         reference: &str,
         deadline: Instant,
     ) -> Answer {
-        self.check_until(repository, reference, Some(deadline))
+        let platform = self.inner.shared.options.platform.as_ref();
+        self.check_with(repository, reference, platform, Some(deadline))
             .await
     }
 
-    async fn check_until(
+    /// [`Session::check`] with this call's own platform and deadline, so that one
+    /// shared [`crate::Client`] (and its sessions) can serve checks for different
+    /// platforms and deadlines at once; [`Session::check`] and
+    /// [`Session::check_before`] call it with [`crate::ClientOptions::platform`].
+    ///
+    /// - `platform`: `Some` checks that an index or manifest list (by the
+    ///   `Content-Type` of the `HEAD`) lists it, with one `GET` of the index, else
+    ///   [`Status::Missing`] with [`Missing::Platform`]; a single manifest is not
+    ///   checked. `None` checks no platform, whatever
+    ///   [`crate::ClientOptions::platform`] says.
+    /// - `deadline`: nothing is sent, and no backoff slept, past it (nor past
+    ///   [`crate::ClientOptions::deadline`], if earlier); `None`: only the client's.
+    ///
+    /// Never an error: as [`Session::check`], every failure is an [`Answer`].
+    pub async fn check_with(
         &self,
         repository: &str,
         reference: &str,
+        platform: Option<&Platform>,
         deadline: Option<Instant>,
     ) -> Answer {
         let shared = &self.inner.shared;
@@ -291,7 +321,9 @@ impl Session {
             shared.policy,
             retry::earliest(shared.options.deadline, deadline),
         );
-        let mut answer = self.run(repository, reference, &mut attempts).await;
+        let mut answer = self
+            .run(repository, reference, platform, &mut attempts)
+            .await;
         answer.attempts = attempts.made();
         attempts.annotate(&mut answer.detail);
         let bearer = self.sent_token(repository);
@@ -319,18 +351,33 @@ impl Session {
         inner.shared.tokens.peek(&key)
     }
 
-    async fn run(&self, repository: &str, reference: &str, attempts: &mut Attempts) -> Answer {
+    async fn run(
+        &self,
+        repository: &str,
+        reference: &str,
+        platform: Option<&Platform>,
+        attempts: &mut Attempts,
+    ) -> Answer {
         let inner = &self.inner;
         let reference = Ref::parse(reference);
         let url = self.manifest_url(repository, reference.as_str());
-        let platform = inner.shared.options.platform.as_ref();
         let mut method = Method::Head;
         let mut adopted = false;
         let mut rescoped = false;
+        let mut refreshed = false;
         loop {
-            let authorization = match self.authorization(repository, attempts).await {
+            let learned = self.learned();
+            let authorization = match self.authorization(&learned, repository, attempts).await {
                 Ok(a) => a,
-                Err(answer) => return answer,
+                Err(answer) => {
+                    if !learned.fresh && !refreshed {
+                        refreshed = true;
+                        if self.refresh(&learned, attempts.deadline()).await {
+                            continue;
+                        }
+                    }
+                    return answer;
+                }
             };
             let http_method = match method {
                 Method::Head => HttpMethod::HEAD,
@@ -348,7 +395,7 @@ impl Session {
                     request,
                     &http_method,
                     &url,
-                    Purpose::Manifest,
+                    (RequestKind::Manifest, &inner.endpoint.host),
                     attempts.deadline(),
                 )
                 .await
@@ -372,6 +419,14 @@ impl Session {
                     && self.rescope(repository, response.headers())
                 {
                     rescoped = true;
+                    continue;
+                }
+                if authorization.is_some()
+                    && !learned.fresh
+                    && !refreshed
+                    && self.refresh(&learned, attempts.deadline()).await
+                {
+                    refreshed = true;
                     continue;
                 }
             }
@@ -491,6 +546,7 @@ impl Session {
                     Ok(http) => Learned {
                         auth: Auth::Bearer(params),
                         realm: Some(http),
+                        fresh: true,
                     },
                     Err(e) => {
                         tracing::debug!(host = %inner.endpoint.host, error = %e, "cannot reach the realm of a 401");
@@ -498,7 +554,11 @@ impl Session {
                     }
                 }
             }
-            Ok(auth) => Learned { auth, realm: None },
+            Ok(auth) => Learned {
+                auth,
+                realm: None,
+                fresh: true,
+            },
         };
         let mut state = inner
             .auth
@@ -509,6 +569,75 @@ impl Session {
             *state = Arc::new(learned);
         }
         usable(&state.auth)
+    }
+
+    /// After a 401 to a request sent with a token or credential under `stale` (a state
+    /// from the client's ping cache), or a token request that failed under it: pings
+    /// again, once per session however many tasks meet it ([`Session::ping_again`]).
+    /// Returns whether the registry now asks for something else than `stale`, so that
+    /// sending the request once more may help; a 401 under an unchanged challenge
+    /// stands (missing, or no access).
+    async fn refresh(&self, stale: &Learned, deadline: Option<Instant>) -> bool {
+        let inner = &self.inner;
+        tracing::debug!(
+            host = %inner.endpoint.host,
+            "a request under what an earlier ping learned failed; pinging again"
+        );
+        inner
+            .refresh
+            .get_or_init(|| self.ping_again(deadline))
+            .await;
+        self.learned().auth != stale.auth
+    }
+
+    /// Drops the endpoint's cached ping, pings it, and takes what it says as the
+    /// session's state (marked fresh, so that no later 401 pings again). The state is
+    /// kept, marked fresh, when the ping fails, answers on another scheme, or its
+    /// challenge cannot be used.
+    async fn ping_again(&self, deadline: Option<Instant>) {
+        let inner = &self.inner;
+        let endpoint = &inner.endpoint;
+        inner.shared.forget_ping(endpoint);
+        let mut attempts = Attempts::new(inner.shared.policy, deadline);
+        let renewed = match ping::ping(endpoint, &inner.headers, &inner.http, &mut attempts).await {
+            Ok(pinged) if pinged.base == inner.base => {
+                if pinged.reusable(endpoint) {
+                    inner.shared.remember_ping(endpoint, &pinged);
+                }
+                match pinged.plan(endpoint, &inner.credential) {
+                    Ok(Auth::Bearer(params)) => inner
+                        .shared
+                        .realm_http(endpoint, &params.realm)
+                        .ok()
+                        .map(|http| Learned {
+                            auth: Auth::Bearer(params),
+                            realm: Some(http),
+                            fresh: true,
+                        }),
+                    Ok(auth) => Some(Learned {
+                        auth,
+                        realm: None,
+                        fresh: true,
+                    }),
+                    Err(_) => None,
+                }
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!(host = %endpoint.host, error = %e.message, "pinging again failed");
+                None
+            }
+        };
+        let current = self.learned();
+        let renewed = renewed.unwrap_or_else(|| Learned {
+            auth: current.auth.clone(),
+            realm: current.realm.clone(),
+            fresh: true,
+        });
+        *inner
+            .auth
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(renewed);
     }
 
     /// After a 401 to a bearer token: when the registry says the token's scope is
@@ -562,11 +691,11 @@ impl Session {
     /// needed. A token failure is the answer.
     async fn authorization(
         &self,
+        learned: &Learned,
         repository: &str,
         attempts: &mut Attempts,
     ) -> Result<Option<Authorization>, Answer> {
         let inner = &self.inner;
-        let learned = self.learned();
         match &learned.auth {
             Auth::Open | Auth::BasicWithoutCredential => Ok(None),
             Auth::Basic => match &inner.credential {
@@ -632,7 +761,7 @@ impl Session {
                     request,
                     &HttpMethod::GET,
                     &url,
-                    Purpose::Manifest,
+                    (RequestKind::Manifest, &inner.endpoint.host),
                     attempts.deadline(),
                 )
                 .await
@@ -744,7 +873,13 @@ impl Session {
         let request = self.request(HttpMethod::GET, url.clone(), false, authorization);
         let response = match inner
             .http
-            .send(request, &HttpMethod::GET, &url, Purpose::Tags, deadline)
+            .send(
+                request,
+                &HttpMethod::GET,
+                &url,
+                (RequestKind::Tags, &inner.endpoint.host),
+                deadline,
+            )
             .await
         {
             Ok(r) => r,

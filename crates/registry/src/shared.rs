@@ -3,15 +3,20 @@
 //! clients (one verified and one unverified shared pair, plus one per host that has its
 //! own certificates, built on first use and kept).
 //!
+//! It also keeps what each endpoint's ping learned ([`Pinged`]) for [`PING_TTL`], so
+//! that a long-running caller's `authorize` calls skip the ping.
+//!
 //! Reads certificate files (through [`crate::tls`]) when a per-host client is built;
 //! sends nothing.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use url::Url;
 
+use crate::ping::Pinged;
 use crate::retry;
 use crate::tls;
 use crate::token;
@@ -32,7 +37,14 @@ pub(crate) struct Shared {
     insecure: Http,
     /// Per-host clients, by host and TLS settings.
     per_host: Mutex<HashMap<TlsKey, Http>>,
+    /// What each endpoint's last usable ping learned, and when.
+    pings: Mutex<HashMap<Endpoint, (Instant, Pinged)>>,
 }
+
+/// How long what a ping learned (the scheme that answered, the challenge) is used
+/// instead of pinging again: 5 minutes. Dropped sooner when a token request fails or
+/// a request with its token or credential answers 401.
+pub(crate) const PING_TTL: Duration = Duration::from_secs(5 * 60);
 
 /// What a per-host HTTP client is built from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -89,7 +101,37 @@ impl Shared {
             secure,
             insecure,
             per_host: Mutex::new(HashMap::new()),
+            pings: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// What the last ping of `endpoint` learned, if it is younger than [`PING_TTL`].
+    pub fn cached_ping(&self, endpoint: &Endpoint) -> Option<Pinged> {
+        let pings = self
+            .pings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (at, pinged) = pings.get(endpoint)?;
+        (at.elapsed() < PING_TTL).then(|| pinged.clone())
+    }
+
+    /// Keeps what a ping of `endpoint` learned, and drops the expired entries of
+    /// other endpoints.
+    pub fn remember_ping(&self, endpoint: &Endpoint, pinged: &Pinged) {
+        let mut pings = self
+            .pings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        pings.retain(|_, (at, _)| at.elapsed() < PING_TTL);
+        pings.insert(endpoint.clone(), (Instant::now(), pinged.clone()));
+    }
+
+    /// Drops what the last ping of `endpoint` learned: the next `authorize` pings.
+    pub fn forget_ping(&self, endpoint: &Endpoint) {
+        self.pings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(endpoint);
     }
 
     /// How many per-host clients have been built, for `Debug`.
@@ -201,6 +243,7 @@ fn build_http(
             client,
             limits,
             counters: Arc::clone(counters),
+            observer: options.observer.clone(),
         })
         .map_err(|e| transport::describe(&e, &limits, limits.total, Default::default()))
 }

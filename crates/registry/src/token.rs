@@ -13,10 +13,12 @@ use reqwest::header::HeaderValue;
 use serde::Deserialize;
 use url::Url;
 
+use crate::RequestKind;
 use crate::challenge::Challenge;
 use crate::retry::{self, Attempts};
 use crate::scope;
-use crate::transport::{self, Http, Purpose};
+use crate::transport::{self, Http};
+use crate::urls;
 use crate::{Credential, Endpoint};
 
 /// The OAuth2 `client_id` this crate presents.
@@ -360,8 +362,15 @@ async fn send(
         }
     };
     let obtained = Instant::now();
+    let realm_host = urls::authority(url);
     let response = http
-        .send(builder, &method, url, Purpose::Token, deadline)
+        .send(
+            builder,
+            &method,
+            url,
+            (RequestKind::Token, &realm_host),
+            deadline,
+        )
         .await
         .map_err(|e| TokenFailure::Transport {
             reason: e.reason,
@@ -519,7 +528,8 @@ impl Cache {
         held.as_ref().map(|t| t.value.clone())
     }
 
-    /// A fresh token for `key`: the cached one, or a new one from `http`.
+    /// A fresh token for `key`: the cached one (told to the observer as a cache hit),
+    /// or a new one from `http`.
     pub async fn get(
         &self,
         key: CacheKey,
@@ -536,6 +546,9 @@ impl Cache {
         };
         let mut held = slot.lock().await;
         if let Some(token) = held.as_ref().filter(|t| t.is_fresh(Instant::now())) {
+            if let Some(observer) = &http.observer {
+                observer.token_cache_hit(&key.host);
+            }
             return Ok(token.value.clone());
         }
         let token = fetch(http, params, &key.credential, &key.scopes, attempts).await?;
