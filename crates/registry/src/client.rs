@@ -31,7 +31,10 @@ use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
 /// [`Endpoint::client_cert`], gets its own HTTP client, built on first use and kept.
 /// Endpoints marked [`Endpoint::skip_verify`] use clients that do not verify
 /// certificates. Tokens are cached per (registry, credential, scope set) until shortly
-/// before they expire. Cheap to clone; clones share all of it.
+/// before they expire, and what each endpoint's ping learned for 5 minutes (see
+/// [`Client::authorize`]), so that a long-running service calling `authorize` for
+/// every check sends only the `HEAD`s while both are fresh. Cheap to clone; clones
+/// share all of it.
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
@@ -87,6 +90,15 @@ impl Client {
     /// - `https://` first; when that fails before any HTTP answer (DNS, TCP, TLS,
     ///   timeout) and [`Endpoint::allow_http`] is set, `http://`, which the session
     ///   then keeps.
+    /// - **Warm state.** What a ping learned (the scheme that answered, the status and
+    ///   the challenge) is kept per endpoint (all of [`Endpoint`]'s fields) for
+    ///   5 minutes when it was a 2xx or a usable 401, and used instead of pinging.
+    ///   It is dropped, and the endpoint pinged again, when what it led to fails: a
+    ///   token request or the Basic credential check here (then, if the registry's
+    ///   answer changed, that step is done once more with it), or a later request
+    ///   with the session's token or credential answering 401, or a token request of
+    ///   the session failing (then, if the challenge changed, the request is sent once
+    ///   more; one ping again per session, shared by its concurrent checks).
     /// - Retryable failures of the ping and of the token request (408, 429, 502, 503,
     ///   504, refused or reset connections) are retried as [`ClientOptions`] says; the
     ///   error then lists each attempt's failure.

@@ -1,7 +1,8 @@
 //! A client for the OCI distribution API that answers one question per image: does
 //! this manifest exist, as seen with these credentials?
 //!
-//! A [`Client`] pings a registry once per run ([`Client::authorize`]), answers its
+//! A [`Client`] pings a registry ([`Client::authorize`]; at most every 5 minutes per
+//! endpoint while what it learned keeps working), answers its
 //! challenge (`Bearer` tokens, one request for every repository, or `Basic`), and yields
 //! a [`Session`] whose [`Session::check`] sends one `HEAD` per image and classifies the
 //! answer as [`Status::Present`], [`Status::Missing`], [`Status::NoAccess`] (missing, or
@@ -43,6 +44,11 @@
 //!   verified registry; client certificates go only to their host.
 //! - **Hostile answers are answers.** Garbage, oversized headers, truncated or
 //!   malformed bodies and unknown error codes are classified, never a panic.
+//! - **Built for a service too.** One [`Client`] serves many `authorize` calls: tokens
+//!   and what each ping learned stay warm (only the `HEAD`s are sent while both are
+//!   fresh); [`Session::check_with`] takes a platform and a deadline per call; an
+//!   [`Observer`] ([`ClientOptions::observer`]) sees every request's host, kind,
+//!   status, duration and `RateLimit-Remaining`, and every token cache hit.
 //!
 //! Code map (containerd's `remotes/docker` split), in import order: each module uses
 //! only those above it (and the value types of this file), so imports run one way.
@@ -50,6 +56,7 @@
 //!   batches; `errcode` reads the error envelope; `urls` builds request URLs; `retry`
 //!   decides whether and when to try again (its `Attempts::retry` only sleeps) and reads
 //!   `Retry-After`.
+//! - `observe` defines the [`Observer`] a service sets to watch requests (no IO).
 //! - `tls` reads certificate files (the only module besides the drivers below that
 //!   touches the file system); `transport` owns the HTTP clients, their limits and the
 //!   one `send` every request goes through.
@@ -59,8 +66,9 @@
 //!   [`Answer`], `hints` reads the tag list after a 404, `platform` reads index
 //!   platforms (all pure).
 //! - Drivers, which do IO: `ping` (the `GET /v2/`), `shared` (the state a client and
-//!   its sessions share; builds per-host HTTP clients, reading certificates through
-//!   `tls`), `session` (the query loop), `client` (`authorize`).
+//!   its sessions share: HTTP clients, built per host reading certificates through
+//!   `tls`, the token cache, and what each endpoint's ping learned, kept 5 minutes),
+//!   `session` (the query loop), `client` (`authorize`).
 //!
 //! So IO is in `tls` (files), `transport`, `token::fetch`, `ping`, `shared` (files,
 //! through `tls`), `session` and `client`; the rest is pure.
