@@ -20,10 +20,13 @@ const APP: &str = "team/app";
 const PASSWORD: &str = "s3cret-observed";
 const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
 
-/// Every event, as (host, kind, code, ratelimit), and the hosts of token cache hits.
+/// One event as recorded: host, kind, code, `RateLimit-Remaining`.
+type Seen = (String, RequestKind, Option<u16>, Option<u64>);
+
+/// Every event, and the hosts of token cache hits.
 #[derive(Default)]
 struct Recorder {
-    events: Mutex<Vec<(String, RequestKind, Option<u16>, Option<u64>)>>,
+    events: Mutex<Vec<Seen>>,
     cache_hits: Mutex<Vec<String>>,
 }
 
@@ -297,4 +300,43 @@ async fn one_shared_client_checks_a_platform_per_call() {
     assert_eq!(a.status, Status::Present);
     assert_eq!(recorder.take(), [(RequestKind::Manifest, Some(200))]);
     assert_eq!(session.check(APP, "3.19").await, a);
+}
+
+#[tokio::test]
+async fn the_observer_reads_ratelimit_remaining() {
+    // Docker Hub's form (draft-ietf-httpapi-ratelimit-headers): `<count>;w=<window>`.
+    let server = serve(|r: &Request| match r.path() {
+        "/v2/" => respond(200, &[], ""),
+        _ => respond(
+            200,
+            &[
+                ("Docker-Content-Digest", D1),
+                ("Content-Type", "application/vnd.oci.image.manifest.v1+json"),
+                ("RateLimit-Remaining", "97;w=21600"),
+            ],
+            "",
+        ),
+    })
+    .await;
+    let (client, recorder) = observed();
+    let session = client
+        .authorize(&endpoint(&server.host), &Credential::Anonymous, &[])
+        .await
+        .expect("authorize");
+    assert_eq!(session.check("app", "v1").await.status, Status::Present);
+    let events = recorder.events.lock().unwrap().clone();
+    assert_eq!(
+        events.last(),
+        Some(&(
+            server.host.clone(),
+            RequestKind::Manifest,
+            Some(200),
+            Some(97)
+        )),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().rev().skip(1).all(|e| e.3.is_none()),
+        "{events:?}"
+    );
 }
