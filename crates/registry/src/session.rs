@@ -1,6 +1,8 @@
 //! [`Session`]: the authenticated view of one registry, and the query loop
-//! (HEAD, the GET fallback, retries, a new token for an insufficient scope, the tag
-//! list, the platform check), which asks [`crate::classify`] what each answer means.
+//! (HEAD, the GET fallback, retries, a new token for an insufficient scope, one ping
+//! again when a state from the client's ping cache stops working, the tag list, the
+//! platform check), which asks [`crate::classify`], [`crate::hints`] and
+//! [`crate::platform`] what each answer means.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -421,13 +423,11 @@ impl Session {
                     rescoped = true;
                     continue;
                 }
-                if authorization.is_some()
-                    && !learned.fresh
-                    && !refreshed
-                    && self.refresh(&learned, attempts.deadline()).await
-                {
+                if authorization.is_some() && !learned.fresh && !refreshed {
                     refreshed = true;
-                    continue;
+                    if self.refresh(&learned, attempts.deadline()).await {
+                        continue;
+                    }
                 }
             }
             let headers = response.headers().clone();
