@@ -25,8 +25,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::Credential;
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
 use crate::dockercfg;
 use crate::error::CredentialError;

@@ -31,8 +31,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::Credential;
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
 use crate::gourl;
 use crate::secret::PullSecret;

@@ -40,7 +40,9 @@
 //!   Docker Hub fallback) → [`Keyring`];
 //! - [`authfile`]: Docker `config.json` and containers `auth.json` → [`AuthFile`];
 //! - [`node`]: where those files are, and the node's steps → [`NodeCredentials`];
-//! - [`helper`]: running `docker-credential-<name> get`.
+//! - [`helper`]: running `docker-credential-<name> get`;
+//! - [`Credential`]: what is sent to a registry (a plain value; `pullcheck-registry`
+//!   re-exports it, so this crate needs no HTTP client).
 //!
 //! Only [`PullSecret::read_manifests`], [`AuthFile::load`], [`NodeCredentials::load`]
 //! (files) and [`helper::run_helper`] / [`CredentialChain::credentials_for`] (processes)
@@ -53,11 +55,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 use serde::ser::SerializeStruct as _;
 use tokio::sync::OnceCell;
 
 pub mod authfile;
+mod credential;
 mod dockercfg;
 mod error;
 mod glob;
@@ -69,6 +71,7 @@ pub mod secret;
 mod tree;
 
 pub use authfile::{AuthEntry, AuthFile, AuthFileKind};
+pub use credential::Credential;
 pub use error::{CredentialError, HelperFailure};
 pub use helper::{HelperAnswer, HelperCall, HelperOptions};
 pub use keyring::Keyring;

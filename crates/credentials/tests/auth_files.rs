@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
+use pullcheck_credentials::Credential;
 use pullcheck_credentials::{
     AuthFile, AuthFileKind, CredentialError, CredentialStep, HelperOptions, NodeCredentials,
     NodeEnv, NodeOptions,
 };
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
 fn docker(text: &str) -> AuthFile {
     AuthFile::parse(

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use pullcheck_credentials::Credential;
 use pullcheck_credentials::helper::run_helper;
 use pullcheck_credentials::{
     AuthFile, AuthFileKind, CredentialChain, CredentialError, HelperCall, HelperFailure,
     HelperOptions, Keyring, NodeCredentials, PullSecret,
 };
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
 /// Printed by the failing helpers; must never reach an error message.
 const OUTPUT_SENTINEL: &str = "helper-output-sentinel";

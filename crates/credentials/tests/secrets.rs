@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use pullcheck_credentials::Credential;
 use pullcheck_credentials::{CredentialError, Keyring, PullSecret};
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
 /// base64 of `{"auths":{"quay.io":{"auth":"dTE6cDE="}}}` (`u1:p1`).
 const DOCKERCONFIGJSON_B64: &str = "eyJhdXRocyI6eyJxdWF5LmlvIjp7ImF1dGgiOiJkVEU2Y0RFPSJ9fX0=";

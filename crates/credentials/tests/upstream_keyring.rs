@@ -9,12 +9,12 @@
 
 use std::collections::BTreeMap;
 
+use pullcheck_credentials::Credential;
 use pullcheck_credentials::keyring::{
     DOCKER_HUB_FALLBACK_KEY, is_default_registry_match, keyring_key, urls_match,
 };
 use pullcheck_credentials::{Keyring, PullSecret, ResolvedCredential};
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
 /// A one-secret keyring over a `.dockercfg` document.
 fn keyring(dockercfg: &str) -> Keyring {

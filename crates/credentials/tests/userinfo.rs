@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
+use pullcheck_credentials::Credential;
 use pullcheck_credentials::{
     AuthFile, AuthFileKind, CredentialChain, HelperOptions, Keyring, NodeCredentials, PullSecret,
 };
 use pullcheck_reference::Reference;
-use pullcheck_registry::Credential;
 
 /// The password written into the keys; must never be shown.
 const PW: &str = "Url-Pa55word-Sentinel";

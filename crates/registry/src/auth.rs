@@ -7,10 +7,13 @@ use crate::scope;
 use crate::token::{BearerError, BearerParams, TokenFailure};
 use crate::{AuthorizeError, Credential, Status};
 
-/// What to do after the ping.
+/// How requests to one registry authenticate, as its ping (or, on an open registry,
+/// the first 401 to a manifest) asked: the one auth state of this crate. [`plan`]
+/// decides it, `Client::authorize` acts on it (checks a Basic credential, fetches the
+/// tokens), and a `Session` keeps it for every request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Plan {
-    /// `/v2/` answered 2xx: no authentication.
+pub(crate) enum Auth {
+    /// `/v2/` answered 2xx: no authentication (until a 401 brings a challenge).
     Open,
     /// A `Basic` challenge and a user name and password: check them once on `/v2/`,
     /// then send them with every request.
@@ -18,10 +21,8 @@ pub(crate) enum Plan {
     /// A `Basic` challenge but no user name and password: query without; each image
     /// then answers 401, reported as "authentication required and no credentials".
     BasicWithoutCredential,
-    /// A `Bearer` challenge: get a token from this realm.
+    /// A `Bearer` challenge: get tokens from this realm.
     Bearer(BearerParams),
-    /// The registry cannot be used; every image on it gets this.
-    Fail(AuthorizeError),
 }
 
 /// How the ping went, as far as the plan needs it.
@@ -38,15 +39,18 @@ pub(crate) struct Ping<'a> {
     pub allow_http_realm: bool,
 }
 
-fn fail(status: Status, message: String) -> Plan {
-    Plan::Fail(AuthorizeError { status, message })
+fn fail(status: Status, message: String) -> Result<Auth, AuthorizeError> {
+    Err(AuthorizeError { status, message })
 }
 
 /// Decides from the ping answer (pure).
-pub(crate) fn plan(ping: &Ping<'_>, credential: &Credential) -> Plan {
+///
+/// # Errors
+/// The registry cannot be used: every image on it gets this [`AuthorizeError`].
+pub(crate) fn plan(ping: &Ping<'_>, credential: &Credential) -> Result<Auth, AuthorizeError> {
     let host = ping.host;
     match ping.status {
-        200..=299 => Plan::Open,
+        200..=299 => Ok(Auth::Open),
         401 => {
             let (challenges, parse_error) = challenge::parse_fields(ping.www_authenticate.clone());
             plan_for_challenges(ping, &challenges, parse_error.as_ref(), credential)
@@ -81,11 +85,11 @@ fn plan_for_challenges(
     challenges: &[Challenge],
     parse_error: Option<&challenge::ParseError>,
     credential: &Credential,
-) -> Plan {
+) -> Result<Auth, AuthorizeError> {
     let host = ping.host;
     if let Some(bearer) = challenges.iter().find(|c| c.is("bearer")) {
         return match BearerParams::from_challenge(bearer, ping.allow_http_realm) {
-            Ok(params) => Plan::Bearer(params),
+            Ok(params) => Ok(Auth::Bearer(params)),
             Err(BearerError::InsecureRealm(realm)) => fail(
                 Status::Unreachable,
                 format!(
@@ -103,8 +107,8 @@ fn plan_for_challenges(
     }
     if challenges.iter().any(|c| c.is("basic")) {
         return match credential {
-            Credential::Basic { .. } => Plan::Basic,
-            _ => Plan::BasicWithoutCredential,
+            Credential::Basic { .. } => Ok(Auth::Basic),
+            _ => Ok(Auth::BasicWithoutCredential),
         };
     }
     let reason = match (challenges.first(), parse_error) {
@@ -311,7 +315,10 @@ mod tests {
 
     #[test]
     fn open_registry() {
-        assert_eq!(plan(&ping(200, &[]), &Credential::Anonymous), Plan::Open);
+        assert_eq!(
+            plan(&ping(200, &[]), &Credential::Anonymous),
+            Ok(Auth::Open)
+        );
     }
 
     #[test]
@@ -321,7 +328,7 @@ mod tests {
             &[r#"Basic realm="r", Bearer realm="https://auth.example/token",service="reg""#],
         );
         match plan(&p, &basic()) {
-            Plan::Bearer(params) => {
+            Ok(Auth::Bearer(params)) => {
                 assert_eq!(params.realm.as_str(), "https://auth.example/token");
                 assert_eq!(params.service.as_deref(), Some("reg"));
             }
@@ -335,20 +342,23 @@ mod tests {
             401,
             &[r#"Basic realm="r""#, r#"Bearer realm="https://a/t""#],
         );
-        assert!(matches!(plan(&p, &Credential::Anonymous), Plan::Bearer(_)));
+        assert!(matches!(
+            plan(&p, &Credential::Anonymous),
+            Ok(Auth::Bearer(_))
+        ));
     }
 
     #[test]
     fn basic_with_and_without_credentials() {
         let p = ping(401, &[r#"Basic realm="Registry Realm""#]);
-        assert_eq!(plan(&p, &basic()), Plan::Basic);
+        assert_eq!(plan(&p, &basic()), Ok(Auth::Basic));
         assert_eq!(
             plan(&p, &Credential::Anonymous),
-            Plan::BasicWithoutCredential
+            Ok(Auth::BasicWithoutCredential)
         );
         assert_eq!(
             plan(&p, &Credential::RegistryToken("t".into())),
-            Plan::BasicWithoutCredential
+            Ok(Auth::BasicWithoutCredential)
         );
     }
 
@@ -356,7 +366,7 @@ mod tests {
     fn plain_http_realm_refused_for_a_secure_endpoint() {
         let p = ping(401, &[r#"Bearer realm="http://auth.example/token""#]);
         match plan(&p, &basic()) {
-            Plan::Fail(e) => {
+            Err(e) => {
                 assert_eq!(e.status, Status::Unreachable);
                 assert!(e.message.contains("plain-HTTP realm"), "{}", e.message);
                 assert!(e.message.contains("reg.example"));
@@ -367,7 +377,7 @@ mod tests {
             allow_http_realm: true,
             ..p
         };
-        assert!(matches!(plan(&insecure, &basic()), Plan::Bearer(_)));
+        assert!(matches!(plan(&insecure, &basic()), Ok(Auth::Bearer(_))));
     }
 
     #[test]
@@ -381,7 +391,7 @@ mod tests {
             (vec![r#"Bearer realm="x"#], "malformed"),
         ] {
             match plan(&ping(401, &headers), &Credential::Anonymous) {
-                Plan::Fail(e) => {
+                Err(e) => {
                     assert_eq!(e.status, Status::NoAccess);
                     assert!(e.message.contains(needle), "{}", e.message);
                 }
@@ -401,7 +411,7 @@ mod tests {
         ];
         for (status, want) in cases {
             match plan(&ping(status, &[]), &Credential::Anonymous) {
-                Plan::Fail(e) => {
+                Err(e) => {
                     assert_eq!(e.status, want, "{status}");
                     assert!(e.message.contains("reg.example"));
                     assert!(e.message.contains(&status.to_string()));

@@ -1,14 +1,14 @@
 //! Classification, sans IO: the answer to a manifest request (status, headers, error
-//! body) becomes an [`Answer`] or the next request to make; the answer to the tag list
-//! refines a 404. Wording lives here too, so every message is tested.
+//! body) becomes an [`Answer`] or the next request to make. Wording lives here too, so
+//! every message is tested. What the tag list says about a 404 is in
+//! [`crate::hints`], the platform check of an index in [`crate::platform`].
 //!
 //! Invariant: pure; every function maps data to data.
 
 use std::time::Duration;
 
 use crate::errcode::{self, Code, RegistryError};
-use crate::platform;
-use crate::{Answer, Missing, Platform, Status};
+use crate::{Answer, Missing, Status};
 
 /// A manifest reference: a tag or a digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,8 @@ impl<'a> Ref<'a> {
         }
     }
 
-    fn noun(&self) -> &'static str {
+    /// `tag` or `digest`, for messages.
+    pub fn noun(&self) -> &'static str {
         match self {
             Ref::Tag(_) => "tag",
             Ref::Digest(_) => "digest",
@@ -131,7 +132,8 @@ pub(crate) enum Decision {
     },
 }
 
-fn answer(status: Status, http_status: u16, detail: String) -> Answer {
+/// An answer with no digest, media type or missing kind, after one attempt.
+pub(crate) fn answer(status: Status, http_status: u16, detail: String) -> Answer {
     Answer {
         status,
         missing: None,
@@ -143,7 +145,8 @@ fn answer(status: Status, http_status: u16, detail: String) -> Answer {
     }
 }
 
-fn with_errors(base: String, errors: &[RegistryError]) -> String {
+/// `base`, with the error envelope's summary in parentheses when there is one.
+pub(crate) fn with_errors(base: String, errors: &[RegistryError]) -> String {
     match errcode::summary(errors) {
         Some(s) => format!("{base} ({s})"),
         None => base,
@@ -410,267 +413,11 @@ pub(crate) fn transport_failure(host: &str, method: Method, reason: &str) -> Ans
     }
 }
 
-/// What the `GET` of an index for the platform check brought.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum IndexReply<'a> {
-    /// 2xx and the (bounded) body; `truncated` when it was longer than the limit.
-    Body { bytes: &'a [u8], truncated: bool },
-    /// A final non-2xx status, with its error envelope.
-    Status {
-        status: u16,
-        errors: &'a [RegistryError],
-    },
-    /// No answer, or the body could not be read: the reason.
-    Failed(&'a str),
-}
-
-/// The platform check of a present index (pure): `present` stays present when the index
-/// lists `want`; otherwise [`Status::Missing`] with [`Missing::Platform`] and the
-/// platforms present, or [`Status::Unreachable`] when the index could not be read.
-pub(crate) fn platform(
-    query: &Query<'_>,
-    present: Answer,
-    want: &Platform,
-    reply: IndexReply<'_>,
-) -> Answer {
-    let Query {
-        host,
-        repository,
-        reference,
-        ..
-    } = query;
-    let what = format!("{repository}:{}", reference.as_str());
-    let what = match reference {
-        Ref::Digest(d) => format!("{repository}@{d}"),
-        Ref::Tag(_) => what,
-    };
-    let unreadable = |why: String| Answer {
-        status: Status::Unreachable,
-        missing: None,
-        detail: format!(
-            "{what} exists on {host} as an index, but the platform {want} could not be checked: {why}"
-        ),
-        ..present.clone()
-    };
-    let bytes = match reply {
-        IndexReply::Body {
-            truncated: true, ..
-        } => {
-            return unreadable(format!(
-                "the index is larger than {} KiB",
-                crate::transport::MANIFEST_BODY_LIMIT / 1024
-            ));
-        }
-        IndexReply::Body { bytes, .. } => bytes,
-        IndexReply::Status { status, errors } => {
-            let mut a = unreadable(with_errors(
-                format!("GET of the index answered HTTP {status}"),
-                errors,
-            ));
-            a.http_status = Some(status);
-            return a;
-        }
-        IndexReply::Failed(why) => return unreadable(format!("GET of the index failed: {why}")),
-    };
-    let platforms = match platform::parse_index(bytes) {
-        Ok(p) => p,
-        Err(why) => return unreadable(why),
-    };
-    match platforms.iter().find(|have| platform::matches(want, have)) {
-        Some(have) => Answer {
-            detail: format!("{}; platform {want} listed as {have}", present.detail),
-            ..present
-        },
-        None => Answer {
-            status: Status::Missing,
-            missing: Some(Missing::Platform),
-            detail: format!(
-                "platform {want} not in the index of {what} on {host}; it lists {}",
-                platform::list(&platforms)
-            ),
-            ..present
-        },
-    }
-}
-
-/// The verdict on a 404 when the tag list request got no HTTP answer.
-pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str) -> Answer {
-    Answer {
-        status: Status::Missing,
-        missing: Some(missing),
-        digest: None,
-        detail: format!(
-            "{} {} not found in {} on {}; the tag list request failed ({reason}), \
-             so whether the repository exists is unknown",
-            query.reference.noun(),
-            query.reference.as_str(),
-            query.repository,
-            query.host
-        ),
-        http_status: Some(404),
-        media_type: None,
-        attempts: 1,
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct TagList {
-    #[serde(default)]
-    tags: Option<Vec<String>>,
-}
-
-/// The tag list's verdict on a 404 (pure). `missing` is the kind the reference implies;
-/// `status`, `body` and `errors` are the tag list's; `link_next` says the list was cut.
-pub(crate) fn tags_list(
-    query: &Query<'_>,
-    missing: Missing,
-    status: u16,
-    body: &[u8],
-    errors: &[RegistryError],
-    link_next: bool,
-) -> Answer {
-    let Query {
-        host,
-        repository,
-        reference,
-        ..
-    } = query;
-    let noun = reference.noun();
-    let wanted = reference.as_str();
-    let mut out = answer(Status::Missing, 404, String::new());
-    if status == 404 {
-        out.missing = Some(Missing::Repository);
-        out.detail = with_errors(
-            format!("repository {repository} not found on {host}"),
-            errors,
-        );
-        return out;
-    }
-    out.missing = Some(missing);
-    let tags = if (200..300).contains(&status) {
-        serde_json::from_slice::<TagList>(body)
-            .ok()
-            .map(|l| l.tags.unwrap_or_default())
-    } else {
-        None
-    };
-    let Some(tags) = tags else {
-        out.detail = if (200..300).contains(&status) {
-            format!(
-                "{noun} {wanted} not found in {repository} on {host}; \
-                 the tag list could not be read, so whether the repository exists is unknown"
-            )
-        } else {
-            with_errors(
-                format!(
-                    "{noun} {wanted} not found in {repository} on {host}; \
-                     the tag list answered HTTP {status}, so whether the repository exists is unknown"
-                ),
-                errors,
-            )
-        };
-        return out;
-    };
-    let count = match (link_next, tags.len()) {
-        (true, n) => format!("at least {n} tags"),
-        (false, 1) => "1 tag".to_string(),
-        (false, n) => format!("{n} tags"),
-    };
-    out.detail = match reference {
-        Ref::Digest(_) => format!(
-            "digest {wanted} not found in {repository} on {host} (the repository exists, {count})"
-        ),
-        Ref::Tag(tag) if tags.is_empty() => {
-            format!("tag {tag} not found in {repository} on {host}, which has no tags")
-        }
-        Ref::Tag(tag) => {
-            let close = suggest(tag, &tags);
-            if close.is_empty() {
-                format!("tag {tag} not found in {repository} on {host} ({count}, none close)")
-            } else {
-                format!(
-                    "tag {tag} not found in {repository} on {host}; did you mean {}?",
-                    or_list(&close)
-                )
-            }
-        }
-    };
-    out
-}
-
-fn or_list(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => (*one).to_string(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
-    }
-}
-
-/// Levenshtein distance over characters.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
-}
-
-/// Up to three existing tags closest to `wanted`: those at the smallest edit distance,
-/// if that distance is within a budget of a third of the tag's length (at least 2),
-/// sorted by name. Only valid tags are suggested (`[\w][\w.-]{0,127}`, the tag grammar
-/// of distribution/reference): a registry's list is not trusted to hold printable,
-/// usable names.
-pub(crate) fn suggest<'t>(wanted: &str, tags: &'t [String]) -> Vec<&'t str> {
-    let budget = (wanted.chars().count() / 3).max(2);
-    let mut scored: Vec<(usize, &str)> = tags
-        .iter()
-        .filter(|t| is_tag(t))
-        .map(|t| (edit_distance(wanted, t), t.as_str()))
-        .filter(|(d, t)| *d <= budget && *t != wanted)
-        .collect();
-    scored.sort();
-    scored.dedup();
-    let Some(&(best, _)) = scored.first() else {
-        return Vec::new();
-    };
-    scored
-        .into_iter()
-        .take_while(|(d, _)| *d == best)
-        .take(3)
-        .map(|(_, t)| t)
-        .collect()
-}
-
-/// `[\w][\w.-]{0,127}` (distribution/reference's tag grammar), ASCII only.
-fn is_tag(tag: &str) -> bool {
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let bytes = tag.as_bytes();
-    matches!(bytes.first(), Some(&b) if word(b))
-        && bytes.len() <= 128
-        && bytes.iter().all(|&b| word(b) || b == b'.' || b == b'-')
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn only_valid_tags_are_suggested() {
-        let tags: Vec<String> = ["v1", "v\u{202e}2", "v3\u{1b}", ".v4", "v-5"]
-            .map(String::from)
-            .to_vec();
-        assert_eq!(suggest("v2", &tags), ["v1"]);
-        assert!(is_tag("3.19-alpine_x") && !is_tag("-x") && !is_tag(&"a".repeat(129)));
-    }
-
-    fn query(reference: &str) -> Query<'_> {
+    pub(crate) fn query(reference: &str) -> Query<'_> {
         Query {
             host: "reg.example",
             repository: "library/alpine",
@@ -680,7 +427,7 @@ mod tests {
         }
     }
 
-    fn reply(method: Method, status: u16) -> Reply<'static> {
+    pub(crate) fn reply(method: Method, status: u16) -> Reply<'static> {
         Reply {
             method,
             status,
@@ -702,10 +449,12 @@ mod tests {
         }
     }
 
-    const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
-    const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+    pub(crate) const D1: &str =
+        "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    pub(crate) const D2: &str =
+        "sha256:2222222222222222222222222222222222222222222222222222222222222222";
 
-    fn done(d: Decision) -> Answer {
+    pub(crate) fn done(d: Decision) -> Answer {
         match d {
             Decision::Done(a) => a,
             other => panic!("{other:?}"),
@@ -1074,117 +823,6 @@ mod tests {
         );
     }
 
-    fn present_index() -> Answer {
-        done(manifest(
-            &query("3.19"),
-            &Reply {
-                digest: Some(D1),
-                content_type: Some("application/vnd.oci.image.index.v1+json"),
-                ..reply(Method::Head, 200)
-            },
-        ))
-    }
-
-    const INDEX: &[u8] = br#"{"manifests":[
-        {"platform":{"os":"linux","architecture":"amd64"}},
-        {"platform":{"os":"linux","architecture":"arm64","variant":"v8"}}]}"#;
-
-    #[test]
-    fn platform_listed_keeps_the_image_present() {
-        let want = Platform::parse("linux/arm64").unwrap();
-        let body = IndexReply::Body {
-            bytes: INDEX,
-            truncated: false,
-        };
-        let a = platform(&query("3.19"), present_index(), &want, body);
-        assert_eq!(a.status, Status::Present);
-        assert_eq!(a.digest.as_deref(), Some(D1));
-        assert!(
-            a.detail
-                .ends_with("platform linux/arm64 listed as linux/arm64/v8"),
-            "{}",
-            a.detail
-        );
-    }
-
-    #[test]
-    fn platform_not_listed_is_missing_naming_those_present() {
-        let want = Platform::parse("linux/s390x").unwrap();
-        let body = IndexReply::Body {
-            bytes: INDEX,
-            truncated: false,
-        };
-        let a = platform(&query("3.19"), present_index(), &want, body);
-        assert_eq!(
-            (a.status, a.missing),
-            (Status::Missing, Some(Missing::Platform))
-        );
-        assert_eq!(
-            a.detail,
-            "platform linux/s390x not in the index of library/alpine:3.19 on reg.example; \
-             it lists linux/amd64, linux/arm64/v8"
-        );
-        let a = platform(
-            &query(D1),
-            present_index(),
-            &want,
-            IndexReply::Body {
-                bytes: br#"{"manifests":[]}"#,
-                truncated: false,
-            },
-        );
-        assert!(
-            a.detail.contains(&format!(
-                "library/alpine@{D1} on reg.example; it lists none"
-            )),
-            "{}",
-            a.detail
-        );
-    }
-
-    #[test]
-    fn unreadable_index_is_unreachable_not_missing() {
-        let want = Platform::parse("linux/amd64").unwrap();
-        for (reply, needle) in [
-            (
-                IndexReply::Body {
-                    bytes: b"<html>",
-                    truncated: false,
-                },
-                "the index is not the expected JSON",
-            ),
-            (
-                IndexReply::Body {
-                    bytes: b"{",
-                    truncated: true,
-                },
-                "larger than 4096 KiB",
-            ),
-            (
-                IndexReply::Status {
-                    status: 500,
-                    errors: &[],
-                },
-                "GET of the index answered HTTP 500",
-            ),
-            (
-                IndexReply::Failed("connection reset by peer"),
-                "GET of the index failed: connection reset by peer",
-            ),
-        ] {
-            let a = platform(&query("3.19"), present_index(), &want, reply);
-            assert_eq!(a.status, Status::Unreachable);
-            assert_eq!(a.missing, None);
-            assert!(a.detail.contains(needle), "{}", a.detail);
-            assert!(
-                a.detail
-                    .contains("exists on reg.example as an index, but the platform linux/amd64 could not be checked"),
-                "{}",
-                a.detail
-            );
-        }
-    }
-
     #[test]
     fn unexpected_statuses_are_unreachable_with_the_code() {
         let errors = errcode::parse(
@@ -1197,110 +835,5 @@ mod tests {
         let a = done(manifest(&query("3.19"), &r));
         assert_eq!(a.status, Status::Unreachable);
         assert!(a.detail.contains("HTTP 400") && a.detail.contains("NAME_INVALID"));
-    }
-
-    #[test]
-    fn tag_list_404_is_missing_repository() {
-        let errors = errcode::parse(br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}"#);
-        let a = tags_list(&query("3.19"), Missing::Tag, 404, b"", &errors, false);
-        assert_eq!(a.status, Status::Missing);
-        assert_eq!(a.missing, Some(Missing::Repository));
-        assert_eq!(a.http_status, Some(404));
-        assert!(
-            a.detail
-                .contains("repository library/alpine not found on reg.example")
-        );
-        let a = tags_list(
-            &query(D1),
-            Missing::Digest,
-            404,
-            b"404 page not found",
-            &[],
-            false,
-        );
-        assert_eq!(a.missing, Some(Missing::Repository));
-    }
-
-    #[test]
-    fn tag_list_suggests_close_tags() {
-        let body = br#"{"name":"library/alpine","tags":["3.18","3.19","3.20","edge","latest"]}"#;
-        let a = tags_list(&query("3.91"), Missing::Tag, 200, body, &[], false);
-        assert_eq!(a.missing, Some(Missing::Tag));
-        assert_eq!(
-            a.detail,
-            "tag 3.91 not found in library/alpine on reg.example; did you mean 3.18, 3.19 or 3.20?"
-        );
-        let a = tags_list(&query("3.199"), Missing::Tag, 200, body, &[], false);
-        assert!(a.detail.ends_with("did you mean 3.19?"), "{}", a.detail);
-        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], false);
-        assert!(a.detail.contains("(5 tags, none close)"), "{}", a.detail);
-        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], true);
-        assert!(a.detail.contains("(at least 5 tags"), "{}", a.detail);
-    }
-
-    #[test]
-    fn tag_list_for_digests_and_empty_repositories() {
-        let body = br#"{"name":"library/alpine","tags":["a"]}"#;
-        let a = tags_list(&query(D1), Missing::Digest, 200, body, &[], false);
-        assert_eq!(a.missing, Some(Missing::Digest));
-        assert!(
-            a.detail.ends_with("(the repository exists, 1 tag)"),
-            "{}",
-            a.detail
-        );
-        let a = tags_list(
-            &query("x"),
-            Missing::Tag,
-            200,
-            br#"{"name":"n","tags":null}"#,
-            &[],
-            false,
-        );
-        assert!(a.detail.ends_with("which has no tags"), "{}", a.detail);
-    }
-
-    #[test]
-    fn tag_list_request_failure_keeps_the_reference_kind() {
-        let a = tags_list_failed(&query("x"), Missing::Tag, "connection reset by peer");
-        assert_eq!(a.missing, Some(Missing::Tag));
-        assert!(
-            a.detail.contains("(connection reset by peer)"),
-            "{}",
-            a.detail
-        );
-    }
-
-    #[test]
-    fn tag_list_that_cannot_be_read_keeps_the_reference_kind() {
-        let a = tags_list(&query("x"), Missing::Tag, 401, b"", &[], false);
-        assert_eq!(a.status, Status::Missing);
-        assert_eq!(a.missing, Some(Missing::Tag));
-        assert!(a.detail.contains("answered HTTP 401"), "{}", a.detail);
-        let a = tags_list(&query("x"), Missing::Tag, 200, b"<html>", &[], false);
-        assert!(a.detail.contains("could not be read"), "{}", a.detail);
-    }
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("", ""), 0);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("3.19", "3.91"), 2);
-        assert_eq!(edit_distance("3.19", "3.19.1"), 2);
-        assert_eq!(edit_distance("ä", "a"), 1);
-    }
-
-    #[test]
-    fn suggestions_are_nearest_first_and_bounded() {
-        let tags: Vec<String> = ["1.0", "1.1", "1.2", "1.3", "2.0", "latest"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(suggest("1.4", &tags), vec!["1.0", "1.1", "1.2"]);
-        // Only the nearest tier is offered.
-        assert_eq!(suggest("2.01", &tags), vec!["2.0"]);
-        assert_eq!(suggest("lates", &tags), vec!["latest"]);
-        assert!(suggest("something-else-entirely", &tags).is_empty());
-        assert_eq!(or_list(&["a"]), "a");
-        assert_eq!(or_list(&["a", "b"]), "a or b");
     }
 }

@@ -1,25 +1,27 @@
-//! [`Client`]: the HTTP clients (one shared pair, plus one per host that has its own
-//! certificates), the token cache, and the ping that turns an endpoint and a credential
-//! into a [`Session`].
+//! [`Client`]: the entry point. `authorize` pings an endpoint ([`crate::ping`]),
+//! decides what follows ([`crate::auth::plan`]), checks a Basic credential or fetches
+//! the tokens of every scope batch, and hands a [`Session`] the state it shares with
+//! the client ([`Shared`]).
 
-use std::collections::HashMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use reqwest::Method;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use url::Url;
 
-use crate::auth::{self, Plan};
+use crate::RequestKind;
+use crate::auth::{self, Auth};
+use crate::ping;
 use crate::retry::{self, Attempts};
 use crate::scope;
-use crate::session::{Mode, Parts, Session};
-use crate::tls;
-use crate::token::{self, BearerParams, CacheKey, TokenFailure};
-use crate::transport::{self, Counters, Http, Limits, Purpose, TlsSetup};
+use crate::session::{Parts, Session};
+use crate::shared::Shared;
+use crate::token::{BearerParams, CacheKey, TokenFailure};
+use crate::transport::Http;
+use crate::urls::with_query;
 use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
 
 /// One client per run, shared by every registry: connections are pooled and kept
@@ -29,137 +31,24 @@ use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
 /// [`Endpoint::client_cert`], gets its own HTTP client, built on first use and kept.
 /// Endpoints marked [`Endpoint::skip_verify`] use clients that do not verify
 /// certificates. Tokens are cached per (registry, credential, scope set) until shortly
-/// before they expire. Cheap to clone; clones share all of it.
+/// before they expire, and what each endpoint's ping learned for 5 minutes (see
+/// [`Client::authorize`]), so that a long-running service calling `authorize` for
+/// every check sends only the `HEAD`s while both are fresh. Cheap to clone; clones
+/// share all of it.
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
 }
 
-/// What a client and its sessions share.
-pub(crate) struct Shared {
-    pub options: ClientOptions,
-    pub policy: retry::Policy,
-    pub counters: Arc<Counters>,
-    pub tokens: token::Cache,
-    limits: Limits,
-    /// The roots of `ca_file`, for the per-host clients too.
-    extra_roots: Vec<reqwest::Certificate>,
-    secure: Http,
-    insecure: Http,
-    /// Per-host clients, by host and TLS settings.
-    per_host: Mutex<HashMap<TlsKey, Http>>,
-}
-
-/// What a per-host HTTP client is built from.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct TlsKey {
-    /// `host[:port]` as in the URL.
-    host: String,
-    skip_verify: bool,
-    /// The endpoint's own CA files.
-    ca_files: Vec<PathBuf>,
-    /// The endpoint's own client certificate and key.
-    client_cert: Option<(PathBuf, Option<PathBuf>)>,
-}
-
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let per_host = self
-            .shared
-            .per_host
-            .lock()
-            .map(|m| m.len())
-            .unwrap_or_default();
+        let per_host = self.shared.per_host_clients();
         f.debug_struct("Client")
             .field("options", &self.shared.options)
             .field("requests", &self.request_count())
             .field("per_host_clients", &per_host)
             .field("tokens", &self.shared.tokens)
             .finish()
-    }
-}
-
-impl Shared {
-    fn build(&self, tls: TlsSetup) -> Result<Http, String> {
-        transport::build_client(
-            &self.options.user_agent,
-            self.limits,
-            self.options.max_redirects,
-            tls,
-        )
-        .map(|client| Http {
-            client,
-            limits: self.limits,
-            counters: Arc::clone(&self.counters),
-        })
-        .map_err(|e| transport::describe(&e, &self.limits, self.limits.total, Default::default()))
-    }
-
-    /// The HTTP client for `endpoint`: the shared one, or the host's own when
-    /// [`ClientOptions::certs_dir`] has a directory for it or the endpoint has its own
-    /// CA files or client certificate.
-    ///
-    /// # Errors
-    /// A message naming the file when a certificate file cannot be used.
-    pub fn http_for_endpoint(&self, endpoint: &Endpoint) -> Result<Http, String> {
-        self.http_with(TlsKey {
-            host: endpoint.host.clone(),
-            skip_verify: endpoint.skip_verify,
-            ca_files: endpoint.ca_files.clone(),
-            client_cert: endpoint.client_cert.clone(),
-        })
-    }
-
-    /// The shared client when nothing is specific to the host; otherwise the host's own,
-    /// built once: the shared roots, the host's `certs_dir` directory, then the key's CA
-    /// files and client certificate (which replaces the directory's).
-    fn http_with(&self, key: TlsKey) -> Result<Http, String> {
-        let dir = self
-            .options
-            .certs_dir
-            .as_deref()
-            .and_then(|certs_dir| tls::host_dir(certs_dir, &key.host));
-        if dir.is_none() && key.ca_files.is_empty() && key.client_cert.is_none() {
-            return Ok(if key.skip_verify {
-                self.insecure.clone()
-            } else {
-                self.secure.clone()
-            });
-        }
-        let mut per_host = self
-            .per_host
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(http) = per_host.get(&key) {
-            return Ok(http.clone());
-        }
-        let mut roots = self.extra_roots.clone();
-        let mut identity = None;
-        let mut from = Vec::new();
-        if let Some(dir) = &dir {
-            let host_tls = tls::read_host_dir(dir)?;
-            roots.extend(host_tls.roots);
-            identity = host_tls.identity;
-            from.push(host_tls.dir.display().to_string());
-        }
-        for file in &key.ca_files {
-            roots.extend(tls::read_roots(file)?);
-            from.push(file.display().to_string());
-        }
-        if let Some((cert, cert_key)) = &key.client_cert {
-            identity = Some(tls::read_identity(cert, cert_key.as_deref())?);
-            from.push(cert.display().to_string());
-        }
-        let http = self
-            .build(TlsSetup {
-                extra_roots: roots,
-                identity,
-                skip_verify: key.skip_verify,
-            })
-            .map_err(|e| format!("TLS settings from {}: {e}", from.join(", ")))?;
-        tracing::debug!(host = %key.host, from = %from.join(", "), "built a client with the host's certificates");
-        per_host.insert(key, http.clone());
-        Ok(http)
     }
 }
 
@@ -171,55 +60,8 @@ impl Client {
     /// be built: no usable system certificate store, or a [`ClientOptions::ca_file`]
     /// that cannot be read or holds no PEM certificate (the message names the file).
     pub fn new(options: ClientOptions) -> Result<Client, AuthorizeError> {
-        let fail = |what: String| AuthorizeError {
-            status: Status::Unreachable,
-            message: format!("cannot build the HTTP client: {what}"),
-        };
-        let extra_roots = match &options.ca_file {
-            Some(path) => tls::read_roots(path).map_err(|e| fail(format!("ca_file: {e}")))?,
-            None => Vec::new(),
-        };
-        let limits = Limits::from_options(&options);
-        let counters = Arc::new(Counters::default());
-        let build = |skip_verify: bool| {
-            transport::build_client(
-                &options.user_agent,
-                limits,
-                options.max_redirects,
-                TlsSetup {
-                    extra_roots: extra_roots.clone(),
-                    identity: None,
-                    skip_verify,
-                },
-            )
-            .map(|client| Http {
-                client,
-                limits,
-                counters: Arc::clone(&counters),
-            })
-            .map_err(|e| {
-                fail(transport::describe(
-                    &e,
-                    &limits,
-                    limits.total,
-                    Default::default(),
-                ))
-            })
-        };
-        let secure = build(false)?;
-        let insecure = build(true)?;
         Ok(Client {
-            shared: Arc::new(Shared {
-                policy: retry::Policy::from_options(&options),
-                options,
-                counters,
-                tokens: token::Cache::default(),
-                limits,
-                extra_roots,
-                secure,
-                insecure,
-                per_host: Mutex::new(HashMap::new()),
-            }),
+            shared: Arc::new(Shared::new(options)?),
         })
     }
 
@@ -248,6 +90,15 @@ impl Client {
     /// - `https://` first; when that fails before any HTTP answer (DNS, TCP, TLS,
     ///   timeout) and [`Endpoint::allow_http`] is set, `http://`, which the session
     ///   then keeps.
+    /// - **Warm state.** What a ping learned (the scheme that answered, the status and
+    ///   the challenge) is kept per endpoint (all of [`Endpoint`]'s fields) for
+    ///   5 minutes when it was a 2xx or a usable 401, and used instead of pinging.
+    ///   It is dropped, and the endpoint pinged again, when what it led to fails: a
+    ///   token request or the Basic credential check here (then, if the registry's
+    ///   answer changed, that step is done once more with it), or a later request
+    ///   with the session's token or credential answering 401, or a token request of
+    ///   the session failing (then, if the challenge changed, the request is sent once
+    ///   more; one ping again per session, shared by its concurrent checks).
     /// - Retryable failures of the ping and of the token request (408, 429, 502, 503,
     ///   504, refused or reset connections) are retried as [`ClientOptions`] says; the
     ///   error then lists each attempt's failure.
@@ -313,7 +164,7 @@ impl Client {
     ) -> Result<Session, AuthorizeError> {
         let mut attempts = Attempts::new(
             self.shared.policy,
-            earliest(self.shared.options.deadline, deadline),
+            retry::earliest(self.shared.options.deadline, deadline),
         );
         self.authorize_with(endpoint, credential, repositories, &mut attempts)
             .await
@@ -340,74 +191,120 @@ impl Client {
             .shared
             .http_for_endpoint(endpoint)
             .map_err(|e| unreachable_error(host, &e))?;
-        let (base, ping) = self.ping(endpoint, &headers, &http, attempts).await?;
-        let api = api_url(&base, endpoint);
-        let ping_url = with_query(api.clone(), &endpoint.query);
-        let www_authenticate: Vec<&[u8]> = ping
-            .headers()
-            .get_all(WWW_AUTHENTICATE)
-            .iter()
-            .map(|v| v.as_bytes())
-            .collect();
-        let decision = auth::plan(
-            &auth::Ping {
-                host,
-                url: ping_url.as_str(),
-                status: ping.status().as_u16(),
-                www_authenticate,
-                allow_http_realm: endpoint.allow_http || endpoint.skip_verify,
-            },
-            credential,
-        );
-        drop(ping);
         let batches = scope::token_batches(repositories.iter().map(String::as_str));
-        let mode = match decision {
-            Plan::Open => Mode::Open,
-            Plan::BasicWithoutCredential => Mode::BasicWithoutCredential,
-            Plan::Fail(e) => return Err(e),
-            Plan::Basic => {
+        let cached = self.shared.cached_ping(endpoint);
+        let warm = cached.is_some();
+        let pinged = match cached {
+            Some(pinged) => {
+                tracing::debug!(host, "using what the last ping learned");
+                pinged
+            }
+            None => self.fresh_ping(endpoint, &headers, &http, attempts).await?,
+        };
+        let acted = self
+            .act(
+                endpoint, credential, &headers, &http, &pinged, &batches, attempts,
+            )
+            .await;
+        let (pinged, (auth, realm), warm) = match acted {
+            Ok(done) => (pinged, done, warm),
+            Err(e) if warm => {
+                // The registry may have changed its challenge (another realm, another
+                // scheme): ask it again, and try once more if it did.
+                tracing::debug!(
+                    host,
+                    "what the last ping learned did not work; pinging again"
+                );
+                self.shared.forget_ping(endpoint);
+                let fresh = self.fresh_ping(endpoint, &headers, &http, attempts).await?;
+                if fresh == pinged {
+                    return Err(e);
+                }
+                let done = self
+                    .act(
+                        endpoint, credential, &headers, &http, &fresh, &batches, attempts,
+                    )
+                    .await?;
+                (fresh, done, false)
+            }
+            Err(e) => return Err(e),
+        };
+        let api = pinged.api(endpoint);
+        Ok(Session::new(Parts {
+            shared: Arc::clone(&self.shared),
+            endpoint: endpoint.clone(),
+            base: pinged.base,
+            api,
+            headers,
+            http,
+            credential: credential.clone(),
+            auth,
+            realm,
+            warm,
+            repositories,
+            batches,
+        }))
+    }
+
+    /// Pings `endpoint` and keeps what it learned when that can be used again
+    /// ([`ping::Pinged::reusable`]).
+    async fn fresh_ping(
+        &self,
+        endpoint: &Endpoint,
+        headers: &HeaderMap,
+        http: &Http,
+        attempts: &mut Attempts,
+    ) -> Result<ping::Pinged, AuthorizeError> {
+        let pinged = ping::ping(endpoint, headers, http, attempts).await?;
+        if pinged.reusable(endpoint) {
+            self.shared.remember_ping(endpoint, &pinged);
+        }
+        Ok(pinged)
+    }
+
+    /// Decides what follows `pinged` for `credential` and does it: checks a Basic
+    /// credential on `/v2/`, or fetches the tokens of every scope batch. Returns the
+    /// auth state and, for bearer tokens, the realm's HTTP client.
+    #[allow(clippy::too_many_arguments)]
+    async fn act(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        headers: &HeaderMap,
+        http: &Http,
+        pinged: &ping::Pinged,
+        batches: &[Vec<String>],
+        attempts: &mut Attempts,
+    ) -> Result<(Auth, Option<Http>), AuthorizeError> {
+        let host = endpoint.host.as_str();
+        let decision = pinged.plan(endpoint, credential)?;
+        let realm = match &decision {
+            Auth::Open | Auth::BasicWithoutCredential => None,
+            Auth::Basic => {
+                let ping_url = with_query(pinged.api(endpoint), &endpoint.query);
                 self.check_basic(
-                    &http,
-                    &headers,
+                    http,
+                    headers,
                     host,
                     &ping_url,
                     credential,
                     attempts.deadline(),
                 )
                 .await?;
-                Mode::Basic
+                None
             }
-            Plan::Bearer(params) => {
-                let realm_http = realm_http(&self.shared, endpoint, &params.realm)
+            Auth::Bearer(params) => {
+                let realm_http = self
+                    .shared
+                    .realm_http(endpoint, &params.realm)
                     .map_err(|e| unreachable_error(host, &e))?;
-                self.prefetch_tokens(
-                    endpoint,
-                    &params,
-                    credential,
-                    &realm_http,
-                    &batches,
-                    attempts,
-                )
-                .await
-                .map_err(|f| auth::token_failure(host, &params, credential, &f))?;
-                Mode::Bearer {
-                    params,
-                    http: realm_http,
-                }
+                self.prefetch_tokens(endpoint, params, credential, &realm_http, batches, attempts)
+                    .await
+                    .map_err(|f| auth::token_failure(host, params, credential, &f))?;
+                Some(realm_http)
             }
         };
-        Ok(Session::new(Parts {
-            shared: Arc::clone(&self.shared),
-            endpoint: endpoint.clone(),
-            base,
-            api,
-            headers,
-            http,
-            credential: credential.clone(),
-            mode,
-            repositories,
-            batches,
-        }))
+        Ok((decision, realm))
     }
 
     /// Fetches the token of every scope batch at once, so that the `HEAD`s find them
@@ -429,7 +326,8 @@ impl Client {
         let (first, rest) = batches
             .split_first()
             .map_or((&[][..], &[][..]), |(f, r)| (&f[..], r));
-        let key = |scopes: &[String]| cache_key(endpoint, params, credential, Arc::from(scopes));
+        let key =
+            |scopes: &[String]| CacheKey::new(endpoint, params, credential, Arc::from(scopes));
         let deadline = attempts.deadline();
         let policy = self.shared.policy;
         let others = futures::future::join_all(rest.iter().map(|scopes| async move {
@@ -441,115 +339,6 @@ impl Client {
         let (first, _) =
             futures::future::join(tokens.get(key(first), http, params, attempts), others).await;
         first.map(drop)
-    }
-
-    /// `GET <base_path>` over https, then http when allowed, retried while the failures
-    /// are retryable. Returns the base URL (`scheme://host[:port]/`) that answered and
-    /// its response (any status).
-    async fn ping(
-        &self,
-        endpoint: &Endpoint,
-        headers: &HeaderMap,
-        http: &Http,
-        attempts: &mut Attempts,
-    ) -> Result<(Url, reqwest::Response), AuthorizeError> {
-        loop {
-            match self
-                .ping_once(endpoint, headers, http, attempts.deadline())
-                .await
-            {
-                Ok((base, response)) => {
-                    let status = response.status().as_u16();
-                    if retry::retryable_status(status) {
-                        let retry_after = response
-                            .headers()
-                            .get(RETRY_AFTER)
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
-                        let failure = format!("HTTP {status} on {}", endpoint.api_path());
-                        if attempts.retry(failure, retry_after).await {
-                            continue;
-                        }
-                    }
-                    return Ok((base, response));
-                }
-                Err(failure) => {
-                    if failure.retryable && attempts.retry(failure.short, None).await {
-                        continue;
-                    }
-                    return Err(AuthorizeError {
-                        status: Status::Unreachable,
-                        message: failure.message,
-                    });
-                }
-            }
-        }
-    }
-
-    async fn ping_once(
-        &self,
-        endpoint: &Endpoint,
-        headers: &HeaderMap,
-        http: &Http,
-        deadline: Option<Instant>,
-    ) -> Result<(Url, reqwest::Response), PingFailure> {
-        let host = endpoint.host.as_str();
-        let base = base_url("https", host).map_err(|e| PingFailure {
-            message: e.message,
-            short: String::new(),
-            retryable: false,
-        })?;
-        let url = with_query(api_url(&base, endpoint), &endpoint.query);
-        let https_error = match http
-            .send(
-                http.client.get(url.clone()).headers(headers.clone()),
-                &Method::GET,
-                &url,
-                Purpose::Ping,
-                deadline,
-            )
-            .await
-        {
-            Ok(response) => return Ok((base, response)),
-            Err(e) => e,
-        };
-        if !(endpoint.allow_http && https_error.connection_level) {
-            return Err(PingFailure {
-                message: format!(
-                    "registry {host} unreachable over https: {}",
-                    https_error.reason
-                ),
-                short: format!("https: {}", https_error.reason),
-                retryable: https_error.retryable,
-            });
-        }
-        let base = base_url("http", host).map_err(|e| PingFailure {
-            message: e.message,
-            short: String::new(),
-            retryable: false,
-        })?;
-        let url = with_query(api_url(&base, endpoint), &endpoint.query);
-        tracing::debug!(host, reason = %https_error.reason, "https failed; trying plain http");
-        match http
-            .send(
-                http.client.get(url.clone()).headers(headers.clone()),
-                &Method::GET,
-                &url,
-                Purpose::Ping,
-                deadline,
-            )
-            .await
-        {
-            Ok(response) => Ok((base, response)),
-            Err(e) => Err(PingFailure {
-                message: format!(
-                    "registry {host} unreachable: https: {}; http: {}",
-                    https_error.reason, e.reason
-                ),
-                short: format!("https: {}, then http: {}", https_error.reason, e.reason),
-                retryable: e.retryable,
-            }),
-        }
     }
 
     async fn check_basic(
@@ -572,7 +361,13 @@ impl Client {
             .headers(headers)
             .basic_auth(username, Some(password));
         let response = http
-            .send(request, &Method::GET, ping_url, Purpose::Ping, deadline)
+            .send(
+                request,
+                &Method::GET,
+                ping_url,
+                (RequestKind::Ping, host),
+                deadline,
+            )
             .await
             .map_err(|e| unreachable_error(host, &e.reason))?;
         match auth::basic_check(host, response.status().as_u16(), credential) {
@@ -582,107 +377,11 @@ impl Client {
     }
 }
 
-/// A ping that got no HTTP answer.
-struct PingFailure {
-    /// The whole message, naming the host.
-    message: String,
-    /// The reason alone, for the attempt history.
-    short: String,
-    retryable: bool,
-}
-
 fn unreachable_error(host: &str, reason: &str) -> AuthorizeError {
     AuthorizeError {
         status: Status::Unreachable,
         message: format!("registry {host} unreachable: {reason}"),
     }
-}
-
-/// The earlier of two optional deadlines.
-pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// The token cache key for `scopes` on `endpoint`.
-pub(crate) fn cache_key(
-    endpoint: &Endpoint,
-    params: &BearerParams,
-    credential: &Credential,
-    scopes: Arc<[String]>,
-) -> CacheKey {
-    CacheKey {
-        host: endpoint.host.clone(),
-        realm: params.realm.clone(),
-        service: params.service.clone(),
-        credential: credential.clone(),
-        scopes,
-    }
-}
-
-/// The client for a token realm, with the realm host's own certificates when
-/// `certs_dir` has them and the endpoint's CA files. On the endpoint's host it is the
-/// endpoint's client (skipping verification if the endpoint does, with its client
-/// certificate); a realm elsewhere is verified and gets no client certificate.
-///
-/// # Errors
-/// A message naming the file when a certificate file cannot be used.
-pub(crate) fn realm_http(
-    shared: &Shared,
-    endpoint: &Endpoint,
-    realm: &Url,
-) -> Result<Http, String> {
-    let same = same_host(&endpoint.host, realm);
-    shared.http_with(TlsKey {
-        host: authority(realm),
-        skip_verify: endpoint.skip_verify && same,
-        ca_files: endpoint.ca_files.clone(),
-        client_cert: endpoint.client_cert.clone().filter(|_| same),
-    })
-}
-
-/// `host[:port]` of a URL, the port only when the URL names one.
-pub(crate) fn authority(url: &Url) -> String {
-    let host = url.host_str().unwrap_or_default();
-    match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    }
-}
-
-fn base_url(scheme: &str, host: &str) -> Result<Url, AuthorizeError> {
-    let invalid = || AuthorizeError {
-        status: Status::Unreachable,
-        message: format!("registry host {host:?} is not a valid host[:port]"),
-    };
-    if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) {
-        return Err(invalid());
-    }
-    let url = Url::parse(&format!("{scheme}://{host}/")).map_err(|_| invalid())?;
-    if url.host_str().is_none() || url.path() != "/" {
-        return Err(invalid());
-    }
-    Ok(url)
-}
-
-/// The API base of `endpoint` on `base` (`scheme://host[:port]/`): `base` with
-/// [`Endpoint::api_path`], e.g. `https://h/v2/`.
-pub(crate) fn api_url(base: &Url, endpoint: &Endpoint) -> Url {
-    join(base, endpoint.api_path().trim_start_matches('/'))
-}
-
-/// `url` with `query` appended, in order, form-encoded (`:` as `%3A`, as Go's
-/// `url.Values.Encode` does).
-pub(crate) fn with_query(mut url: Url, query: &[(String, String)]) -> Url {
-    if !query.is_empty() {
-        let mut pairs = url.query_pairs_mut();
-        for (name, value) in query {
-            pairs.append_pair(name, value);
-        }
-    }
-    url
 }
 
 /// The configured headers as a header map, values marked sensitive.
@@ -702,91 +401,9 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Stri
     Ok(map)
 }
 
-/// `base` (ending in `/`) with `path` appended.
-pub(crate) fn join(base: &Url, path: &str) -> Url {
-    let mut url = base.clone();
-    url.set_path(&format!("{}{path}", base.path()));
-    url
-}
-
-/// Whether the realm is on the endpoint's host (and port, when the endpoint has one).
-pub(crate) fn same_host(endpoint_host: &str, realm: &Url) -> bool {
-    let Ok(endpoint) = Url::parse(&format!("https://{endpoint_host}/")) else {
-        return false;
-    };
-    endpoint.host_str() == realm.host_str()
-        && endpoint.port_or_known_default() == realm.port_or_known_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_urls_for_names_ports_and_ipv6() {
-        assert_eq!(
-            base_url("https", "registry-1.docker.io").unwrap().as_str(),
-            "https://registry-1.docker.io/"
-        );
-        assert_eq!(
-            base_url("http", "127.0.0.1:5000").unwrap().as_str(),
-            "http://127.0.0.1:5000/"
-        );
-        assert_eq!(
-            base_url("https", "[::1]:5000").unwrap().as_str(),
-            "https://[::1]:5000/"
-        );
-        for bad in ["", "a/b", "host?x", "user@host", "a b", "[::1"] {
-            assert!(base_url("https", bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn join_appends_to_the_base() {
-        let base = base_url("https", "h:1").unwrap();
-        assert_eq!(join(&base, "v2/").as_str(), "https://h:1/v2/");
-    }
-
-    #[test]
-    fn api_urls_follow_the_base_path_and_carry_the_query() {
-        let base = base_url("http", "m:5000").unwrap();
-        let api = |path: &str| {
-            api_url(
-                &base,
-                &Endpoint {
-                    base_path: path.into(),
-                    ..Endpoint::new("m:5000")
-                },
-            )
-            .to_string()
-        };
-        assert_eq!(api("/v2/"), "http://m:5000/v2/");
-        assert_eq!(api(""), "http://m:5000/v2/");
-        assert_eq!(api("custom/prefix"), "http://m:5000/custom/prefix/");
-        assert_eq!(api("/us/v2/"), "http://m:5000/us/v2/");
-        assert_eq!(api("/"), "http://m:5000/");
-        assert_eq!(api("/a b/"), "http://m:5000/a%20b/");
-        let query = vec![
-            ("ns".to_string(), "docker.io".to_string()),
-            ("x".to_string(), "127.0.0.1:5000".to_string()),
-        ];
-        assert_eq!(
-            with_query(Url::parse("http://m/v2/").unwrap(), &query).as_str(),
-            "http://m/v2/?ns=docker.io&x=127.0.0.1%3A5000"
-        );
-        assert_eq!(
-            with_query(
-                Url::parse("http://m/v2/a/tags/list?n=1000").unwrap(),
-                &query[..1]
-            )
-            .as_str(),
-            "http://m/v2/a/tags/list?n=1000&ns=docker.io"
-        );
-        assert_eq!(
-            with_query(Url::parse("http://m/v2/").unwrap(), &[]).as_str(),
-            "http://m/v2/"
-        );
-    }
 
     #[test]
     fn configured_headers_are_checked_and_kept_secret() {
@@ -814,15 +431,6 @@ mod tests {
     }
 
     #[test]
-    fn realm_on_same_host() {
-        let realm = Url::parse("https://reg.example/token").unwrap();
-        assert!(same_host("reg.example", &realm));
-        assert!(same_host("reg.example:443", &realm));
-        assert!(!same_host("reg.example:5000", &realm));
-        assert!(!same_host("auth.example", &realm));
-    }
-
-    #[test]
     fn client_builds_with_system_roots() {
         let client = Client::new(ClientOptions::default()).unwrap();
         assert_eq!(client.request_count(), 0);
@@ -844,21 +452,5 @@ mod tests {
             "{}",
             err.message
         );
-    }
-
-    #[test]
-    fn authorities_and_deadlines() {
-        let u = Url::parse("https://auth.example:8443/token").unwrap();
-        assert_eq!(authority(&u), "auth.example:8443");
-        let u = Url::parse("https://auth.example/token").unwrap();
-        assert_eq!(authority(&u), "auth.example");
-        let u = Url::parse("http://[::1]:5000/token").unwrap();
-        assert_eq!(authority(&u), "[::1]:5000");
-        let now = Instant::now();
-        let later = now + std::time::Duration::from_secs(1);
-        assert_eq!(earliest(Some(now), Some(later)), Some(now));
-        assert_eq!(earliest(None, Some(later)), Some(later));
-        assert_eq!(earliest(Some(now), None), Some(now));
-        assert_eq!(earliest(None, None), None);
     }
 }

@@ -58,7 +58,7 @@ pub fn www_authenticate(value: &[u8]) {
                 www_authenticate: fields.clone(),
                 allow_http_realm,
             };
-            if let auth::Plan::Fail(e) = auth::plan(&ping, &credential) {
+            if let Err(e) = auth::plan(&ping, &credential) {
                 assert!(
                     matches!(
                         e.status,

@@ -1,7 +1,8 @@
 //! A client for the OCI distribution API that answers one question per image: does
 //! this manifest exist, as seen with these credentials?
 //!
-//! A [`Client`] pings a registry once per run ([`Client::authorize`]), answers its
+//! A [`Client`] pings a registry ([`Client::authorize`]; at most every 5 minutes per
+//! endpoint while what it learned keeps working), answers its
 //! challenge (`Bearer` tokens, one request for every repository, or `Basic`), and yields
 //! a [`Session`] whose [`Session::check`] sends one `HEAD` per image and classifies the
 //! answer as [`Status::Present`], [`Status::Missing`], [`Status::NoAccess`] (missing, or
@@ -43,16 +44,34 @@
 //!   verified registry; client certificates go only to their host.
 //! - **Hostile answers are answers.** Garbage, oversized headers, truncated or
 //!   malformed bodies and unknown error codes are classified, never a panic.
+//! - **Built for a service too.** One [`Client`] serves many `authorize` calls: tokens
+//!   and what each ping learned stay warm (only the `HEAD`s are sent while both are
+//!   fresh); [`Session::check_with`] takes a platform and a deadline per call; an
+//!   [`Observer`] ([`ClientOptions::observer`]) sees every request's host, kind,
+//!   status, duration and `RateLimit-Remaining`, and every token cache hit.
 //!
-//! Code map (containerd's `remotes/docker` split): `challenge` parses
-//! `WWW-Authenticate`; `scope` builds token scopes and URLs; `token` plans, fetches,
-//! reads and caches tokens; `auth` decides what follows a ping (and what an
-//! `insufficient_scope` asks for); `errcode` reads the error envelope; `classify` turns
-//! an answer into an [`Answer`]; `platform` reads index platforms; `retry` decides
-//! whether and when to try again; `tls` reads certificate files; `transport` owns the
-//! HTTP clients and their limits; `client` and `session` drive them. `challenge`,
-//! `scope`, `auth`, `errcode`, `classify`, `platform` and the decisions of `retry` and
-//! `token` are pure.
+//! Code map (containerd's `remotes/docker` split), in import order: each module uses
+//! only those above it (and the value types of this file), so imports run one way.
+//! - Pure: `challenge` parses `WWW-Authenticate`; `scope` builds token scopes and
+//!   batches; `errcode` reads the error envelope; `urls` builds request URLs; `retry`
+//!   decides whether and when to try again (its `Attempts::retry` only sleeps) and reads
+//!   `Retry-After`.
+//! - `observe` defines the [`Observer`] a service sets to watch requests (no IO).
+//! - `tls` reads certificate files (the only module besides the drivers below that
+//!   touches the file system); `transport` owns the HTTP clients, their limits and the
+//!   one `send` every request goes through.
+//! - `token` plans and reads token requests (pure), fetches them and caches them;
+//!   `auth` decides what follows a ping (`auth::Auth`, the one auth state) and what
+//!   an `insufficient_scope` asks for (pure); `classify` turns a manifest answer into an
+//!   [`Answer`], `hints` reads the tag list after a 404, `platform` reads index
+//!   platforms (all pure).
+//! - Drivers, which do IO: `ping` (the `GET /v2/`), `shared` (the state a client and
+//!   its sessions share: HTTP clients, built per host reading certificates through
+//!   `tls`, the token cache, and what each endpoint's ping learned, kept 5 minutes),
+//!   `session` (the query loop), `client` (`authorize`).
+//!
+//! So IO is in `tls` (files), `transport`, `token::fetch`, `ping`, `shared` (files,
+//! through `tls`), `session` and `client`; the rest is pure.
 //!
 //! Secrets (passwords, tokens, `Authorization` headers) never appear in a message, a
 //! `Debug` output or a trace event; trace events show the method, the URL without its
@@ -62,6 +81,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod auth;
@@ -69,18 +89,27 @@ mod challenge;
 mod classify;
 mod client;
 mod errcode;
+mod hints;
+mod observe;
+mod ping;
 mod platform;
 mod retry;
 mod scope;
 mod session;
+mod shared;
 mod tls;
 mod token;
 mod transport;
+mod urls;
 
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 
 pub use client::Client;
+pub use observe::{Observer, RequestEvent, RequestKind};
+/// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
+/// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
+pub use pullcheck_credentials::Credential;
 pub use session::{MANIFEST_ACCEPT, Session};
 
 /// How to reach one registry host: where its API is, and what every request to it
@@ -189,35 +218,6 @@ impl fmt::Debug for Endpoint {
     }
 }
 
-/// A credential to present to a registry. `Debug` never shows the secret.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub enum Credential {
-    /// No credentials.
-    Anonymous,
-    /// A user name and password (Basic to the registry or to the token realm).
-    Basic {
-        /// The user name.
-        username: String,
-        /// The password; never printed.
-        password: String,
-    },
-    /// An OAuth2 refresh token (`identitytoken`).
-    IdentityToken(String),
-    /// A ready bearer token (`registrytoken`).
-    RegistryToken(String),
-}
-
-impl fmt::Debug for Credential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Anonymous => f.write_str("Anonymous"),
-            Self::Basic { username, .. } => write!(f, "Basic({username}, <redacted>)"),
-            Self::IdentityToken(_) => f.write_str("IdentityToken(<redacted>)"),
-            Self::RegistryToken(_) => f.write_str("RegistryToken(<redacted>)"),
-        }
-    }
-}
-
 /// Client settings. Build with `..ClientOptions::default()` so that new fields keep
 /// their defaults.
 ///
@@ -225,7 +225,9 @@ impl fmt::Debug for Credential {
 /// optional connect and read timeouts), retries by [`ClientOptions::max_attempts`], and
 /// everything, backoff sleeps included, by the optional [`ClientOptions::deadline`] or
 /// the deadline passed to [`Client::authorize_before`] and [`Session::check_before`].
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows every field but the observer, of which only whether one is set.
+#[derive(Clone)]
 pub struct ClientOptions {
     /// Total timeout of each HTTP request, from connecting to the end of the (bounded)
     /// body. Default 10 s (10 000 ms). Shortened for a request when less time is left
@@ -281,7 +283,33 @@ pub struct ClientOptions {
     /// [`Missing::Platform`], the detail listing the platforms present. A single
     /// manifest is not checked (its platform is in its config blob). Default `None`: a
     /// `GET` counts against Docker Hub's pull limits, a `HEAD` does not.
+    /// [`Session::check_with`] takes a platform per call instead.
     pub platform: Option<Platform>,
+    /// Told of every HTTP request sent and every token served from the cache
+    /// ([`Observer`]), e.g. for a service's metrics. Default `None`.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("deadline", &self.deadline)
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff_base", &self.backoff_base)
+            .field("backoff_max", &self.backoff_max)
+            .field("retry_after_max", &self.retry_after_max)
+            .field("max_redirects", &self.max_redirects)
+            .field("tag_hints", &self.tag_hints)
+            .field("user_agent", &self.user_agent)
+            .field("ca_file", &self.ca_file)
+            .field("certs_dir", &self.certs_dir)
+            .field("platform", &self.platform)
+            .field("observer", &self.observer.as_ref().map(|_| "set"))
+            .finish()
+    }
 }
 
 impl Default for ClientOptions {
@@ -301,6 +329,7 @@ impl Default for ClientOptions {
             ca_file: None,
             certs_dir: None,
             platform: None,
+            observer: None,
         }
     }
 }

@@ -1,13 +1,16 @@
 //! Platforms in an image index or manifest list (OCI image spec, "Image Index";
-//! Docker "Manifest List"): reading the `manifests[].platform` entries, and matching one
-//! against the platform asked for.
+//! Docker "Manifest List"): reading the `manifests[].platform` entries, matching one
+//! against the platform asked for, and the platform check of a present index
+//! ([`check`]: still present, [`Missing::Platform`], or unreadable).
 //!
 //! Invariant: pure and total; a body that is not an index yields an error message, never
 //! a panic.
 
 use serde::Deserialize;
 
-use crate::Platform;
+use crate::classify::{Query, Ref, with_errors};
+use crate::errcode::RegistryError;
+use crate::{Answer, Missing, Platform, Status};
 
 /// The media types whose manifests list other manifests by platform.
 pub(crate) const INDEX_TYPES: [&str; 2] = [
@@ -136,9 +139,95 @@ pub(crate) fn list(platforms: &[Platform]) -> String {
         .join(", ")
 }
 
+/// What the `GET` of an index for the platform check brought.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum IndexReply<'a> {
+    /// 2xx and the (bounded) body; `truncated` when it was longer than the limit.
+    Body { bytes: &'a [u8], truncated: bool },
+    /// A final non-2xx status, with its error envelope.
+    Status {
+        status: u16,
+        errors: &'a [RegistryError],
+    },
+    /// No answer, or the body could not be read: the reason.
+    Failed(&'a str),
+}
+
+/// The platform check of a present index (pure): `present` stays present when the index
+/// lists `want`; otherwise [`Status::Missing`] with [`Missing::Platform`] and the
+/// platforms present, or [`Status::Unreachable`] when the index could not be read.
+pub(crate) fn check(
+    query: &Query<'_>,
+    present: Answer,
+    want: &Platform,
+    reply: IndexReply<'_>,
+) -> Answer {
+    let Query {
+        host,
+        repository,
+        reference,
+        ..
+    } = query;
+    let what = format!("{repository}:{}", reference.as_str());
+    let what = match reference {
+        Ref::Digest(d) => format!("{repository}@{d}"),
+        Ref::Tag(_) => what,
+    };
+    let unreadable = |why: String| Answer {
+        status: Status::Unreachable,
+        missing: None,
+        detail: format!(
+            "{what} exists on {host} as an index, but the platform {want} could not be checked: {why}"
+        ),
+        ..present.clone()
+    };
+    let bytes = match reply {
+        IndexReply::Body {
+            truncated: true, ..
+        } => {
+            return unreadable(format!(
+                "the index is larger than {} KiB",
+                crate::transport::MANIFEST_BODY_LIMIT / 1024
+            ));
+        }
+        IndexReply::Body { bytes, .. } => bytes,
+        IndexReply::Status { status, errors } => {
+            let mut a = unreadable(with_errors(
+                format!("GET of the index answered HTTP {status}"),
+                errors,
+            ));
+            a.http_status = Some(status);
+            return a;
+        }
+        IndexReply::Failed(why) => return unreadable(format!("GET of the index failed: {why}")),
+    };
+    let platforms = match parse_index(bytes) {
+        Ok(p) => p,
+        Err(why) => return unreadable(why),
+    };
+    match platforms.iter().find(|have| matches(want, have)) {
+        Some(have) => Answer {
+            detail: format!("{}; platform {want} listed as {have}", present.detail),
+            ..present
+        },
+        None => Answer {
+            status: Status::Missing,
+            missing: Some(Missing::Platform),
+            detail: format!(
+                "platform {want} not in the index of {what} on {host}; it lists {}",
+                list(&platforms)
+            ),
+            ..present
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Status;
+    use crate::classify::tests::{D1, done, query, reply};
+    use crate::classify::{Method, Reply, manifest};
 
     fn p(s: &str) -> Platform {
         Platform::parse(s).unwrap()
@@ -218,5 +307,116 @@ mod tests {
         ));
         assert!(!is_index("application/vnd.oci.image.manifest.v1+json"));
         assert!(!is_index(""));
+    }
+
+    fn present_index() -> Answer {
+        done(manifest(
+            &query("3.19"),
+            &Reply {
+                digest: Some(D1),
+                content_type: Some("application/vnd.oci.image.index.v1+json"),
+                ..reply(Method::Head, 200)
+            },
+        ))
+    }
+
+    const INDEX: &[u8] = br#"{"manifests":[
+        {"platform":{"os":"linux","architecture":"amd64"}},
+        {"platform":{"os":"linux","architecture":"arm64","variant":"v8"}}]}"#;
+
+    #[test]
+    fn platform_listed_keeps_the_image_present() {
+        let want = Platform::parse("linux/arm64").unwrap();
+        let body = IndexReply::Body {
+            bytes: INDEX,
+            truncated: false,
+        };
+        let a = check(&query("3.19"), present_index(), &want, body);
+        assert_eq!(a.status, Status::Present);
+        assert_eq!(a.digest.as_deref(), Some(D1));
+        assert!(
+            a.detail
+                .ends_with("platform linux/arm64 listed as linux/arm64/v8"),
+            "{}",
+            a.detail
+        );
+    }
+
+    #[test]
+    fn platform_not_listed_is_missing_naming_those_present() {
+        let want = Platform::parse("linux/s390x").unwrap();
+        let body = IndexReply::Body {
+            bytes: INDEX,
+            truncated: false,
+        };
+        let a = check(&query("3.19"), present_index(), &want, body);
+        assert_eq!(
+            (a.status, a.missing),
+            (Status::Missing, Some(Missing::Platform))
+        );
+        assert_eq!(
+            a.detail,
+            "platform linux/s390x not in the index of library/alpine:3.19 on reg.example; \
+             it lists linux/amd64, linux/arm64/v8"
+        );
+        let a = check(
+            &query(D1),
+            present_index(),
+            &want,
+            IndexReply::Body {
+                bytes: br#"{"manifests":[]}"#,
+                truncated: false,
+            },
+        );
+        assert!(
+            a.detail.contains(&format!(
+                "library/alpine@{D1} on reg.example; it lists none"
+            )),
+            "{}",
+            a.detail
+        );
+    }
+
+    #[test]
+    fn unreadable_index_is_unreachable_not_missing() {
+        let want = Platform::parse("linux/amd64").unwrap();
+        for (reply, needle) in [
+            (
+                IndexReply::Body {
+                    bytes: b"<html>",
+                    truncated: false,
+                },
+                "the index is not the expected JSON",
+            ),
+            (
+                IndexReply::Body {
+                    bytes: b"{",
+                    truncated: true,
+                },
+                "larger than 4096 KiB",
+            ),
+            (
+                IndexReply::Status {
+                    status: 500,
+                    errors: &[],
+                },
+                "GET of the index answered HTTP 500",
+            ),
+            (
+                IndexReply::Failed("connection reset by peer"),
+                "GET of the index failed: connection reset by peer",
+            ),
+        ] {
+            let a = check(&query("3.19"), present_index(), &want, reply);
+            assert_eq!(a.status, Status::Unreachable);
+            assert_eq!(a.missing, None);
+            assert!(a.detail.contains(needle), "{}", a.detail);
+            assert!(
+                a.detail
+                    .contains("exists on reg.example as an index, but the platform linux/amd64 could not be checked"),
+                "{}",
+                a.detail
+            );
+        }
     }
 }

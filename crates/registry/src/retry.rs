@@ -2,13 +2,23 @@
 //! (exponential backoff with jitter, or the registry's `Retry-After`), and the record of
 //! every failed attempt that ends up in the answer.
 //!
-//! Invariant: the decisions ([`next`], [`backoff`], [`parse_retry_after`]) are pure; only
-//! [`Attempts::retry`] sleeps, and never past the deadline.
+//! Invariant: the decisions ([`next`], [`backoff`], [`parse_retry_after`], [`earliest`])
+//! are pure; only [`Attempts::retry`] sleeps, and never past the deadline.
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant, SystemTime};
 
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
 use crate::ClientOptions;
+
+/// The earlier of two optional deadlines.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
 
 /// The retry settings of a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +111,16 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The `Retry-After` of an answer, read by [`parse_retry_after`] against the clock
+/// now: the one place an answer's `Retry-After` is read (pings, manifests, indexes,
+/// token replies). `None` when it is absent, not text, or neither form.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| parse_retry_after(v, SystemTime::now()))
 }
 
 /// A number in `[0, 1)` that differs between calls, for jitter. From the standard
@@ -340,6 +360,26 @@ mod tests {
             assert_eq!(parse_retry_after(bad, now), None, "{bad}");
         }
         assert!(parse_retry_after("99999999999999999999999", now).is_some());
+    }
+
+    #[test]
+    fn deadlines() {
+        let now = Instant::now();
+        let later = now + std::time::Duration::from_secs(1);
+        assert_eq!(earliest(Some(now), Some(later)), Some(now));
+        assert_eq!(earliest(None, Some(later)), Some(later));
+        assert_eq!(earliest(Some(now), None), Some(now));
+        assert_eq!(earliest(None, None), None);
+    }
+
+    #[test]
+    fn retry_after_header() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert(RETRY_AFTER, "7".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
+        headers.insert(RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
     }
 
     #[test]

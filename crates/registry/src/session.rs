@@ -1,28 +1,31 @@
 //! [`Session`]: the authenticated view of one registry, and the query loop
-//! (HEAD, the GET fallback, retries, a new token for an insufficient scope, the tag
-//! list, the platform check), which asks [`crate::classify`] what each answer means.
+//! (HEAD, the GET fallback, retries, a new token for an insufficient scope, one ping
+//! again when a state from the client's ping cache stops working, the tag list, the
+//! platform check), which asks [`crate::classify`], [`crate::hints`] and
+//! [`crate::platform`] what each answer means.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Instant, SystemTime};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use reqwest::Method as HttpMethod;
-use reqwest::header::{
-    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, LINK, RETRY_AFTER, WWW_AUTHENTICATE,
-};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, LINK, WWW_AUTHENTICATE};
 use url::Url;
 
-use crate::auth::{self, Plan};
-use crate::classify::{self, Decision, IndexReply, Method, Query, Ref, Reply, Who};
-use crate::client::{Shared, cache_key, earliest, realm_http, with_query};
+use crate::auth::{self, Auth};
+use crate::classify::{self, Decision, Method, Query, Ref, Reply, Who};
 use crate::errcode::{self, RegistryError};
-use crate::platform;
+use crate::hints;
+use crate::ping;
+use crate::platform::{self, IndexReply};
 use crate::retry::{self, Attempts};
 use crate::scope;
-use crate::token::{BearerHeader, BearerParams, Secret};
-use crate::transport::{self, Body, Http, Purpose};
-use crate::{Answer, Credential, Endpoint, Missing, Platform, Status};
+use crate::shared::Shared;
+use crate::token::{BearerHeader, CacheKey, Secret};
+use crate::transport::{self, Body, Http};
+use crate::urls::{manifest_url, tags_url, with_query};
+use crate::{Answer, Credential, Endpoint, Missing, Platform, RequestKind, Status};
 
 /// The `Accept` list of every manifest request: OCI index and manifest, Docker manifest
 /// list and schema 2 manifest. A shorter list makes some registries (distribution
@@ -35,19 +38,6 @@ pub const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
 /// The header that carries a manifest's digest.
 const DOCKER_CONTENT_DIGEST: &str = "docker-content-digest";
 
-/// How `authorize` left the session.
-pub(crate) enum Mode {
-    /// `/v2/` answered 2xx; a challenge met later on a manifest is adopted once.
-    Open,
-    /// Send the Basic credential with every request.
-    Basic,
-    /// The registry wants Basic and there is no user name and password.
-    BasicWithoutCredential,
-    /// Bearer tokens from this realm, through `http`; the token for the authorized
-    /// repositories is in the client's cache.
-    Bearer { params: BearerParams, http: Http },
-}
-
 /// What [`Session::new`] is built from.
 pub(crate) struct Parts<'a> {
     pub shared: Arc<Shared>,
@@ -57,21 +47,27 @@ pub(crate) struct Parts<'a> {
     pub headers: HeaderMap,
     pub http: Http,
     pub credential: Credential,
-    pub mode: Mode,
+    /// What the ping asked for, and acted on by `authorize`.
+    pub auth: Auth,
+    /// For [`Auth::Bearer`], the client of its realm.
+    pub realm: Option<Http>,
+    /// `auth` came from what an earlier ping learned (the client's ping cache), not
+    /// from a ping of this `authorize`.
+    pub warm: bool,
     pub repositories: &'a [String],
     /// The scope batches of `repositories` ([`scope::token_batches`]), one token each.
     pub batches: Vec<Vec<String>>,
 }
 
-enum Auth {
-    Basic,
-    BasicWithoutCredential,
-    Bearer(Box<Bearer>),
-}
-
-struct Bearer {
-    params: BearerParams,
-    http: Http,
+/// The session's [`Auth`] with, for [`Auth::Bearer`], the HTTP client its realm is
+/// reached through ([`Shared::realm_http`]).
+struct Learned {
+    auth: Auth,
+    realm: Option<Http>,
+    /// Learned from a ping (or a 401) of this session, not from the client's ping
+    /// cache. A 401 to a request sent under a state that is not fresh (or a token
+    /// request that fails under it) pings again once ([`Session::refresh`]).
+    fresh: bool,
 }
 
 struct Inner {
@@ -94,8 +90,12 @@ struct Inner {
     /// Repositories whose token is asked for on its own, after the registry answered
     /// `insufficient_scope` to the shared one, with the scopes asked for.
     own_scopes: RwLock<HashMap<String, Arc<[String]>>>,
-    /// Set by `authorize`, or once from the first challenge on an open registry.
-    auth: OnceLock<Auth>,
+    /// Set by `authorize`; on an open registry, replaced once by the first challenge
+    /// of a 401 ([`Session::adopt`]).
+    auth: RwLock<Arc<Learned>>,
+    /// The one ping again of a session whose state came from the ping cache, shared by
+    /// every task that meets a 401 under it.
+    refresh: tokio::sync::OnceCell<()>,
     /// The `tags/list` answer of each repository, fetched once however many of its
     /// images are missing.
     tags: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<TagsFetch>>>>,
@@ -124,11 +124,11 @@ pub struct Session {
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let auth = match self.inner.auth.get() {
-            None => "none",
-            Some(Auth::Basic) => "basic",
-            Some(Auth::BasicWithoutCredential) => "basic (no credential)",
-            Some(Auth::Bearer(_)) => "bearer",
+        let auth = match self.learned().auth {
+            Auth::Open => "none",
+            Auth::Basic => "basic",
+            Auth::BasicWithoutCredential => "basic (no credential)",
+            Auth::Bearer(_) => "bearer",
         };
         f.debug_struct("Session")
             .field("base_url", &self.base_url())
@@ -166,16 +166,11 @@ impl Session {
                 Some((r.clone(), *i))
             })
             .collect();
-        let auth = OnceLock::new();
-        let set = match parts.mode {
-            Mode::Open => None,
-            Mode::Basic => Some(Auth::Basic),
-            Mode::BasicWithoutCredential => Some(Auth::BasicWithoutCredential),
-            Mode::Bearer { params, http } => Some(Auth::Bearer(Box::new(Bearer { params, http }))),
-        };
-        if let Some(a) = set {
-            let _ = auth.set(a);
-        }
+        let auth = RwLock::new(Arc::new(Learned {
+            auth: parts.auth,
+            realm: parts.realm,
+            fresh: !parts.warm,
+        }));
         Session {
             inner: Arc::new(Inner {
                 shared: parts.shared,
@@ -189,9 +184,21 @@ impl Session {
                 batch_of,
                 own_scopes: RwLock::new(HashMap::new()),
                 auth,
+                refresh: tokio::sync::OnceCell::new(),
                 tags: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// The auth state now (cheap: shared).
+    fn learned(&self) -> Arc<Learned> {
+        Arc::clone(
+            &self
+                .inner
+                .auth
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The endpoint this session talks to.
@@ -272,7 +279,8 @@ impl Session {
     ///   backoff (429: after `Retry-After`), then [`Status::Unreachable`] listing each
     ///   attempt's failure. Other 5xx: [`Status::Unreachable`] at once.
     pub async fn check(&self, repository: &str, reference: &str) -> Answer {
-        self.check_until(repository, reference, None).await
+        let platform = self.inner.shared.options.platform.as_ref();
+        self.check_with(repository, reference, platform, None).await
     }
 
     /// [`Session::check`] that sends nothing, and sleeps no backoff, past `deadline`
@@ -284,20 +292,40 @@ impl Session {
         reference: &str,
         deadline: Instant,
     ) -> Answer {
-        self.check_until(repository, reference, Some(deadline))
+        let platform = self.inner.shared.options.platform.as_ref();
+        self.check_with(repository, reference, platform, Some(deadline))
             .await
     }
 
-    async fn check_until(
+    /// [`Session::check`] with this call's own platform and deadline, so that one
+    /// shared [`crate::Client`] (and its sessions) can serve checks for different
+    /// platforms and deadlines at once; [`Session::check`] and
+    /// [`Session::check_before`] call it with [`crate::ClientOptions::platform`].
+    ///
+    /// - `platform`: `Some` checks that an index or manifest list (by the
+    ///   `Content-Type` of the `HEAD`) lists it, with one `GET` of the index, else
+    ///   [`Status::Missing`] with [`Missing::Platform`]; a single manifest is not
+    ///   checked. `None` checks no platform, whatever
+    ///   [`crate::ClientOptions::platform`] says.
+    /// - `deadline`: nothing is sent, and no backoff slept, past it (nor past
+    ///   [`crate::ClientOptions::deadline`], if earlier); `None`: only the client's.
+    ///
+    /// Never an error: as [`Session::check`], every failure is an [`Answer`].
+    pub async fn check_with(
         &self,
         repository: &str,
         reference: &str,
+        platform: Option<&Platform>,
         deadline: Option<Instant>,
     ) -> Answer {
         let shared = &self.inner.shared;
-        let mut attempts =
-            Attempts::new(shared.policy, earliest(shared.options.deadline, deadline));
-        let mut answer = self.run(repository, reference, &mut attempts).await;
+        let mut attempts = Attempts::new(
+            shared.policy,
+            retry::earliest(shared.options.deadline, deadline),
+        );
+        let mut answer = self
+            .run(repository, reference, platform, &mut attempts)
+            .await;
         answer.attempts = attempts.made();
         attempts.annotate(&mut answer.detail);
         let bearer = self.sent_token(repository);
@@ -312,30 +340,46 @@ impl Session {
     /// The bearer token this session sends for `repository`, if one is cached.
     fn sent_token(&self, repository: &str) -> Option<BearerHeader> {
         let inner = &self.inner;
-        let Some(Auth::Bearer(bearer)) = inner.auth.get() else {
+        let learned = self.learned();
+        let Auth::Bearer(params) = &learned.auth else {
             return None;
         };
-        let key = cache_key(
+        let key = CacheKey::new(
             &inner.endpoint,
-            &bearer.params,
+            params,
             &inner.credential,
             self.scopes_for(repository),
         );
         inner.shared.tokens.peek(&key)
     }
 
-    async fn run(&self, repository: &str, reference: &str, attempts: &mut Attempts) -> Answer {
+    async fn run(
+        &self,
+        repository: &str,
+        reference: &str,
+        platform: Option<&Platform>,
+        attempts: &mut Attempts,
+    ) -> Answer {
         let inner = &self.inner;
         let reference = Ref::parse(reference);
         let url = self.manifest_url(repository, reference.as_str());
-        let platform = inner.shared.options.platform.as_ref();
         let mut method = Method::Head;
         let mut adopted = false;
         let mut rescoped = false;
+        let mut refreshed = false;
         loop {
-            let authorization = match self.authorization(repository, attempts).await {
+            let learned = self.learned();
+            let authorization = match self.authorization(&learned, repository, attempts).await {
                 Ok(a) => a,
-                Err(answer) => return answer,
+                Err(answer) => {
+                    if !learned.fresh && !refreshed {
+                        refreshed = true;
+                        if self.refresh(&learned, attempts.deadline()).await {
+                            continue;
+                        }
+                    }
+                    return answer;
+                }
             };
             let http_method = match method {
                 Method::Head => HttpMethod::HEAD,
@@ -353,7 +397,7 @@ impl Session {
                     request,
                     &http_method,
                     &url,
-                    Purpose::Manifest,
+                    (RequestKind::Manifest, &inner.endpoint.host),
                     attempts.deadline(),
                 )
                 .await
@@ -378,6 +422,12 @@ impl Session {
                 {
                     rescoped = true;
                     continue;
+                }
+                if authorization.is_some() && !learned.fresh && !refreshed {
+                    refreshed = true;
+                    if self.refresh(&learned, attempts.deadline()).await {
+                        continue;
+                    }
                 }
             }
             let headers = response.headers().clone();
@@ -410,8 +460,7 @@ impl Session {
                 status,
                 digest: header(&headers, DOCKER_CONTENT_DIGEST),
                 content_type: header(&headers, CONTENT_TYPE.as_str()),
-                retry_after: header(&headers, RETRY_AFTER.as_str())
-                    .and_then(|v| retry::parse_retry_after(v, SystemTime::now())),
+                retry_after: retry::retry_after(&headers),
                 errors: &errors,
             };
             match classify::manifest(&query, &reply) {
@@ -453,9 +502,9 @@ impl Session {
 
     fn query<'a>(&'a self, repository: &'a str, reference: Ref<'a>) -> Query<'a> {
         let credential = &self.inner.credential;
-        let who = match (self.inner.auth.get(), credential) {
-            (Some(Auth::BasicWithoutCredential), Credential::Anonymous) => Who::NoCredentials,
-            (Some(Auth::BasicWithoutCredential), other) => Who::Unusable(auth::who(other)),
+        let who = match (&self.learned().auth, credential) {
+            (Auth::BasicWithoutCredential, Credential::Anonymous) => Who::NoCredentials,
+            (Auth::BasicWithoutCredential, other) => Who::Unusable(auth::who(other)),
             (_, Credential::Anonymous) => Who::Anonymous,
             (_, other) => Who::Credential(auth::who(other)),
         };
@@ -473,9 +522,11 @@ impl Session {
     /// something.
     fn adopt(&self, headers: &HeaderMap) -> bool {
         let inner = &self.inner;
-        if inner.auth.get().is_some() {
+        let usable = |auth: &Auth| !matches!(auth, Auth::BasicWithoutCredential);
+        let current = self.learned();
+        if current.auth != Auth::Open {
             // Another task adopted it meanwhile: retry with it.
-            return !matches!(inner.auth.get(), Some(Auth::BasicWithoutCredential));
+            return usable(&current.auth);
         }
         let ping = auth::Ping {
             host: &inner.endpoint.host,
@@ -489,22 +540,104 @@ impl Session {
             allow_http_realm: inner.endpoint.allow_http || inner.endpoint.skip_verify,
         };
         let learned = match auth::plan(&ping, &inner.credential) {
-            Plan::Basic => Auth::Basic,
-            Plan::BasicWithoutCredential => Auth::BasicWithoutCredential,
-            Plan::Bearer(params) => {
-                match realm_http(&inner.shared, &inner.endpoint, &params.realm) {
-                    Ok(http) => Auth::Bearer(Box::new(Bearer { params, http })),
+            Ok(Auth::Open) | Err(_) => return false,
+            Ok(Auth::Bearer(params)) => {
+                match inner.shared.realm_http(&inner.endpoint, &params.realm) {
+                    Ok(http) => Learned {
+                        auth: Auth::Bearer(params),
+                        realm: Some(http),
+                        fresh: true,
+                    },
                     Err(e) => {
                         tracing::debug!(host = %inner.endpoint.host, error = %e, "cannot reach the realm of a 401");
                         return false;
                     }
                 }
             }
-            Plan::Open | Plan::Fail(_) => return false,
+            Ok(auth) => Learned {
+                auth,
+                realm: None,
+                fresh: true,
+            },
         };
-        tracing::debug!(host = %inner.endpoint.host, "adopting the challenge of a 401");
-        let _ = inner.auth.set(learned);
-        !matches!(inner.auth.get(), Some(Auth::BasicWithoutCredential))
+        let mut state = inner
+            .auth
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.auth == Auth::Open {
+            tracing::debug!(host = %inner.endpoint.host, "adopting the challenge of a 401");
+            *state = Arc::new(learned);
+        }
+        usable(&state.auth)
+    }
+
+    /// After a 401 to a request sent with a token or credential under `stale` (a state
+    /// from the client's ping cache), or a token request that failed under it: pings
+    /// again, once per session however many tasks meet it ([`Session::ping_again`]).
+    /// Returns whether the registry now asks for something else than `stale`, so that
+    /// sending the request once more may help; a 401 under an unchanged challenge
+    /// stands (missing, or no access).
+    async fn refresh(&self, stale: &Learned, deadline: Option<Instant>) -> bool {
+        let inner = &self.inner;
+        tracing::debug!(
+            host = %inner.endpoint.host,
+            "a request under what an earlier ping learned failed; pinging again"
+        );
+        inner
+            .refresh
+            .get_or_init(|| self.ping_again(deadline))
+            .await;
+        self.learned().auth != stale.auth
+    }
+
+    /// Drops the endpoint's cached ping, pings it, and takes what it says as the
+    /// session's state (marked fresh, so that no later 401 pings again). The state is
+    /// kept, marked fresh, when the ping fails, answers on another scheme, or its
+    /// challenge cannot be used.
+    async fn ping_again(&self, deadline: Option<Instant>) {
+        let inner = &self.inner;
+        let endpoint = &inner.endpoint;
+        inner.shared.forget_ping(endpoint);
+        let mut attempts = Attempts::new(inner.shared.policy, deadline);
+        let renewed = match ping::ping(endpoint, &inner.headers, &inner.http, &mut attempts).await {
+            Ok(pinged) if pinged.base == inner.base => {
+                if pinged.reusable(endpoint) {
+                    inner.shared.remember_ping(endpoint, &pinged);
+                }
+                match pinged.plan(endpoint, &inner.credential) {
+                    Ok(Auth::Bearer(params)) => inner
+                        .shared
+                        .realm_http(endpoint, &params.realm)
+                        .ok()
+                        .map(|http| Learned {
+                            auth: Auth::Bearer(params),
+                            realm: Some(http),
+                            fresh: true,
+                        }),
+                    Ok(auth) => Some(Learned {
+                        auth,
+                        realm: None,
+                        fresh: true,
+                    }),
+                    Err(_) => None,
+                }
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!(host = %endpoint.host, error = %e.message, "pinging again failed");
+                None
+            }
+        };
+        let current = self.learned();
+        let renewed = renewed.unwrap_or_else(|| Learned {
+            auth: current.auth.clone(),
+            realm: current.realm.clone(),
+            fresh: true,
+        });
+        *inner
+            .auth
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(renewed);
     }
 
     /// After a 401 to a bearer token: when the registry says the token's scope is
@@ -558,36 +691,40 @@ impl Session {
     /// needed. A token failure is the answer.
     async fn authorization(
         &self,
+        learned: &Learned,
         repository: &str,
         attempts: &mut Attempts,
     ) -> Result<Option<Authorization>, Answer> {
         let inner = &self.inner;
-        match inner.auth.get() {
-            None | Some(Auth::BasicWithoutCredential) => Ok(None),
-            Some(Auth::Basic) => match &inner.credential {
+        match &learned.auth {
+            Auth::Open | Auth::BasicWithoutCredential => Ok(None),
+            Auth::Basic => match &inner.credential {
                 Credential::Basic { username, password } => Ok(Some(Authorization::Basic(
                     username.clone(),
                     Secret::new(password.clone()),
                 ))),
                 _ => Ok(None),
             },
-            Some(Auth::Bearer(bearer)) => {
-                let key = cache_key(
+            Auth::Bearer(params) => {
+                let Some(realm) = &learned.realm else {
+                    return Ok(None);
+                };
+                let key = CacheKey::new(
                     &inner.endpoint,
-                    &bearer.params,
+                    params,
                     &inner.credential,
                     self.scopes_for(repository),
                 );
                 inner
                     .shared
                     .tokens
-                    .get(key, &bearer.http, &bearer.params, attempts)
+                    .get(key, realm, params, attempts)
                     .await
                     .map(|t| Some(Authorization::Bearer(t)))
                     .map_err(|failure| {
                         classify::from_authorize_error(&auth::token_failure(
                             &inner.endpoint.host,
-                            &bearer.params,
+                            params,
                             &inner.credential,
                             &failure,
                         ))
@@ -608,7 +745,7 @@ impl Session {
         attempts: &mut Attempts,
     ) -> Answer {
         if let Some(body) = body {
-            return classify::platform(query, present, want, index_reply(&body));
+            return platform::check(query, present, want, index_reply(&body));
         }
         let inner = &self.inner;
         let target = present
@@ -624,7 +761,7 @@ impl Session {
                     request,
                     &HttpMethod::GET,
                     &url,
-                    Purpose::Manifest,
+                    (RequestKind::Manifest, &inner.endpoint.host),
                     attempts.deadline(),
                 )
                 .await
@@ -638,7 +775,7 @@ impl Session {
                     {
                         continue;
                     }
-                    return classify::platform(query, present, want, IndexReply::Failed(&e.reason));
+                    return platform::check(query, present, want, IndexReply::Failed(&e.reason));
                 }
             };
             let status = response.status().as_u16();
@@ -655,14 +792,10 @@ impl Session {
                 {
                     continue;
                 }
-                return classify::platform(query, present, want, index_reply(&body));
+                return platform::check(query, present, want, index_reply(&body));
             }
             if retry::retryable_status(status) {
-                let retry_after = response
-                    .headers()
-                    .get(RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+                let retry_after = retry::retry_after(response.headers());
                 drop(response);
                 if attempts
                     .retry(format!("index GET: HTTP {status}"), retry_after)
@@ -670,7 +803,7 @@ impl Session {
                 {
                     continue;
                 }
-                return classify::platform(
+                return platform::check(
                     query,
                     present,
                     want,
@@ -685,7 +818,7 @@ impl Session {
                 .read_limited(response, transport::ERROR_BODY_LIMIT)
                 .await;
             let errors = errcode::parse(&body.bytes);
-            return classify::platform(
+            return platform::check(
                 query,
                 present,
                 want,
@@ -719,13 +852,13 @@ impl Session {
             .get_or_init(|| self.fetch_tags(query.repository, authorization, deadline))
             .await;
         match fetched {
-            TagsFetch::Failed(reason) => classify::tags_list_failed(query, missing, reason),
+            TagsFetch::Failed(reason) => hints::tags_list_failed(query, missing, reason),
             TagsFetch::Answered {
                 status,
                 body,
                 errors,
                 link_next,
-            } => classify::tags_list(query, missing, *status, body, errors, *link_next),
+            } => hints::tags_list(query, missing, *status, body, errors, *link_next),
         }
     }
 
@@ -736,19 +869,17 @@ impl Session {
         deadline: Option<Instant>,
     ) -> TagsFetch {
         let inner = &self.inner;
-        let mut url = inner.api.clone();
-        {
-            let mut segments = url.path_segments_mut().expect("an http(s) URL has a path");
-            segments.pop_if_empty();
-            segments.extend(repository.split('/'));
-            segments.extend(["tags", "list"]);
-        }
-        url.set_query(Some("n=1000"));
-        let url = with_query(url, &inner.endpoint.query);
+        let url = with_query(tags_url(&inner.api, repository), &inner.endpoint.query);
         let request = self.request(HttpMethod::GET, url.clone(), false, authorization);
         let response = match inner
             .http
-            .send(request, &HttpMethod::GET, &url, Purpose::Tags, deadline)
+            .send(
+                request,
+                &HttpMethod::GET,
+                &url,
+                (RequestKind::Tags, &inner.endpoint.host),
+                deadline,
+            )
             .await
         {
             Ok(r) => r,
@@ -811,19 +942,6 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `<api><repository>/manifests/<reference>` (`api` being the API base, e.g.
-/// `https://h/v2/`), each path component percent-encoded as a path segment.
-pub(crate) fn manifest_url(api: &Url, repository: &str, reference: &str) -> Url {
-    let mut url = api.clone();
-    {
-        let mut segments = url.path_segments_mut().expect("an http(s) URL has a path");
-        segments.pop_if_empty();
-        segments.extend(repository.split('/'));
-        segments.extend(["manifests", reference]);
-    }
-    url
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -833,31 +951,6 @@ mod tests {
     #[test]
     fn session_is_send_sync_clone() {
         assert_send_sync_clone::<Session>();
-    }
-
-    #[test]
-    fn manifest_urls() {
-        let base = Url::parse("https://reg.example:5000/v2/").unwrap();
-        assert_eq!(
-            manifest_url(&base, "library/alpine", "3.19").as_str(),
-            "https://reg.example:5000/v2/library/alpine/manifests/3.19"
-        );
-        let digest = format!("sha256:{}", "a".repeat(64));
-        assert_eq!(
-            manifest_url(&base, "a/b/c", &digest).as_str(),
-            format!("https://reg.example:5000/v2/a/b/c/manifests/{digest}")
-        );
-        // Characters that would change the URL's meaning are escaped.
-        assert_eq!(
-            manifest_url(&base, "x", "a?b#c").as_str(),
-            "https://reg.example:5000/v2/x/manifests/a%3Fb%23c"
-        );
-        // Another API base (containerd `override_path`).
-        let custom = Url::parse("http://m:5000/custom/prefix/").unwrap();
-        assert_eq!(
-            manifest_url(&custom, "library/alpine", "3.19").as_str(),
-            "http://m:5000/custom/prefix/library/alpine/manifests/3.19"
-        );
     }
 
     #[test]

@@ -6,18 +6,20 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use reqwest::Method;
-use reqwest::header::{HeaderValue, RETRY_AFTER};
+use reqwest::header::HeaderValue;
 use serde::Deserialize;
 use url::Url;
 
-use crate::Credential;
+use crate::RequestKind;
 use crate::challenge::Challenge;
 use crate::retry::{self, Attempts};
 use crate::scope;
-use crate::transport::{self, Http, Purpose};
+use crate::transport::{self, Http};
+use crate::urls;
+use crate::{Credential, Endpoint};
 
 /// The OAuth2 `client_id` this crate presents.
 pub(crate) const CLIENT_ID: &str = "pullcheck";
@@ -360,8 +362,15 @@ async fn send(
         }
     };
     let obtained = Instant::now();
+    let realm_host = urls::authority(url);
     let response = http
-        .send(builder, &method, url, Purpose::Token, deadline)
+        .send(
+            builder,
+            &method,
+            url,
+            (RequestKind::Token, &realm_host),
+            deadline,
+        )
         .await
         .map_err(|e| TokenFailure::Transport {
             reason: e.reason,
@@ -386,11 +395,7 @@ async fn send(
         }
         return parse_reply(&body.bytes, obtained).map_err(TokenFailure::BadReply);
     }
-    let retry_after = response
-        .headers()
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+    let retry_after = retry::retry_after(response.headers());
     let oauth = matches!(request, TokenRequest::OAuthRefresh { .. });
     match status {
         401 | 403 => Err(TokenFailure::Rejected { status }),
@@ -474,6 +479,25 @@ pub(crate) struct CacheKey {
     pub scopes: Arc<[String]>,
 }
 
+impl CacheKey {
+    /// The key of the token for `scopes` on `endpoint`, from the realm of `params`,
+    /// obtained with `credential`.
+    pub fn new(
+        endpoint: &Endpoint,
+        params: &BearerParams,
+        credential: &Credential,
+        scopes: Arc<[String]>,
+    ) -> CacheKey {
+        CacheKey {
+            host: endpoint.host.clone(),
+            realm: params.realm.clone(),
+            service: params.service.clone(),
+            credential: credential.clone(),
+            scopes,
+        }
+    }
+}
+
 type Slot = Arc<tokio::sync::Mutex<Option<Token>>>;
 
 /// The tokens of one client, per [`CacheKey`], kept until shortly before they expire.
@@ -504,7 +528,8 @@ impl Cache {
         held.as_ref().map(|t| t.value.clone())
     }
 
-    /// A fresh token for `key`: the cached one, or a new one from `http`.
+    /// A fresh token for `key`: the cached one (told to the observer as a cache hit),
+    /// or a new one from `http`.
     pub async fn get(
         &self,
         key: CacheKey,
@@ -521,6 +546,9 @@ impl Cache {
         };
         let mut held = slot.lock().await;
         if let Some(token) = held.as_ref().filter(|t| t.is_fresh(Instant::now())) {
+            if let Some(observer) = &http.observer {
+                observer.token_cache_hit(&key.host);
+            }
             return Ok(token.value.clone());
         }
         let token = fetch(http, params, &key.credential, &key.scopes, attempts).await?;

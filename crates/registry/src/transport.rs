@@ -22,6 +22,7 @@ use reqwest::{Method, RequestBuilder, Response};
 use url::Url;
 
 use crate::ClientOptions;
+use crate::observe::{self, Observer, RequestEvent, RequestKind};
 
 /// At most this much of an error body is read.
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -62,21 +63,24 @@ impl Limits {
     }
 }
 
-/// One `reqwest` client with the settings a request needs to be described.
-#[derive(Debug, Clone)]
+/// One `reqwest` client with the settings a request needs to be described, and who
+/// is told of each request.
+#[derive(Clone)]
 pub(crate) struct Http {
     pub client: reqwest::Client,
     pub limits: Limits,
     pub counters: Arc<Counters>,
+    /// [`crate::ClientOptions::observer`].
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
-/// What a request was for, in trace events and counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Purpose {
-    Ping,
-    Token,
-    Manifest,
-    Tags,
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("limits", &self.limits)
+            .field("observer", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The TLS settings of one client.
@@ -179,15 +183,16 @@ pub(crate) fn budget(limits: &Limits, deadline: Option<Instant>, now: Instant) -
 }
 
 impl Http {
-    /// Sends `request` (built from `self.client`) within its time budget, counting it
-    /// and emitting a debug event with the method, the URL without its query, the status
-    /// and the time taken.
+    /// Sends `request` (built from `self.client`) within its time budget, counting it,
+    /// emitting a debug event with the method, the URL without its query, the status
+    /// and the time taken, and telling the observer (as `host`, the endpoint's host or
+    /// the token realm's).
     pub async fn send(
         &self,
         request: RequestBuilder,
         method: &Method,
         url: &Url,
-        purpose: Purpose,
+        (purpose, host): (RequestKind, &str),
         deadline: Option<Instant>,
     ) -> Result<Response, SendError> {
         let started = Instant::now();
@@ -199,13 +204,24 @@ impl Http {
             });
         };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        if purpose == Purpose::Token {
+        if purpose == RequestKind::Token {
             self.counters.token_requests.fetch_add(1, Ordering::Relaxed);
         }
         let shown = loggable_url(url);
         let result = request.timeout(budget).send().await;
         let elapsed = started.elapsed();
         let elapsed_ms = elapsed.as_millis() as u64;
+        if let Some(observer) = &self.observer {
+            let answered = result.as_ref().ok();
+            observer.request(&RequestEvent {
+                host,
+                kind: purpose,
+                code: answered.map(|r| r.status().as_u16()),
+                duration: elapsed,
+                ratelimit_remaining: answered
+                    .and_then(|r| observe::ratelimit_remaining(r.headers())),
+            });
+        }
         match result {
             Ok(mut response) => {
                 response.extensions_mut().insert(Sent { started, budget });

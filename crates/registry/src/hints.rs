@@ -1,0 +1,287 @@
+//! Tag hints, sans IO: after a manifest 404, what the repository's tag list
+//! (`GET /v2/<name>/tags/list?n=1000`) says, a missing repository or a missing tag or
+//! digest, and which existing tags are close to a missing one (edit distance).
+//!
+//! Invariant: pure; every function maps data to data.
+
+use pullcheck_reference::grammar::is_tag;
+
+use crate::classify::{Query, Ref, answer, with_errors};
+use crate::errcode::RegistryError;
+use crate::{Answer, Missing, Status};
+
+/// The verdict on a 404 when the tag list request got no HTTP answer.
+pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str) -> Answer {
+    Answer {
+        status: Status::Missing,
+        missing: Some(missing),
+        digest: None,
+        detail: format!(
+            "{} {} not found in {} on {}; the tag list request failed ({reason}), \
+             so whether the repository exists is unknown",
+            query.reference.noun(),
+            query.reference.as_str(),
+            query.repository,
+            query.host
+        ),
+        http_status: Some(404),
+        media_type: None,
+        attempts: 1,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct TagList {
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+/// The tag list's verdict on a 404 (pure). `missing` is the kind the reference implies;
+/// `status`, `body` and `errors` are the tag list's; `link_next` says the list was cut.
+pub(crate) fn tags_list(
+    query: &Query<'_>,
+    missing: Missing,
+    status: u16,
+    body: &[u8],
+    errors: &[RegistryError],
+    link_next: bool,
+) -> Answer {
+    let Query {
+        host,
+        repository,
+        reference,
+        ..
+    } = query;
+    let noun = reference.noun();
+    let wanted = reference.as_str();
+    let mut out = answer(Status::Missing, 404, String::new());
+    if status == 404 {
+        out.missing = Some(Missing::Repository);
+        out.detail = with_errors(
+            format!("repository {repository} not found on {host}"),
+            errors,
+        );
+        return out;
+    }
+    out.missing = Some(missing);
+    let tags = if (200..300).contains(&status) {
+        serde_json::from_slice::<TagList>(body)
+            .ok()
+            .map(|l| l.tags.unwrap_or_default())
+    } else {
+        None
+    };
+    let Some(tags) = tags else {
+        out.detail = if (200..300).contains(&status) {
+            format!(
+                "{noun} {wanted} not found in {repository} on {host}; \
+                 the tag list could not be read, so whether the repository exists is unknown"
+            )
+        } else {
+            with_errors(
+                format!(
+                    "{noun} {wanted} not found in {repository} on {host}; \
+                     the tag list answered HTTP {status}, so whether the repository exists is unknown"
+                ),
+                errors,
+            )
+        };
+        return out;
+    };
+    let count = match (link_next, tags.len()) {
+        (true, n) => format!("at least {n} tags"),
+        (false, 1) => "1 tag".to_string(),
+        (false, n) => format!("{n} tags"),
+    };
+    out.detail = match reference {
+        Ref::Digest(_) => format!(
+            "digest {wanted} not found in {repository} on {host} (the repository exists, {count})"
+        ),
+        Ref::Tag(tag) if tags.is_empty() => {
+            format!("tag {tag} not found in {repository} on {host}, which has no tags")
+        }
+        Ref::Tag(tag) => {
+            let close = suggest(tag, &tags);
+            if close.is_empty() {
+                format!("tag {tag} not found in {repository} on {host} ({count}, none close)")
+            } else {
+                format!(
+                    "tag {tag} not found in {repository} on {host}; did you mean {}?",
+                    or_list(&close)
+                )
+            }
+        }
+    };
+    out
+}
+
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// Levenshtein distance over characters.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// Up to three existing tags closest to `wanted`: those at the smallest edit distance,
+/// if that distance is within a budget of a third of the tag's length (at least 2),
+/// sorted by name. Only valid tags are suggested (`[\w][\w.-]{0,127}`, the tag grammar
+/// of distribution/reference, as [`pullcheck_reference::grammar::is_tag`] checks it):
+/// a registry's list is not trusted to hold printable, usable names.
+pub(crate) fn suggest<'t>(wanted: &str, tags: &'t [String]) -> Vec<&'t str> {
+    let budget = (wanted.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = tags
+        .iter()
+        .filter(|t| is_tag(t))
+        .map(|t| (edit_distance(wanted, t), t.as_str()))
+        .filter(|(d, t)| *d <= budget && *t != wanted)
+        .collect();
+    scored.sort();
+    scored.dedup();
+    let Some(&(best, _)) = scored.first() else {
+        return Vec::new();
+    };
+    scored
+        .into_iter()
+        .take_while(|(d, _)| *d == best)
+        .take(3)
+        .map(|(_, t)| t)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::tests::{D1, query};
+    use crate::errcode;
+
+    #[test]
+    fn only_valid_tags_are_suggested() {
+        let tags: Vec<String> = ["v1", "v\u{202e}2", "v3\u{1b}", ".v4", "v-5"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(suggest("v2", &tags), ["v1"]);
+        assert!(is_tag("3.19-alpine_x") && !is_tag("-x") && !is_tag(&"a".repeat(129)));
+    }
+
+    #[test]
+    fn tag_list_404_is_missing_repository() {
+        let errors = errcode::parse(br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}"#);
+        let a = tags_list(&query("3.19"), Missing::Tag, 404, b"", &errors, false);
+        assert_eq!(a.status, Status::Missing);
+        assert_eq!(a.missing, Some(Missing::Repository));
+        assert_eq!(a.http_status, Some(404));
+        assert!(
+            a.detail
+                .contains("repository library/alpine not found on reg.example")
+        );
+        let a = tags_list(
+            &query(D1),
+            Missing::Digest,
+            404,
+            b"404 page not found",
+            &[],
+            false,
+        );
+        assert_eq!(a.missing, Some(Missing::Repository));
+    }
+
+    #[test]
+    fn tag_list_suggests_close_tags() {
+        let body = br#"{"name":"library/alpine","tags":["3.18","3.19","3.20","edge","latest"]}"#;
+        let a = tags_list(&query("3.91"), Missing::Tag, 200, body, &[], false);
+        assert_eq!(a.missing, Some(Missing::Tag));
+        assert_eq!(
+            a.detail,
+            "tag 3.91 not found in library/alpine on reg.example; did you mean 3.18, 3.19 or 3.20?"
+        );
+        let a = tags_list(&query("3.199"), Missing::Tag, 200, body, &[], false);
+        assert!(a.detail.ends_with("did you mean 3.19?"), "{}", a.detail);
+        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], false);
+        assert!(a.detail.contains("(5 tags, none close)"), "{}", a.detail);
+        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], true);
+        assert!(a.detail.contains("(at least 5 tags"), "{}", a.detail);
+    }
+
+    #[test]
+    fn tag_list_for_digests_and_empty_repositories() {
+        let body = br#"{"name":"library/alpine","tags":["a"]}"#;
+        let a = tags_list(&query(D1), Missing::Digest, 200, body, &[], false);
+        assert_eq!(a.missing, Some(Missing::Digest));
+        assert!(
+            a.detail.ends_with("(the repository exists, 1 tag)"),
+            "{}",
+            a.detail
+        );
+        let a = tags_list(
+            &query("x"),
+            Missing::Tag,
+            200,
+            br#"{"name":"n","tags":null}"#,
+            &[],
+            false,
+        );
+        assert!(a.detail.ends_with("which has no tags"), "{}", a.detail);
+    }
+
+    #[test]
+    fn tag_list_request_failure_keeps_the_reference_kind() {
+        let a = tags_list_failed(&query("x"), Missing::Tag, "connection reset by peer");
+        assert_eq!(a.missing, Some(Missing::Tag));
+        assert!(
+            a.detail.contains("(connection reset by peer)"),
+            "{}",
+            a.detail
+        );
+    }
+
+    #[test]
+    fn tag_list_that_cannot_be_read_keeps_the_reference_kind() {
+        let a = tags_list(&query("x"), Missing::Tag, 401, b"", &[], false);
+        assert_eq!(a.status, Status::Missing);
+        assert_eq!(a.missing, Some(Missing::Tag));
+        assert!(a.detail.contains("answered HTTP 401"), "{}", a.detail);
+        let a = tags_list(&query("x"), Missing::Tag, 200, b"<html>", &[], false);
+        assert!(a.detail.contains("could not be read"), "{}", a.detail);
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("3.19", "3.91"), 2);
+        assert_eq!(edit_distance("3.19", "3.19.1"), 2);
+        assert_eq!(edit_distance("ä", "a"), 1);
+    }
+
+    #[test]
+    fn suggestions_are_nearest_first_and_bounded() {
+        let tags: Vec<String> = ["1.0", "1.1", "1.2", "1.3", "2.0", "latest"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(suggest("1.4", &tags), vec!["1.0", "1.1", "1.2"]);
+        // Only the nearest tier is offered.
+        assert_eq!(suggest("2.01", &tags), vec!["2.0"]);
+        assert_eq!(suggest("lates", &tags), vec!["latest"]);
+        assert!(suggest("something-else-entirely", &tags).is_empty());
+        assert_eq!(or_list(&["a"]), "a");
+        assert_eq!(or_list(&["a", "b"]), "a or b");
+    }
+}
