@@ -122,9 +122,8 @@ pub struct CheckOptions {
     /// name `deadline` as given.
     pub deadline_start: Option<std::time::Instant>,
     /// The platform (`os/arch[/variant]`) that indexes and manifest lists must list;
-    /// `None`: the [`Checker`]'s [`pullcheck_registry::ClientOptions::platform`].
-    /// Until the registry client takes a platform per check, the client's own is what
-    /// is asked for: set both to the same value.
+    /// `None`: the [`Checker`]'s [`pullcheck_registry::ClientOptions::platform`]. Checks
+    /// on one shared `Checker` may each ask for another platform.
     pub platform: Option<pullcheck_registry::Platform>,
 }
 

@@ -25,7 +25,7 @@ pub(crate) trait Registry: Sync {
     ) -> impl Future<Output = Result<Self::Session, AuthorizeError>> + Send;
 
     /// Whether the manifest `reference` (a tag or a digest) of `repository` exists,
-    /// as [`pullcheck_registry::Session::check_before`]; with `platform`, an index must
+    /// as [`pullcheck_registry::Session::check_with`]; with `platform`, an index must
     /// list it.
     fn check(
         &self,
@@ -56,12 +56,12 @@ impl Registry for Client {
         session: &Self::Session,
         repository: &str,
         reference: &str,
-        _platform: Option<&Platform>,
+        platform: Option<&Platform>,
         deadline: Instant,
     ) -> Answer {
-        // The platform asked for is the client's own (`ClientOptions::platform`), which
-        // `check_before` applies; `Checker` passes that one unless a check sets another.
-        // lead: switch to Session::check_with when h-registry lands
-        session.check_before(repository, reference, deadline).await
+        // `Checker` passes the check's platform, else the client's own.
+        session
+            .check_with(repository, reference, platform, Some(deadline))
+            .await
     }
 }
