@@ -1,0 +1,8 @@
+//! The integration tests of `pullcheck-reference`, one binary (`cargo test -p pullcheck-reference --test it`).
+
+mod api;
+mod messages;
+mod properties;
+mod upstream_normalize;
+mod upstream_reference;
+mod upstream_regexp;
