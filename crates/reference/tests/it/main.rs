@@ -2,6 +2,7 @@
 
 mod api;
 mod messages;
+mod oracle;
 mod properties;
 mod upstream_normalize;
 mod upstream_reference;

@@ -4,4 +4,5 @@ mod faults;
 mod no_secrets;
 mod registries;
 mod scripted;
+mod support;
 mod tls;

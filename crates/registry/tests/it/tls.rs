@@ -8,7 +8,7 @@
 //! and removed afterwards. The harness registries speak plain HTTP, so a small
 //! TLS-terminating forwarder sits in front of the real one.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
