@@ -3,3 +3,4 @@
 mod cli;
 mod explain_mirrors;
 mod kubernetes;
+mod util;

@@ -3,3 +3,4 @@
 mod check;
 mod credentials;
 mod mirrors;
+mod util;
