@@ -51,6 +51,13 @@ async fn walk(server: &ApiServer, source: &TemplateSource) -> Result<PullSecretC
     cluster(server).build_pull_secrets(source).await
 }
 
+/// The chain from the `vela-pods` template, which must be walked without error.
+async fn template_chain(server: &ApiServer) -> PullSecretChain {
+    walk(server, &TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("chain")
+}
+
 /// Only GETs of named objects: no list, no watch.
 fn assert_only_named_gets(server: &ApiServer) {
     for r in server.requests() {
@@ -73,9 +80,7 @@ async fn template_secrets_are_used_and_the_service_account_is_not_asked() {
     add_secret(&server, NS, "regcred", "registry.example.com");
     add_secret(&server, NS, "quay", "quay.io");
 
-    let chain = walk(&server, &TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -132,9 +137,7 @@ async fn no_template_secrets_means_the_named_service_accounts() {
     server.add_service_account(NS, "builder", &["from-sa"]);
     add_secret(&server, NS, "from-sa", "registry.example.com");
 
-    let chain = walk(&server, &TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -174,9 +177,7 @@ async fn no_secrets_and_no_service_account_named_means_default() {
     server.add_service_account(NS, "default", &["hub"]);
     add_secret(&server, NS, "hub", "https://index.docker.io/v1/");
 
-    let chain = walk(&server, &TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -220,9 +221,7 @@ async fn a_missing_secret_is_a_warning_and_the_chain_goes_on() {
     );
     add_secret(&server, NS, "regcred", "registry.example.com");
 
-    let chain = walk(&server, &TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -256,9 +255,7 @@ async fn a_missing_service_account_is_a_warning_with_no_secrets() {
     let server = start();
     server.add_pods_template(NS, "vela-pods", json!({"serviceAccountName": "ghost"}));
 
-    let chain = walk(&server, &TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
