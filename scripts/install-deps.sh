@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests, the demo and the benchmarks need:
-# the CNCF distribution registry (docker-registry), htpasswd, skopeo and openssl.
+# Installs the Debian packages the tests and the demo need: the CNCF distribution
+# registry (docker-registry), htpasswd (apache2-utils), openssl and the CA bundle.
+# skopeo is needed only by the benchmark; bench/run.sh installs it itself.
 set -euo pipefail
 need=()
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)

@@ -7,3 +7,11 @@ scripts/install-deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# Upstream test data (go-vela, containers/image) is not part of the repository: the tests
+# that read it are #[ignore]d and run here when the directory is beside the checkout.
+upstream=../shared/upstream-testdata
+if [ -d "$upstream" ]; then
+  cargo test --locked -p pullcheck-input -p pullcheck-mirrors --test it -- --ignored
+else
+  echo "SKIPPED: the upstream test-data tests (pullcheck-input upstream::*, pullcheck-mirrors upstream_testdata::*): $(pwd)/$upstream is missing"
+fi

@@ -999,61 +999,50 @@ fn find_registry_takes_the_longest_matching_prefix() {
     let c = conf(FIND);
     let loc = |name: &str| c.find_registry(name).map(|r| r.location.clone());
     let pre = |name: &str| c.find_registry(name).map(|r| r.prefix.clone());
-    assert_eq!(
-        pre("simple-prefix.com/foo/bar:latest").as_deref(),
-        Some("simple-prefix.com")
-    );
-    assert_eq!(
-        loc("simple-prefix.com/foo/bar:latest").as_deref(),
-        Some("registry.com:5000")
-    );
+    // (name, the prefix of the registry entry it finds)
+    for (name, prefix) in [
+        ("simple-prefix.com/foo/bar:latest", "simple-prefix.com"),
+        (
+            "complex-prefix.com:4000/with/path/and/beyond:tag",
+            "complex-prefix.com:4000/with/path",
+        ),
+        ("no-prefix.com/foo:tag", "no-prefix.com"),
+        ("empty-prefix.com/foo:tag", "empty-prefix.com"),
+    ] {
+        assert_eq!(pre(name).as_deref(), Some(prefix), "{name}");
+    }
+    // (name, the location of the registry entry it finds)
+    for (name, location) in [
+        ("simple-prefix.com/foo/bar:latest", "registry.com:5000"),
+        ("not.so.simple-prefix.com/", "subdomain-prefix.com"),
+        ("not.quite.simple-prefix.com/", "subdomain-prefix-2.com"),
+        (
+            "not.quite.simple-prefix.com:5000/with/path/and/beyond:tag",
+            "subdomain-prefix-2.com",
+        ),
+        (
+            "foo.docker.io:5000/omg/wtf/bbq:foo",
+            "subdomain-prefix-2.com",
+        ),
+        (
+            "foo.bar.docker.io:5000/omg/wtf/bbq:foo",
+            "subdomain-prefix-4.com",
+        ),
+        (
+            "foo.bar.example.com:5000/omg/wtf/bbq:foo",
+            "subdomain-prefix-5.com",
+        ),
+        (
+            "complex-prefix.com:4000/with/path/and/beyond:tag",
+            "another-registry.com:5000",
+        ),
+        ("empty-prefix.com/foo:tag", "empty-prefix.com"),
+    ] {
+        assert_eq!(loc(name).as_deref(), Some(location), "{name}");
+    }
     assert!(c.find_registry("simple-prefix.com/").is_some());
     assert!(c.find_registry("simple-prefix.com").is_some());
-    assert_eq!(
-        loc("not.so.simple-prefix.com/").as_deref(),
-        Some("subdomain-prefix.com")
-    );
-    assert_eq!(
-        loc("not.quite.simple-prefix.com/").as_deref(),
-        Some("subdomain-prefix-2.com")
-    );
-    assert_eq!(
-        loc("not.quite.simple-prefix.com:5000/with/path/and/beyond:tag").as_deref(),
-        Some("subdomain-prefix-2.com")
-    );
-    assert_eq!(
-        loc("foo.docker.io:5000/omg/wtf/bbq:foo").as_deref(),
-        Some("subdomain-prefix-2.com")
-    );
-    assert_eq!(
-        loc("foo.bar.docker.io:5000/omg/wtf/bbq:foo").as_deref(),
-        Some("subdomain-prefix-4.com")
-    );
-    assert_eq!(
-        loc("foo.bar.example.com:5000/omg/wtf/bbq:foo").as_deref(),
-        Some("subdomain-prefix-5.com")
-    );
     assert!(c.find_registry("simple-prefix.comx").is_none());
-    assert_eq!(
-        pre("complex-prefix.com:4000/with/path/and/beyond:tag").as_deref(),
-        Some("complex-prefix.com:4000/with/path")
-    );
-    assert_eq!(
-        loc("complex-prefix.com:4000/with/path/and/beyond:tag").as_deref(),
-        Some("another-registry.com:5000")
-    );
-    assert_eq!(
-        pre("no-prefix.com/foo:tag").as_deref(),
-        Some("no-prefix.com")
-    );
-    assert_eq!(
-        pre("empty-prefix.com/foo:tag").as_deref(),
-        Some("empty-prefix.com")
-    );
-    assert_eq!(
-        loc("empty-prefix.com/foo:tag").as_deref(),
-        Some("empty-prefix.com")
-    );
     // Sorted by prefix, as upstream keeps them.
     let prefixes: Vec<&str> = c.registries().iter().map(|r| r.prefix.as_str()).collect();
     let mut sorted = prefixes.clone();

@@ -53,6 +53,7 @@ mod token;
 pub use error::Error;
 pub use image::{ImageKind, ImageSpec, PushedImage};
 pub use registry::{Auth, Registry, RegistryBuilder, RequestRecord};
+pub use tempdir::TempDir;
 pub use token::{
     Repos, TOKEN_ISSUER, TOKEN_SERVICE, TokenAuth, TokenPolicy, TokenRequest, TokenServer, User,
 };

@@ -459,17 +459,28 @@ async fn launch(
     http: &Http,
     on_stdout: impl FnMut(String) + Send + Clone + 'static,
 ) -> Result<(Process, String), Error> {
+    static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let config = dir.join(format!("{name}.yml"));
     let mut attempt = 0;
     loop {
         attempt += 1;
         let port = free_port()?;
         let host = format!("127.0.0.1:{port}");
+        // The port is free when chosen, not when the registry binds it: another server
+        // of this process (a token server, the Kubernetes stand-in, another registry)
+        // may take it first. Every answer of this registry carries its own value of
+        // `IDENTITY_HEADER`, so readiness is this process answering, not any server.
+        let identity = format!(
+            "harness-{}-{}",
+            std::process::id(),
+            LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         let yaml = format!(
             "version: 0.1\n\
              log:\n  level: warn\n  formatter: text\n\
              storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
-             http:\n  addr: {host}\n  secret: {}\n\
+             http:\n  addr: {host}\n  secret: {}\n  \
+             headers:\n    {IDENTITY_HEADER}: [{identity}]\n\
              {extra_yaml}",
             yaml_str(root),
             yaml_str(secret),
@@ -482,7 +493,7 @@ async fn launch(
             dir.to_path_buf(),
             on_stdout.clone(),
         )?;
-        match wait_ready(&mut process, &host, &config, timeout, http).await {
+        match wait_ready(&mut process, &host, &identity, &config, timeout, http).await {
             Ok(()) => return Ok((process, host)),
             Err(Error::RegistryExited { stderr, .. })
                 if attempt < 5 && stderr.contains("address already in use") =>
@@ -494,9 +505,15 @@ async fn launch(
     }
 }
 
+/// The response header with which a harness registry names itself (see `launch`).
+const IDENTITY_HEADER: &str = "X-Pullcheck-Testkit-Registry";
+
+/// Waits until `host` answers `GET /v2/` as the registry `process` (its
+/// [`IDENTITY_HEADER`] is `identity`), or the process exits, or `timeout` passes.
 async fn wait_ready(
     process: &mut Process,
     host: &str,
+    identity: &str,
     config: &Path,
     timeout: Duration,
     http: &Http,
@@ -516,7 +533,7 @@ async fn wait_ready(
         if http
             .send(Method::GET, &url, &[], Bytes::new())
             .await
-            .is_ok()
+            .is_ok_and(|r| r.header(IDENTITY_HEADER) == Some(identity))
         {
             return Ok(());
         }

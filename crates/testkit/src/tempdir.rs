@@ -5,9 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::Error;
 
-/// A directory under the system temp dir, removed recursively on drop.
+/// A directory under the system temp dir, removed recursively on drop: the
+/// harness's own (registry storage, token keys) and tests' scratch directories.
+///
+/// Names are unique per process and call (`pullcheck-testkit.PID.N.NANOS-KIND`),
+/// so tests running in parallel in one binary never share one; directories
+/// left by a killed test process are removed by the next process that makes
+/// one. Derefs to its [`Path`].
 #[derive(Debug)]
-pub(crate) struct TempDir {
+pub struct TempDir {
     path: PathBuf,
 }
 
@@ -15,8 +21,12 @@ pub(crate) struct TempDir {
 const PREFIX: &str = "pullcheck-testkit";
 
 impl TempDir {
-    /// Creates `$TMPDIR/pullcheck-testkit.PID.N.NANOS-{kind}`.
-    pub(crate) fn new(kind: &str) -> Result<Self, Error> {
+    /// Creates `$TMPDIR/pullcheck-testkit.PID.N.NANOS-{kind}`; `kind` is only
+    /// a readable part of the name.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the directory cannot be created.
+    pub fn new(kind: &str) -> Result<Self, Error> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         static SWEPT: std::sync::Once = std::sync::Once::new();
         let base = std::env::temp_dir();
@@ -43,8 +53,29 @@ impl TempDir {
         ))
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
     }
 }
 

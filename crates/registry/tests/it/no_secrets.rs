@@ -4,7 +4,7 @@
 //! (retries, a new token for an insufficient scope, a redirect to another host, the
 //! platform check's GET, the token cache).
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};

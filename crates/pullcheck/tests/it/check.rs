@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::util::temp_dir;
 use pullcheck::credentials::{NodeCredentials, NodeEnv, NodeOptions};
 use pullcheck::input::parse_image_arg;
 use pullcheck::report::{MissingPart, Report, Status};
@@ -48,13 +49,6 @@ fn docker_config(dir: &Path, host: &str, user: &str, password: &str) -> PathBuf 
     )
     .unwrap();
     path
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pullcheck-check-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The node's credentials from one Docker config file, ignoring the environment.

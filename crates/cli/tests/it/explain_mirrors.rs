@@ -2,9 +2,10 @@
 //! in the order the runtime asks them, each with its rule. No request is sent, so the
 //! hosts need not exist.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use crate::util::temp_dir;
 use serde_json::Value;
 
 /// Runs `pullcheck explain REF --format json ARGS…` in `dir` with no credentials from
@@ -31,16 +32,6 @@ fn explain(reference: &str, args: &[&str], dir: &Path) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("one JSON object")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "pullcheck-cli-mirrors-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The `(url, rule, insecure, mirror)` of each endpoint, in order.

@@ -4,13 +4,16 @@
 //! ServiceAccounts and workload manifests. Each test asserts the statuses, the credential
 //! the report names, and the exact API requests (GETs of named objects only).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use pullcheck_testkit::TempDir;
 use pullcheck_testkit::kube::{self, ApiServer, DockerAuth};
 use pullcheck_testkit::{Auth, ImageKind, Registry, Repos, TokenAuth, TokenPolicy, User};
 use serde_json::{Value, json};
+
+use crate::util::temp_dir;
 
 const NS: &str = "builds";
 const CI_PASSWORD: &str = "kube-ci-password-41c9";
@@ -22,7 +25,7 @@ const ROBOT_PASSWORD: &str = "kube-robot-password-8e02";
 struct Env {
     registry: Registry,
     api: ApiServer,
-    dir: PathBuf,
+    dir: TempDir,
     kubeconfig: String,
 }
 
@@ -46,10 +49,7 @@ impl Env {
             .await
             .expect("push");
         let api = ApiServer::start().expect("stand-in API server");
-        let dir =
-            std::env::temp_dir().join(format!("pullcheck-cli-kube-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = temp_dir(&format!("kube-{name}"));
         let kubeconfig = dir.join("kubeconfig");
         api.write_kubeconfig(&kubeconfig, None).expect("kubeconfig");
         Env {
@@ -101,17 +101,7 @@ impl Env {
 
     /// `check --image IMAGE -n NS --kubeconfig K --format json` plus `extra`.
     fn check_json(&self, image: &str, extra: &[&str]) -> (Output, Value) {
-        let mut args = vec![
-            "check",
-            "--image",
-            image,
-            "-n",
-            NS,
-            "--kubeconfig",
-            &self.kubeconfig,
-            "--format",
-            "json",
-        ];
+        let mut args = check_args(image, &self.kubeconfig, &["--format", "json"]);
         args.extend_from_slice(extra);
         let out = self.run(&args);
         let json = serde_json::from_slice(&out.stdout)
@@ -142,12 +132,6 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn pullcheck(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pullcheck"))
         .args(args)
@@ -161,6 +145,21 @@ fn pullcheck(dir: &Path, args: &[&str]) -> Output {
         .env_remove("PULLCHECK_LOG")
         .output()
         .expect("run pullcheck")
+}
+
+/// `check --image IMAGE -n NS --kubeconfig KUBECONFIG` and then `extra`.
+fn check_args<'a>(image: &'a str, kubeconfig: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "check",
+        "--image",
+        image,
+        "-n",
+        NS,
+        "--kubeconfig",
+        kubeconfig,
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 fn text(output: &Output) -> String {
@@ -352,17 +351,11 @@ async fn a_forbidden_secret_is_a_configuration_error_before_any_registry_request
     env.api.forbid(NS, "secrets", "regcred");
     let app = env.image("team/app");
 
-    let out = env.run(&[
-        "check",
-        "--image",
+    let out = env.run(&check_args(
         &app,
-        "-n",
-        NS,
-        "--kubeconfig",
         &env.kubeconfig,
-        "--pods-template",
-        "vela-pods",
-    ]);
+        &["--pods-template", "vela-pods"],
+    ));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -395,17 +388,7 @@ async fn a_malformed_secret_is_a_configuration_error_naming_it() {
         json!({"imagePullSecrets": [{"name": "bad"}]}),
     );
     let app = env.image("team/app");
-    let args = [
-        "check",
-        "--image",
-        &app,
-        "-n",
-        NS,
-        "--kubeconfig",
-        &env.kubeconfig,
-        "--pods-template",
-        "vela-pods",
-    ];
+    let args = check_args(&app, &env.kubeconfig, &["--pods-template", "vela-pods"]);
 
     // `data` values must be base64: the object itself does not decode.
     env.api.add_object(
@@ -450,16 +433,7 @@ fn check_with_cluster_at(env: &Env, url: &str, extra: &[&str]) -> (Output, Durat
     kube::write_kubeconfig_for(&kubeconfig, url, None, "unused-token").expect("kubeconfig");
     let app = env.image("team/app");
     let kubeconfig = kubeconfig.display().to_string();
-    let mut args = vec![
-        "check",
-        "--image",
-        &app,
-        "-n",
-        NS,
-        "--kubeconfig",
-        &kubeconfig,
-    ];
-    args.extend_from_slice(extra);
+    let args = check_args(&app, &kubeconfig, extra);
     let started = Instant::now();
     let out = env.run(&args);
     (out, started.elapsed())
@@ -547,15 +521,7 @@ async fn an_html_or_empty_404_is_a_configuration_error_naming_the_request() {
     env.api
         .add_raw(&account, 404, html, "text/html;charset=utf-8");
 
-    let args = [
-        "check",
-        "--image",
-        &app,
-        "-n",
-        NS,
-        "--kubeconfig",
-        &env.kubeconfig,
-    ];
+    let args = check_args(&app, &env.kubeconfig, &[]);
     let out = env.run(&args);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -669,28 +635,12 @@ async fn a_hanging_exec_plugin_is_bounded_by_the_deadline() {
 async fn a_kubeconfig_or_its_files_on_a_device_are_refused() {
     let env = Env::start("kubeconfig-device").await;
     let app = env.image("team/app");
-    let out = env.run(&[
-        "check",
-        "--image",
-        &app,
-        "-n",
-        NS,
-        "--kubeconfig",
-        "/dev/zero",
-    ]);
+    let out = env.run(&check_args(&app, "/dev/zero", &[]));
     env.assert_refused(&out, "kubeconfig /dev/zero: is a device, not a file");
     let kubeconfig = env.kubeconfig_with("ca-device-kubeconfig", |config| {
         config["clusters"][0]["cluster"]["certificate-authority"] = json!("/dev/zero");
     });
-    let out = env.run(&[
-        "check",
-        "--image",
-        &app,
-        "-n",
-        NS,
-        "--kubeconfig",
-        &kubeconfig,
-    ]);
+    let out = env.run(&check_args(&app, &kubeconfig, &[]));
     env.assert_refused(
         &out,
         "certificate-authority /dev/zero: is a device, not a file",
@@ -805,17 +755,11 @@ spec:
     .expect("write");
     let app = env.image("team/app");
 
-    let out = env.run(&[
-        "check",
-        "--image",
+    let out = env.run(&check_args(
         &app,
-        "-n",
-        NS,
-        "--kubeconfig",
         &env.kubeconfig,
-        "--pods-template-file",
-        "template.yaml",
-    ]);
+        &["--pods-template-file", "template.yaml"],
+    ));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("template.yaml:10:"), "{stderr}");

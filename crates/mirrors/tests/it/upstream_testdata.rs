@@ -1,21 +1,30 @@
 //! Runs the parser on containers/image's own registries.conf test files
 //! (`pkg/sysregistriesv2/testdata/`), when a copy is present beside the project at
 //! `../shared/upstream-testdata/registries-conf/` (set `PULLCHECK_REGISTRIES_CONF_TESTDATA`
-//! to use another path). The files are not part of this repository; without them the
-//! test passes without checking anything. Expectations are those of upstream's
+//! to use another path). The files are not part of this repository: the tests are
+//! `#[ignore]`d, scripts/test.sh runs them when the directory exists and prints a
+//! `SKIPPED:` line when it does not; run without the files, they fail. Expectations are
+//! those of upstream's
 //! `system_registries_v2_test.go` and `shortnames_test.go`.
 
 use std::path::{Path, PathBuf};
 
 use pullcheck_mirrors::registries_conf::RegistriesConf;
 
-fn testdata() -> Option<PathBuf> {
+/// The upstream files' directory; fails the test when it is absent.
+fn testdata() -> PathBuf {
     let dir = match std::env::var_os("PULLCHECK_REGISTRIES_CONF_TESTDATA") {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/upstream-testdata/registries-conf"),
     };
-    dir.is_dir().then_some(dir)
+    assert!(
+        dir.is_dir(),
+        "{} is missing: this test needs ../shared/upstream-testdata \
+         (or PULLCHECK_REGISTRIES_CONF_TESTDATA)",
+        dir.display()
+    );
+    dir
 }
 
 /// Main files: `Ok(number of registries)` or `Err(text the error must contain)`.
@@ -97,8 +106,9 @@ const DROP_INS: &[&str] = &[
 const NOT_PARSED: &[&str] = &["registries.conf.d/config-3.ignore"];
 
 #[test]
+#[ignore = "needs ../shared/upstream-testdata (run by scripts/test.sh)"]
 fn every_upstream_file_parses_or_fails_as_upstream() {
-    let Some(dir) = testdata() else { return };
+    let dir = testdata();
     let mut seen = Vec::new();
     for (name, want) in MAIN {
         let path = dir.join(name);
@@ -161,8 +171,9 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[ignore = "needs ../shared/upstream-testdata (run by scripts/test.sh)"]
 fn upstream_drop_in_directory_merges_as_upstream() {
-    let Some(dir) = testdata() else { return };
+    let dir = testdata();
     // TestRegistriesConfDirectory.
     let c = RegistriesConf::load(
         &dir.join("base-for-registries.d.conf"),

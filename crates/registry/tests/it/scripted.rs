@@ -4,7 +4,7 @@
 //! endpoint with its own API path, query and headers. The hostile cases (resets,
 //! garbage, huge headers, loops, hangs) are in `faults.rs`.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -8,43 +8,21 @@
 //! and removed afterwards. The harness registries speak plain HTTP, so a small
 //! TLS-terminating forwarder sits in front of the real one.
 
-mod support;
+use crate::support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
-use pullcheck_testkit::{ImageKind, Registry};
+use pullcheck_testkit::{ImageKind, Registry, TempDir};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use support::guarded;
-use support::pki::{Pki, Validity};
+use support::pki::{Pki, Validity, openssl};
 use support::server::{Server, respond, serve, serve_tls};
 use tokio::net::{TcpListener, TcpStream};
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A self-signed P-256 certificate for `127.0.0.1` and `localhost`, as DER.
 fn self_signed(dir: &Path) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
@@ -124,14 +102,6 @@ async fn tls_forwarder(backend: String, dir: &Path) -> u16 {
     port
 }
 
-fn temp_dir(name: &str) -> TempDir {
-    let dir =
-        std::env::temp_dir().join(format!("pullcheck-registry-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    TempDir(dir)
-}
-
 #[tokio::test]
 async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
     let registry = Registry::anonymous().await.expect("registry");
@@ -139,8 +109,8 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
         .push("team/app", "v1", ImageKind::OciIndex)
         .await
         .expect("push");
-    let dir = temp_dir("tls");
-    let port = tls_forwarder(registry.host().to_string(), &dir.0).await;
+    let dir = TempDir::new("tls").expect("temp dir");
+    let port = tls_forwarder(registry.host().to_string(), &dir).await;
     let host = format!("127.0.0.1:{port}");
     let client = Client::new(ClientOptions::default()).expect("client");
     let repositories = vec!["team/app".to_string()];

@@ -2,7 +2,7 @@
 //! agreement with an independent regex-based implementation of upstream
 //! (`oracle`), and no panics on any input.
 
-mod oracle;
+use crate::oracle;
 
 use proptest::prelude::*;
 use pullcheck_reference::{Reference, grammar};

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use pullcheck_kube::{
-    Cluster, ClusterOptions, KubeError, NotKubernetesAnswer, Step, Subject, TemplateSource,
-    walk_pull_secrets_many,
+    Cluster, ClusterOptions, KubeError, NotKubernetesAnswer, PullSecretChain, Step, Subject,
+    TemplateSource, walk_pull_secrets_many,
 };
 use pullcheck_testkit::kube::{self, ApiServer, DockerAuth, status};
 use serde_json::json;
@@ -45,6 +45,19 @@ fn account_path(name: &str) -> String {
     kube::service_account_path(NS, name)
 }
 
+/// The build Pod's pull-secret chain as `Cluster::build_pull_secrets` walks it on
+/// `server`, in namespace `NS`.
+async fn walk(server: &ApiServer, source: &TemplateSource) -> Result<PullSecretChain, KubeError> {
+    cluster(server).build_pull_secrets(source).await
+}
+
+/// The chain from the `vela-pods` template, which must be walked without error.
+async fn template_chain(server: &ApiServer) -> PullSecretChain {
+    walk(server, &TemplateSource::Name("vela-pods".into()))
+        .await
+        .expect("chain")
+}
+
 /// Only GETs of named objects: no list, no watch.
 fn assert_only_named_gets(server: &ApiServer) {
     for r in server.requests() {
@@ -67,10 +80,7 @@ async fn template_secrets_are_used_and_the_service_account_is_not_asked() {
     add_secret(&server, NS, "regcred", "registry.example.com");
     add_secret(&server, NS, "quay", "quay.io");
 
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -127,10 +137,7 @@ async fn no_template_secrets_means_the_named_service_accounts() {
     server.add_service_account(NS, "builder", &["from-sa"]);
     add_secret(&server, NS, "from-sa", "registry.example.com");
 
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -170,10 +177,7 @@ async fn no_secrets_and_no_service_account_named_means_default() {
     server.add_service_account(NS, "default", &["hub"]);
     add_secret(&server, NS, "hub", "https://index.docker.io/v1/");
 
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -197,10 +201,7 @@ async fn no_template_at_all_means_default_service_account() {
     let server = start();
     server.add_service_account(NS, "default", &[]);
 
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::None)
-        .await
-        .expect("chain");
+    let chain = walk(&server, &TemplateSource::None).await.expect("chain");
 
     assert_eq!(server.request_lines(), [get(&account_path("default"))]);
     assert_eq!(chain.subject, Subject::NoTemplate);
@@ -220,10 +221,7 @@ async fn a_missing_secret_is_a_warning_and_the_chain_goes_on() {
     );
     add_secret(&server, NS, "regcred", "registry.example.com");
 
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -257,10 +255,7 @@ async fn a_missing_service_account_is_a_warning_with_no_secrets() {
     let server = start();
     server.add_pods_template(NS, "vela-pods", json!({"serviceAccountName": "ghost"}));
 
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
-        .await
-        .expect("chain");
+    let chain = template_chain(&server).await;
 
     assert_eq!(
         server.request_lines(),
@@ -284,8 +279,7 @@ async fn forbidden_names_verb_resource_name_namespace_and_the_rule() {
     );
     server.forbid(NS, "secrets", "regcred");
 
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+    let err = walk(&server, &TemplateSource::Name("vela-pods".into()))
         .await
         .expect_err("403");
 
@@ -317,10 +311,7 @@ async fn forbidden_names_verb_resource_name_namespace_and_the_rule() {
 async fn forbidden_on_the_service_account_and_the_template() {
     let server = start();
     server.forbid(NS, "serviceaccounts", "default");
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::None)
-        .await
-        .expect_err("403");
+    let err = walk(&server, &TemplateSource::None).await.expect_err("403");
     assert!(
         err.to_string()
             .starts_with("forbidden: get serviceaccounts \"default\" in namespace \"builds\""),
@@ -328,8 +319,7 @@ async fn forbidden_on_the_service_account_and_the_template() {
     );
 
     server.forbid(NS, "pipelinepodstemplates", "vela-pods");
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+    let err = walk(&server, &TemplateSource::Name("vela-pods".into()))
         .await
         .expect_err("403");
     let text = err.to_string();
@@ -346,8 +336,7 @@ async fn forbidden_on_the_service_account_and_the_template() {
 #[tokio::test]
 async fn a_template_that_does_not_exist_or_a_crd_that_is_not_installed() {
     let server = start();
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("nope".into()))
+    let err = walk(&server, &TemplateSource::Name("nope".into()))
         .await
         .expect_err("404");
     assert_eq!(
@@ -358,8 +347,7 @@ async fn a_template_that_does_not_exist_or_a_crd_that_is_not_installed() {
         }
     );
     server.uninstall_crd();
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("nope".into()))
+    let err = walk(&server, &TemplateSource::Name("nope".into()))
         .await
         .expect_err("404");
     assert!(
@@ -385,8 +373,7 @@ async fn a_malformed_secret_is_an_error_naming_it() {
         json!({"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "bad"},
                "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "%%% not base64"}}),
     );
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+    let err = walk(&server, &TemplateSource::Name("vela-pods".into()))
         .await
         .expect_err("malformed");
     assert!(matches!(err, KubeError::Malformed { .. }), "{err:?}");
@@ -401,8 +388,7 @@ async fn a_malformed_secret_is_an_error_naming_it() {
 async fn malformed_bodies_of_every_kind() {
     let server = start();
     server.add_raw(&template_path("t"), 200, "this is not json", "text/plain");
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("t".into()))
+    let err = walk(&server, &TemplateSource::Name("t".into()))
         .await
         .expect_err("malformed template");
     assert!(
@@ -417,8 +403,7 @@ async fn malformed_bodies_of_every_kind() {
         r#"{"kind":"ServiceAccount","imagePullSecrets":"regcred"}"#,
         "application/json",
     );
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::None)
+    let err = walk(&server, &TemplateSource::None)
         .await
         .expect_err("malformed account");
     assert!(
@@ -434,8 +419,7 @@ async fn malformed_bodies_of_every_kind() {
         r#"{"apiVersion":"go-vela.github.io/v1alpha1","kind":"PipelinePodsTemplate","spec":{"template":{"spec":{"imagePullSecrets":{"name":"x"}}}}}"#,
         "application/json",
     );
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("t".into()))
+    let err = walk(&server, &TemplateSource::Name("t".into()))
         .await
         .expect_err("malformed template spec");
     assert!(matches!(err, KubeError::Malformed { .. }), "{err:?}");
@@ -446,10 +430,7 @@ async fn other_answers_are_errors_with_the_code_and_401_names_the_server() {
     let server = start();
     // The client has no token; the server wants one.
     server.require_token();
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::None)
-        .await
-        .expect_err("401");
+    let err = walk(&server, &TemplateSource::None).await.expect_err("401");
     assert!(matches!(err, KubeError::Unauthorized { .. }), "{err:?}");
     assert!(err.to_string().contains(server.url()), "{err}");
 
@@ -460,10 +441,7 @@ async fn other_answers_are_errors_with_the_code_and_401_names_the_server() {
         &status(500, "InternalError", "etcdserver: request timed out").to_string(),
         "application/json",
     );
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::None)
-        .await
-        .expect_err("500");
+    let err = walk(&server, &TemplateSource::None).await.expect_err("500");
     assert!(matches!(err, KubeError::Api { code: 500, .. }), "{err:?}");
     assert!(
         err.to_string().contains("etcdserver: request timed out"),
@@ -534,8 +512,7 @@ async fn template_file_source_reads_the_file_then_walks_the_cluster() {
     )
     .expect("write");
 
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::File(path.clone()))
+    let chain = walk(&server, &TemplateSource::File(path.clone()))
         .await
         .expect("chain");
     assert_eq!(server.request_lines(), [get(&secret_path("regcred"))]);
@@ -551,8 +528,7 @@ async fn template_file_source_reads_the_file_then_walks_the_cluster() {
         "spec:\n  template:\n    spec:\n      imagePullSecret: []\n",
     )
     .expect("write");
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::File(path.clone()))
+    let err = walk(&server, &TemplateSource::File(path.clone()))
         .await
         .expect_err("strict");
     assert!(matches!(err, KubeError::TemplateFile(_)), "{err:?}");
@@ -772,8 +748,7 @@ async fn a_real_not_found_status_is_still_a_warning_and_the_chain_goes_on() {
         &real_not_found("serviceaccounts", "default"),
         "application/json",
     );
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::None)
+    let chain = walk(&server, &TemplateSource::None)
         .await
         .expect("a missing ServiceAccount is not an error");
     assert!(chain.secrets.is_empty());
@@ -806,8 +781,7 @@ async fn a_real_not_found_status_is_still_a_warning_and_the_chain_goes_on() {
     );
     add_secret(&server, NS, "regcred", "registry.example.com");
     server.clear_requests();
-    let chain = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+    let chain = walk(&server, &TemplateSource::Name("vela-pods".into()))
         .await
         .expect("a missing Secret is not an error");
     // The walk went on to the next Secret.
@@ -862,8 +836,7 @@ async fn a_404_that_is_not_a_not_found_status_at_the_service_account_is_an_error
     for (body, content_type, answer) in cases {
         server.add_raw(&account_path("default"), 404, &body, content_type);
         server.clear_requests();
-        let err = cluster(&server)
-            .build_pull_secrets(&TemplateSource::None)
+        let err = walk(&server, &TemplateSource::None)
             .await
             .expect_err(answer);
         assert_not_kubernetes(&err, &url, "serviceaccounts", "default", answer);
@@ -892,8 +865,7 @@ async fn a_404_that_is_not_a_not_found_status_at_a_secret_is_an_error() {
     ] {
         server.add_raw(&secret_path("regcred"), 404, body, content_type);
         server.clear_requests();
-        let err = cluster(&server)
-            .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+        let err = walk(&server, &TemplateSource::Name("vela-pods".into()))
             .await
             .expect_err(answer);
         assert_not_kubernetes(&err, &url, "secrets", "regcred", answer);
@@ -908,8 +880,7 @@ async fn a_404_that_is_not_a_not_found_status_at_a_secret_is_an_error() {
 
     // The same through the ServiceAccount's secrets, and through many workloads.
     server.add_service_account(NS, "default", &["regcred"]);
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::None)
+    let err = walk(&server, &TemplateSource::None)
         .await
         .expect_err("empty 404");
     assert_not_kubernetes(&err, &url, "secrets", "regcred", "an empty body");
@@ -967,8 +938,7 @@ async fn a_pods_template_404_that_is_neither_not_found_nor_the_go_mux_is_an_erro
     let server = start();
     let url = cluster(&server).url().to_owned();
     server.add_raw(&template_path("vela-pods"), 404, HTML_404, "text/html");
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+    let err = walk(&server, &TemplateSource::Name("vela-pods".into()))
         .await
         .expect_err("HTML 404");
     assert_not_kubernetes(
@@ -980,8 +950,7 @@ async fn a_pods_template_404_that_is_neither_not_found_nor_the_go_mux_is_an_erro
     );
 
     server.add_raw(&template_path("vela-pods"), 404, "", "text/plain");
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+    let err = walk(&server, &TemplateSource::Name("vela-pods".into()))
         .await
         .expect_err("empty 404");
     assert_not_kubernetes(
@@ -999,8 +968,7 @@ async fn a_pods_template_404_that_is_neither_not_found_nor_the_go_mux_is_an_erro
         &real_not_found("pipelinepodstemplates.go-vela.github.io", "vela-pods"),
         "application/json",
     );
-    let err = cluster(&server)
-        .build_pull_secrets(&TemplateSource::Name("vela-pods".into()))
+    let err = walk(&server, &TemplateSource::Name("vela-pods".into()))
         .await
         .expect_err("NotFound");
     assert_eq!(

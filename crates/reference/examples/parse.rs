@@ -1,6 +1,6 @@
 //! Parses each argument as an image reference and prints what it means.
 //!
-//! `cargo run -p pullcheck-reference --example explain -- alpine 'Foo/Bar' '[::1]:5000/app@sha256:abc'`
+//! `cargo run -p pullcheck-reference --example parse -- alpine 'Foo/Bar' '[::1]:5000/app@sha256:abc'`
 
 use pullcheck_reference::Reference;
 

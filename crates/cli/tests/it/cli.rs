@@ -1,9 +1,10 @@
 //! The `pullcheck` binary end to end: a Vela pipeline against a real token-auth registry,
 //! text and JSON output, exit codes, and a canary that no secret appears anywhere.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::util::temp_dir;
 use pullcheck_testkit::{Auth, ImageKind, Registry, Repos, TokenPolicy, User};
 
 const PASSWORD: &str = "canary-password-7f3a";
@@ -17,13 +18,6 @@ fn pullcheck(args: &[&str], dir: &Path) -> Output {
         .env("HOME", dir)
         .output()
         .expect("run pullcheck")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pullcheck-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn text(output: &Output) -> String {

@@ -3,7 +3,7 @@
 //! attempts, and that it ended well within a generous bound (a hang guard, not a
 //! benchmark).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -123,14 +123,7 @@ async fn anonymous_registry_matrix() {
     let registry = Registry::anonymous().await.expect("registry");
     let pushed = push_images(&registry).await;
     let client = client();
-    let session = client
-        .authorize(
-            &endpoint(&registry),
-            &Credential::Anonymous,
-            &repos(&[APP, NOPE]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(&client, &registry, &Credential::Anonymous, &[APP, NOPE]).await;
     assert!(session.base_url().starts_with("http://"), "{session:?}");
     check_matrix(&session, &pushed).await;
 
@@ -151,14 +144,7 @@ async fn htpasswd_registry_matrix() {
         .expect("registry");
     let pushed = push_images(&registry).await;
     let client = client();
-    let session = client
-        .authorize(
-            &endpoint(&registry),
-            &basic("alice", "s3cret"),
-            &repos(&[APP]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(&client, &registry, &basic("alice", "s3cret"), &[APP]).await;
     check_matrix(&session, &pushed).await;
 
     // Wrong password: denied at authorize, naming host and user, not the password.
@@ -201,6 +187,38 @@ fn token_registry_policy() -> TokenPolicy {
     ])
 }
 
+/// A token-auth registry (`token_registry_policy`) holding the matrix images.
+async fn token_registry() -> Registry {
+    let registry = Registry::builder()
+        .auth(Auth::Token(token_registry_policy()))
+        .start()
+        .await
+        .expect("registry");
+    push_images(&registry).await;
+    registry
+}
+
+/// An anonymous registry holding the matrix images.
+async fn anonymous_registry() -> Registry {
+    let registry = Registry::anonymous().await.expect("registry");
+    push_images(&registry).await;
+    registry
+}
+
+/// `client.authorize` on the registry's plain-HTTP endpoint for `names`, which must
+/// succeed.
+async fn authorize(
+    client: &Client,
+    registry: &Registry,
+    credential: &Credential,
+    names: &[&str],
+) -> Session {
+    client
+        .authorize(&endpoint(registry), credential, &repos(names))
+        .await
+        .expect("authorize")
+}
+
 #[tokio::test]
 async fn token_registry_matrix() {
     let registry = Registry::builder()
@@ -212,14 +230,7 @@ async fn token_registry_matrix() {
     let tokens = registry.token_server().expect("token server");
     let client = client();
 
-    let session = client
-        .authorize(
-            &endpoint(&registry),
-            &basic("alice", "s3cret"),
-            &repos(&[APP, NOPE]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(&client, &registry, &basic("alice", "s3cret"), &[APP, NOPE]).await;
     check_matrix(&session, &pushed).await;
     // Everything above used the one token from authorize.
     assert_eq!(tokens.requests().len(), 1, "{:?}", tokens.requests());
@@ -259,14 +270,13 @@ async fn token_registry_matrix() {
     );
 
     // A user without pull on a repository: 401 too, with these credentials.
-    let session = client
-        .authorize(
-            &endpoint(&registry),
-            &basic("bob", "hunter2"),
-            &repos(&[APP, PRIVATE]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(
+        &client,
+        &registry,
+        &basic("bob", "hunter2"),
+        &[APP, PRIVATE],
+    )
+    .await;
     assert_status(&session.check(APP, "3.19").await, Status::Present, None);
     let a = session.check(PRIVATE, "v1").await;
     assert_status(&a, Status::NoAccess, None);
@@ -280,22 +290,16 @@ async fn token_registry_matrix() {
 
 #[tokio::test]
 async fn one_token_request_carries_every_scope() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(token_registry_policy()))
-        .start()
-        .await
-        .expect("registry");
-    push_images(&registry).await;
+    let registry = token_registry().await;
     let tokens = registry.token_server().expect("token server");
     let client = client();
-    let session = client
-        .authorize(
-            &endpoint(&registry),
-            &basic("alice", "s3cret"),
-            &repos(&[PRIVATE, APP, NOPE, APP]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(
+        &client,
+        &registry,
+        &basic("alice", "s3cret"),
+        &[PRIVATE, APP, NOPE, APP],
+    )
+    .await;
     let seen = tokens.requests();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].method, "GET");
@@ -355,12 +359,7 @@ async fn one_token_request_carries_every_scope() {
 /// would be no access, not missing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_repositories_are_split_into_token_batches() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(token_registry_policy()))
-        .start()
-        .await
-        .expect("registry");
-    push_images(&registry).await;
+    let registry = token_registry().await;
     let tokens = registry.token_server().expect("token server");
     let client = client();
     // Names that are prefixes of others (`r-1`, `r-10`, `r-100`): sorted as
@@ -422,14 +421,7 @@ async fn expired_token_is_refreshed_once_for_concurrent_checks() {
         .expect("registry");
     push_images(&registry).await;
     let tokens = registry.token_server().expect("token server");
-    let session = client()
-        .authorize(
-            &endpoint(&registry),
-            &basic("alice", "s3cret"),
-            &repos(&[APP]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(&client(), &registry, &basic("alice", "s3cret"), &[APP]).await;
     assert_status(&session.check(APP, "3.19").await, Status::Present, None);
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let checks: Vec<_> = (0..10)
@@ -470,12 +462,7 @@ async fn identity_token_posts_oauth_then_falls_back_to_get() {
 
 #[tokio::test]
 async fn registry_token_is_used_as_the_bearer() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(token_registry_policy()))
-        .start()
-        .await
-        .expect("registry");
-    push_images(&registry).await;
+    let registry = token_registry().await;
     let tokens = registry.token_server().expect("token server");
     // Obtain a token by hand, as a credential helper would have.
     let url = format!(
@@ -496,14 +483,13 @@ async fn registry_token_is_used_as_the_bearer() {
     let token = reply["token"].as_str().expect("token field").to_string();
     tokens.clear_requests();
     let client = client();
-    let session = client
-        .authorize(
-            &endpoint(&registry),
-            &Credential::RegistryToken(token),
-            &repos(&[APP]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(
+        &client,
+        &registry,
+        &Credential::RegistryToken(token),
+        &[APP],
+    )
+    .await;
     assert_status(&session.check(APP, "3.19").await, Status::Present, None);
     assert!(tokens.requests().is_empty(), "{:?}", tokens.requests());
     assert!(!format!("{session:?}").contains(reply["token"].as_str().unwrap()));
@@ -511,8 +497,7 @@ async fn registry_token_is_used_as_the_bearer() {
 
 #[tokio::test]
 async fn head_only_and_tag_list_only_after_a_404() {
-    let registry = Registry::anonymous().await.expect("registry");
-    push_images(&registry).await;
+    let registry = anonymous_registry().await;
     let session = client()
         .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
         .await
@@ -569,8 +554,7 @@ async fn head_only_and_tag_list_only_after_a_404() {
 
 #[tokio::test]
 async fn without_tag_hints_a_404_is_not_refined() {
-    let registry = Registry::anonymous().await.expect("registry");
-    push_images(&registry).await;
+    let registry = anonymous_registry().await;
     let client = Client::new(ClientOptions {
         tag_hints: false,
         ..ClientOptions::default()
@@ -615,20 +599,8 @@ async fn plain_http_realm_is_allowed_for_an_insecure_endpoint() {
     // The harness realm is `http://127.0.0.1:…/token`. An endpoint with `allow_http`
     // may use it; the refusal for a secure endpoint is covered by `auth`'s unit tests,
     // since the harness has no TLS registry to reach it through.
-    let registry = Registry::builder()
-        .auth(Auth::Token(token_registry_policy()))
-        .start()
-        .await
-        .expect("registry");
-    push_images(&registry).await;
-    let session = client()
-        .authorize(
-            &endpoint(&registry),
-            &basic("alice", "s3cret"),
-            &repos(&[APP]),
-        )
-        .await
-        .expect("authorize");
+    let registry = token_registry().await;
+    let session = authorize(&client(), &registry, &basic("alice", "s3cret"), &[APP]).await;
     assert_status(&session.check(APP, "3.19").await, Status::Present, None);
 }
 
@@ -664,8 +636,7 @@ async fn connection_refused_is_unreachable_with_the_reason() {
 
 #[tokio::test]
 async fn request_counter_counts_every_request() {
-    let registry = Registry::anonymous().await.expect("registry");
-    push_images(&registry).await;
+    let registry = anonymous_registry().await;
     let client = client();
     let session = client
         .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
@@ -681,20 +652,14 @@ async fn request_counter_counts_every_request() {
 
 #[tokio::test]
 async fn tag_list_is_never_asked_after_a_401() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(token_registry_policy()))
-        .start()
-        .await
-        .expect("registry");
-    push_images(&registry).await;
-    let session = client()
-        .authorize(
-            &endpoint(&registry),
-            &basic("bob", "hunter2"),
-            &repos(&[APP, PRIVATE]),
-        )
-        .await
-        .expect("authorize");
+    let registry = token_registry().await;
+    let session = authorize(
+        &client(),
+        &registry,
+        &basic("bob", "hunter2"),
+        &[APP, PRIVATE],
+    )
+    .await;
     registry.clear_requests().await.expect("clear");
     assert_status(&session.check(PRIVATE, "v1").await, Status::NoAccess, None);
     assert_status(
@@ -711,12 +676,7 @@ async fn tag_list_is_never_asked_after_a_401() {
 
 #[tokio::test]
 async fn tokens_are_cached_per_registry_credential_and_scope_set() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(token_registry_policy()))
-        .start()
-        .await
-        .expect("registry");
-    push_images(&registry).await;
+    let registry = token_registry().await;
     let tokens = registry.token_server().expect("token server");
     let client = client();
     let alice = basic("alice", "s3cret");
@@ -735,14 +695,13 @@ async fn tokens_are_cached_per_registry_credential_and_scope_set() {
         .authorize(&endpoint(&registry), &alice, &repos(&[APP]))
         .await
         .expect("authorize");
-    client
-        .authorize(
-            &endpoint(&registry),
-            &basic("bob", "hunter2"),
-            &repos(&[APP, PRIVATE]),
-        )
-        .await
-        .expect("authorize");
+    authorize(
+        &client,
+        &registry,
+        &basic("bob", "hunter2"),
+        &[APP, PRIVATE],
+    )
+    .await;
     let seen = tokens.requests();
     assert_eq!(seen.len(), 3, "{seen:?}");
     assert_eq!(seen[1].scopes, vec!["repository:team/app:pull"]);
@@ -751,23 +710,17 @@ async fn tokens_are_cached_per_registry_credential_and_scope_set() {
 
 #[tokio::test]
 async fn insufficient_scope_reauthenticates_once_then_is_no_access() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(token_registry_policy()))
-        .start()
-        .await
-        .expect("registry");
-    push_images(&registry).await;
+    let registry = token_registry().await;
     let tokens = registry.token_server().expect("token server");
     // bob may pull team/app only; the shared token grants nothing on team/private, and
     // distribution answers 401 with error="insufficient_scope".
-    let session = client()
-        .authorize(
-            &endpoint(&registry),
-            &basic("bob", "hunter2"),
-            &repos(&[APP, PRIVATE]),
-        )
-        .await
-        .expect("authorize");
+    let session = authorize(
+        &client(),
+        &registry,
+        &basic("bob", "hunter2"),
+        &[APP, PRIVATE],
+    )
+    .await;
     let a = session.check(PRIVATE, "v1").await;
     assert_status(&a, Status::NoAccess, None);
     assert_eq!((a.http_status, a.attempts), (Some(401), 1));

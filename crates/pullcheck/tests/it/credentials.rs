@@ -22,35 +22,13 @@ use pullcheck_testkit::{
     Auth, ImageKind, Registry, Repos, RequestRecord, TokenAuth, TokenPolicy, User,
 };
 
+use crate::util::temp_dir;
+
 const GOOD: &str = "good-password-0c4f";
 const WRONG: &str = "wrong-password-77ab";
 
 /// The file name the pull secrets are "read" from; it is part of each credential's source.
 const SECRETS_FILE: &str = "secrets.yaml";
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "pullcheck-credentials-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 async fn htpasswd_registry() -> Registry {
     let registry = Registry::builder()
@@ -409,7 +387,7 @@ async fn the_node_docker_config_comes_after_the_pull_secrets() {
     use base64::Engine as _;
     let registry = token_registry().await;
     let host = registry.host();
-    let dir = TempDir::new("node");
+    let dir = temp_dir("node");
     let config = |password: &str| {
         let auth = base64::engine::general_purpose::STANDARD.encode(format!("ci:{password}"));
         format!(r#"{{"auths": {{"http://{host}": {{"auth": "{auth}"}}}}}}"#)
@@ -476,7 +454,7 @@ fn install_helper(dir: &Path, name: &str, script: &str) {
 async fn a_credential_helper_named_by_the_node_config_answers_for_the_registry() {
     let registry = token_registry().await;
     let host = registry.host();
-    let dir = TempDir::new("helper");
+    let dir = temp_dir("helper");
     let helpers = dir.path().join("bin");
     std::fs::create_dir_all(&helpers).expect("dir");
     let asked = dir.path().join("asked");

@@ -7,38 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use pullcheck_testkit::TempDir;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-/// A temporary directory, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "pullcheck-registry-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn openssl(dir: &Path, args: &[&str]) {
+/// Runs `openssl ARGS` in `dir`; a failure fails the test with openssl's stderr.
+pub fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
         .args(args)
         .current_dir(dir)
@@ -116,7 +89,7 @@ pub enum Validity {
 impl Pki {
     /// A new CA, `ca.pem` and `ca.key`.
     pub fn new(name: &str) -> Pki {
-        let dir = TempDir::new(name);
+        let dir = TempDir::new(name).expect("temp dir");
         let mut args = vec!["req", "-x509"];
         args.extend(EC);
         args.extend([

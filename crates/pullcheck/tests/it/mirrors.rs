@@ -125,6 +125,16 @@ async fn check(mirrors: MirrorConfig, images: &[String]) -> Report {
     checker.check(uses, &CheckOptions::default()).await
 }
 
+/// Checks `reference` alone under `mirrors`: it must be present, answered by `registry`
+/// (`host:port`). The report, for further assertions.
+async fn check_present(mirrors: MirrorConfig, reference: &str, registry: &str) -> Report {
+    let report = check(mirrors, &[reference.to_string()]).await;
+    let i = image(&report, reference);
+    assert_eq!(i.status, Status::Present, "{}", i.detail);
+    assert_eq!(i.registry.as_deref(), Some(registry));
+    report
+}
+
 fn image<'a>(report: &'a Report, reference: &str) -> &'a ImageReport {
     report
         .images
@@ -317,10 +327,8 @@ async fn crio_mirror_down_the_primary_answers() {
     pair.clear().await;
 
     let reference = pair.image.reference();
-    let report = check(config, std::slice::from_ref(&reference)).await;
+    let report = check_present(config, &reference, pair.up()).await;
     let i = image(&report, &reference);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.up()));
     assert_eq!(i.digest.as_deref(), Some(pair.image.digest.as_str()));
     // The mirror's failure is kept in the detail.
     assert!(
@@ -349,10 +357,8 @@ async fn crio_a_tag_only_upstream_is_present() {
     pair.clear().await;
 
     let reference = only_upstream.reference();
-    let report = check(config, std::slice::from_ref(&reference)).await;
+    let report = check_present(config, &reference, pair.mir()).await;
     let i = image(&report, &reference);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.mir()));
     assert_eq!(i.digest.as_deref(), Some(only_upstream.digest.as_str()));
     let mirror_log = pair.mirror.requests().await.unwrap();
     assert_eq!(
@@ -377,10 +383,8 @@ async fn crio_a_tag_only_upstream_is_present() {
     let scratch = Scratch::new("crio-upstream-only-plain");
     let config = registries_conf(&scratch, pair.up(), other.host(), "");
     pair.clear().await;
-    let report = check(config, std::slice::from_ref(&reference)).await;
+    let report = check_present(config, &reference, pair.up()).await;
     let i = image(&report, &reference);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.up()));
     assert!(
         i.detail
             .contains(&format!("after: {}: missing", other.host())),
@@ -563,19 +567,13 @@ async fn crio_digest_only_mirror_skips_tags() {
 
     // A tag: the mirror is not asked at all.
     let by_tag = pair.image.reference();
-    let report = check(config.clone(), std::slice::from_ref(&by_tag)).await;
-    let i = image(&report, &by_tag);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.up()));
+    check_present(config.clone(), &by_tag, pair.up()).await;
     let mirror_log = pair.mirror.requests().await.unwrap();
     assert!(mirror_log.is_empty(), "{mirror_log:?}");
 
     // A digest: the mirror answers.
     let by_digest = pair.image.digest_reference();
-    let report = check(config.clone(), std::slice::from_ref(&by_digest)).await;
-    let i = image(&report, &by_digest);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.mir()));
+    check_present(config.clone(), &by_digest, pair.mir()).await;
     let mirror_log = pair.mirror.requests().await.unwrap();
     let heads = manifest_requests(&mirror_log, "team/app", &pair.image.digest);
     assert_eq!(heads.len(), 1, "{mirror_log:?}");
@@ -756,18 +754,12 @@ async fn containerd_a_pull_only_mirror_serves_digests_only() {
     pair.clear().await;
 
     let by_tag = pair.image.reference();
-    let report = check(config.clone(), std::slice::from_ref(&by_tag)).await;
-    let i = image(&report, &by_tag);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.up()));
+    check_present(config.clone(), &by_tag, pair.up()).await;
     let mirror_log = pair.mirror.requests().await.unwrap();
     assert!(mirror_log.is_empty(), "{mirror_log:?}");
 
     let by_digest = pair.image.digest_reference();
-    let report = check(config, std::slice::from_ref(&by_digest)).await;
-    let i = image(&report, &by_digest);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.mir()));
+    check_present(config, &by_digest, pair.mir()).await;
     let mirror_log = pair.mirror.requests().await.unwrap();
     assert_eq!(
         manifest_requests(&mirror_log, "team/app", &pair.image.digest).len(),
@@ -853,10 +845,7 @@ async fn docker_registry_mirrors_apply_to_docker_hub_only() {
 
     // Not Docker Hub: the mirror is ignored.
     let reference = pair.image.reference();
-    let report = check(config.clone(), std::slice::from_ref(&reference)).await;
-    let i = image(&report, &reference);
-    assert_eq!(i.status, Status::Present, "{}", i.detail);
-    assert_eq!(i.registry.as_deref(), Some(pair.up()));
+    check_present(config.clone(), &reference, pair.up()).await;
     let mirror_log = pair.mirror.requests().await.unwrap();
     assert!(mirror_log.is_empty(), "{mirror_log:?}");
     let (e, _) = explain_json(&reference, &config);

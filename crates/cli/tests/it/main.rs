@@ -1,0 +1,6 @@
+//! The integration tests of `pullcheck-cli`, one binary (`cargo test -p pullcheck-cli --test it`).
+
+mod cli;
+mod explain_mirrors;
+mod kubernetes;
+mod util;

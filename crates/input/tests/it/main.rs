@@ -1,0 +1,4 @@
+//! The integration tests of `pullcheck-input`, one binary (`cargo test -p pullcheck-input --test it`).
+
+mod pipelines;
+mod upstream;

@@ -1,0 +1,6 @@
+//! The integration tests of `pullcheck-pullcheck`, one binary (`cargo test -p pullcheck-pullcheck --test it`).
+
+mod check;
+mod credentials;
+mod mirrors;
+mod util;

@@ -1,0 +1,8 @@
+//! The integration tests of `pullcheck-registry`, one binary (`cargo test -p pullcheck-registry --test it`).
+
+mod faults;
+mod no_secrets;
+mod registries;
+mod scripted;
+mod support;
+mod tls;
