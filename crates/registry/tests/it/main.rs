@@ -4,5 +4,6 @@ mod faults;
 mod no_secrets;
 mod registries;
 mod scripted;
+mod service;
 mod support;
 mod tls;

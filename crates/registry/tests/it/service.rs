@@ -3,18 +3,16 @@
 //! recovery when they are not), and a platform per check. Against the testkit's token
 //! registry, and a scripted registry whose challenge changes under the client.
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::server::{Request, respond, serve};
 use pullcheck_registry::{
     Client, ClientOptions, Credential, Endpoint, Missing, Observer, Platform, RequestEvent,
     RequestKind, Status,
 };
 use pullcheck_testkit::{Auth, ImageKind, Registry, Repos, TokenPolicy, User};
-use support::server::{Request, respond, serve};
 
 const APP: &str = "team/app";
 const PASSWORD: &str = "s3cret-observed";
@@ -189,7 +187,7 @@ async fn a_second_authorize_sends_only_the_heads_and_recovers_when_the_token_exp
 /// A registry on the scripted server whose token realm moves from `/token-a` to
 /// `/token-b` when `moved` is set: tokens of the old realm are then refused (401 with
 /// the new challenge), and the old realm answers 404.
-async fn moving_registry(moved: Arc<AtomicBool>) -> support::server::Server {
+async fn moving_registry(moved: Arc<AtomicBool>) -> crate::support::server::Server {
     let host_cell: Arc<Mutex<String>> = Arc::default();
     let host = Arc::clone(&host_cell);
     let server = serve(move |r: &Request| {
