@@ -159,6 +159,26 @@ impl Checker {
         })
     }
 
+    /// A checker sharing this one's HTTP client (its connection pool and tokens), resolver
+    /// and node credentials, with other per-check settings: `include_on_start`,
+    /// `concurrency`, `deadline` and `deadline_start` of `options` apply; its
+    /// `request_timeout`, `tag_hints` and `registry` are ignored (they belong to the
+    /// client). Used by `pullcheck serve` for each request's settings.
+    // lead: replace by check_sets(sets, &CheckOptions)
+    pub fn with_options(&self, options: CheckOptions) -> Checker {
+        Checker {
+            client: self.client.clone(),
+            resolver: self.resolver.clone(),
+            node: self.node.clone(),
+            options: CheckOptions {
+                request_timeout: self.options.request_timeout,
+                tag_hints: self.options.tag_hints,
+                registry: self.options.registry.clone(),
+                ..options
+            },
+        }
+    }
+
     /// The mirror configuration and insecure registries in use.
     pub fn resolver(&self) -> &Resolver {
         &self.resolver
