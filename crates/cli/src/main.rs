@@ -51,6 +51,13 @@ enum Command {
     /// Exit codes: 0 every reference parsed; 1 a reference is invalid; 2 usage or
     /// configuration error.
     Explain(Box<ExplainArgs>),
+    /// Serve checks over HTTP for CI workers, from warm connections and cached tokens:
+    /// POST /v1/checks (a JSON request; answers the report of `check --format json` plus
+    /// "exit_code"), GET /healthz, /readyz, /metrics. See docs/service.md.
+    ///
+    /// Stops on SIGTERM or SIGINT: no new connections, checks in flight finish (up to
+    /// --shutdown-grace), then exit 0. Exit 2: configuration error.
+    Serve(Box<ServeArgs>),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -260,6 +267,75 @@ struct CheckArgs {
     pod: PodArgs,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address to listen on. A non-loopback address needs --api-token-file and TLS
+    /// (--tls-cert, --tls-key), unless --insecure-listen.
+    #[arg(
+        long,
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR:PORT",
+        help_heading = "Service"
+    )]
+    listen: std::net::SocketAddr,
+    /// Bearer tokens, one per line: `TOKEN`, or `TOKEN ns1,ns2` to limit the namespaces
+    /// that token may name (globs). Re-read when it changes. Without it, no auth.
+    #[arg(long, value_name = "PATH", help_heading = "Service")]
+    api_token_file: Option<PathBuf>,
+    /// A namespace requests may name (a glob such as `ci-*`). Repeatable. Default: any.
+    #[arg(long = "allow-namespace", value_name = "NS", help_heading = "Service")]
+    allow_namespaces: Vec<String>,
+    /// Largest request body, in bytes (default 8 MiB); more gets 413.
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_BODY, value_name = "BYTES", help_heading = "Service")]
+    max_body: usize,
+    /// Checks in flight at most; more get 503 with Retry-After.
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_CHECKS, value_parser = parse_positive, help_heading = "Service")]
+    max_checks: usize,
+    /// The longest deadline of a check; a request's deadline_seconds may shorten it.
+    #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Service")]
+    deadline: Duration,
+    /// How long checks in flight may run on after SIGTERM/SIGINT.
+    #[arg(long, default_value = "20s", value_parser = parse_duration, help_heading = "Service")]
+    shutdown_grace: Duration,
+    /// TLS certificate chain (PEM); reloaded when it changes.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_key",
+        help_heading = "Service"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM); reloaded when it changes.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_cert",
+        help_heading = "Service"
+    )]
+    tls_key: Option<PathBuf>,
+    /// Listen on a non-loopback address without a token file or TLS.
+    #[arg(long, help_heading = "Service")]
+    insecure_listen: bool,
+    /// Log lines on stderr: one JSON object per line, or text.
+    #[arg(long, value_enum, default_value_t = LogFormat::Json, help_heading = "Service")]
+    log_format: LogFormat,
+    #[command(flatten)]
+    registry: RegistryArgs,
+}
+
+fn parse_positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) | Err(_) => Err(format!("{text:?}: must be a whole number above zero")),
+        Ok(n) => Ok(n),
+    }
+}
+
 #[derive(Debug, Args)]
 struct ExplainArgs {
     /// References to explain.
@@ -305,7 +381,16 @@ fn parse_any_duration(text: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    match &cli.command {
+        Command::Serve(args) => pullcheck_server::init_logging(
+            match args.log_format {
+                LogFormat::Json => pullcheck_server::LogFormat::Json,
+                LogFormat::Text => pullcheck_server::LogFormat::Text,
+            },
+            serve_log_filter(cli.verbose),
+        ),
+        _ => init_logging(cli.verbose),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -319,12 +404,21 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Check(args) => runtime.block_on(run_check(*args)),
         Command::Explain(args) => runtime.block_on(run_explain(*args)),
+        Command::Serve(args) => runtime.block_on(run_serve(*args)),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn init_logging(verbose: u8) {
-    let default = match verbose {
+/// The default log filter of `serve`: requests at info, then as `check`'s -v levels.
+fn serve_log_filter(verbose: u8) -> &'static str {
+    match verbose {
+        0 => "info,kube_client=off",
+        _ => log_filter(verbose),
+    }
+}
+
+fn log_filter(verbose: u8) -> &'static str {
+    match verbose {
         // kube-rs logs a failed request at ERROR; pullcheck reports it itself.
         0 => "warn,kube_client=off",
         1 => "pullcheck=debug,pullcheck_registry=debug,pullcheck_cli=debug",
@@ -335,7 +429,11 @@ fn init_logging(verbose: u8) {
              pullcheck_input=trace"
         }
         _ => "trace",
-    };
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = log_filter(verbose);
     let filter = tracing_subscriber::EnvFilter::try_from_env("PULLCHECK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
@@ -583,6 +681,46 @@ async fn await_lookups<T>(
             ));
             std::process::exit(2);
         }
+    }
+}
+
+async fn run_serve(args: ServeArgs) -> i32 {
+    let setup = match args.registry.setup(None) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let node = &args.registry.node;
+    let options = pullcheck_server::ServeOptions {
+        listen: args.listen,
+        resolver: setup.resolver,
+        node: setup.node,
+        client: setup.client,
+        concurrency: setup.concurrency,
+        cluster: Some(ClusterOptions {
+            kubeconfig: node.kubeconfig.clone(),
+            context: node.context.clone(),
+            namespace: String::new(),
+        }),
+        cluster_required: node.kubeconfig.is_some() || node.context.is_some(),
+        api_token_file: args.api_token_file,
+        allow_namespaces: args.allow_namespaces,
+        max_body: args.max_body,
+        max_checks: args.max_checks,
+        deadline: args.deadline,
+        shutdown_grace: args.shutdown_grace,
+        tls: match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(pullcheck_server::TlsFiles { cert, key }),
+            _ => None,
+        },
+        insecure_listen: args.insecure_listen,
+    };
+    let server = match pullcheck_server::Server::bind(options).await {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    match server.run(pullcheck_server::shutdown_signal()).await {
+        Ok(()) => 0,
+        Err(e) => fail(&e),
     }
 }
 

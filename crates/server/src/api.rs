@@ -198,17 +198,27 @@ pub async fn post_check(
                 started.elapsed().as_secs_f64(),
                 &statuses,
             );
-            let mut value = serde_json::to_value(&report).unwrap_or_else(|_| json!({}));
-            if let Some(object) = value.as_object_mut() {
-                object.insert("exit_code".into(), json!(code));
-            }
-            (StatusCode::OK, axum::Json(value)).into_response()
+            // The CLI's JSON, in its field order, then `exit_code`.
+            let answer = Answer {
+                report: &report,
+                exit_code: code,
+            };
+            (StatusCode::OK, axum::Json(answer)).into_response()
         }
         Err(e) => {
             state.metrics.check_done(CheckResult::Error, 0.0, &[]);
             e.into_response()
         }
     }
+}
+
+/// The 200 answer: the report as `pullcheck check --format json` prints it, plus the
+/// exit code the CLI would exit with.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    #[serde(flatten)]
+    report: &'a pullcheck::report::Report,
+    exit_code: i32,
 }
 
 /// The parsed inputs of a request.
@@ -370,10 +380,8 @@ async fn check(
         Some(name) => TemplateSource::Name(name.clone()),
         None => TemplateSource::None,
     };
-    let watch = tokio::time::Instant::from_std(pullcheck::deadline_at(
-        deadline_start,
-        parsed.deadline,
-    ));
+    let watch =
+        tokio::time::Instant::from_std(pullcheck::deadline_at(deadline_start, parsed.deadline));
     let gathered = match tokio::time::timeout_at(
         watch,
         pullcheck_sources::find_pull_secrets(

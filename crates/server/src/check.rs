@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use pullcheck::report::Report;
 use pullcheck::registry::Platform;
+use pullcheck::report::Report;
 use pullcheck::{CheckOptions, Checker, ImageSet};
 
 use crate::AppState;

@@ -165,8 +165,9 @@ impl Metrics {
             "Requests sent to registries, by registry host, kind (ping, token, manifest, tags, blob) and HTTP code (or `error`)",
             registry_requests.clone(),
         );
-        let registry_duration =
-            Family::<KindLabels, Histogram>::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let registry_duration = Family::<KindLabels, Histogram>::new_with_constructor(
+            duration_histogram as fn() -> Histogram,
+        );
         registry.register(
             "registry_request_duration_seconds",
             "Time of a request to a registry, by registry host and kind",
