@@ -96,10 +96,9 @@ async fn content_type_and_body_size() {
     let mut stream = tokio::net::TcpStream::connect(server.addr)
         .await
         .expect("connect");
-    let mut request = format!(
-        "POST /v1/checks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-    )
-    .into_bytes();
+    let mut request = "POST /v1/checks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    .as_bytes()
+    .to_vec();
     for chunk in big.as_bytes().chunks(512) {
         request.extend(format!("{:x}\r\n", chunk.len()).into_bytes());
         request.extend(chunk);
