@@ -6,4 +6,5 @@ mod checks;
 mod errors;
 mod kube;
 mod limits;
+mod tls;
 mod util;
