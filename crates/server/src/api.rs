@@ -23,8 +23,9 @@ use crate::auth::{Caller, namespace_allowed};
 use crate::metrics::CheckResult;
 
 /// The body of `POST /v1/checks`. Exactly one of `pipeline`, `build`, `images` and
-/// `manifests`; every other field is optional. Unknown fields are errors.
-#[derive(Debug, Default, Deserialize)]
+/// `manifests`; every other field is optional. Unknown fields are errors. Its `Debug`
+/// shows which fields are set, never their content (pull secrets, a build's token).
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CheckRequest {
     /// The text of a `.vela.yml` or a compiled build's JSON (or Kubernetes manifests),
@@ -51,6 +52,23 @@ pub struct CheckRequest {
     pub platform: Option<String>,
     /// This check's deadline in seconds, capped by `--deadline`.
     pub deadline_seconds: Option<f64>,
+}
+
+impl std::fmt::Debug for CheckRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckRequest")
+            .field("pipeline", &self.pipeline.as_ref().map(String::len))
+            .field("build", &self.build.is_some())
+            .field("images", &self.images.as_ref().map(Vec::len))
+            .field("manifests", &self.manifests.as_ref().map(String::len))
+            .field("namespace", &self.namespace)
+            .field("pods_template", &self.pods_template)
+            .field("pull_secrets", &self.pull_secrets.as_ref().map(Vec::len))
+            .field("include_on_start", &self.include_on_start)
+            .field("platform", &self.platform)
+            .field("deadline_seconds", &self.deadline_seconds)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One image of [`CheckRequest::images`].
