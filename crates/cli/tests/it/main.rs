@@ -3,4 +3,5 @@
 mod cli;
 mod explain_mirrors;
 mod kubernetes;
+mod serve;
 mod util;
