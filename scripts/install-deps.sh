@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests, the demo and the benchmarks need:
-# the CNCF distribution registry (docker-registry), htpasswd, skopeo and openssl.
+# the CNCF distribution registry (docker-registry), htpasswd, skopeo and openssl, and Go
+# (golang-go) for the Vela worker package in integrations/vela.
 set -euo pipefail
 need=()
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+command -v go >/dev/null 2>&1 || need+=(golang-go)
 if [ "${#need[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
