@@ -189,15 +189,20 @@ func (r *Report) Failed() []Image {
 	return failed
 }
 
-// Unverified returns the images that could not be checked (unreachable), in
-// report order.
+// Unverified returns the images that are neither present nor failed nor left
+// out on purpose (deferred, skipped): today unreachable, and any status a newer
+// pullcheck adds for an image it cannot check yet. In report order.
 func (r *Report) Unverified() []Image {
 	if r == nil {
 		return nil
 	}
 	var out []Image
 	for _, image := range r.Images {
-		if image.Status == "unreachable" {
+		switch image.Status {
+		case "present", "deferred", "skipped":
+			continue
+		}
+		if !IsFailure(image.Status) {
 			out = append(out, image)
 		}
 	}
