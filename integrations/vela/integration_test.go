@@ -66,19 +66,39 @@ func binary(t *testing.T, name string) string {
 	return path
 }
 
-// stopProcess sends SIGTERM, waits up to 10 s, then kills.
-func stopProcess(cmd *exec.Cmd) {
-	if cmd.Process == nil {
-		return
+// process is a started child whose exit is watched, so that a test sees at once
+// when it died.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func startProcess(cmd *exec.Cmd) (*process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+func (p *process) alive() bool {
 	select {
-	case <-done:
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM, waits up to 10 s, then kills.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 
@@ -122,18 +142,19 @@ func launchRegistry(testkit string) registry {
 		"--push", "team/ondemand:v2,oci-index",
 		"--env-file", envFile)
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	proc, err := startProcess(cmd)
+	if err != nil {
 		return registry{err: fmt.Errorf("starting %s: %w", testkit, err)}
 	}
-	atExit(func() { stopProcess(cmd) })
+	atExit(proc.stop)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(envFile); err == nil {
 			break
 		}
-		if time.Now().After(deadline) {
+		if !proc.alive() || time.Now().After(deadline) {
 			text, _ := os.ReadFile(log.Name())
-			return registry{err: fmt.Errorf("the testkit registry did not start in 60 s: %s", text)}
+			return registry{err: fmt.Errorf("the testkit registry did not start (exited, or not ready in 60 s): %s", text)}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -375,10 +396,11 @@ func launchService(bin string, reg registry) (service, error) {
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--api-token-file", tokens,
 		"--docker-config", reg.dockerConfig, "-vv")
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	proc, err := startProcess(cmd)
+	if err != nil {
 		return service{}, err
 	}
-	atExit(func() { stopProcess(cmd) })
+	atExit(proc.stop)
 	s := service{url: "http://" + addr, token: apiToken, log: logPath}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -389,9 +411,9 @@ func launchService(bin string, reg registry) (service, error) {
 				return s, nil
 			}
 		}
-		if time.Now().After(deadline) {
+		if !proc.alive() || time.Now().After(deadline) {
 			text, _ := os.ReadFile(logPath)
-			return service{}, fmt.Errorf("pullcheck serve did not answer /healthz in 30 s: %s", text)
+			return service{}, fmt.Errorf("pullcheck serve did not answer /healthz (exited, or not ready in 30 s): %s", text)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -568,36 +590,40 @@ func hungBuild(host string) json.RawMessage {
 }
 
 func TestDeadlines(t *testing.T) {
-	bin := binary(t, "PULLCHECK_BIN")
-	svc := startService(t)
 	hung := hungRegistry(t)
-	checkers := map[string]Checker{
-		"command": NewCommand(bin),
-		"client":  NewClient(svc.url, svc.token),
+	transports := map[string]func(t *testing.T) Checker{
+		"command": func(t *testing.T) Checker { return NewCommand(binary(t, "PULLCHECK_BIN")) },
+		"client": func(t *testing.T) Checker {
+			svc := startService(t)
+			return NewClient(svc.url, svc.token)
+		},
 	}
-	for name, checker := range checkers {
-		// The context's deadline: the check is abandoned, at once.
-		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-		start := time.Now()
-		_, err := checker.Check(ctx, CheckRequest{Build: hungBuild(hung)})
-		cancel()
-		if !errors.Is(err, ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s: context deadline: %v", name, err)
-		}
-		if took := time.Since(start); took > 5*time.Second {
-			t.Errorf("%s: returned after %v", name, took)
-		}
+	for name, transport := range transports {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			checker := transport(t)
+			// The context's deadline: the check is abandoned, at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			start := time.Now()
+			_, err := checker.Check(ctx, CheckRequest{Build: hungBuild(hung)})
+			cancel()
+			if !errors.Is(err, ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+				t.Errorf("context deadline: %v", err)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("returned after %v", took)
+			}
 
-		// The request's deadline: pullcheck answers, the image unreachable.
-		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
-		report, err := checker.Check(ctx, CheckRequest{Build: hungBuild(hung), Deadline: time.Second})
-		cancel()
-		if err != nil {
-			t.Errorf("%s: request deadline: %v", name, err)
-			continue
-		}
-		if report.ExitCode != 3 || len(report.Unverified()) != 1 || report.Err() != nil {
-			t.Errorf("%s: request deadline: %+v", name, report)
-		}
+			// The request's deadline: pullcheck answers, the image unreachable.
+			ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			report, err := checker.Check(ctx, CheckRequest{Build: hungBuild(hung), Deadline: time.Second})
+			if err != nil {
+				t.Fatalf("request deadline: %v", err)
+			}
+			if report.ExitCode != 3 || len(report.Unverified()) != 1 || report.Err() != nil {
+				t.Errorf("request deadline: %+v", report)
+			}
+		})
 	}
 }
