@@ -48,7 +48,9 @@ func buildJSON(build any) (json.RawMessage, error) {
 	if v, ok := top["secrets"]; ok {
 		out["secrets"] = mapList(v, secret)
 	}
-	encoded, err := json.Marshal(out)
+	// Indented, so that the lines and columns of the report's origins mean
+	// something in the JSON sent (one container per few lines).
+	encoded, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return nil, newError(ErrInvalidRequest, nil, "the build could not be encoded")
 	}
