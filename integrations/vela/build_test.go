@@ -3,6 +3,7 @@ package pullcheck
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -176,5 +177,14 @@ func TestSentinels(t *testing.T) {
 	e := newError(ErrInvalidAnswer, errors.New("cause"), "reading")
 	if !errors.Is(e, ErrInvalidAnswer) || errors.Is(e, ErrUnavailable) || e.Error() != "pullcheck gave an invalid answer: reading: cause" {
 		t.Errorf("%v", e)
+	}
+}
+
+func TestClientNeverPrintsItsToken(t *testing.T) {
+	c := NewClient("http://user:pw@127.0.0.1:1", canaryToken)
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if s := fmt.Sprintf(format, c); strings.Contains(s, canaryToken) || strings.Contains(s, ":pw@") {
+			t.Errorf("%s: %s", format, s)
+		}
 	}
 }

@@ -218,3 +218,6 @@ var _ Checker = (*Client)(nil)
 func (c *Client) String() string {
 	return fmt.Sprintf("pullcheck.Client(%s)", redact(c.BaseURL))
 }
+
+// GoString is String, so that %#v does not print the token either.
+func (c *Client) GoString() string { return c.String() }
