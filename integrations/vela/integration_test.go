@@ -374,7 +374,7 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func launchService(bin string, reg registry) (service, error) {
+func launchService(bin string, reg registry, extra ...string) (service, error) {
 	dir, err := os.MkdirTemp("", "pullcheck-vela-serve-")
 	if err != nil {
 		return service{}, err
@@ -393,8 +393,9 @@ func launchService(bin string, reg registry) (service, error) {
 	if err != nil {
 		return service{}, err
 	}
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--api-token-file", tokens,
-		"--docker-config", reg.dockerConfig, "-vv")
+	args := append([]string{"serve", "--listen", addr, "--api-token-file", tokens,
+		"--docker-config", reg.dockerConfig, "-vv"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	proc, err := startProcess(cmd)
 	if err != nil {
@@ -625,5 +626,44 @@ func TestDeadlines(t *testing.T) {
 				t.Errorf("request deadline: %+v", report)
 			}
 		})
+	}
+}
+
+// A service with all its checks in flight answers 503 with Retry-After: an outage
+// (ErrUnavailable) as well as a refusal (ErrStatus).
+func TestServiceBusy(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	svc, err := launchService(bin, reg, "--max-checks", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := hungRegistry(t)
+	client := NewClient(svc.url, svc.token)
+	busy, stopBusy := context.WithCancel(context.Background())
+	defer stopBusy()
+	go func() { _, _ = client.Check(busy, CheckRequest{Build: hungBuild(hung)}) }()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := client.Check(ctx, CheckRequest{Build: hungBuild(hung), Deadline: 200 * time.Millisecond})
+		cancel()
+		var status *StatusError
+		if errors.As(err, &status) && status.HTTPStatus == 503 {
+			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrStatus) || status.Message == "" {
+				t.Errorf("503: %v", err)
+			}
+			t.Logf("busy: %v (retry after %v)", err, status.RetryAfter)
+			return
+		}
+		// Until the first check is in flight, this one may run (and answer).
+		if err != nil {
+			t.Fatalf("want 503, got %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no 503 while a check was in flight")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
