@@ -667,3 +667,37 @@ func TestServiceBusy(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Platform reaches pullcheck through both transports: an index without the
+// platform is missing (platform), as a single-arch placeholder would be.
+func TestPlatform(t *testing.T) {
+	reg := startRegistry(t)
+	transports := map[string]func(t *testing.T) Checker{
+		"command": func(t *testing.T) Checker {
+			return NewCommand(binary(t, "PULLCHECK_BIN"), "--docker-config", reg.dockerConfig)
+		},
+		"client": func(t *testing.T) Checker {
+			svc := startService(t)
+			return NewClient(svc.url, svc.token)
+		},
+	}
+	build := json.RawMessage(fmt.Sprintf(`{"id": "placeholder", "steps": [{"name": "placeholder",
+		"image": "%s/team/ondemand:v2", "pull": "always"}]}`, reg.host))
+	for name, transport := range transports {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			checker := transport(t)
+			for platform, want := range map[string]string{"linux/arm64": "present", "linux/s390x": "missing/platform"} {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				report, err := checker.Check(ctx, CheckRequest{Build: build, Platform: platform})
+				cancel()
+				if err != nil {
+					t.Fatalf("%s: %v", platform, err)
+				}
+				if got := statuses(t, report, reg.host)["team/ondemand:v2"]; got != want {
+					t.Errorf("%s: %s, want %s", platform, got, want)
+				}
+			}
+		})
+	}
+}
