@@ -642,7 +642,18 @@ func TestServiceBusy(t *testing.T) {
 	client := NewClient(svc.url, svc.token)
 	busy, stopBusy := context.WithCancel(context.Background())
 	defer stopBusy()
-	go func() { _, _ = client.Check(busy, CheckRequest{Build: hungBuild(hung)}) }()
+	// The busy check holds the one slot; if a probe below holds it at that moment,
+	// the busy check gets the 503 and tries again.
+	go func() {
+		for busy.Err() == nil {
+			_, err := client.Check(busy, CheckRequest{Build: hungBuild(hung)})
+			var status *StatusError
+			if !errors.As(err, &status) || status.HTTPStatus != 503 {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -664,7 +675,7 @@ func TestServiceBusy(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no 503 while a check was in flight")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
