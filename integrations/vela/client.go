@@ -130,7 +130,35 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 	if int64(len(data)) > limit {
 		return nil, newError(ErrInvalidAnswer, nil, "the answer of %s is over %d bytes", redact(endpoint), limit)
 	}
-	return decodeReport(data, redact(endpoint))
+	report, err := decodeReport(data, redact(endpoint))
+	if err != nil {
+		return nil, err
+	}
+	if !hasKey(data, "exit_code") {
+		report.ExitCode = exitCode(report.Summary)
+	}
+	return report, nil
+}
+
+// hasKey reports whether the JSON object has the key.
+func hasKey(data []byte, key string) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return false
+	}
+	_, ok := fields[key]
+	return ok
+}
+
+// exitCode is the CLI's exit code for a summary: 1 failed, 3 unverified, else 0.
+func exitCode(s Summary) int {
+	switch {
+	case s.Failed > 0:
+		return 1
+	case s.Unverified > 0:
+		return 3
+	}
+	return 0
 }
 
 func (c *Client) endpoint() (string, error) {

@@ -422,7 +422,8 @@ func (e *StatusError) Is(target error) bool {
 	return false
 }
 
-// deadlineError wraps ctx's error as ErrDeadline, matching both.
+// contextError wraps ctx's error: a deadline as ErrDeadline (matching both), a
+// cancellation as itself.
 func contextError(ctx context.Context, what string) error {
 	err := ctx.Err()
 	if errors.Is(err, context.DeadlineExceeded) {
