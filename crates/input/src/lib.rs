@@ -36,9 +36,11 @@
 //!   (see [`yaml`] and `tree.rs`).
 
 mod container;
+pub mod envsubst;
 mod image_arg;
 mod pipeline;
 mod policy;
+mod substitute;
 mod tree;
 pub mod yaml;
 
@@ -92,9 +94,15 @@ pub enum Disposition {
     Check,
     /// Not an image that can be checked, with the reason (a `template:` step, `#init`).
     Skip(String),
-    /// The container is malformed (an unknown `pull:` value, no image); the message names
-    /// the file, line and column.
+    /// The container is malformed (an unknown `pull:` value, no image, a `${` that
+    /// Vela's substitution refuses); the message names the file, line and column.
     Invalid(String),
+    /// The image (or its `pull:`) depends on a value known only when the build runs: a
+    /// `${VAR}` that is the target of one of the container's secrets, or, in pipeline
+    /// source, a `VELA_*` variable the server sets or a variable set nowhere. Never
+    /// checked; the message names `file:line:column`, each variable and where its value
+    /// would come from.
+    Unresolved(String),
 }
 
 /// One container's use of an image.
@@ -102,6 +110,11 @@ pub enum Disposition {
 pub struct ImageUse {
     /// The image as written; empty when the container has none.
     pub image: String,
+    /// The image after Vela's `${VAR}` substitution, when it has anything to substitute
+    /// and the result is known (`golang:${GO}` → `golang:1.22`); `None` when the image
+    /// is used as written (and for [`Disposition::Unresolved`]). See
+    /// [`read_pipeline`] for whose substitution is reproduced.
+    pub substituted: Option<String>,
     /// The normalised pull policy (`not_present` where the value was invalid, as upstream's
     /// worker treats an unknown value as `IfNotPresent`).
     pub policy: PullPolicy,
@@ -122,6 +135,14 @@ pub struct InputError {
     pub column: Option<usize>,
     /// What is wrong.
     pub message: String,
+}
+
+impl ImageUse {
+    /// The image the node will pull: [`ImageUse::substituted`] when there is one, else
+    /// the image as written.
+    pub fn pulled(&self) -> &str {
+        self.substituted.as_deref().unwrap_or(&self.image)
+    }
 }
 
 impl fmt::Display for InputError {
@@ -207,20 +228,15 @@ pub fn read_pipeline_with_warnings(
         }
         Err(yaml) => return Err(load_error(file, yaml.pos, yaml.message)),
     };
-    let uses = pipeline::read(file, &doc)?;
-    let warnings = doc
-        .ignored_documents
-        .iter()
-        .enumerate()
-        .map(|(i, pos)| {
-            format!(
-                "{file}:{}: YAML document {} is not read: Vela reads only the first document \
+    let (uses, mut warnings) = pipeline::read(file, &doc)?;
+    warnings.extend(doc.ignored_documents.iter().enumerate().map(|(i, pos)| {
+        format!(
+            "{file}:{}: YAML document {} is not read: Vela reads only the first document \
                  of a pipeline file, so its images are not checked",
-                pos.line,
-                i + 2
-            )
-        })
-        .collect();
+            pos.line,
+            i + 2
+        )
+    }));
     Ok((uses, warnings))
 }
 

@@ -222,6 +222,7 @@ mod tests {
     fn step(image: &str, policy: PullPolicy, line: usize) -> ImageUse {
         ImageUse {
             image: image.into(),
+            substituted: None,
             policy,
             origin: Origin {
                 file: Some(".vela.yml".into()),
