@@ -13,6 +13,85 @@ use std::collections::HashMap;
 use crate::policy::VELA_PULL_VALUES;
 use crate::substitute::{Env, Mode, Outcome};
 use crate::tree::{BUDGET, Budget, Doc, LookupError, Pos, Reached};
+use crate::yaml::Value;
+
+/// The keys of a source step, as go-vela/server's `compiler/types/yaml` `Step` reads them.
+const STEP_KEYS: &[&str] = &[
+    "ruleset",
+    "commands",
+    "entrypoint",
+    "secrets",
+    "template",
+    "artifacts",
+    "ulimits",
+    "volumes",
+    "image",
+    "name",
+    "pull",
+    "environment",
+    "parameters",
+    "detach",
+    "privileged",
+    "user",
+    "report_as",
+    "id_request",
+    "git",
+];
+
+/// The keys of a source service (`compiler/types/yaml` `Service`).
+const SERVICE_KEYS: &[&str] = &[
+    "image",
+    "name",
+    "entrypoint",
+    "environment",
+    "ports",
+    "pull",
+    "ulimits",
+    "user",
+    "ruleset",
+];
+
+/// The keys of a secret's `origin` (`compiler/types/yaml` `Origin`).
+const ORIGIN_KEYS: &[&str] = &[
+    "environment",
+    "image",
+    "name",
+    "parameters",
+    "secrets",
+    "pull",
+    "ruleset",
+    "id_request",
+];
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// The known key closest to `key`, when it is near enough to be a misspelling of it
+/// (at most 2 edits, and fewer than the key's length).
+fn closest_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
+    let lower = key.to_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&lower, k), *k))
+        .filter(|&(d, _)| d <= 2 && d < key.chars().count())
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
+}
 use crate::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy};
 
 /// The image Vela gives its injected init step; not an image at all.
@@ -242,6 +321,7 @@ impl<'a> Reader<'a> {
             .text(node, "name")?
             .or_else(|| place.secret_name.clone())
             .unwrap_or_else(|| place.fallback_name.clone());
+        self.misspelt_keys(node, &place, what, &name);
         let image_node = self.get(node, "image")?;
         let template = self.get_set(node, "template")?;
         let pull_node = self.get_set(node, "pull")?;
@@ -375,6 +455,46 @@ impl<'a> Reader<'a> {
         let substituted = substituted.filter(|_| disposition == Disposition::Check);
         self.push(image, substituted, policy, pos, name, &place, disposition);
         Ok(())
+    }
+
+    /// Warns about the container's own keys that upstream does not know but that are a
+    /// likely misspelling of one it does (`imagee`, `pul`): Vela ignores unknown keys, so
+    /// the misspelt value silently does nothing. Source only; a compiled build is written
+    /// by the server.
+    fn misspelt_keys(&mut self, node: Reached, place: &Place, what: &str, name: &str) {
+        if self.mode != Mode::Compile {
+            return;
+        }
+        let known = match place.kind {
+            ContainerKind::Step => STEP_KEYS,
+            ContainerKind::Service => SERVICE_KEYS,
+            ContainerKind::Secret => ORIGIN_KEYS,
+            ContainerKind::Image | ContainerKind::Container => return,
+        };
+        let Value::Map(entries) = self.doc.value(node.id) else {
+            return;
+        };
+        for &(key, _) in entries {
+            let Value::Scalar {
+                text, merge: false, ..
+            } = self.doc.value(key)
+            else {
+                continue;
+            };
+            if known.contains(&text.as_str()) {
+                continue;
+            }
+            if let Some(suggestion) = closest_key(text, known) {
+                let at = match self.doc.written_pos(key) {
+                    Some(p) => format!("{}:{}:{}", self.file, p.line, p.column),
+                    None => self.file.to_owned(),
+                };
+                self.warnings.push(format!(
+                    "{at}: unknown key `{text}` in {what} `{name}` (Vela ignores it); did \
+                     you mean `{suggestion}`?"
+                ));
+            }
+        }
     }
 
     /// The variables the container's `${VAR}`s see, as [`Env`] describes: in source its

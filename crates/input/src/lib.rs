@@ -220,15 +220,27 @@ pub fn read_pipeline_with_warnings(
     file: &str,
     text: &str,
 ) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+    let with_template_note = |mut e: InputError| {
+        if let Some(line) = template_line(text, false) {
+            e.message.push_str(&template_note(line));
+        }
+        e
+    };
     let doc = match tree::Doc::load_yaml(text) {
         Ok(doc) => doc,
         // JSON that the YAML parser refuses (an escaped surrogate pair such as `\ud83d\ude80`).
-        Err(yaml) if yaml.syntax && looks_like_json(text) => {
-            tree::Doc::load_json(text).map_err(|json| load_error(file, json.pos, json.message))?
-        }
-        Err(yaml) => return Err(load_error(file, yaml.pos, yaml.message)),
+        Err(yaml) if yaml.syntax && looks_like_json(text) => tree::Doc::load_json(text)
+            .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
+        Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
     };
-    let (uses, mut warnings) = pipeline::read(file, &doc)?;
+    let (uses, mut warnings) = pipeline::read(file, &doc).map_err(with_template_note)?;
+    if let Some(line) = template_line(text, true) {
+        warnings.push(format!(
+            "{file}:{line}: `{{{{ ... }}}}` looks like Go template syntax: the Vela server \
+             expands a template before it is a pipeline, so what is read here is not what \
+             the build runs; check the expanded pipeline (the compiled build) instead"
+        ));
+    }
     warnings.extend(doc.ignored_documents.iter().enumerate().map(|(i, pos)| {
         format!(
             "{file}:{}: YAML document {} is not read: Vela reads only the first document \
@@ -238,6 +250,44 @@ pub fn read_pipeline_with_warnings(
         )
     }));
     Ok((uses, warnings))
+}
+
+/// The first line (1-based) with `{{` and a later `}}` that is not a comment: Go
+/// template syntax, which Vela's server expands (a `render_inline` pipeline, a template
+/// file) before the result is a pipeline. With `structural`, only where YAML would read
+/// it as part of the document's structure: a line or list item that starts with `{{`, or
+/// a value after `key: ` that does (`pull: {{ .pull_policy }}`), not a `{{` inside a
+/// command such as `docker ps --format "{{.Names}}"`.
+fn template_line(text: &str, structural: bool) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            if line.starts_with('#')
+                || !line
+                    .find("{{")
+                    .is_some_and(|i| line[i + 2..].contains("}}"))
+            {
+                return false;
+            }
+            if !structural {
+                return true;
+            }
+            let item = line.trim_start_matches("- ").trim_start();
+            item.starts_with("{{")
+                || item
+                    .split_once(": ")
+                    .is_some_and(|(_, value)| value.trim_start().starts_with("{{"))
+        })
+        .map(|i| i + 1)
+}
+
+/// What an error or warning about a file with Go template syntax adds.
+fn template_note(line: usize) -> String {
+    format!(
+        "; the file looks like a Go template ({{{{ ... }}}} at line {line}), which the Vela \
+         server expands before it is a pipeline: check the expanded pipeline (the compiled \
+         build) instead"
+    )
 }
 
 fn looks_like_json(text: &str) -> bool {

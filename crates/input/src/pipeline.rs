@@ -128,7 +128,8 @@ fn stages(
         return Err(r.error_at(
             stages,
             "invalid yaml: expected map node for stage: in a pipeline, `stages` is a mapping \
-             of stage names to stages (`stages:\n  build:\n    steps: [...]`), not a list"
+             of stage names to stages, not a list (a list of stages is the compiled form, \
+             which has a top-level `id`)"
                 .to_owned(),
         ));
     } else if let Some(items) = r.doc.items(stages.id) {
