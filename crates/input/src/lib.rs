@@ -186,8 +186,21 @@ impl std::error::Error for InputError {}
 /// - A step with `template:` is [`Disposition::Skip`] (its images are known only after the
 ///   server expands the template); so is Vela's injected `#init` image. A container with
 ///   neither image nor template is [`Disposition::Invalid`].
+/// - `${VAR}` in `image` and `pull` is substituted as Vela does ([`envsubst`] syntax):
+///   in a compiled build (a top-level `id`) as the worker, from the container's own
+///   `environment`, an unknown variable empty; in source as the compiler, from the
+///   pipeline's, the stage's and the step's `environment:` (a mapping, or a list of
+///   `NAME=value`; the step wins), an unknown variable kept as `${NAME}` and a value with
+///   a newline inserted quoted (Go's `%q`). The result is [`ImageUse::substituted`]. An
+///   image or pull value that depends on a variable known only at build time (the
+///   `target` of one of the container's `secrets`; in source, a `VELA_*` variable or one
+///   set nowhere) is [`Disposition::Unresolved`], naming each variable and where its
+///   value comes from; a `${` that upstream's parser refuses is [`Disposition::Invalid`].
 /// - Only the first YAML document is read, as upstream does; [`read_pipeline_with_warnings`]
-///   says where the ignored ones are. Unknown keys are ignored.
+///   says where the ignored ones are. Unknown keys are ignored, as upstream does (but see
+///   the warnings of [`read_pipeline_with_warnings`]).
+/// - In source, `stages` written as a list is an [`InputError`] at the list ("invalid
+///   yaml: expected map node for stage", as Vela says it).
 /// - A key written twice in one mapping (`steps:` twice, `image:` twice in one step) is an
 ///   error, as go-yaml v3 (which Vela uses) makes it; merge keys (`<<`) may repeat.
 ///
@@ -206,9 +219,17 @@ pub fn read_pipeline(file: &str, text: &str) -> Result<Vec<ImageUse>, InputError
 
 /// [`read_pipeline`], with warnings about what the file holds but is not read.
 ///
-/// Today the warnings are the YAML documents after the first: upstream reads only the
-/// first document of a pipeline file, and so does this reader, but a second document is
-/// usually a mistake whose images would never be checked. Each warning names
+/// The warnings, in this order:
+/// - a container key in source that Vela does not know but that is at most two edits
+///   from one it does (`imagee`, `pul`): `file:line:column: unknown key `imagee` in step
+///   `a` (Vela ignores it); did you mean `image`?` (the keys of go-vela/server's
+///   `compiler/types/yaml` `Step`, `Service` and secret `Origin`);
+/// - Go template syntax where YAML reads it as structure (`pull: {{ .pull_policy }}`, a
+///   line starting `{{`): the server expands such a file before it is a pipeline. When
+///   such a file does not load at all, the [`InputError`] says so instead;
+/// - the YAML documents after the first: upstream reads only the
+///   first document of a pipeline file, and so does this reader, but a second document is
+///   usually a mistake whose images would never be checked. Each warning names
 /// `file:line` where an ignored, non-empty document starts, e.g.
 /// `.vela.yml:12: YAML document 2 is not read: Vela reads only the first document of a
 /// pipeline file, so its images are not checked`. Empty documents (a trailing `---`, only
