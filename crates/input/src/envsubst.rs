@@ -697,7 +697,8 @@ mod tests {
     fn upstream_expand_table() {
         let z = "abcABC123ABCabc";
         let path = "/home/bozo/ideas/thoughts.for.today";
-        let cases: &[(&[(&str, &str)], &str, &str)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+        let cases: &[Case<'_>] = &[
             (&[], "abcdEFGH28ij", "abcdEFGH28ij"),
             (&[("var01", "abcdEFGH28ij")], "${#var01}", "12"),
             (&[("var01", "abcdEFGH28ij")], "${var01^}", "AbcdEFGH28ij"),

@@ -230,10 +230,11 @@ pub fn read_pipeline(file: &str, text: &str) -> Result<Vec<ImageUse>, InputError
 /// - the YAML documents after the first: upstream reads only the
 ///   first document of a pipeline file, and so does this reader, but a second document is
 ///   usually a mistake whose images would never be checked. Each warning names
-/// `file:line` where an ignored, non-empty document starts, e.g.
-/// `.vela.yml:12: YAML document 2 is not read: Vela reads only the first document of a
-/// pipeline file, so its images are not checked`. Empty documents (a trailing `---`, only
-/// comments) give none; an ignored document with a syntax error gives one, not an error.
+///   `file:line` where an ignored, non-empty document starts, e.g.
+///   `.vela.yml:12: YAML document 2 is not read: Vela reads only the first document of a
+///   pipeline file, so its images are not checked`. Empty documents (a trailing `---`,
+///   only comments) give none; an ignored document with a syntax error gives one, not an
+///   error.
 ///
 /// # Errors
 /// As [`read_pipeline`].
