@@ -27,7 +27,19 @@
 //! class does not match there; the globs' `*` also matches `/`.
 //!
 //! Where the upstream Go code panics (a negative substring length, `${V:0:-1}`), this
-//! is [`SubstError::NegativeLength`] instead.
+//! is [`SubstError::NegativeLength`] instead. Hostile input ends in bounded time and
+//! memory: nesting deeper than [`MAX_DEPTH`], a result longer than [`MAX_OUTPUT`] bytes
+//! and a `#`/`%` trim of a value longer than [`MAX_TRIM`] characters are errors of
+//! ours ([`SubstError::TooDeep`], [`SubstError::TooLarge`]), and globs match without
+//! backtracking blow-up.
+
+/// Most nested `${` inside one another.
+pub const MAX_DEPTH: usize = 64;
+/// Longest result of one evaluation, in bytes (1 MiB; an image reference is at most a
+/// few hundred).
+pub const MAX_OUTPUT: usize = 1 << 20;
+/// Longest value a `#`, `##`, `%` or `%%` trims, in characters.
+pub const MAX_TRIM: usize = 4096;
 
 use std::fmt;
 
@@ -49,6 +61,11 @@ pub enum SubstError {
     /// A substring with a negative length (`${a:0:-1}`), on which upstream's Go code
     /// panics (a slice out of range).
     NegativeLength,
+    /// Ours: expressions nested more than [`MAX_DEPTH`] deep.
+    TooDeep,
+    /// Ours: a result over [`MAX_OUTPUT`] bytes, or a trim of a value over [`MAX_TRIM`]
+    /// characters.
+    TooLarge,
 }
 
 impl fmt::Display for SubstError {
@@ -61,6 +78,10 @@ impl fmt::Display for SubstError {
             Self::DefaultFunction => "unable to parse default function",
             Self::NegativeLength => {
                 "bad substitution: negative substring length (upstream's Go code panics on it)"
+            }
+            Self::TooDeep => "expressions nested too deep (more than 64)",
+            Self::TooLarge => {
+                "the substituted text is too large (over 1 MiB, or a trim of over 4096 characters)"
             }
         })
     }
@@ -96,13 +117,13 @@ fn is_ident(c: char) -> bool {
     c.is_alphabetic() || c.is_numeric() || c == '_'
 }
 
-struct Parser<'a> {
+struct Parser {
     chars: Vec<char>,
     pos: usize,
-    _text: &'a str,
+    depth: usize,
 }
 
-impl Parser<'_> {
+impl Parser {
     fn peek(&self) -> Option<char> {
         self.chars.get(self.pos).copied()
     }
@@ -144,6 +165,16 @@ impl Parser<'_> {
 
     /// After `${`: one expression, through its `}`.
     fn expr(&mut self) -> Result<Expr, SubstError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(SubstError::TooDeep);
+        }
+        let expr = self.expr_body();
+        self.depth -= 1;
+        expr
+    }
+
+    fn expr_body(&mut self) -> Result<Expr, SubstError> {
         if self.peek() == Some('#') {
             self.pos += 1;
             let name = self.ident();
@@ -348,7 +379,7 @@ impl Template {
         let mut p = Parser {
             chars: text.chars().collect(),
             pos: 0,
-            _text: text,
+            depth: 0,
         };
         Ok(Template { parts: p.top()? })
     }
@@ -421,6 +452,9 @@ impl Template {
                     out.push_str(&apply(&e.op, value, &args)?);
                 }
             }
+            if out.len() > MAX_OUTPUT {
+                return Err(SubstError::TooLarge);
+            }
         }
         Ok(out)
     }
@@ -442,12 +476,12 @@ fn apply(op: &str, value: String, args: &[String]) -> Result<String, SubstError>
         ",," => map_chars(&value, char::to_lowercase),
         "^" => first_char(&value, char::to_uppercase),
         "^^" => map_chars(&value, char::to_uppercase),
-        "#" => trim_prefix(&value, arg(0).unwrap_or(""), false),
-        "##" => trim_prefix(&value, arg(0).unwrap_or(""), true),
+        "#" => trim_prefix(&value, arg(0).unwrap_or(""), false)?,
+        "##" => trim_prefix(&value, arg(0).unwrap_or(""), true)?,
         "%" | "%%" => {
             let pattern: String = arg(0).unwrap_or("").chars().rev().collect();
             let reversed: String = value.chars().rev().collect();
-            trim_prefix(&reversed, &pattern, op == "%%")
+            trim_prefix(&reversed, &pattern, op == "%%")?
                 .chars()
                 .rev()
                 .collect()
@@ -574,20 +608,23 @@ fn substring(value: &str, args: &[String]) -> Result<String, SubstError> {
 
 /// The value with the shortest (or longest) non-empty prefix that matches `pattern`
 /// removed; unchanged when none matches or the pattern is malformed.
-fn trim_prefix(value: &str, pattern: &str, longest: bool) -> String {
+fn trim_prefix(value: &str, pattern: &str, longest: bool) -> Result<String, SubstError> {
     let Some(glob) = Glob::parse(pattern) else {
-        return value.to_owned();
+        return Ok(value.to_owned());
     };
     let chars: Vec<char> = value.chars().collect();
+    if chars.len() > MAX_TRIM {
+        return Err(SubstError::TooLarge);
+    }
     let mut lengths: Box<dyn Iterator<Item = usize>> = if longest {
         Box::new((1..=chars.len()).rev())
     } else {
         Box::new(1..=chars.len())
     };
-    match lengths.find(|&n| glob.matches(&chars[..n])) {
+    Ok(match lengths.find(|&n| glob.matches(&chars[..n])) {
         Some(n) => chars[n..].iter().collect(),
         None => value.to_owned(),
-    }
+    })
 }
 
 /// A glob as upstream's `path.Match` reads it, except that `*` also matches `/`:
@@ -651,28 +688,43 @@ fn class_char(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<ch
     }
 }
 
+/// Whether `tokens` match all of `name`: one pass, going back only to the last `*`
+/// (each `*` matches any run, so an earlier one never needs to be revisited), so
+/// `O(tokens × name)` at worst.
 fn matches_at(tokens: &[Token], name: &[char]) -> bool {
-    let Some((first, rest)) = tokens.split_first() else {
-        return name.is_empty();
-    };
-    match first {
-        // Iterative over the star's length; patterns are short.
-        Token::Star => (0..=name.len()).any(|skip| matches_at(rest, &name[skip..])),
-        _ => match name.split_first() {
-            Some((&c, tail)) => {
-                let ok = match first {
-                    Token::Any => true,
-                    Token::Literal(l) => *l == c,
-                    Token::Class { negated, ranges } => {
-                        ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
-                    }
-                    Token::Star => false,
-                };
-                ok && matches_at(rest, tail)
+    let (mut t, mut n) = (0, 0);
+    // The token after the last `*`, and where in `name` that star's run ends for now.
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        let step = match tokens.get(t) {
+            Some(Token::Star) => {
+                star = Some((t + 1, n));
+                t += 1;
+                continue;
+            }
+            Some(Token::Any) => true,
+            Some(Token::Literal(l)) => *l == name[n],
+            Some(Token::Class { negated, ranges }) => {
+                ranges
+                    .iter()
+                    .any(|&(lo, hi)| lo <= name[n] && name[n] <= hi)
+                    != *negated
             }
             None => false,
-        },
+        };
+        if step {
+            t += 1;
+            n += 1;
+        } else if let Some((after, run_end)) = star {
+            // Let the last star take one more character and retry from there.
+            t = after;
+            n = run_end + 1;
+            star = Some((after, run_end + 1));
+        } else {
+            return false;
+        }
     }
+    tokens[t..].iter().all(|tok| matches!(tok, Token::Star))
 }
 
 #[cfg(test)]
@@ -917,5 +969,48 @@ mod tests {
         );
         // Substrings cut bytes; a cut inside a character does not panic.
         assert!(run(&[("a", "ü")], "${a:1}").is_ok());
+    }
+
+    #[test]
+    fn hostile_input_is_bounded() {
+        let deep = "${a=".repeat(100_000) + &"}".repeat(100_000);
+        assert_eq!(run(&[], &deep), Err(SubstError::TooDeep));
+        let ok = "${a=".repeat(MAX_DEPTH) + "x" + &"}".repeat(MAX_DEPTH);
+        assert_eq!(run(&[], &ok).as_deref(), Ok("x"));
+        let big = "x".repeat(MAX_OUTPUT / 4);
+        assert_eq!(
+            run(&[("v", &big)], "${v}${v}${v}${v}${v}"),
+            Err(SubstError::TooLarge)
+        );
+        // Many stars against a long value: no exponential backtracking.
+        let value = "a".repeat(4000);
+        let pattern = "*a".repeat(30) + "b";
+        let started = std::time::Instant::now();
+        let input = format!("${{v##{pattern}}}");
+        assert_eq!(run(&[("v", &value)], &input).as_deref(), Ok(value.as_str()));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+
+    #[test]
+    fn globs() {
+        let cases = [
+            ("*", "anything/at/all", true),
+            ("a*c", "abbbc", true),
+            ("a*c", "abbbcd", false),
+            ("a?c", "abc", true),
+            ("[a-c]x", "bx", true),
+            ("[^a-c]x", "bx", false),
+            ("\\*", "*", true),
+            ("*.", "a.b.", true),
+            ("a*b*c", "aXbYbZc", true),
+        ];
+        for (pattern, name, want) in cases {
+            let glob = Glob::parse(pattern).expect("parses");
+            let name: Vec<char> = name.chars().collect();
+            assert_eq!(glob.matches(&name), want, "{pattern} {name:?}");
+        }
+        for bad in ["[", "[]", "[a-", "\\"] {
+            assert!(Glob::parse(bad).is_none(), "{bad}");
+        }
     }
 }

@@ -303,6 +303,44 @@ mod tests {
     }
 
     #[test]
+    fn substituted_images_are_checked_and_unresolved_ones_are_not() {
+        let mut a = step("golang:${GO}", PullPolicy::Always, 1);
+        a.substituted = Some("golang:1.22".into());
+        let mut b = step("golang:${GO}", PullPolicy::Always, 2);
+        b.substituted = Some("golang:1.21".into());
+        let mut c = step("golang:${GO}", PullPolicy::Always, 3);
+        c.substituted = Some("golang:1.22".into());
+        let mut empty = step("golang:${NOPE}", PullPolicy::Always, 4);
+        empty.substituted = Some("golang:".into());
+        let mut secret = step("app:${TAG}", PullPolicy::Always, 5);
+        secret.disposition = Disposition::Unresolved("${TAG} is a secret".into());
+        let p = plan(vec![a, b, c, empty, secret], PlanOptions::default());
+        // Same written image, different substitutions: two items; the same: one.
+        assert_eq!(p.items.len(), 4);
+        assert_eq!(p.items[0].origins.len(), 2);
+        assert_eq!(
+            p.items[0].parsed().map(Reference::canonical).as_deref(),
+            Some("docker.io/library/golang:1.22")
+        );
+        assert_eq!(p.items[0].reference, "golang:${GO}");
+        assert_eq!(p.items[1].substituted.as_deref(), Some("golang:1.21"));
+        match &p.items[2].action {
+            Action::Invalid { message, .. } => assert!(
+                message.starts_with(
+                    "invalid reference \"golang:\" (substituted from \"golang:${NOPE}\")"
+                ),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            p.items[3].action,
+            Action::Unresolved("${TAG} is a secret".into())
+        );
+        assert_eq!(p.queries().len(), 2);
+    }
+
+    #[test]
     fn invalid_and_skipped_uses_stay_apart() {
         let mut bad = step("Alpine", PullPolicy::Always, 1);
         let mut template = step("", PullPolicy::NotPresent, 2);

@@ -421,6 +421,30 @@ mod tests {
     }
 
     #[test]
+    fn unresolved_is_unverified_and_substituted_images_show_both() {
+        let mut i = image(Status::Unresolved);
+        i.reference = "golang:${GO}".into();
+        let r = Report::new(vec![image(Status::Present), i], vec![]);
+        assert_eq!((r.summary.unverified, r.summary.failed), (1, 0));
+        assert_eq!(r.exit_code(), EXIT_UNVERIFIED);
+        let mut i = image(Status::Present);
+        i.reference = "alpine:${V}".into();
+        i.substituted = Some("alpine:3.19".into());
+        let r = Report::new(vec![i], vec![]);
+        assert!(
+            r.to_text(false)
+                .starts_with("present     alpine:${V} → alpine:3.19  .vela.yml:4:12"),
+            "{}",
+            r.to_text(false)
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["images"][0]["reference"], "alpine:${V}");
+        assert_eq!(v["images"][0]["substituted"], "alpine:3.19");
+        assert_eq!(Status::Unresolved.as_str(), "unresolved");
+        assert!(!Status::Unresolved.is_failure());
+    }
+
+    #[test]
     fn json_has_the_documented_shape() {
         let mut i = image(Status::Missing);
         i.missing = Some(MissingPart::Tag);
@@ -431,6 +455,7 @@ mod tests {
         assert_eq!(img["missing"], "tag");
         assert_eq!(img["policy"], "always");
         assert_eq!(img["digest"], serde_json::Value::Null);
+        assert_eq!(img["substituted"], serde_json::Value::Null);
         assert_eq!(img["origins"][0]["kind"], "step");
         assert_eq!(img["origins"][0]["line"], 4);
         assert_eq!(img["origins"][0]["stage"], serde_json::Value::Null);
