@@ -191,7 +191,9 @@ impl std::error::Error for InputError {}
 ///   `environment`, an unknown variable empty; in source as the compiler, from the
 ///   pipeline's, the stage's and the step's `environment:` (a mapping, or a list of
 ///   `NAME=value`; the step wins), an unknown variable kept as `${NAME}` and a value with
-///   a newline inserted quoted (Go's `%q`). The result is [`ImageUse::substituted`]. An
+///   a newline inserted quoted (Go's `%q`), then as the worker again on that result
+///   (`$${VAR}` is `${VAR}` after compiling, then the variable's value). The result is
+///   [`ImageUse::substituted`]. An
 ///   image or pull value that depends on a variable known only at build time (the
 ///   `target` of one of the container's `secrets`; in source, a `VELA_*` variable or one
 ///   set nowhere) is [`Disposition::Unresolved`], naming each variable and where its

@@ -5,8 +5,11 @@
 //!   container's own `environment`; an unknown variable is empty.
 //! - **Pipeline source** ([`Mode::Compile`], the compiler's `SubstituteSteps` /
 //!   `SubstituteStages`): from the pipeline's `environment:`, the stage's and the
-//!   step's own (the step wins); an unknown variable is kept as `${NAME}`, and a value
-//!   with a newline is inserted quoted (Go's `%q`).
+//!   step's own (the step wins); an unknown variable is kept as `${NAME}` (so a default
+//!   written for it is dropped), and a value with a newline is inserted quoted (Go's
+//!   `%q`). The worker then substitutes the compiled result again from the same
+//!   variables, which the compiled container carries: `$${VAR}` becomes `${VAR}` at
+//!   compile time and the variable's value at run time.
 //!
 //! A variable nobody knows before the build makes the result unknown: the `target` of
 //! one of the container's `secrets` (the worker injects the secret's value), and in
@@ -84,18 +87,39 @@ impl Env {
         })
     }
 
-    /// The value upstream's lookup gives `name`.
-    fn lookup(&self, name: &str) -> String {
+    /// The value upstream's lookup gives `name` in `stage`: the compiler's keeps an
+    /// unknown variable as `${NAME}` and quotes a value with a newline; the worker's
+    /// gives an unknown variable as empty.
+    fn lookup(&self, name: &str, stage: Mode) -> String {
         match self.values.get(name) {
-            Some(v) if self.mode == Mode::Compile && v.contains('\n') => go_quote(v),
+            Some(v) if stage == Mode::Compile && v.contains('\n') => go_quote(v),
             Some(v) => v.clone(),
-            None if self.mode == Mode::Compile => format!("${{{name}}}"),
+            None if stage == Mode::Compile => format!("${{{name}}}"),
             None => String::new(),
         }
     }
 
-    /// Substitutes one field.
+    /// Substitutes one field as the build will: for a compiled build, the worker's
+    /// pass; for source, the compiler's pass and then the worker's on its result (so
+    /// `$${VAR}`, which the compiler turns into `${VAR}`, is filled by the worker from
+    /// the same environment, which the compiled container carries).
     pub fn substitute(&self, text: &str) -> Outcome {
+        match self.mode {
+            Mode::Run => self.pass(text, Mode::Run),
+            Mode::Compile => match self.pass(text, Mode::Compile) {
+                Outcome::Substituted(compiled) => match self.pass(&compiled, Mode::Run) {
+                    Outcome::Unchanged => Outcome::Substituted(compiled),
+                    run => run,
+                },
+                other => other,
+            },
+        }
+    }
+
+    /// One pass of substitution with `stage`'s lookup; a variable without a value
+    /// before the build ([`Env::unknown`]) that the result depends on makes it
+    /// [`Outcome::Unresolved`].
+    fn pass(&self, text: &str, stage: Mode) -> Outcome {
         if !text.contains('$') {
             return Outcome::Unchanged;
         }
@@ -106,14 +130,22 @@ impl Env {
         let eval = |fixed: Option<(&str, &str)>| {
             template.eval(&mut |name: &str| match fixed {
                 Some((n, v)) if n == name => v.to_owned(),
-                _ => self.lookup(name),
+                _ => self.lookup(name, stage),
             })
         };
         let mut reasons = Vec::new();
+        let defaulted = template.defaulted_variables();
         for name in template.variables() {
-            let Some(reason) = self.unknown(&name) else {
+            let Some(mut reason) = self.unknown(&name) else {
                 continue;
             };
+            if stage == Mode::Compile && defaulted.contains(&name) {
+                reason.push_str(&format!(
+                    " (its default is never used: the compiler keeps an unknown variable as \
+                     ${{{name}}} and drops the default, and the worker makes it empty if \
+                     nothing sets it)"
+                ));
+            }
             // Only a variable whose value changes the result counts.
             let a = eval(Some((&name, "")));
             let b = eval(Some((&name, "\u{1}pullcheck-probe-value")));
@@ -220,5 +252,14 @@ mod tests {
             Outcome::Error(SubstError::MissingClosingBrace)
         );
         assert_eq!(e.substitute("a$$b"), Outcome::Substituted("a$b".into()));
+        // `$${GO}` is left to the worker, which fills it from the same environment.
+        assert_eq!(
+            e.substitute("golang:$${GO}"),
+            Outcome::Substituted("golang:1.22".into())
+        );
+        assert!(matches!(
+            e.substitute("golang:$${NOPE}"),
+            Outcome::Unresolved(_)
+        ));
     }
 }
