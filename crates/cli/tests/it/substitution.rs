@@ -2,20 +2,15 @@
 //! substituted image is what is checked, a value known only at build time is
 //! `unresolved` (exit 3), and a compiled build's `token` never appears in any output.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use pullcheck_testkit::{ImageKind, Registry};
 
+use crate::util::temp_dir;
+
 /// The SCM installation token a compiled build carries; must never be shown.
 const TOKEN: &str = "ghs_canaryTOKEN0123456789abcdefXYZ";
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pullcheck-subst-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn pullcheck(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pullcheck"))
