@@ -322,6 +322,11 @@ struct ServeArgs {
     /// Listen on a non-loopback address without a token file or TLS.
     #[arg(long, help_heading = "Service")]
     insecure_listen: bool,
+    /// Keep positive answers this long and answer later checks from them (e.g. 30s):
+    /// tags for this duration, digests ten times as long. Negative answers are never
+    /// kept. Default: off, every check asks the registries.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Service")]
+    cache_present: Option<Duration>,
     /// Log lines on stderr: one JSON object per line, or text.
     #[arg(long, value_enum, default_value_t = LogFormat::Json, help_heading = "Service")]
     log_format: LogFormat,
@@ -611,6 +616,7 @@ async fn run_check(args: CheckArgs) -> i32 {
     let checker_options = CheckerOptions {
         concurrency: setup.concurrency,
         registry: setup.client,
+        cache_present: None,
     };
     let checker = match Checker::new(checker_options, setup.resolver, setup.node) {
         Ok(c) => c,
@@ -714,6 +720,7 @@ async fn run_serve(args: ServeArgs) -> i32 {
             _ => None,
         },
         insecure_listen: args.insecure_listen,
+        cache_present: args.cache_present,
     };
     let server = match pullcheck_server::Server::bind(options).await {
         Ok(s) => s,

@@ -96,6 +96,13 @@ pub struct CheckerOptions {
     /// and the platform asked for when a check names none
     /// ([`pullcheck_registry::ClientOptions::platform`]).
     pub registry: pullcheck_registry::ClientOptions,
+    /// Keep positive answers this long and answer later checks from them
+    /// (`pullcheck serve --cache-present`): a tag's answer for this duration, a
+    /// digest's for ten times as long (a digest names immutable content, which can
+    /// still be deleted). Negative answers are never kept. Keyed by endpoint,
+    /// credential, repository, reference and platform; at most 20,000 answers. `None`
+    /// (the default): every check asks the registries.
+    pub cache_present: Option<std::time::Duration>,
 }
 
 impl Default for CheckerOptions {
@@ -103,6 +110,7 @@ impl Default for CheckerOptions {
         Self {
             concurrency: 16,
             registry: pullcheck_registry::ClientOptions::default(),
+            cache_present: None,
         }
     }
 }
@@ -177,6 +185,8 @@ struct Inner {
     node: NodeCredentials,
     /// [`CheckerOptions::concurrency`] permits, over every check.
     permits: tokio::sync::Semaphore,
+    /// [`CheckerOptions::cache_present`].
+    cache: Option<query::AnswerCache>,
 }
 
 impl Checker {
@@ -198,6 +208,9 @@ impl Checker {
                 resolver,
                 node,
                 permits: tokio::sync::Semaphore::new(options.concurrency.max(1)),
+                cache: options
+                    .cache_present
+                    .map(|ttl| query::AnswerCache::new(ttl, ttl.saturating_mul(10))),
             }),
         })
     }
@@ -260,6 +273,7 @@ impl Checker {
                 deadline: options.deadline,
                 deadline_start: options.deadline_start,
                 platform,
+                cache: inner.cache.as_ref(),
             },
         )
         .await;
@@ -288,6 +302,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         origins: item.origins,
         credential: None,
         error: None,
+        cached: false,
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
@@ -298,6 +313,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.registry = o.registry.clone();
                 image.detail = o.detail.clone();
                 image.credential = o.credential.clone();
+                image.cached = o.cached;
             }
             None => {
                 image.status = Status::Unreachable;

@@ -120,6 +120,11 @@ pub struct ImageReport {
     pub credential: Option<CredentialSource>,
     /// The reference parse error, for invalid references.
     pub error: Option<ReferenceErrorReport>,
+    /// The answer came from the answer cache of a long-running checker
+    /// ([`crate::CheckerOptions::cache_present`]), not from a request of this check;
+    /// the detail says how old it is. In JSON only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 /// Counts over the report's images.
@@ -390,6 +395,7 @@ mod tests {
             }],
             credential: None,
             error: None,
+            cached: false,
         }
     }
 

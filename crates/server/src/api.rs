@@ -216,6 +216,9 @@ pub async fn post_check(
                 started.elapsed().as_secs_f64(),
                 &statuses,
             );
+            for _ in report.images.iter().filter(|i| i.cached) {
+                state.metrics.answer_cache_hit();
+            }
             // The CLI's JSON, in its field order, then `exit_code`.
             let answer = Answer {
                 report: &report,

@@ -105,6 +105,10 @@ pub struct ServeOptions {
     pub tls: Option<TlsFiles>,
     /// Allow a non-loopback address without a token file and TLS.
     pub insecure_listen: bool,
+    /// Keep positive answers this long (tags; digests ten times as long) and answer
+    /// later checks from them ([`pullcheck::CheckerOptions::cache_present`]); `None`
+    /// (the default): every check asks the registries.
+    pub cache_present: Option<Duration>,
 }
 
 impl Default for ServeOptions {
@@ -123,6 +127,7 @@ impl Default for ServeOptions {
             max_checks: DEFAULT_MAX_CHECKS,
             deadline: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(20),
+            cache_present: None,
             tls: None,
             insecure_listen: false,
         }
@@ -269,6 +274,7 @@ impl Server {
                     observer: Some(Arc::new(metrics::RegistryObserver(Arc::clone(&metrics)))),
                     ..options.client
                 },
+                cache_present: options.cache_present,
             },
             options.resolver,
             options.node,

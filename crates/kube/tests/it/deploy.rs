@@ -208,6 +208,19 @@ fn the_service_manifests_are_complete_and_agree() {
     assert!(c["resources"]["requests"]["cpu"].is_string());
     assert!(c["resources"]["requests"]["memory"].is_string());
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    // A non-loopback address needs the token file and TLS (docs/service.md).
+    for flag in ["--tls-cert=", "--tls-key=", "--listen=0.0.0.0:"] {
+        assert!(
+            c["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .any(|a| a.as_str().is_some_and(|a| a.starts_with(flag))),
+            "{flag}"
+        );
+    }
+    assert_eq!(c["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
+    assert_eq!(c["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     let port = &c["ports"][0];
     assert_eq!(c["livenessProbe"]["httpGet"]["port"], port["name"]);

@@ -29,6 +29,7 @@
 //! unit-tested with a scripted registry (`tests.rs`). Nothing is spawned: dropping the
 //! future of [`run`] cancels every request in flight.
 
+mod cache;
 mod registry;
 #[cfg(test)]
 mod tests;
@@ -44,7 +45,10 @@ use pullcheck_registry::{Answer, AuthorizeError, Credential, Endpoint, Missing, 
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+pub(crate) use cache::AnswerCache;
 pub(crate) use registry::Registry;
+
+use cache::AnswerKey;
 
 use crate::plan::query_key;
 use crate::report::{MissingPart, Status};
@@ -63,6 +67,9 @@ pub(crate) struct QueryOptions<'a> {
     pub deadline_start: Option<std::time::Instant>,
     /// The platform indexes must list, passed to every check; `None`: none.
     pub platform: Option<&'a Platform>,
+    /// Positive answers of earlier checks (`--cache-present`); `None`: every image is
+    /// asked.
+    pub cache: Option<&'a AnswerCache>,
 }
 
 /// The key of one (set, reference) query in the map [`run`] returns: the image set's
@@ -101,6 +108,8 @@ pub(crate) struct Outcome {
     pub detail: String,
     /// The credential used; `None` for anonymous.
     pub credential: Option<CredentialSource>,
+    /// The answer came from the [`AnswerCache`], not from a request of this check.
+    pub cached: bool,
 }
 
 /// One (route, credential) pair to try.
@@ -201,7 +210,7 @@ async fn ask<R: Registry>(
 ) -> HashMap<QueryKey, Outcome> {
     let mut rounds = Rounds::default();
     for (key, reference, resolution) in resolved {
-        rounds.add(key, reference, resolution);
+        rounds.add(key, reference, resolution, options);
     }
     while rounds.next(registry, options, deadline).await {}
     rounds.finish(options.deadline)
@@ -240,6 +249,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
         key: QueryKey,
         reference: &Reference,
         resolution: Result<Resolution, CredentialError>,
+        options: &QueryOptions<'_>,
     ) {
         let outcome = match resolution {
             Err(e) => failure(Status::Unreachable, format!("not checked: {e}")),
@@ -252,10 +262,23 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                 format!("the runtime cannot pull this: {reason} ({rule}); no request was sent"),
             ),
             Ok(Resolution::Routes(routes)) => {
+                let attempts = attempts_of(reference, routes);
+                // Any attempt found present a moment ago: the runtime would pull from
+                // one of them, so the image is there; nothing is asked.
+                let hit = options.cache.and_then(|cache| {
+                    let now = std::time::Instant::now();
+                    attempts
+                        .iter()
+                        .find_map(|a| cache.get(&answer_key(a, reference, options.platform), now))
+                });
+                if let Some(outcome) = hit {
+                    self.finished.insert(key, outcome);
+                    return;
+                }
                 self.pending.push(Pending {
                     key,
                     reference: reference.clone(),
-                    attempts: attempts_of(reference, routes),
+                    attempts,
                     failures: Vec::new(),
                     asking: String::new(),
                 });
@@ -378,6 +401,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                         format!("no answer from {host}")
                     },
                     credential: None,
+                    cached: false,
                 },
             ));
             self.finished.insert(p.key, choose(failures));
@@ -435,6 +459,7 @@ fn failure(status: Status, detail: String) -> Outcome {
         registry: None,
         detail,
         credential: None,
+        cached: false,
     }
 }
 
@@ -467,6 +492,7 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
             registry: None,
             detail: "no endpoint to ask".into(),
             credential: None,
+            cached: false,
         };
     }
     let others: Vec<String> = attempts
@@ -563,6 +589,7 @@ async fn ask_group<R: Registry>(
                         registry: Some(host.clone()),
                         detail: e.message.clone(),
                         credential: group.source.clone(),
+                        cached: false,
                     },
                 ));
             }
@@ -585,6 +612,16 @@ async fn ask_group<R: Registry>(
                             .await
                     };
                     let outcome = outcome_of(answer, host, group.source.clone());
+                    if let Some(cache) = options.cache {
+                        let key = AnswerKey {
+                            endpoint: endpoint.clone(),
+                            credential: credential.clone(),
+                            repository: job.repository.clone(),
+                            reference: job.manifest_reference.clone(),
+                            platform: options.platform.cloned(),
+                        };
+                        cache.put(key, &outcome, std::time::Instant::now());
+                    }
                     tracing::trace!(
                         endpoint = %place,
                         repository = %job.repository,
@@ -619,6 +656,18 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         registry: Some(host),
         detail: answer.detail,
         credential,
+        cached: false,
+    }
+}
+
+/// What a cached answer of `attempt` for `reference` is keyed by.
+fn answer_key(attempt: &Attempt, reference: &Reference, platform: Option<&Platform>) -> AnswerKey {
+    AnswerKey {
+        endpoint: attempt.endpoint.clone(),
+        credential: attempt.credential.clone(),
+        repository: attempt.repository.clone(),
+        reference: reference.manifest_reference().to_string(),
+        platform: platform.cloned(),
     }
 }
 

@@ -21,6 +21,7 @@ fn outcome(status: Status, detail: &str) -> Outcome {
         registry: None,
         detail: detail.into(),
         credential: None,
+        cached: false,
     }
 }
 
@@ -217,6 +218,7 @@ async fn ask_routes(
         deadline: Duration::from_secs(60),
         deadline_start: None,
         platform: None,
+        cache: None,
     };
     let resolved = references
         .into_iter()
@@ -447,6 +449,7 @@ async fn each_endpoint_and_credential_is_authorized_once_for_all_its_repositorie
             deadline: Duration::from_secs(60),
             deadline_start: None,
             platform: None,
+            cache: None,
         },
     )
     .await;
@@ -516,6 +519,7 @@ async fn a_registry_that_never_answers_is_unreachable_at_the_deadline() {
             deadline: Duration::from_millis(700),
             deadline_start: None,
             platform: None,
+            cache: None,
         },
     )
     .await;
@@ -556,4 +560,76 @@ fn anonymous_is_an_attempt_only_on_a_route_without_credentials() {
             ("registry.local".to_string(), "alice".to_string()),
         ]
     );
+}
+
+/// `--cache-present`: a second check of a present image asks nothing (any of its
+/// attempts answered present a moment ago); a missing image is asked again every time.
+#[tokio::test]
+async fn a_cached_present_answer_asks_nothing_and_misses_are_asked_again() {
+    let registry = Scripted {
+        replies: vec![(
+            "registry.example.com",
+            "anonymous",
+            "team/app",
+            Reply::Answer(pullcheck_registry::Status::Present),
+        )],
+        ..Scripted::default()
+    };
+    let present = reference("registry.example.com/team/app:v1");
+    let missing = reference("registry.example.com/team/gone:v1");
+    let cache = AnswerCache::new(Duration::from_secs(30), Duration::from_secs(300));
+    let permits = Semaphore::new(16);
+    let options = QueryOptions {
+        permits: &permits,
+        deadline: Duration::from_secs(60),
+        deadline_start: None,
+        platform: None,
+        cache: Some(&cache),
+    };
+    let run = || {
+        let resolved = [&present, &missing]
+            .into_iter()
+            .map(|r| {
+                let repository = r.path().to_string();
+                let routes = vec![
+                    route("mirror.example.com", true, &repository, &[]),
+                    route("registry.example.com", false, &repository, &[]),
+                ];
+                (QueryKey::new(0, r), r, Ok(Resolution::Routes(routes)))
+            })
+            .collect();
+        ask(
+            &registry,
+            resolved,
+            &options,
+            Instant::now() + options.deadline,
+        )
+    };
+    let first = run().await;
+    assert_eq!(of(&first, &present).status, Status::Present);
+    assert!(!of(&first, &present).cached);
+    let asked_first = registry.calls().len();
+    let second = run().await;
+    let calls = registry.calls();
+    let asked_second = &calls[asked_first..];
+    let hit = of(&second, &present);
+    assert_eq!((hit.status, hit.cached), (Status::Present, true));
+    assert!(
+        hit.detail.contains("(answer cached 0 s ago)"),
+        "{}",
+        hit.detail
+    );
+    // Only the missing image was asked again: on the mirror, then the registry.
+    assert!(
+        asked_second.iter().all(|c| !c.contains("team/app")),
+        "{asked_second:?}"
+    );
+    assert!(
+        asked_second
+            .iter()
+            .any(|c| c.contains("check mirror.example.com as anonymous team/gone:v1")),
+        "{asked_second:?}"
+    );
+    assert_eq!(of(&second, &missing).status, Status::Missing);
+    assert!(!of(&second, &missing).cached);
 }

@@ -286,3 +286,65 @@ async fn manifests_are_one_set_per_workload() {
     );
     server.stop().await;
 }
+
+/// `--cache-present`: the second check of a present image sends no request at all and
+/// says its answer is cached; a missing image is asked again (negative answers are never
+/// kept); the hits are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_present_answers_present_images_without_a_request() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    let host = registry.host().to_owned();
+    let server = TestServer::start(ServeOptions {
+        cache_present: Some(std::time::Duration::from_secs(30)),
+        ..ServeOptions::default()
+    })
+    .await;
+    let request = json!({
+        "images": [
+            {"reference": format!("{host}/team/app:v1")},
+            {"reference": format!("{host}/team/app:v2")},
+        ],
+    });
+    let (status, first) = server.check(None, &request).await;
+    assert_eq!(status, 200, "{first}");
+    assert!(first["images"][0].get("cached").is_none(), "{first}");
+    registry.clear_requests().await.expect("clear");
+    let (status, second) = server.check(None, &request).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        statuses(&second),
+        [
+            (format!("{host}/team/app:v1"), "present".into()),
+            (format!("{host}/team/app:v2"), "missing".into()),
+        ]
+    );
+    assert_eq!(second["images"][0]["cached"], true, "{second}");
+    assert!(
+        second["images"][0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("answer cached")),
+        "{second}"
+    );
+    assert!(second["images"][1].get("cached").is_none(), "{second}");
+    let requests = registry.requests().await.expect("log");
+    let lines: Vec<String> = requests.iter().map(ToString::to_string).collect();
+    assert!(
+        lines.iter().all(|l| !l.contains("/team/app/manifests/v1")),
+        "the cached image was asked again: {lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("HEAD") && l.contains("/team/app/manifests/v2")),
+        "the missing image is asked again: {lines:?}"
+    );
+    assert_eq!(
+        server.metric("pullcheck_answer_cache_hits_total ").await,
+        1.0
+    );
+    server.stop().await;
+}
