@@ -23,7 +23,7 @@ trap cleanup EXIT
 
 "$bin/pullcheck-testkit" serve --mode token --push-many 10:team/app \
   --env-file "$work/registry.env" --images-file "$work/images" \
-  --access-log "$work/access.log" >&2 &
+  --access-log "$work/access.log" --token-log "$work/token.log" >&2 &
 pids+=($!)
 until [ -f "$work/registry.env" ]; do sleep 0.1; done
 # shellcheck disable=SC1091
@@ -70,9 +70,11 @@ warm=$(for _ in $(seq 20); do post; done | awk '{print $1 * 1000}' | median_ms)
 post > /dev/null
 sleep 0.5
 : > "$work/access.log"
+: > "$work/token.log"
 post > /dev/null
 sleep 1
 warm_requests=$(awk '{print $1}' "$work/access.log" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')
+warm_requests="${warm_requests}$(wc -l < "$work/token.log") token requests"
 # The CLI's cold run of the same pipeline.
 cold=$(for _ in $(seq 20); do
   s=$(date +%s%N)
