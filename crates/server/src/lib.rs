@@ -20,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod api;
 pub mod auth;
 mod check;
@@ -105,6 +106,9 @@ pub struct ServeOptions {
     pub tls: Option<TlsFiles>,
     /// Allow a non-loopback address without a token file and TLS.
     pub insecure_listen: bool,
+    /// The validating admission webhook (`POST /v1/admission`); `None`: not served.
+    /// Needs `tls`: the API server calls webhooks over HTTPS only.
+    pub admission: Option<admission::AdmissionOptions>,
 }
 
 impl Default for ServeOptions {
@@ -125,6 +129,7 @@ impl Default for ServeOptions {
             shutdown_grace: Duration::from_secs(20),
             tls: None,
             insecure_listen: false,
+            admission: None,
         }
     }
 }
@@ -152,6 +157,7 @@ pub struct AppState {
     max_body: usize,
     deadline: Duration,
     ready: AtomicBool,
+    admission: Option<admission::Admission>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -204,6 +210,17 @@ impl Server {
     /// the address cannot be bound. Must be called inside a Tokio runtime.
     pub async fn bind(options: ServeOptions) -> Result<Server, ServeError> {
         install_crypto_provider();
+        if options.admission.is_some() && options.tls.is_none() {
+            return Err(ServeError::Config(
+                "--admission needs --tls-cert and --tls-key: the Kubernetes API server calls \
+                 admission webhooks over HTTPS only"
+                    .to_owned(),
+            ));
+        }
+        let admission = match &options.admission {
+            Some(a) => Some(admission::Admission::new(a).map_err(ServeError::Config)?),
+            None => None,
+        };
         if !options.listen.ip().is_loopback() && !options.insecure_listen {
             let mut missing = Vec::new();
             if options.api_token_file.is_none() {
@@ -291,6 +308,7 @@ impl Server {
             max_body: options.max_body,
             deadline: options.deadline,
             ready: AtomicBool::new(ready),
+            admission,
         });
         Ok(Server {
             listener,
@@ -458,8 +476,18 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .layer(DefaultBodyLimit::disable())
                 .layer(RequestBodyLimitLayer::new(state.max_body)),
         );
+    // The API server sends no bearer token: the admission routes sit outside `authenticate`.
+    let admission = Router::new()
+        .route("/v1/admission", post(admission::post_admission))
+        .route("/v1/admission/{mode}", post(admission::post_admission_mode))
+        .layer(
+            ServiceBuilder::new()
+                .layer(DefaultBodyLimit::disable())
+                .layer(RequestBodyLimitLayer::new(state.max_body)),
+        );
     Router::new()
         .merge(v1)
+        .merge(admission)
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
@@ -503,6 +531,8 @@ async fn count_http(State(state): State<Arc<AppState>>, request: Request, next: 
         .map(MatchedPath::as_str)
     {
         Some("/v1/checks") => "/v1/checks",
+        Some("/v1/admission") => "/v1/admission",
+        Some("/v1/admission/{mode}") => "/v1/admission/{mode}",
         Some("/healthz") => "/healthz",
         Some("/readyz") => "/readyz",
         Some("/metrics") => "/metrics",
