@@ -643,42 +643,77 @@ fn container_of(name: &str) -> &str {
     name
 }
 
-/// What happened to an image, for people: `not found: <detail>`.
-fn reason(image: &ImageReport) -> String {
-    let what = match image.status {
+/// What happened to an image, in a word or three.
+fn what(status: Status) -> &'static str {
+    match status {
         Status::Missing => "not found",
         Status::NoAccess => "not found or not accessible",
         Status::Denied => "access denied",
         Status::Blocked => "blocked",
         Status::Invalid => "invalid",
         Status::Unreachable => "not verified",
-        _ => image.status.as_str(),
-    };
-    if image.detail.is_empty() {
-        what.to_owned()
-    } else {
-        format!("{what}: {}", image.detail)
+        other => other.as_str(),
     }
 }
 
-/// One line per container of `image`: `container test: image golang:1.2 not found: ...`.
-fn lines_of(image: &ImageReport) -> Vec<String> {
-    let reason = reason(image);
-    let mut seen = Vec::new();
-    for origin in &image.origins {
-        let line = format!(
-            "{}: image {} {reason}",
-            container_of(&origin.name),
-            image.reference
-        );
-        if !seen.contains(&line) {
-            seen.push(line);
+/// The report's detail without ` on HOST` when the reference already names that host.
+fn detail_of(image: &ImageReport) -> String {
+    match &image.registry {
+        Some(host) if image.reference.starts_with(host.as_str()) => {
+            image.detail.replace(&format!(" on {host}"), "")
         }
+        _ => image.detail.clone(),
     }
-    if seen.is_empty() {
-        seen.push(format!("image {} {reason}", image.reference));
+}
+
+/// One failing container: the whole line (for a refusal) and a short one (for a
+/// warning, when the whole one is over [`MAX_WARNING_CHARS`]).
+struct Line {
+    full: String,
+    short: String,
+}
+
+/// One line per container of `image`:
+/// `container test: image golang:1.2 not found: tag 1.2 not found in library/golang; did
+/// you mean 1.22?`; the short form keeps the status and the tag hints only.
+fn lines_of(image: &ImageReport) -> Vec<Line> {
+    let what = what(image.status);
+    let detail = detail_of(image);
+    let reason = if detail.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what}: {detail}")
+    };
+    let hint = detail
+        .find("; did you mean")
+        .map(|i| detail[i..].to_owned())
+        .unwrap_or_default();
+    let mut containers: Vec<&str> = image
+        .origins
+        .iter()
+        .map(|o| container_of(&o.name))
+        .collect();
+    containers.dedup();
+    if containers.is_empty() {
+        containers.push("a container");
     }
-    seen
+    containers
+        .into_iter()
+        .map(|c| Line {
+            full: format!("{c}: image {} {reason}", image.reference),
+            short: format!("{c}: {} {what}{hint}", image.reference),
+        })
+        .collect()
+}
+
+/// A warning for `line`: `pullcheck: ` and the whole line if it fits, else the short one.
+fn warning(line: &Line) -> String {
+    let full = format!("pullcheck: {}", line.full);
+    if full.chars().count() <= MAX_WARNING_CHARS {
+        full
+    } else {
+        format!("pullcheck: {}", line.short)
+    }
 }
 
 /// The answer for a report.
@@ -692,18 +727,20 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
             unverified.extend(lines_of(image));
         }
     }
-    let unverified: Vec<String> = unverified
-        .into_iter()
-        .map(|l| format!("pullcheck: {l}"))
-        .collect();
+    let unverified: Vec<String> = unverified.iter().map(warning).collect();
     if mode == AdmissionMode::Deny && !failures.is_empty() {
-        let count = failures.len();
-        let message = format!(
-            "pullcheck: {count} container{} cannot pull {}: {}",
-            if count == 1 { "" } else { "s" },
-            if count == 1 { "its image" } else { "their images" },
-            failures.join("; ")
-        );
+        // One line: `pullcheck: container test: image ...`; more: one per line.
+        let message = match failures.as_slice() {
+            [one] => format!("pullcheck: {}", one.full),
+            many => {
+                let lines: Vec<&str> = many.iter().map(|l| l.full.as_str()).collect();
+                format!(
+                    "pullcheck: {} containers cannot pull their images:\n{}",
+                    many.len(),
+                    lines.join("\n")
+                )
+            }
+        };
         return AdmissionResponse {
             uid: request.uid.clone(),
             allowed: false,
@@ -714,10 +751,7 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
             warnings: cap_warnings(unverified),
         };
     }
-    let mut warnings: Vec<String> = failures
-        .into_iter()
-        .map(|l| format!("pullcheck: {l}"))
-        .collect();
+    let mut warnings: Vec<String> = failures.iter().map(warning).collect();
     warnings.extend(unverified);
     AdmissionResponse {
         uid: request.uid.clone(),
