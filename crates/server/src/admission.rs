@@ -215,7 +215,11 @@ pub struct AdmissionRequest {
     /// The resource requested (`v1.pods`).
     pub resource: GroupVersionResource,
     /// The subresource, if any (`ephemeralcontainers`, `status`).
-    #[serde(default, rename = "subResource", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "subResource",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub sub_resource: Option<String>,
     /// The object's name; may be empty at CREATE with `generateName`.
     #[serde(default)]
@@ -355,7 +359,9 @@ async fn review_route(
     let body = match body {
         Ok(b) => b,
         Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            state.metrics.admission_review("other", "other", "error", 0.0);
+            state
+                .metrics
+                .admission_review("other", "other", "error", 0.0);
             return ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("the body is over --max-body ({} bytes)", state.max_body),
@@ -363,19 +369,26 @@ async fn review_route(
             .into_response();
         }
         Err(e) => {
-            state.metrics.admission_review("other", "other", "error", 0.0);
-            return ApiError::new(StatusCode::BAD_REQUEST, format!("cannot read the body: {e}"))
-                .into_response();
+            state
+                .metrics
+                .admission_review("other", "other", "error", 0.0);
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the body: {e}"),
+            )
+            .into_response();
         }
     };
-    let review = match parse_review(&body) {
+    let parsed = match parse_review(&body) {
         Ok(r) => r,
         Err(message) => {
-            state.metrics.admission_review("other", "other", "error", 0.0);
+            state
+                .metrics
+                .admission_review("other", "other", "error", 0.0);
             return ApiError::new(StatusCode::BAD_REQUEST, message).into_response();
         }
     };
-    let (api_version, kind, request) = review;
+    let (api_version, kind, request) = parsed;
     let mode = mode.unwrap_or(admission.mode);
     let response = review(state, admission, mode, &request).await;
     let decision = if !response.allowed {
@@ -478,10 +491,7 @@ async fn review(
         ]);
     };
     let old = if request.operation == "UPDATE" {
-        request
-            .old_object
-            .as_ref()
-            .and_then(|o| pod_spec(o, path))
+        request.old_object.as_ref().and_then(|o| pod_spec(o, path))
     } else {
         None
     };
@@ -521,7 +531,12 @@ fn pod_spec<'a>(object: &'a Value, path: &[&str]) -> Option<&'a Map<String, Valu
 fn images_by_name(spec: &Map<String, Value>) -> Vec<(&'static str, String, String)> {
     let mut out = Vec::new();
     for list in CONTAINER_LISTS {
-        for container in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
+        for container in spec
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let name = container.get("name").and_then(Value::as_str).unwrap_or("");
             let image = container.get("image").and_then(Value::as_str).unwrap_or("");
             out.push((list, name.to_owned(), image.to_owned()));
@@ -633,14 +648,20 @@ async fn check_object(
     Ok(state.checker.check_sets(sets, &options).await)
 }
 
-/// The container part of an origin's name: `container test` of `Pod/p container test`.
-fn container_of(name: &str) -> &str {
-    for word in ["ephemeral container ", "init container ", "container "] {
-        if let Some(i) = name.find(&format!(" {word}")) {
-            return &name[i + 1..];
-        }
+/// The container part of an origin's name, for people: `container test` of `Pod/p
+/// container test`, `init container clone` of `Pod/p initContainer clone` (the owner,
+/// `Kind/name`, has no space).
+fn container_of(name: &str) -> String {
+    let Some((_, rest)) = name.split_once(' ') else {
+        return name.to_owned();
+    };
+    if let Some(c) = rest.strip_prefix("initContainer ") {
+        format!("init container {c}")
+    } else if let Some(c) = rest.strip_prefix("ephemeralContainer ") {
+        format!("ephemeral container {c}")
+    } else {
+        rest.to_owned()
     }
-    name
 }
 
 /// What happened to an image, in a word or three.
@@ -688,14 +709,14 @@ fn lines_of(image: &ImageReport) -> Vec<Line> {
         .find("; did you mean")
         .map(|i| detail[i..].to_owned())
         .unwrap_or_default();
-    let mut containers: Vec<&str> = image
+    let mut containers: Vec<String> = image
         .origins
         .iter()
         .map(|o| container_of(&o.name))
         .collect();
     containers.dedup();
     if containers.is_empty() {
-        containers.push("a container");
+        containers.push("a container".to_owned());
     }
     containers
         .into_iter()
@@ -744,10 +765,7 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
         return AdmissionResponse {
             uid: request.uid.clone(),
             allowed: false,
-            status: Some(AdmissionStatus {
-                code: 403,
-                message,
-            }),
+            status: Some(AdmissionStatus { code: 403, message }),
             warnings: cap_warnings(unverified),
         };
     }
@@ -799,20 +817,27 @@ mod tests {
     fn warnings_are_capped_per_entry_and_in_all() {
         let long = "x".repeat(500);
         let capped = cap_warnings(vec![long; 100]);
-        assert!(capped.iter().all(|w| w.chars().count() <= MAX_WARNING_CHARS));
+        assert!(
+            capped
+                .iter()
+                .all(|w| w.chars().count() <= MAX_WARNING_CHARS)
+        );
         assert!(capped.iter().map(|w| w.chars().count()).sum::<usize>() <= MAX_WARNINGS_TOTAL);
-        assert!(capped.last().is_some_and(|w| w.contains("more")), "{capped:?}");
+        assert!(
+            capped.last().is_some_and(|w| w.contains("more")),
+            "{capped:?}"
+        );
     }
 
     #[test]
     fn container_names_lose_their_owner() {
         assert_eq!(container_of("Pod/p container test"), "container test");
         assert_eq!(
-            container_of("Pod/p init container clone"),
+            container_of("Pod/p initContainer clone"),
             "init container clone"
         );
         assert_eq!(
-            container_of("Deployment/web ephemeral container debug"),
+            container_of("Deployment/web ephemeralContainer debug"),
             "ephemeral container debug"
         );
     }
@@ -843,7 +868,10 @@ mod tests {
             {"name": "a", "image": "x:1"}, {"name": "b", "image": "pause"}]}});
         let old = pod_spec(&old, &["spec"]);
         let reduced = reduce(new.as_object().expect("map"), &["spec"], old).expect("one left");
-        assert_eq!(reduced["spec"]["containers"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            reduced["spec"]["containers"].as_array().map(Vec::len),
+            Some(1)
+        );
         assert_eq!(reduced["spec"]["containers"][0]["name"], "b");
         let same = pod_spec(&new, &["spec"]);
         assert!(reduce(new.as_object().expect("map"), &["spec"], same).is_none());

@@ -309,7 +309,13 @@ fn the_admission_manifests_are_complete_and_agree() {
     let docs = admission_documents();
     let mut kinds: Vec<String> = docs
         .iter()
-        .map(|d| format!("{} {}", d["apiVersion"].as_str().expect("s"), d["kind"].as_str().expect("s")))
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["apiVersion"].as_str().expect("s"),
+                d["kind"].as_str().expect("s")
+            )
+        })
         .collect();
     kinds.sort();
     assert_eq!(
@@ -335,15 +341,31 @@ fn the_admission_manifests_are_complete_and_agree() {
     for hook in webhooks {
         let name = hook["name"].as_str().expect("name");
         // Required fields of admissionregistration.k8s.io/v1 ValidatingWebhook.
-        assert_eq!(hook["admissionReviewVersions"], serde_json::json!(["v1"]), "{name}");
+        assert_eq!(
+            hook["admissionReviewVersions"],
+            serde_json::json!(["v1"]),
+            "{name}"
+        );
         assert_eq!(hook["sideEffects"], "None", "{name}");
-        assert_eq!(hook["failurePolicy"], "Ignore", "{name}: never blocks the cluster");
+        assert_eq!(
+            hook["failurePolicy"], "Ignore",
+            "{name}: never blocks the cluster"
+        );
         assert_eq!(hook["timeoutSeconds"], 10, "{name}");
         let target = &hook["clientConfig"]["service"];
         assert_eq!(target["name"], service["metadata"]["name"], "{name}");
-        assert_eq!(target["namespace"], service["metadata"]["namespace"], "{name}");
-        assert_eq!(target["port"], service["spec"]["ports"][0]["port"], "{name}");
-        assert!(hook["clientConfig"]["caBundle"].is_string(), "{name}: caBundle");
+        assert_eq!(
+            target["namespace"], service["metadata"]["namespace"],
+            "{name}"
+        );
+        assert_eq!(
+            target["port"], service["spec"]["ports"][0]["port"],
+            "{name}"
+        );
+        assert!(
+            hook["clientConfig"]["caBundle"].is_string(),
+            "{name}: caBundle"
+        );
         paths.push(target["path"].as_str().expect("path").to_owned());
         // kube-system and the webhook's own namespace are never sent.
         let expressions = hook["namespaceSelector"]["matchExpressions"]
@@ -358,13 +380,19 @@ fn the_admission_manifests_are_complete_and_agree() {
         assert!(values.contains("kube-system"), "{name}");
         assert!(values.contains("<pullcheck-namespace>"), "{name}");
         assert!(
-            expressions.iter().any(|e| e["key"] == "pullcheck.dev/admission"),
+            expressions
+                .iter()
+                .any(|e| e["key"] == "pullcheck.dev/admission"),
             "{name}: the mode label"
         );
         // Rules: pods (and their ephemeral containers) and the six workload kinds.
         let mut resources = Vec::new();
         for rule in hook["rules"].as_array().expect("rules") {
-            assert_eq!(rule["operations"], serde_json::json!(["CREATE", "UPDATE"]), "{name}");
+            assert_eq!(
+                rule["operations"],
+                serde_json::json!(["CREATE", "UPDATE"]),
+                "{name}"
+            );
             for r in rule["resources"].as_array().expect("resources") {
                 resources.push(r.as_str().expect("s").to_owned());
             }
@@ -386,7 +414,10 @@ fn the_admission_manifests_are_complete_and_agree() {
         );
     }
     paths.sort();
-    assert_eq!(paths, ["/v1/admission", "/v1/admission/deny", "/v1/admission/warn"]);
+    assert_eq!(
+        paths,
+        ["/v1/admission", "/v1/admission/deny", "/v1/admission/warn"]
+    );
 
     // The Service reaches the Deployment's TLS port; the Deployment serves the webhook
     // over TLS.
@@ -397,7 +428,12 @@ fn the_admission_manifests_are_complete_and_agree() {
     }
     let container = &pod["spec"]["containers"][0];
     let args = container["args"].to_string();
-    for arg in ["--admission", "--tls-cert=", "--tls-key=", "--api-token-file="] {
+    for arg in [
+        "--admission",
+        "--tls-cert=",
+        "--tls-key=",
+        "--api-token-file=",
+    ] {
         assert!(args.contains(arg), "{arg} in {args}");
     }
     let port_name = service["spec"]["ports"][0]["targetPort"].clone();

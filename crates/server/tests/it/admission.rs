@@ -38,7 +38,10 @@ fn make_certs(dir: &Path) -> PathBuf {
     assert!(status.success(), "make-certs.sh");
     let webhook = std::fs::read_to_string(dir.join("webhook.yaml")).expect("webhook.yaml");
     assert!(!webhook.contains("caBundle: \"\""), "caBundle filled in");
-    assert!(!webhook.contains("<pullcheck-namespace>"), "namespace filled in");
+    assert!(
+        !webhook.contains("<pullcheck-namespace>"),
+        "namespace filled in"
+    );
     dir.join("ca.crt")
 }
 
@@ -441,7 +444,10 @@ async fn a_pod_with_a_missing_init_container_image_is_denied_and_the_placeholder
         )),
         "{message}"
     );
-    assert!(warnings(&answer).is_empty(), "the placeholder is not asked: {answer}");
+    assert!(
+        warnings(&answer).is_empty(),
+        "the placeholder is not asked: {answer}"
+    );
     hook.stop().await;
 }
 
@@ -499,7 +505,10 @@ async fn an_update_that_changes_no_image_sends_no_registry_request() {
         1,
         "one HEAD, for the changed image only: {requests:?}"
     );
-    assert!(manifests[0].path.ends_with("/team/app/manifests/v1"), "{manifests:?}");
+    assert!(
+        manifests[0].path.ends_with("/team/app/manifests/v1"),
+        "{manifests:?}"
+    );
     hook.stop().await;
 }
 
@@ -508,7 +517,9 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
     const PASSWORD: &str = "admission-sa-password-5e3b";
     let anonymous = registry().await;
     let private = Registry::builder()
-        .auth(Auth::Token(TokenPolicy::new(vec![User::new("ci", PASSWORD)])))
+        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
+            "ci", PASSWORD,
+        )])))
         .start()
         .await
         .expect("token registry");
@@ -517,7 +528,11 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
         .await
         .expect("push");
     let api = ApiServer::start().expect("stand-in API server");
-    api.add_pull_secret(NS, "regcred", &[DockerAuth::new(private.host(), "ci", PASSWORD)]);
+    api.add_pull_secret(
+        NS,
+        "regcred",
+        &[DockerAuth::new(private.host(), "ci", PASSWORD)],
+    );
     api.add_service_account(NS, "builder", &["regcred"]);
     api.add_service_account(NS, "default", &[]);
     let dir = temp_dir("admission-kube");
@@ -557,7 +572,9 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
         )
         .await;
     assert_eq!(answer["response"]["allowed"], false, "{answer}");
-    let message = answer["response"]["status"]["message"].as_str().expect("message");
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .expect("message");
     assert!(
         message.starts_with(&format!("pullcheck: container web: image {typo} not found")),
         "{message}"
@@ -566,7 +583,11 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
     // A private image, no imagePullSecrets, a ServiceAccount that has them: read from the
     // cluster as `check -n` does, so the image is present.
     let private_image = format!("{}/team/private:v2", private.host());
-    let with_sa = deployment("api", &private_image, json!({"serviceAccountName": "builder"}));
+    let with_sa = deployment(
+        "api",
+        &private_image,
+        json!({"serviceAccountName": "builder"}),
+    );
     let answer = hook
         .review(
             "/v1/admission",
@@ -667,15 +688,28 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
         )
         .await;
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(4), "answered inside the timeout: {took:?}");
-    assert_eq!(answer["response"]["allowed"], true, "never refuses the undecided: {answer}");
+    assert!(
+        took < Duration::from_secs(4),
+        "answered inside the timeout: {took:?}"
+    );
+    assert_eq!(
+        answer["response"]["allowed"], true,
+        "never refuses the undecided: {answer}"
+    );
     let w = warnings(&answer);
     assert_eq!(w.len(), 1, "{answer}");
-    assert!(w[0].contains("not verified") && w[0].contains(&image), "{w:?}");
-    assert!(Hanging::wait(&hanging.accepted, 1).await, "the registry was asked");
+    assert!(
+        w[0].contains("not verified") && w[0].contains(&image),
+        "{w:?}"
+    );
+    assert!(
+        Hanging::wait(&hanging.accepted, 1).await,
+        "the registry was asked"
+    );
 
     // An unknown kind: allowed with a warning.
-    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}});
+    let config_map =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}});
     let answer = hook
         .review(
             "/v1/admission",
