@@ -604,6 +604,13 @@ async fn check_object(
         _ => None,
     };
     let pods = manifests.pull_secrets();
+    if cluster.is_none() && pods.iter().any(|p| !p.image_pull_secrets.is_empty()) {
+        // Checking without the secrets it names could refuse what the kubelet can pull.
+        return Err(
+            "pullcheck: imagePullSecrets not readable (no Kubernetes API); images not verified"
+                .to_owned(),
+        );
+    }
     let chains = match &cluster {
         Some(c) => Some(
             pullcheck_kube::walk_pull_secrets_many(c, &pods)

@@ -448,6 +448,42 @@ async fn a_pod_with_a_missing_init_container_image_is_denied_and_the_placeholder
         warnings(&answer).is_empty(),
         "the placeholder is not asked: {answer}"
     );
+
+    // `kubectl debug`: pods/ephemeralcontainers, an UPDATE that adds one.
+    let running = pod(
+        "with-init",
+        &[],
+        &[container("app", &format!("{host}/team/app:v1"))],
+        json!({}),
+    );
+    let mut debugged = running.clone();
+    let mut debug = container("debug", &format!("{host}/library/golang:1.2"));
+    debug["targetContainerName"] = json!("app");
+    debugged["spec"]["ephemeralContainers"] = json!([debug]);
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "705ab4f5-6393-11e8-b7cc-42010a800003",
+                "UPDATE",
+                ("", "v1", "Pod"),
+                "pods",
+                Some("ephemeralcontainers"),
+                &debugged,
+                Some(&running),
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.starts_with("pullcheck: ephemeral container debug: image "),
+        "{message}"
+    );
+    assert!(message.ends_with("did you mean 1.22?"), "{message}");
     hook.stop().await;
 }
 
@@ -727,6 +763,30 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
         .await;
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
     assert!(warnings(&answer)[0].contains("not reviewed"), "{answer}");
+
+    // Pull secrets named but no Kubernetes API to read them: not decided, so allowed.
+    let mut with_secrets = pod("private", &[], &[container("app", &image)], json!({}));
+    with_secrets["spec"]["imagePullSecrets"] = json!([{"name": "regcred"}]);
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "c0ffee00-0000-4000-8000-0000000000c3",
+                "CREATE",
+                ("", "v1", "Pod"),
+                "pods",
+                None,
+                &with_secrets,
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(
+        warnings(&answer)[0].contains("imagePullSecrets not readable"),
+        "{answer}"
+    );
 
     // Malformed: not JSON, not an AdmissionReview, no request, no uid.
     for body in [
