@@ -359,6 +359,16 @@ struct ServeArgs {
         help_heading = "Admission webhook"
     )]
     admission_timeout: Duration,
+    /// A CA (PEM) whose client certificates the admission routes require (the API
+    /// server's); clients without one still reach /healthz, /readyz, /metrics and
+    /// /v1/checks.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "admission",
+        help_heading = "Admission webhook"
+    )]
+    admission_client_ca: Option<PathBuf>,
     #[command(flatten)]
     registry: RegistryArgs,
 }
@@ -770,6 +780,7 @@ async fn run_serve(args: ServeArgs) -> i32 {
                     args.admission_exempt_images
                 },
                 timeout: args.admission_timeout,
+                client_ca: args.admission_client_ca,
             }),
     };
     let server = match pullcheck_server::Server::bind(options).await {

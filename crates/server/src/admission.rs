@@ -29,11 +29,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum_server::tls::TlsInfo;
 use pullcheck::input::{Disposition, ImageUse};
 use pullcheck::report::{ImageReport, Report, Status};
 use pullcheck::{CheckOptions, ImageSet};
@@ -102,6 +104,12 @@ pub struct AdmissionOptions {
     pub exempt_images: Vec<String>,
     /// How long a review may take; registries not answered by then are `unreachable`.
     pub timeout: Duration,
+    /// A CA (PEM) whose client certificates the admission routes require (the API
+    /// server's, configured with its `--admission-control-config-file`). The TLS
+    /// listener then asks every client for a certificate but lets those without one on
+    /// (probes, `/v1/checks` callers); only the admission routes refuse them, with 401.
+    /// `None`: any client may call the admission routes.
+    pub client_ca: Option<std::path::PathBuf>,
 }
 
 impl Default for AdmissionOptions {
@@ -110,6 +118,7 @@ impl Default for AdmissionOptions {
             mode: AdmissionMode::Warn,
             exempt_images: vec![DEFAULT_EXEMPT_IMAGE.to_owned()],
             timeout: DEFAULT_TIMEOUT,
+            client_ca: None,
         }
     }
 }
@@ -120,6 +129,7 @@ pub(crate) struct Admission {
     mode: AdmissionMode,
     exempt: globset::GlobSet,
     timeout: Duration,
+    client_certificates: bool,
 }
 
 impl Admission {
@@ -150,6 +160,7 @@ impl Admission {
             mode: options.mode,
             exempt,
             timeout: options.timeout,
+            client_certificates: options.client_ca.is_some(),
         })
     }
 
@@ -321,9 +332,10 @@ fn operation_label(operation: &str) -> &'static str {
 /// `POST /v1/admission`: the configured mode.
 pub async fn post_admission(
     State(state): State<Arc<AppState>>,
+    tls: Option<Extension<Arc<TlsInfo>>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    review_route(&state, None, body).await
+    review_route(&state, None, tls, body).await
 }
 
 /// `POST /v1/admission/{mode}`: `warn` or `deny` whatever the configured mode (for
@@ -331,10 +343,11 @@ pub async fn post_admission(
 pub async fn post_admission_mode(
     State(state): State<Arc<AppState>>,
     Path(mode): Path<String>,
+    tls: Option<Extension<Arc<TlsInfo>>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     match AdmissionMode::parse(&mode) {
-        Ok(mode) => review_route(&state, Some(mode), body).await,
+        Ok(mode) => review_route(&state, Some(mode), tls, body).await,
         Err(_) => ApiError::new(
             StatusCode::NOT_FOUND,
             "no such route: the admission modes are /v1/admission/warn and /v1/admission/deny",
@@ -346,6 +359,7 @@ pub async fn post_admission_mode(
 async fn review_route(
     state: &AppState,
     mode: Option<AdmissionMode>,
+    tls: Option<Extension<Arc<TlsInfo>>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let Some(admission) = &state.admission else {
@@ -355,6 +369,20 @@ async fn review_route(
         )
         .into_response();
     };
+    // rustls verified any certificate presented against --admission-client-ca; here
+    // only its absence is refused.
+    if admission.client_certificates
+        && !tls.is_some_and(|Extension(info)| !info.peer_certificates.is_empty())
+    {
+        state
+            .metrics
+            .admission_review("other", "other", "error", 0.0);
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a client certificate signed by --admission-client-ca is required",
+        )
+        .into_response();
+    }
     let started = Instant::now();
     let body = match body {
         Ok(b) => b,

@@ -182,7 +182,11 @@ pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     state: Arc<AppState>,
-    tls: Option<(TlsFiles, axum_server::tls_rustls::RustlsConfig)>,
+    tls: Option<(
+        TlsFiles,
+        axum_server::tls_rustls::RustlsConfig,
+        Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    )>,
     grace: Duration,
 }
 
@@ -249,19 +253,24 @@ impl Server {
             .map(|p| NamespaceGlob::new(p))
             .collect::<Result<Vec<_>, _>>()
             .map_err(ServeError::Config)?;
+        let verifier = match options
+            .admission
+            .as_ref()
+            .and_then(|a| a.client_ca.as_ref())
+        {
+            Some(path) => Some(client_verifier(path).map_err(ServeError::Config)?),
+            None => None,
+        };
         let tls = match options.tls {
             Some(files) => {
-                let config =
-                    axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key)
-                        .await
-                        .map_err(|e| {
-                            ServeError::Config(format!(
-                                "TLS: {} and {}: {e}",
-                                files.cert.display(),
-                                files.key.display()
-                            ))
-                        })?;
-                Some((files, config))
+                let config = load_tls(&files, verifier.as_ref()).await.map_err(|e| {
+                    ServeError::Config(format!(
+                        "TLS: {} and {}: {e}",
+                        files.cert.display(),
+                        files.key.display()
+                    ))
+                })?;
+                Some((files, config, verifier))
             }
             None => None,
         };
@@ -368,8 +377,8 @@ impl Server {
         }
         tracing::info!(address = %addr, tls = tls.is_some(), "pullcheck serve listening");
         let served = match tls {
-            Some((files, config)) => {
-                background.push(tokio::spawn(reload_tls(files, config.clone())));
+            Some((files, config, verifier)) => {
+                background.push(tokio::spawn(reload_tls(files, config.clone(), verifier)));
                 axum_server::from_tcp_rustls(listener, config)
                     .map_err(|e| ServeError::Io(e.to_string()))?
                     .handle(handle)
@@ -442,9 +451,57 @@ fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
+/// The client-certificate verifier of `--admission-client-ca`: certificates signed by the
+/// CA in `path` are accepted, and clients without one are let on (the admission routes
+/// refuse them; probes and `/v1/checks` need none).
+fn client_verifier(
+    path: &std::path::Path,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let label = format!("--admission-client-ca {}", path.display());
+    let pem = pullcheck_files::read(path).map_err(|e| format!("{label}: {e}"))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| format!("{label}: {e}"))?;
+        roots.add(cert).map_err(|e| format!("{label}: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("{label}: no certificate in the file"));
+    }
+    rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| format!("{label}: {e}"))
+}
+
+/// The certificate and key of `files`, with `verifier` asking clients for certificates.
+async fn load_tls(
+    files: &TlsFiles,
+    verifier: Option<&Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+) -> std::io::Result<axum_server::tls_rustls::RustlsConfig> {
+    let config =
+        axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key).await?;
+    let Some(verifier) = verifier else {
+        return Ok(config);
+    };
+    let inner = config.get_inner();
+    let mut with_clients = rustls::ServerConfig::builder()
+        .with_client_cert_verifier(verifier.clone())
+        .with_cert_resolver(inner.cert_resolver.clone());
+    with_clients.alpn_protocols = inner.alpn_protocols.clone();
+    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
+        Arc::new(with_clients),
+    ))
+}
+
 /// Re-reads the certificate and key when either file changes; a bad pair is logged and
 /// the old one kept.
-async fn reload_tls(files: TlsFiles, config: axum_server::tls_rustls::RustlsConfig) {
+async fn reload_tls(
+    files: TlsFiles,
+    config: axum_server::tls_rustls::RustlsConfig,
+    verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+) {
     let mut last = (stamp(&files.cert), stamp(&files.key));
     loop {
         tokio::time::sleep(TLS_POLL).await;
@@ -453,8 +510,11 @@ async fn reload_tls(files: TlsFiles, config: axum_server::tls_rustls::RustlsConf
             continue;
         }
         last = now;
-        match config.reload_from_pem_file(&files.cert, &files.key).await {
-            Ok(()) => tracing::info!(cert = %files.cert.display(), "TLS certificate reloaded"),
+        match load_tls(&files, verifier.as_ref()).await {
+            Ok(fresh) => {
+                config.reload_from_config(fresh.get_inner());
+                tracing::info!(cert = %files.cert.display(), "TLS certificate reloaded");
+            }
             Err(e) => tracing::warn!(
                 cert = %files.cert.display(),
                 "TLS certificate not reloaded, the old one stays: {e}"

@@ -844,3 +844,122 @@ async fn the_webhook_needs_tls_and_answers_only_over_it() {
     assert_eq!(status, 400, "the trusted client is answered");
     hook.stop().await;
 }
+
+/// A client certificate and key (one PEM) signed by make-certs.sh's CA in `dir`.
+fn client_identity(dir: &Path) -> Vec<u8> {
+    let (key, csr, cert) = (
+        dir.join("client.key"),
+        dir.join("client.csr"),
+        dir.join("client.crt"),
+    );
+    let ext = dir.join("client.ext");
+    std::fs::write(
+        &ext,
+        "extendedKeyUsage=clientAuth\nbasicConstraints=critical,CA:FALSE\n",
+    )
+    .expect("ext");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    run(&[
+        os("req"),
+        os("-new"),
+        os("-nodes"),
+        os("-newkey"),
+        os("ec"),
+        os("-pkeyopt"),
+        os("ec_paramgen_curve:prime256v1"),
+        os("-subj"),
+        os("/CN=kube-apiserver"),
+        os("-keyout"),
+        key.as_os_str(),
+        os("-out"),
+        csr.as_os_str(),
+    ]);
+    run(&[
+        os("x509"),
+        os("-req"),
+        os("-in"),
+        csr.as_os_str(),
+        os("-CA"),
+        dir.join("ca.crt").as_os_str(),
+        os("-CAkey"),
+        dir.join("ca.key").as_os_str(),
+        os("-CAcreateserial"),
+        os("-days"),
+        os("1"),
+        os("-extfile"),
+        ext.as_os_str(),
+        os("-out"),
+        cert.as_os_str(),
+    ]);
+    let mut pem = std::fs::read(&cert).expect("cert");
+    pem.extend(std::fs::read(&key).expect("key"));
+    pem
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_client_ca_only_certified_clients_are_reviewed() {
+    let dir = temp_dir("admission-client-ca");
+    let ca = make_certs(&dir);
+    let identity = client_identity(&dir);
+    let server = TestServer::start(ServeOptions {
+        tls: Some(TlsFiles {
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+        }),
+        admission: Some(AdmissionOptions {
+            client_ca: Some(ca.clone()),
+            ..AdmissionOptions::default()
+        }),
+        ..ServeOptions::default()
+    })
+    .await;
+    let host = format!("{SERVICE}.{SERVICE_NS}.svc");
+    let pem = std::fs::read(&ca).expect("ca");
+    let builder = || {
+        reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&pem).expect("PEM")])
+            .resolve(&host, server.addr)
+    };
+    let anonymous = builder().build().expect("client");
+    let certified = builder()
+        .identity(reqwest::Identity::from_pem(&identity).expect("identity"))
+        .build()
+        .expect("client");
+    let url = |path: &str| format!("https://{host}:{}{path}", server.addr.port());
+    let object = pod("p", &[], &[container("pause", PLACEHOLDER)], json!({}));
+    let body = review(
+        "d00dfeed-0000-4000-8000-000000000001",
+        "CREATE",
+        ("", "v1", "Pod"),
+        "pods",
+        None,
+        &object,
+        None,
+        false,
+    )
+    .to_string();
+    let post = |client: &reqwest::Client| {
+        client
+            .post(url("/v1/admission"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+    };
+    let refused = post(&anonymous).await.expect("answer");
+    assert_eq!(refused.status().as_u16(), 401);
+    let health = anonymous.get(url("/healthz")).send().await.expect("answer");
+    assert_eq!(health.status().as_u16(), 200, "probes need no certificate");
+    let answered = post(&certified).await.expect("answer");
+    assert_eq!(answered.status().as_u16(), 200);
+    let answer: Value = serde_json::from_str(&answered.text().await.expect("body")).expect("JSON");
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    server.stop().await;
+}
