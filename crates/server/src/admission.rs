@@ -372,7 +372,7 @@ async fn review_route(
     // rustls verified any certificate presented against --admission-client-ca; here
     // only its absence is refused.
     if admission.client_certificates
-        && !tls.is_some_and(|Extension(info)| !info.peer_certificates.is_empty())
+        && tls.is_none_or(|Extension(info)| info.peer_certificates.is_empty())
     {
         state
             .metrics

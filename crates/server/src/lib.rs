@@ -185,7 +185,7 @@ pub struct Server {
     tls: Option<(
         TlsFiles,
         axum_server::tls_rustls::RustlsConfig,
-        Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+        Option<Verifier>,
     )>,
     grace: Duration,
 }
@@ -451,12 +451,13 @@ fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
+/// A client-certificate verifier (`--admission-client-ca`).
+type Verifier = Arc<dyn rustls::server::danger::ClientCertVerifier>;
+
 /// The client-certificate verifier of `--admission-client-ca`: certificates signed by the
 /// CA in `path` are accepted, and clients without one are let on (the admission routes
 /// refuse them; probes and `/v1/checks` need none).
-fn client_verifier(
-    path: &std::path::Path,
-) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, String> {
+fn client_verifier(path: &std::path::Path) -> Result<Verifier, String> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject as _;
     let label = format!("--admission-client-ca {}", path.display());
@@ -478,7 +479,7 @@ fn client_verifier(
 /// The certificate and key of `files`, with `verifier` asking clients for certificates.
 async fn load_tls(
     files: &TlsFiles,
-    verifier: Option<&Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    verifier: Option<&Verifier>,
 ) -> std::io::Result<axum_server::tls_rustls::RustlsConfig> {
     let config =
         axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key).await?;
@@ -500,7 +501,7 @@ async fn load_tls(
 async fn reload_tls(
     files: TlsFiles,
     config: axum_server::tls_rustls::RustlsConfig,
-    verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    verifier: Option<Verifier>,
 ) {
     let mut last = (stamp(&files.cert), stamp(&files.key));
     loop {

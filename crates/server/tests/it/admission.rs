@@ -128,21 +128,25 @@ impl Webhook {
     }
 }
 
-/// An AdmissionReview as the API server sends it (every field of the reference's
+/// An AdmissionReview as the API server sends it, with every field of the reference's
 /// `AdmissionRequest`: uid, kind, resource, subResource, requestKind, requestResource,
 /// requestSubResource, name, namespace, operation, userInfo, object, oldObject, dryRun,
-/// options).
+/// options. `resource` may name a subresource: `pods/ephemeralcontainers`.
 fn review(
     uid: &str,
     operation: &str,
     gvk: (&str, &str, &str),
     resource: &str,
-    sub_resource: Option<&str>,
     object: &Value,
     old_object: Option<&Value>,
     dry_run: bool,
 ) -> Value {
     let (group, version, kind) = gvk;
+    // `pods/ephemeralcontainers`: the resource and its subresource.
+    let (resource, sub_resource) = match resource.split_once('/') {
+        Some((r, sub)) => (r, Some(sub)),
+        None => (resource, None),
+    };
     let options_kind = if operation == "CREATE" {
         "CreateOptions"
     } else {
@@ -315,7 +319,6 @@ async fn a_vela_step_patch_to_a_missing_tag_is_denied_or_warned() {
             "UPDATE",
             ("", "v1", "Pod"),
             "pods",
-            None,
             &new,
             Some(&old),
             dry_run,
@@ -381,7 +384,6 @@ async fn a_vela_step_patch_to_a_missing_tag_is_denied_or_warned() {
                 "UPDATE",
                 ("", "v1", "Pod"),
                 "pods",
-                None,
                 &fixed,
                 Some(&old),
                 false,
@@ -428,7 +430,6 @@ async fn a_pod_with_a_missing_init_container_image_is_denied_and_the_placeholder
                 "CREATE",
                 ("", "v1", "Pod"),
                 "pods",
-                None,
                 &object,
                 None,
                 false,
@@ -467,8 +468,7 @@ async fn a_pod_with_a_missing_init_container_image_is_denied_and_the_placeholder
                 "705ab4f5-6393-11e8-b7cc-42010a800003",
                 "UPDATE",
                 ("", "v1", "Pod"),
-                "pods",
-                Some("ephemeralcontainers"),
+                "pods/ephemeralcontainers",
                 &debugged,
                 Some(&running),
                 false,
@@ -504,7 +504,6 @@ async fn an_update_that_changes_no_image_sends_no_registry_request() {
                 "UPDATE",
                 ("", "v1", "Pod"),
                 "pods",
-                None,
                 &new,
                 Some(&old),
                 false,
@@ -523,7 +522,6 @@ async fn an_update_that_changes_no_image_sends_no_registry_request() {
                 "UPDATE",
                 ("", "v1", "Pod"),
                 "pods",
-                None,
                 &changed,
                 Some(&old),
                 false,
@@ -600,7 +598,6 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
                 "CREATE",
                 apps,
                 "deployments",
-                None,
                 &deployment("web", &typo, json!({})),
                 None,
                 false,
@@ -632,7 +629,6 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
                 "CREATE",
                 apps,
                 "deployments",
-                None,
                 &with_sa,
                 None,
                 false,
@@ -658,7 +654,6 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
                 "CREATE",
                 apps,
                 "deployments",
-                None,
                 &without,
                 None,
                 false,
@@ -678,7 +673,6 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
                 "UPDATE",
                 apps,
                 "deployments",
-                None,
                 &scaled,
                 Some(&with_sa),
                 false,
@@ -716,7 +710,6 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
                 "CREATE",
                 ("", "v1", "Pod"),
                 "pods",
-                None,
                 &object,
                 None,
                 false,
@@ -754,7 +747,6 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
                 "CREATE",
                 ("", "v1", "ConfigMap"),
                 "configmaps",
-                None,
                 &config_map,
                 None,
                 false,
@@ -775,7 +767,6 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
                 "CREATE",
                 ("", "v1", "Pod"),
                 "pods",
-                None,
                 &with_secrets,
                 None,
                 false,
@@ -940,7 +931,6 @@ async fn with_a_client_ca_only_certified_clients_are_reviewed() {
         "CREATE",
         ("", "v1", "Pod"),
         "pods",
-        None,
         &object,
         None,
         false,
