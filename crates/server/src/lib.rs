@@ -9,6 +9,9 @@
 //!   token, 403 a namespace the caller may not name, 413 a body over `max_body`, 415 not
 //!   JSON, 503 (with `Retry-After`) over `max_checks` in flight, 502/504 when the
 //!   Kubernetes lookups fail or time out.
+//! - `POST /v1/admission` (and `/v1/admission/warn`, `/v1/admission/deny`), with
+//!   [`ServeOptions::admission`]: the validating admission webhook ([`admission`]); an
+//!   `admission.k8s.io/v1` `AdmissionReview` in and out, no bearer token, TLS only.
 //! - `GET /healthz` (alive), `GET /readyz` (configuration loaded and, with a cluster, its
 //!   API server answered once), `GET /metrics` ([`metrics::Metrics`]).
 //!
