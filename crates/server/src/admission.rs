@@ -712,10 +712,15 @@ fn what(status: Status) -> &'static str {
     }
 }
 
-/// The report's detail without ` on HOST` when the reference already names that host.
+/// The report's detail without ` on HOST` when HOST is the reference's own registry
+/// (Docker Hub's API host for `docker.io`); a mirror's name stays.
 fn detail_of(image: &ImageReport) -> String {
+    let canonical = image.canonical.as_deref().unwrap_or(&image.reference);
     match &image.registry {
-        Some(host) if image.reference.starts_with(host.as_str()) => {
+        Some(host)
+            if canonical.starts_with(&format!("{host}/"))
+                || (host == "registry-1.docker.io" && canonical.starts_with("docker.io/")) =>
+        {
             image.detail.replace(&format!(" on {host}"), "")
         }
         _ => image.detail.clone(),
