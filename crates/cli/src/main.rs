@@ -330,8 +330,61 @@ struct ServeArgs {
     /// Log lines on stderr: one JSON object per line, or text.
     #[arg(long, value_enum, default_value_t = LogFormat::Json, help_heading = "Service")]
     log_format: LogFormat,
+    /// Serve the validating admission webhook, POST /v1/admission (no bearer token; needs
+    /// --tls-cert/--tls-key). See docs/admission.md.
+    #[arg(long, help_heading = "Admission webhook")]
+    admission: bool,
+    /// What a failing image does: warn (allowed, with a warning per container) or deny
+    /// (refused, 403). /v1/admission/warn and /v1/admission/deny force one.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = AdmissionModeArg::Warn,
+        requires = "admission",
+        help_heading = "Admission webhook"
+    )]
+    admission_mode: AdmissionModeArg,
+    /// An image never asked about (a glob on the canonical reference, e.g.
+    /// `docker.io/kubernetes/pause:latest`). Repeatable; replaces the default, the Vela
+    /// placeholder docker.io/kubernetes/pause:latest.
+    #[arg(
+        long = "admission-exempt-image",
+        value_name = "PATTERN",
+        requires = "admission",
+        help_heading = "Admission webhook"
+    )]
+    admission_exempt_images: Vec<String>,
+    /// How long a review may take; registries not answered by then are unreachable (the
+    /// object is allowed, with a warning). Keep it below the webhook's timeoutSeconds.
+    #[arg(
+        long,
+        default_value = "8s",
+        value_parser = parse_duration,
+        requires = "admission",
+        help_heading = "Admission webhook"
+    )]
+    admission_timeout: Duration,
+    /// A CA (PEM) whose client certificates the admission routes require (the API
+    /// server's); clients without one still reach /healthz, /readyz, /metrics and
+    /// /v1/checks.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "admission",
+        help_heading = "Admission webhook"
+    )]
+    admission_client_ca: Option<PathBuf>,
     #[command(flatten)]
     registry: RegistryArgs,
+}
+
+/// `--admission-mode`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum AdmissionModeArg {
+    /// Allowed, with a warning per failing container.
+    Warn,
+    /// Refused with 403 and the reasons.
+    Deny,
 }
 
 fn parse_positive(text: &str) -> Result<usize, String> {
@@ -721,6 +774,21 @@ async fn run_serve(args: ServeArgs) -> i32 {
         },
         insecure_listen: args.insecure_listen,
         cache_present: args.cache_present,
+        admission: args
+            .admission
+            .then(|| pullcheck_server::admission::AdmissionOptions {
+                mode: match args.admission_mode {
+                    AdmissionModeArg::Warn => pullcheck_server::admission::AdmissionMode::Warn,
+                    AdmissionModeArg::Deny => pullcheck_server::admission::AdmissionMode::Deny,
+                },
+                exempt_images: if args.admission_exempt_images.is_empty() {
+                    vec![pullcheck_server::admission::DEFAULT_EXEMPT_IMAGE.to_owned()]
+                } else {
+                    args.admission_exempt_images
+                },
+                timeout: args.admission_timeout,
+                client_ca: args.admission_client_ca,
+            }),
     };
     let server = match pullcheck_server::Server::bind(options).await {
         Ok(s) => s,

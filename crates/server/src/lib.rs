@@ -9,6 +9,9 @@
 //!   token, 403 a namespace the caller may not name, 413 a body over `max_body`, 415 not
 //!   JSON, 503 (with `Retry-After`) over `max_checks` in flight, 502/504 when the
 //!   Kubernetes lookups fail or time out.
+//! - `POST /v1/admission` (and `/v1/admission/warn`, `/v1/admission/deny`), with
+//!   [`ServeOptions::admission`]: the validating admission webhook ([`admission`]); an
+//!   `admission.k8s.io/v1` `AdmissionReview` in and out, no bearer token, TLS only.
 //! - `GET /healthz` (alive), `GET /readyz` (configuration loaded and, with a cluster, its
 //!   API server answered once), `GET /metrics` ([`metrics::Metrics`]).
 //!
@@ -20,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod api;
 pub mod auth;
 mod check;
@@ -109,6 +113,9 @@ pub struct ServeOptions {
     /// later checks from them ([`pullcheck::CheckerOptions::cache_present`]); `None`
     /// (the default): every check asks the registries.
     pub cache_present: Option<Duration>,
+    /// The validating admission webhook (`POST /v1/admission`); `None`: not served.
+    /// Needs `tls`: the API server calls webhooks over HTTPS only.
+    pub admission: Option<admission::AdmissionOptions>,
 }
 
 impl Default for ServeOptions {
@@ -130,6 +137,7 @@ impl Default for ServeOptions {
             cache_present: None,
             tls: None,
             insecure_listen: false,
+            admission: None,
         }
     }
 }
@@ -157,6 +165,7 @@ pub struct AppState {
     max_body: usize,
     deadline: Duration,
     ready: AtomicBool,
+    admission: Option<admission::Admission>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -181,7 +190,11 @@ pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     state: Arc<AppState>,
-    tls: Option<(TlsFiles, axum_server::tls_rustls::RustlsConfig)>,
+    tls: Option<(
+        TlsFiles,
+        axum_server::tls_rustls::RustlsConfig,
+        Option<Verifier>,
+    )>,
     grace: Duration,
 }
 
@@ -209,6 +222,17 @@ impl Server {
     /// the address cannot be bound. Must be called inside a Tokio runtime.
     pub async fn bind(options: ServeOptions) -> Result<Server, ServeError> {
         install_crypto_provider();
+        if options.admission.is_some() && options.tls.is_none() {
+            return Err(ServeError::Config(
+                "--admission needs --tls-cert and --tls-key: the Kubernetes API server calls \
+                 admission webhooks over HTTPS only"
+                    .to_owned(),
+            ));
+        }
+        let admission = match &options.admission {
+            Some(a) => Some(admission::Admission::new(a).map_err(ServeError::Config)?),
+            None => None,
+        };
         if !options.listen.ip().is_loopback() && !options.insecure_listen {
             let mut missing = Vec::new();
             if options.api_token_file.is_none() {
@@ -237,19 +261,24 @@ impl Server {
             .map(|p| NamespaceGlob::new(p))
             .collect::<Result<Vec<_>, _>>()
             .map_err(ServeError::Config)?;
+        let verifier = match options
+            .admission
+            .as_ref()
+            .and_then(|a| a.client_ca.as_ref())
+        {
+            Some(path) => Some(client_verifier(path).map_err(ServeError::Config)?),
+            None => None,
+        };
         let tls = match options.tls {
             Some(files) => {
-                let config =
-                    axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key)
-                        .await
-                        .map_err(|e| {
-                            ServeError::Config(format!(
-                                "TLS: {} and {}: {e}",
-                                files.cert.display(),
-                                files.key.display()
-                            ))
-                        })?;
-                Some((files, config))
+                let config = load_tls(&files, verifier.as_ref()).await.map_err(|e| {
+                    ServeError::Config(format!(
+                        "TLS: {} and {}: {e}",
+                        files.cert.display(),
+                        files.key.display()
+                    ))
+                })?;
+                Some((files, config, verifier))
             }
             None => None,
         };
@@ -297,6 +326,7 @@ impl Server {
             max_body: options.max_body,
             deadline: options.deadline,
             ready: AtomicBool::new(ready),
+            admission,
         });
         Ok(Server {
             listener,
@@ -356,8 +386,8 @@ impl Server {
         }
         tracing::info!(address = %addr, tls = tls.is_some(), "pullcheck serve listening");
         let served = match tls {
-            Some((files, config)) => {
-                background.push(tokio::spawn(reload_tls(files, config.clone())));
+            Some((files, config, verifier)) => {
+                background.push(tokio::spawn(reload_tls(files, config.clone(), verifier)));
                 axum_server::from_tcp_rustls(listener, config)
                     .map_err(|e| ServeError::Io(e.to_string()))?
                     .handle(handle)
@@ -430,9 +460,58 @@ fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
+/// A client-certificate verifier (`--admission-client-ca`).
+type Verifier = Arc<dyn rustls::server::danger::ClientCertVerifier>;
+
+/// The client-certificate verifier of `--admission-client-ca`: certificates signed by the
+/// CA in `path` are accepted, and clients without one are let on (the admission routes
+/// refuse them; probes and `/v1/checks` need none).
+fn client_verifier(path: &std::path::Path) -> Result<Verifier, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let label = format!("--admission-client-ca {}", path.display());
+    let pem = pullcheck_files::read(path).map_err(|e| format!("{label}: {e}"))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| format!("{label}: {e}"))?;
+        roots.add(cert).map_err(|e| format!("{label}: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("{label}: no certificate in the file"));
+    }
+    rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| format!("{label}: {e}"))
+}
+
+/// The certificate and key of `files`, with `verifier` asking clients for certificates.
+async fn load_tls(
+    files: &TlsFiles,
+    verifier: Option<&Verifier>,
+) -> std::io::Result<axum_server::tls_rustls::RustlsConfig> {
+    let config =
+        axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key).await?;
+    let Some(verifier) = verifier else {
+        return Ok(config);
+    };
+    let inner = config.get_inner();
+    let mut with_clients = rustls::ServerConfig::builder()
+        .with_client_cert_verifier(verifier.clone())
+        .with_cert_resolver(inner.cert_resolver.clone());
+    with_clients.alpn_protocols = inner.alpn_protocols.clone();
+    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
+        Arc::new(with_clients),
+    ))
+}
+
 /// Re-reads the certificate and key when either file changes; a bad pair is logged and
 /// the old one kept.
-async fn reload_tls(files: TlsFiles, config: axum_server::tls_rustls::RustlsConfig) {
+async fn reload_tls(
+    files: TlsFiles,
+    config: axum_server::tls_rustls::RustlsConfig,
+    verifier: Option<Verifier>,
+) {
     let mut last = (stamp(&files.cert), stamp(&files.key));
     loop {
         tokio::time::sleep(TLS_POLL).await;
@@ -441,8 +520,11 @@ async fn reload_tls(files: TlsFiles, config: axum_server::tls_rustls::RustlsConf
             continue;
         }
         last = now;
-        match config.reload_from_pem_file(&files.cert, &files.key).await {
-            Ok(()) => tracing::info!(cert = %files.cert.display(), "TLS certificate reloaded"),
+        match load_tls(&files, verifier.as_ref()).await {
+            Ok(fresh) => {
+                config.reload_from_config(fresh.get_inner());
+                tracing::info!(cert = %files.cert.display(), "TLS certificate reloaded");
+            }
             Err(e) => tracing::warn!(
                 cert = %files.cert.display(),
                 "TLS certificate not reloaded, the old one stays: {e}"
@@ -464,8 +546,18 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .layer(DefaultBodyLimit::disable())
                 .layer(RequestBodyLimitLayer::new(state.max_body)),
         );
+    // The API server sends no bearer token: the admission routes sit outside `authenticate`.
+    let admission = Router::new()
+        .route("/v1/admission", post(admission::post_admission))
+        .route("/v1/admission/{mode}", post(admission::post_admission_mode))
+        .layer(
+            ServiceBuilder::new()
+                .layer(DefaultBodyLimit::disable())
+                .layer(RequestBodyLimitLayer::new(state.max_body)),
+        );
     Router::new()
         .merge(v1)
+        .merge(admission)
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
@@ -509,6 +601,8 @@ async fn count_http(State(state): State<Arc<AppState>>, request: Request, next: 
         .map(MatchedPath::as_str)
     {
         Some("/v1/checks") => "/v1/checks",
+        Some("/v1/admission") => "/v1/admission",
+        Some("/v1/admission/{mode}") => "/v1/admission/{mode}",
         Some("/healthz") => "/healthz",
         Some("/readyz") => "/readyz",
         Some("/metrics") => "/metrics",

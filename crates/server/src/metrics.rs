@@ -59,6 +59,13 @@ struct HttpLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReviewLabels {
+    operation: &'static str,
+    kind: &'static str,
+    decision: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabel {
     version: &'static str,
 }
@@ -115,6 +122,8 @@ pub struct Metrics {
     answer_cache_hits: Counter,
     ratelimit_remaining: Family<RegistryLabel, Gauge>,
     http_requests: Family<HttpLabels, Counter>,
+    admission_reviews: Family<ReviewLabels, Counter>,
+    admission_duration: Histogram,
     registries_seen: Mutex<BTreeSet<String>>,
 }
 
@@ -197,6 +206,18 @@ impl Metrics {
             "Requests to this service, by route and HTTP code",
             http_requests.clone(),
         );
+        let admission_reviews = Family::<ReviewLabels, Counter>::default();
+        registry.register(
+            "admission_reviews",
+            "Admission reviews answered, by operation, kind (the reviewed kinds, else other) and decision (allowed, warned, denied, error)",
+            admission_reviews.clone(),
+        );
+        let admission_duration = duration_histogram();
+        registry.register(
+            "admission_duration_seconds",
+            "Time of an admission review, from the body read to the answer",
+            admission_duration.clone(),
+        );
         registry.register(
             "build",
             "The version of pullcheck serving",
@@ -216,6 +237,8 @@ impl Metrics {
             answer_cache_hits,
             ratelimit_remaining,
             http_requests,
+            admission_reviews,
+            admission_duration,
             registries_seen: Mutex::new(BTreeSet::new()),
         }
     }
@@ -307,6 +330,28 @@ impl Metrics {
         self.http_requests
             .get_or_create(&HttpLabels { route, code })
             .inc();
+    }
+
+    /// One admission review answered: its `operation` (`CREATE`, `UPDATE`, `DELETE`,
+    /// `CONNECT`, `other`), `kind` (a reviewed kind or `other`), `decision` (`allowed`,
+    /// `warned`, `denied`, `error`) and time in seconds (not observed for `error`).
+    pub fn admission_review(
+        &self,
+        operation: &'static str,
+        kind: &'static str,
+        decision: &'static str,
+        seconds: f64,
+    ) {
+        self.admission_reviews
+            .get_or_create(&ReviewLabels {
+                operation,
+                kind,
+                decision,
+            })
+            .inc();
+        if decision != "error" {
+            self.admission_duration.observe(seconds);
+        }
     }
 
     /// Every metric in the OpenMetrics text format.

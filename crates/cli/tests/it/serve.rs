@@ -324,3 +324,132 @@ async fn sigterm_lets_the_check_in_flight_finish_then_exits_0() {
         service.logs()
     );
 }
+
+/// `serve --admission` needs TLS, and its options need `--admission`.
+#[test]
+fn the_admission_webhook_needs_tls_and_its_options_need_admission() {
+    let dir = temp_dir("admission-refused");
+    let output = command(&dir)
+        .args(["serve", "--listen", "127.0.0.1:0", "--admission"])
+        .output()
+        .expect("runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--tls-cert"), "{stderr}");
+    let output = command(&dir)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admission-mode",
+            "deny",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--admission"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The real binary as a webhook: deploy/admission/make-certs.sh's certificate, a client
+/// that trusts only its CA, `--admission-mode deny`: a Pod with a missing image is
+/// refused with the reason, without a bearer token although a token file is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_admission_denies_a_missing_image_over_tls() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    let dir = temp_dir("admission");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/admission/make-certs.sh");
+    let status = Command::new("sh")
+        .arg(&script)
+        .arg(&dir)
+        .args(["pullcheck-admission", "pullcheck"])
+        .stderr(Stdio::null())
+        .status()
+        .expect("sh");
+    assert!(status.success());
+    std::fs::write(dir.join("tokens"), format!("{API_TOKEN}\n")).expect("tokens");
+    let (cert, key, tokens) = (dir.join("tls.crt"), dir.join("tls.key"), dir.join("tokens"));
+    let service = Service::start(
+        &dir,
+        &[
+            "--admission",
+            "--admission-mode",
+            "deny",
+            "--admission-timeout",
+            "5s",
+            "--tls-cert",
+            cert.to_str().expect("utf-8"),
+            "--tls-key",
+            key.to_str().expect("utf-8"),
+            "--api-token-file",
+            tokens.to_str().expect("utf-8"),
+        ],
+    );
+    let host = "pullcheck-admission.pullcheck.svc";
+    let addr: std::net::SocketAddr = service.addr.parse().expect("addr");
+    let ca = std::fs::read(dir.join("ca.crt")).expect("ca");
+    let http = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(&ca).expect("PEM")])
+        .resolve(host, addr)
+        .build()
+        .expect("client");
+    let image = format!("{}/team/app:v2", registry.host());
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": "web",
+            "namespace": "default",
+            "operation": "CREATE",
+            "userInfo": {"username": "admin", "uid": "014fbff9a07c", "groups": ["system:authenticated"]},
+            "object": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"containers": [{"name": "web", "image": image, "imagePullPolicy": "IfNotPresent"}]}
+            },
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+        }
+    });
+    let answer = http
+        .post(format!("https://{host}:{}/v1/admission", addr.port()))
+        .header("content-type", "application/json")
+        .body(review.to_string())
+        .send()
+        .await
+        .expect("HTTPS answer");
+    assert_eq!(answer.status().as_u16(), 200);
+    let answer: Value = serde_json::from_str(&answer.text().await.expect("body")).expect("JSON");
+    assert_eq!(answer["kind"], "AdmissionReview", "{answer}");
+    let response = &answer["response"];
+    assert_eq!(response["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+    assert_eq!(response["allowed"], false, "{answer}");
+    assert_eq!(response["status"]["code"], 403, "{answer}");
+    let message = response["status"]["message"].as_str().expect("message");
+    assert!(
+        message.starts_with(&format!(
+            "pullcheck: container web: image {image} not found: tag v2"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("did you mean v1?"), "{message}");
+    assert!(
+        service.logs().contains("admission review"),
+        "{}",
+        service.logs()
+    );
+}

@@ -292,3 +292,185 @@ fn the_service_image_is_multi_stage_and_runs_as_non_root() {
     assert!(!user.starts_with('0') && user != "root", "USER {user}");
     assert!(dockerfile.contains("cargo build --release --locked -p pullcheck-cli"));
 }
+
+/// Every document of every `deploy/admission/*.yaml`, each with apiVersion, kind and name.
+fn admission_documents() -> Vec<Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/admission");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    let mut docs = Vec::new();
+    for name in names {
+        let text = deploy(&format!("admission/{name}"));
+        let parsed: Vec<Value> =
+            serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for doc in parsed {
+            assert!(doc["apiVersion"].is_string(), "{name}: apiVersion");
+            assert!(doc["kind"].is_string(), "{name}: kind");
+            assert!(doc["metadata"]["name"].is_string(), "{name}: metadata.name");
+            docs.push(doc);
+        }
+    }
+    docs
+}
+
+#[test]
+fn the_admission_manifests_are_complete_and_agree() {
+    let docs = admission_documents();
+    let mut kinds: Vec<String> = docs
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["apiVersion"].as_str().expect("s"),
+                d["kind"].as_str().expect("s")
+            )
+        })
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration",
+            "apps/v1 Deployment",
+            "rbac.authorization.k8s.io/v1 ClusterRole",
+            "rbac.authorization.k8s.io/v1 ClusterRoleBinding",
+            "v1 Service",
+            "v1 ServiceAccount",
+        ]
+    );
+    let find = |kind: &str| -> &Value {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .unwrap_or_else(|| panic!("{kind}"))
+    };
+    let config = find("ValidatingWebhookConfiguration");
+    let service = find("Service");
+    let webhooks = config["webhooks"].as_array().expect("webhooks");
+    let mut paths = Vec::new();
+    for hook in webhooks {
+        let name = hook["name"].as_str().expect("name");
+        // Required fields of admissionregistration.k8s.io/v1 ValidatingWebhook.
+        assert_eq!(
+            hook["admissionReviewVersions"],
+            serde_json::json!(["v1"]),
+            "{name}"
+        );
+        assert_eq!(hook["sideEffects"], "None", "{name}");
+        assert_eq!(
+            hook["failurePolicy"], "Ignore",
+            "{name}: never blocks the cluster"
+        );
+        assert_eq!(hook["timeoutSeconds"], 10, "{name}");
+        let target = &hook["clientConfig"]["service"];
+        assert_eq!(target["name"], service["metadata"]["name"], "{name}");
+        assert_eq!(
+            target["namespace"], service["metadata"]["namespace"],
+            "{name}"
+        );
+        assert_eq!(
+            target["port"], service["spec"]["ports"][0]["port"],
+            "{name}"
+        );
+        assert!(
+            hook["clientConfig"]["caBundle"].is_string(),
+            "{name}: caBundle"
+        );
+        paths.push(target["path"].as_str().expect("path").to_owned());
+        // kube-system and the webhook's own namespace are never sent.
+        let expressions = hook["namespaceSelector"]["matchExpressions"]
+            .as_array()
+            .expect("matchExpressions");
+        let excluded = expressions
+            .iter()
+            .find(|e| e["key"] == "kubernetes.io/metadata.name")
+            .expect("a name selector");
+        assert_eq!(excluded["operator"], "NotIn", "{name}");
+        let values = excluded["values"].to_string();
+        assert!(values.contains("kube-system"), "{name}");
+        assert!(values.contains("<pullcheck-namespace>"), "{name}");
+        assert!(
+            expressions
+                .iter()
+                .any(|e| e["key"] == "pullcheck.dev/admission"),
+            "{name}: the mode label"
+        );
+        // Rules: pods (and their ephemeral containers) and the six workload kinds.
+        let mut resources = Vec::new();
+        for rule in hook["rules"].as_array().expect("rules") {
+            assert_eq!(
+                rule["operations"],
+                serde_json::json!(["CREATE", "UPDATE"]),
+                "{name}"
+            );
+            for r in rule["resources"].as_array().expect("resources") {
+                resources.push(r.as_str().expect("s").to_owned());
+            }
+        }
+        resources.sort();
+        assert_eq!(
+            resources,
+            [
+                "cronjobs",
+                "daemonsets",
+                "deployments",
+                "jobs",
+                "pods",
+                "pods/ephemeralcontainers",
+                "replicasets",
+                "statefulsets",
+            ],
+            "{name}"
+        );
+    }
+    paths.sort();
+    assert_eq!(
+        paths,
+        ["/v1/admission", "/v1/admission/deny", "/v1/admission/warn"]
+    );
+
+    // The Service reaches the Deployment's TLS port; the Deployment serves the webhook
+    // over TLS.
+    let deployment = find("Deployment");
+    let pod = &deployment["spec"]["template"];
+    for (key, value) in service["spec"]["selector"].as_object().expect("selector") {
+        assert_eq!(&pod["metadata"]["labels"][key], value, "selector {key}");
+    }
+    let container = &pod["spec"]["containers"][0];
+    let args = container["args"].to_string();
+    for arg in [
+        "--admission",
+        "--tls-cert=",
+        "--tls-key=",
+        "--api-token-file=",
+    ] {
+        assert!(args.contains(arg), "{arg} in {args}");
+    }
+    let port_name = service["spec"]["ports"][0]["targetPort"].clone();
+    assert!(
+        container["ports"]
+            .as_array()
+            .expect("ports")
+            .iter()
+            .any(|p| p["name"] == port_name),
+        "the Service's targetPort is a container port"
+    );
+    assert_eq!(
+        pod["spec"]["serviceAccountName"],
+        find("ServiceAccount")["metadata"]["name"]
+    );
+    // RBAC: `get` only, on ServiceAccounts and Secrets; bound to that ServiceAccount.
+    let role = find("ClusterRole");
+    for rule in role["rules"].as_array().expect("rules") {
+        assert_eq!(rule["verbs"], serde_json::json!(["get"]), "{rule}");
+    }
+    let binding = find("ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(
+        binding["subjects"][0]["name"],
+        find("ServiceAccount")["metadata"]["name"]
+    );
+}

@@ -2,6 +2,7 @@
 //! registries of the testkit (anonymous, htpasswd, token) and its stand-in Kubernetes
 //! API. One test binary; the helpers are in `util`.
 
+mod admission;
 mod checks;
 mod errors;
 mod kube;

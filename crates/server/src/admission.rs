@@ -1,0 +1,919 @@
+//! `POST /v1/admission`: a Kubernetes validating admission webhook that asks the
+//! registries whether the images of a Pod or a workload's pod template can be pulled,
+//! before the API server stores the object.
+//!
+//! The wire shape is the `admission.k8s.io/v1` `AdmissionReview` of the Kubernetes API
+//! reference ("kube-apiserver Admission (v1)"): the request's `apiVersion` and `kind` are
+//! copied into the answer, `response.uid` is the request's `uid`, and the response has
+//! `allowed`, `status: {code, message}` when refused, and `warnings`. The types are this
+//! module's own ([`AdmissionReview`], [`AdmissionRequest`], [`AdmissionResponse`]) so
+//! that an object of any kind, or no object, is read without failing the whole review.
+//!
+//! What is reviewed ([`Target`]):
+//! - Pods (`pods`, and `pods/ephemeralcontainers`): at CREATE every container, init
+//!   container and ephemeral container; at UPDATE only those whose image differs from
+//!   `oldObject`'s container of the same name and list (the Vela runtime's step patch).
+//! - Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs: their pod
+//!   template's containers, with the same rule at UPDATE.
+//! - Anything else is allowed with a warning; DELETE and CONNECT are allowed silently.
+//!
+//! The object, reduced to the containers to check, goes through the manifest reader
+//! ([`pullcheck_kube::read_manifests`], pull-policy defaulting included); images
+//! matching an exempt pattern are skipped; pull secrets come from the cluster through
+//! the same chain as `check --namespace`; the shared checker asks the registries within
+//! [`AdmissionOptions::timeout`]. Only `missing`, `no_access`, `denied`, `blocked` and
+//! `invalid` can refuse (in [`AdmissionMode::Deny`]); anything the webhook cannot
+//! decide (an unreachable registry, the deadline, a failed Kubernetes lookup) is
+//! allowed with a warning.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum_server::tls::TlsInfo;
+use pullcheck::input::{Disposition, ImageUse};
+use pullcheck::report::{ImageReport, Report, Status};
+use pullcheck::{CheckOptions, ImageSet};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::AppState;
+use crate::api::ApiError;
+
+/// The `apiVersion` of the reviews this webhook answers.
+pub const API_VERSION: &str = "admission.k8s.io/v1";
+/// The `kind` of the reviews this webhook answers.
+pub const KIND: &str = "AdmissionReview";
+/// The exempt image when none is given: the Vela Kubernetes runtime's placeholder.
+pub const DEFAULT_EXEMPT_IMAGE: &str = "docker.io/kubernetes/pause:latest";
+/// The default of [`AdmissionOptions::timeout`], below the API server's default
+/// `timeoutSeconds` of 10.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(8);
+/// Longest single warning, in characters (the API server truncates longer ones).
+pub const MAX_WARNING_CHARS: usize = 119;
+/// Most characters of all warnings of one answer together.
+pub const MAX_WARNINGS_TOTAL: usize = 4096;
+
+/// What a failing image does to the review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmissionMode {
+    /// Allowed, with one warning per failing container.
+    Warn,
+    /// Refused (`allowed: false`, `status.code` 403) when an image is missing, not
+    /// accessible, denied, blocked or invalid.
+    Deny,
+}
+
+impl AdmissionMode {
+    /// `warn` or `deny`.
+    ///
+    /// # Errors
+    /// Any other value, with a message naming the allowed ones.
+    pub fn parse(value: &str) -> Result<AdmissionMode, String> {
+        match value {
+            "warn" => Ok(AdmissionMode::Warn),
+            "deny" => Ok(AdmissionMode::Deny),
+            other => Err(format!("admission mode {other:?}: must be warn or deny")),
+        }
+    }
+
+    /// `warn` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdmissionMode::Warn => "warn",
+            AdmissionMode::Deny => "deny",
+        }
+    }
+}
+
+/// The webhook's settings (`pullcheck serve --admission ...`).
+#[derive(Debug, Clone)]
+pub struct AdmissionOptions {
+    /// The mode of `POST /v1/admission`; `/v1/admission/warn` and `/v1/admission/deny`
+    /// force one (the webhook configuration routes labelled namespaces there).
+    pub mode: AdmissionMode,
+    /// Images not asked about: globs (`*` within a path segment, `**` across) matched on
+    /// the canonical reference (`docker.io/library/alpine:latest`); a pattern without a
+    /// glob character is itself normalised first, so `kubernetes/pause` means
+    /// `docker.io/kubernetes/pause:latest`.
+    pub exempt_images: Vec<String>,
+    /// How long a review may take; registries not answered by then are `unreachable`.
+    pub timeout: Duration,
+    /// A CA (PEM) whose client certificates the admission routes require (the API
+    /// server's, configured with its `--admission-control-config-file`). The TLS
+    /// listener then asks every client for a certificate but lets those without one on
+    /// (probes, `/v1/checks` callers); only the admission routes refuse them, with 401.
+    /// `None`: any client may call the admission routes.
+    pub client_ca: Option<std::path::PathBuf>,
+}
+
+impl Default for AdmissionOptions {
+    fn default() -> Self {
+        AdmissionOptions {
+            mode: AdmissionMode::Warn,
+            exempt_images: vec![DEFAULT_EXEMPT_IMAGE.to_owned()],
+            timeout: DEFAULT_TIMEOUT,
+            client_ca: None,
+        }
+    }
+}
+
+/// The compiled settings, in the shared state.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    mode: AdmissionMode,
+    exempt: globset::GlobSet,
+    timeout: Duration,
+    client_certificates: bool,
+}
+
+impl Admission {
+    /// Compiles the exempt patterns.
+    ///
+    /// # Errors
+    /// A pattern that is not a valid glob, with the pattern in the message.
+    pub(crate) fn new(options: &AdmissionOptions) -> Result<Admission, String> {
+        let mut builder = globset::GlobSetBuilder::new();
+        for pattern in &options.exempt_images {
+            let normalised = if pattern.contains(['*', '?', '[', '{']) {
+                pattern.clone()
+            } else {
+                pullcheck::reference::Reference::parse_normalized(pattern)
+                    .map(|r| r.canonical())
+                    .map_err(|e| format!("--admission-exempt-image {pattern:?}: {e}"))?
+            };
+            let glob = globset::GlobBuilder::new(&normalised)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("--admission-exempt-image {pattern:?}: {e}"))?;
+            builder.add(glob);
+        }
+        let exempt = builder
+            .build()
+            .map_err(|e| format!("--admission-exempt-image: {e}"))?;
+        Ok(Admission {
+            mode: options.mode,
+            exempt,
+            timeout: options.timeout,
+            client_certificates: options.client_ca.is_some(),
+        })
+    }
+
+    /// Whether `image` (as written) is exempt: its canonical form matches a pattern.
+    fn is_exempt(&self, image: &str) -> bool {
+        pullcheck::reference::Reference::parse_normalized(image)
+            .is_ok_and(|r| self.exempt.is_match(r.canonical()))
+    }
+}
+
+/// An `admission.k8s.io/v1` `AdmissionReview`, as sent by the API server and as answered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdmissionReview {
+    /// `admission.k8s.io/v1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// `AdmissionReview`.
+    pub kind: String,
+    /// The request (in what the API server sends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<AdmissionRequest>,
+    /// The response (in what the webhook answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<AdmissionResponse>,
+}
+
+/// `meta/v1.GroupVersionKind`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GroupVersionKind {
+    /// The API group; empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// The version (`v1`).
+    #[serde(default)]
+    pub version: String,
+    /// The kind (`Pod`).
+    #[serde(default)]
+    pub kind: String,
+}
+
+/// `meta/v1.GroupVersionResource`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GroupVersionResource {
+    /// The API group; empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// The version (`v1`).
+    #[serde(default)]
+    pub version: String,
+    /// The resource (`pods`).
+    #[serde(default)]
+    pub resource: String,
+}
+
+/// The fields of an `AdmissionRequest` the webhook reads (others, such as `userInfo`
+/// and `options`, are ignored).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdmissionRequest {
+    /// Identifies this round trip; copied into the response.
+    pub uid: String,
+    /// The type of `object` (`v1.Pod`).
+    pub kind: GroupVersionKind,
+    /// The resource requested (`v1.pods`).
+    pub resource: GroupVersionResource,
+    /// The subresource, if any (`ephemeralcontainers`, `status`).
+    #[serde(
+        default,
+        rename = "subResource",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sub_resource: Option<String>,
+    /// The object's name; may be empty at CREATE with `generateName`.
+    #[serde(default)]
+    pub name: String,
+    /// The object's namespace.
+    #[serde(default)]
+    pub namespace: String,
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: String,
+    /// The new object (CREATE, UPDATE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Value>,
+    /// The existing object (UPDATE, DELETE).
+    #[serde(default, rename = "oldObject", skip_serializing_if = "Option::is_none")]
+    pub old_object: Option<Value>,
+    /// Whether nothing will be persisted. The webhook has no side effects either way.
+    #[serde(default, rename = "dryRun")]
+    pub dry_run: Option<bool>,
+}
+
+/// `meta/v1.Status`, as far as a refusal needs it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdmissionStatus {
+    /// The HTTP code the API server answers the client with (403).
+    pub code: u16,
+    /// What the client shows (`kubectl`, the Vela step's error).
+    pub message: String,
+}
+
+/// An `AdmissionResponse`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdmissionResponse {
+    /// The request's `uid`.
+    pub uid: String,
+    /// Whether the request may go on.
+    pub allowed: bool,
+    /// Why not, when refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<AdmissionStatus>,
+    /// Shown to the client (`kubectl` prints `Warning: ...`), each under 120 characters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// What a review is about, decided from `kind`, `resource` and `subResource`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// A Pod (`pods` or `pods/ephemeralcontainers`).
+    Pod,
+    /// A workload with a pod template at this path.
+    Workload(&'static [&'static str]),
+    /// Anything else.
+    Other,
+}
+
+const TEMPLATE: &[&str] = &["spec", "template", "spec"];
+const CRONJOB_TEMPLATE: &[&str] = &["spec", "jobTemplate", "spec", "template", "spec"];
+/// The container lists of a pod spec, as the manifest reader names them.
+const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+
+fn target(request: &AdmissionRequest) -> Target {
+    let (group, kind) = (request.kind.group.as_str(), request.kind.kind.as_str());
+    let sub = request.sub_resource.as_deref().unwrap_or("");
+    match (group, kind, sub) {
+        ("", "Pod", "" | "ephemeralcontainers") => Target::Pod,
+        ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet", "")
+        | ("batch", "Job", "") => Target::Workload(TEMPLATE),
+        ("batch", "CronJob", "") => Target::Workload(CRONJOB_TEMPLATE),
+        _ => Target::Other,
+    }
+}
+
+/// The `kind` label: the reviewed kinds, else `other` (bounded).
+fn kind_label(request: &AdmissionRequest) -> &'static str {
+    match (target(request), request.kind.kind.as_str()) {
+        (Target::Other, _) => "other",
+        (_, "Pod") => "Pod",
+        (_, "Deployment") => "Deployment",
+        (_, "StatefulSet") => "StatefulSet",
+        (_, "DaemonSet") => "DaemonSet",
+        (_, "ReplicaSet") => "ReplicaSet",
+        (_, "Job") => "Job",
+        (_, "CronJob") => "CronJob",
+        _ => "other",
+    }
+}
+
+/// The `operation` label (bounded).
+fn operation_label(operation: &str) -> &'static str {
+    match operation {
+        "CREATE" => "CREATE",
+        "UPDATE" => "UPDATE",
+        "DELETE" => "DELETE",
+        "CONNECT" => "CONNECT",
+        _ => "other",
+    }
+}
+
+/// `POST /v1/admission`: the configured mode.
+pub async fn post_admission(
+    State(state): State<Arc<AppState>>,
+    tls: Option<Extension<Arc<TlsInfo>>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    review_route(&state, None, tls, body).await
+}
+
+/// `POST /v1/admission/{mode}`: `warn` or `deny` whatever the configured mode (for
+/// namespaces the webhook configuration selects by label); any other mode is 404.
+pub async fn post_admission_mode(
+    State(state): State<Arc<AppState>>,
+    Path(mode): Path<String>,
+    tls: Option<Extension<Arc<TlsInfo>>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match AdmissionMode::parse(&mode) {
+        Ok(mode) => review_route(&state, Some(mode), tls, body).await,
+        Err(_) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no such route: the admission modes are /v1/admission/warn and /v1/admission/deny",
+        )
+        .into_response(),
+    }
+}
+
+async fn review_route(
+    state: &AppState,
+    mode: Option<AdmissionMode>,
+    tls: Option<Extension<Arc<TlsInfo>>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let Some(admission) = &state.admission else {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "the admission webhook is not enabled (pullcheck serve --admission)",
+        )
+        .into_response();
+    };
+    // rustls verified any certificate presented against --admission-client-ca; here
+    // only its absence is refused.
+    if admission.client_certificates
+        && tls.is_none_or(|Extension(info)| info.peer_certificates.is_empty())
+    {
+        state
+            .metrics
+            .admission_review("other", "other", "error", 0.0);
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a client certificate signed by --admission-client-ca is required",
+        )
+        .into_response();
+    }
+    let started = Instant::now();
+    let body = match body {
+        Ok(b) => b,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            state
+                .metrics
+                .admission_review("other", "other", "error", 0.0);
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is over --max-body ({} bytes)", state.max_body),
+            )
+            .into_response();
+        }
+        Err(e) => {
+            state
+                .metrics
+                .admission_review("other", "other", "error", 0.0);
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the body: {e}"),
+            )
+            .into_response();
+        }
+    };
+    let parsed = match parse_review(&body) {
+        Ok(r) => r,
+        Err(message) => {
+            state
+                .metrics
+                .admission_review("other", "other", "error", 0.0);
+            return ApiError::new(StatusCode::BAD_REQUEST, message).into_response();
+        }
+    };
+    let (api_version, kind, request) = parsed;
+    let mode = mode.unwrap_or(admission.mode);
+    let response = review(state, admission, mode, &request).await;
+    let decision = if !response.allowed {
+        "denied"
+    } else if response.warnings.is_empty() {
+        "allowed"
+    } else {
+        "warned"
+    };
+    state.metrics.admission_review(
+        operation_label(&request.operation),
+        kind_label(&request),
+        decision,
+        started.elapsed().as_secs_f64(),
+    );
+    tracing::info!(
+        uid = %request.uid,
+        operation = %request.operation,
+        kind = %request.kind.kind,
+        namespace = %request.namespace,
+        name = %request.name,
+        dry_run = request.dry_run.unwrap_or(false),
+        mode = mode.as_str(),
+        decision,
+        "admission review"
+    );
+    let answer = AdmissionReview {
+        api_version,
+        kind,
+        request: None,
+        response: Some(response),
+    };
+    (StatusCode::OK, axum::Json(answer)).into_response()
+}
+
+/// The review's `apiVersion`, `kind` and request.
+///
+/// # Errors
+/// Not JSON, not an `admission.k8s.io/v1` `AdmissionReview`, or without a `request`
+/// that has `uid`, `kind`, `resource` and `operation`: the message says which.
+fn parse_review(body: &[u8]) -> Result<(String, String, AdmissionRequest), String> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("the body is not JSON (an AdmissionReview): {e}"))?;
+    let Some(object) = value.as_object() else {
+        return Err("the body is not an AdmissionReview: not a JSON object".to_owned());
+    };
+    let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if api_version != API_VERSION || kind != KIND {
+        return Err(format!(
+            "the body is not an {API_VERSION} {KIND} (apiVersion {api_version:?}, kind \
+             {kind:?}); the webhook configuration must say admissionReviewVersions: [v1]"
+        ));
+    }
+    let Some(request) = object.get("request") else {
+        return Err("the AdmissionReview has no `request`".to_owned());
+    };
+    let request: AdmissionRequest = serde_json::from_value(request.clone())
+        .map_err(|e| format!("the AdmissionReview's request is malformed: {e}"))?;
+    if request.uid.is_empty() {
+        return Err("the AdmissionReview's request has an empty `uid`".to_owned());
+    }
+    Ok((api_version.to_owned(), kind.to_owned(), request))
+}
+
+/// The answer to one request; never fails (what cannot be decided is allowed).
+async fn review(
+    state: &AppState,
+    admission: &Admission,
+    mode: AdmissionMode,
+    request: &AdmissionRequest,
+) -> AdmissionResponse {
+    let allow = |warnings: Vec<String>| AdmissionResponse {
+        uid: request.uid.clone(),
+        allowed: true,
+        status: None,
+        warnings: cap_warnings(warnings),
+    };
+    if !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
+        return allow(Vec::new());
+    }
+    let path: &[&str] = match target(request) {
+        Target::Pod => &["spec"],
+        Target::Workload(path) => path,
+        Target::Other => {
+            let sub = request
+                .sub_resource
+                .as_deref()
+                .map(|s| format!("/{s}"))
+                .unwrap_or_default();
+            return allow(vec![format!(
+                "pullcheck: {} ({}{sub}) is not reviewed; its images were not checked",
+                request.kind.kind, request.resource.resource
+            )]);
+        }
+    };
+    let Some(object) = request.object.as_ref().and_then(Value::as_object) else {
+        return allow(vec![
+            "pullcheck: the request has no object; its images were not checked".to_owned(),
+        ]);
+    };
+    let old = if request.operation == "UPDATE" {
+        request.old_object.as_ref().and_then(|o| pod_spec(o, path))
+    } else {
+        None
+    };
+    let Some(reduced) = reduce(object, path, old) else {
+        // No image is new: nothing to ask.
+        return allow(Vec::new());
+    };
+    let deadline_start = Instant::now();
+    let outcome = tokio::time::timeout(
+        admission.timeout,
+        check_object(state, admission, request, reduced, deadline_start),
+    )
+    .await;
+    let report = match outcome {
+        Ok(Ok(report)) => report,
+        Ok(Err(warning)) => return allow(vec![warning]),
+        Err(_) => {
+            return allow(vec![format!(
+                "pullcheck: images not verified within {}",
+                pullcheck_sources::format_duration(admission.timeout)
+            )]);
+        }
+    };
+    decide(request, mode, &report)
+}
+
+/// The pod spec at `path` in `object`, if it is a mapping.
+fn pod_spec<'a>(object: &'a Value, path: &[&str]) -> Option<&'a Map<String, Value>> {
+    let mut current = object;
+    for key in path {
+        current = current.get(key)?;
+    }
+    current.as_object()
+}
+
+/// `(list, name) -> image` of a pod spec's containers.
+fn images_by_name(spec: &Map<String, Value>) -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    for list in CONTAINER_LISTS {
+        for container in spec
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = container.get("name").and_then(Value::as_str).unwrap_or("");
+            let image = container.get("image").and_then(Value::as_str).unwrap_or("");
+            out.push((list, name.to_owned(), image.to_owned()));
+        }
+    }
+    out
+}
+
+/// `object` with only the containers to check in its pod spec: all of them, or with
+/// `old` (an UPDATE) those whose image differs from the old container of the same list
+/// and name. `None` when there is none to check. An object without a pod spec at `path`
+/// is kept whole, so the manifest reader says what is wrong with it.
+fn reduce(
+    object: &Map<String, Value>,
+    path: &[&str],
+    old: Option<&Map<String, Value>>,
+) -> Option<Value> {
+    let mut reduced = Value::Object(object.clone());
+    let Some(old) = old else {
+        return Some(reduced);
+    };
+    let before = images_by_name(old);
+    let mut spec = &mut reduced;
+    for key in path {
+        spec = spec.get_mut(key)?;
+    }
+    let spec = spec.as_object_mut()?;
+    let mut left = 0;
+    for list in CONTAINER_LISTS {
+        if let Some(Value::Array(containers)) = spec.get_mut(list) {
+            containers.retain(|c| {
+                let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+                let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+                !before
+                    .iter()
+                    .any(|(l, n, i)| *l == list && n == name && i == image)
+            });
+            left += containers.len();
+        }
+    }
+    (left > 0).then_some(reduced)
+}
+
+/// Reads the reduced object's containers, finds its pull secrets and checks its images.
+///
+/// # Errors
+/// A warning to allow with: the object cannot be read, or its pull secrets cannot be
+/// looked up (checking without them could refuse an image the kubelet can pull).
+async fn check_object(
+    state: &AppState,
+    admission: &Admission,
+    request: &AdmissionRequest,
+    reduced: Value,
+    deadline_start: Instant,
+) -> Result<Report, String> {
+    let text = serde_json::to_string_pretty(&reduced)
+        .map_err(|e| format!("pullcheck: the object cannot be read: {e}"))?;
+    let file = format!("{} {}", request.kind.kind, request.namespace);
+    let manifests = pullcheck_kube::read_manifests(&file, &text)
+        .map_err(|e| shorten(&format!("pullcheck: the object cannot be read: {e}")))?;
+    let mut sets = Vec::new();
+    let namespace = (!request.namespace.is_empty()).then_some(request.namespace.as_str());
+    let cluster = match (&state.cluster, namespace) {
+        (Ok(c), Some(ns)) => Some(c.with_namespace(ns)),
+        _ => None,
+    };
+    let pods = manifests.pull_secrets();
+    if cluster.is_none() && pods.iter().any(|p| !p.image_pull_secrets.is_empty()) {
+        // Checking without the secrets it names could refuse what the kubelet can pull.
+        return Err(
+            "pullcheck: imagePullSecrets not readable (no Kubernetes API); images not verified"
+                .to_owned(),
+        );
+    }
+    let chains = match &cluster {
+        Some(c) => Some(
+            pullcheck_kube::walk_pull_secrets_many(c, &pods)
+                .await
+                .map_err(|e| {
+                    tracing::warn!("admission: pull secrets not read: {e}");
+                    "pullcheck: pull secrets not readable; images not verified".to_owned()
+                })?,
+        ),
+        None => None,
+    };
+    for (i, workload) in manifests.workloads.into_iter().enumerate() {
+        let chain = chains.as_ref().and_then(|c| c.get(i));
+        let keyring = pullcheck_sources::keyring_of(&[], chain).map_err(|e| {
+            tracing::warn!("admission: a pull secret is malformed: {}", e.message);
+            "pullcheck: a pull secret is malformed; images not verified".to_owned()
+        })?;
+        let uses: Vec<ImageUse> = workload
+            .images
+            .into_iter()
+            .map(|mut u| {
+                if matches!(u.disposition, Disposition::Check) && admission.is_exempt(&u.image) {
+                    u.disposition = Disposition::Skip("exempt (--admission-exempt-image)".into());
+                }
+                u
+            })
+            .collect();
+        sets.push(ImageSet {
+            uses,
+            pull_secrets: keyring,
+            warnings: chain.map(|c| c.warnings.clone()).unwrap_or_default(),
+        });
+    }
+    // The registries' part ends a little before the review's own timeout, so that what
+    // they did not answer is reported as `unreachable`, image by image.
+    let options = CheckOptions {
+        include_on_start: true,
+        deadline: admission.timeout.mul_f64(0.9),
+        deadline_start: Some(deadline_start),
+        platform: None,
+    };
+    Ok(state.checker.check_sets(sets, &options).await)
+}
+
+/// The container part of an origin's name, for people: `container test` of `Pod/p
+/// container test`, `init container clone` of `Pod/p initContainer clone` (the owner,
+/// `Kind/name`, has no space).
+fn container_of(name: &str) -> String {
+    let Some((_, rest)) = name.split_once(' ') else {
+        return name.to_owned();
+    };
+    if let Some(c) = rest.strip_prefix("initContainer ") {
+        format!("init container {c}")
+    } else if let Some(c) = rest.strip_prefix("ephemeralContainer ") {
+        format!("ephemeral container {c}")
+    } else {
+        rest.to_owned()
+    }
+}
+
+/// What happened to an image, in a word or three.
+fn what(status: Status) -> &'static str {
+    match status {
+        Status::Missing => "not found",
+        Status::NoAccess => "not found or not accessible",
+        Status::Denied => "access denied",
+        Status::Blocked => "blocked",
+        Status::Invalid => "invalid",
+        Status::Unreachable => "not verified",
+        other => other.as_str(),
+    }
+}
+
+/// The report's detail without ` on HOST` when HOST is the reference's own registry
+/// (Docker Hub's API host for `docker.io`); a mirror's name stays.
+fn detail_of(image: &ImageReport) -> String {
+    let canonical = image.canonical.as_deref().unwrap_or(&image.reference);
+    match &image.registry {
+        Some(host)
+            if canonical.starts_with(&format!("{host}/"))
+                || (host == "registry-1.docker.io" && canonical.starts_with("docker.io/")) =>
+        {
+            image.detail.replace(&format!(" on {host}"), "")
+        }
+        _ => image.detail.clone(),
+    }
+}
+
+/// One failing container: the whole line (for a refusal) and a short one (for a
+/// warning, when the whole one is over [`MAX_WARNING_CHARS`]).
+struct Line {
+    full: String,
+    short: String,
+}
+
+/// One line per container of `image`:
+/// `container test: image golang:1.2 not found: tag 1.2 not found in library/golang; did
+/// you mean 1.22?`; the short form keeps the status and the tag hints only.
+fn lines_of(image: &ImageReport) -> Vec<Line> {
+    let what = what(image.status);
+    let detail = detail_of(image);
+    let reason = if detail.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what}: {detail}")
+    };
+    let hint = detail
+        .find("; did you mean")
+        .map(|i| detail[i..].to_owned())
+        .unwrap_or_default();
+    let mut containers: Vec<String> = image
+        .origins
+        .iter()
+        .map(|o| container_of(&o.name))
+        .collect();
+    containers.dedup();
+    if containers.is_empty() {
+        containers.push("a container".to_owned());
+    }
+    containers
+        .into_iter()
+        .map(|c| Line {
+            full: format!("{c}: image {} {reason}", image.reference),
+            short: format!("{c}: {} {what}{hint}", image.reference),
+        })
+        .collect()
+}
+
+/// A warning for `line`: `pullcheck: ` and the whole line if it fits, else the short one.
+fn warning(line: &Line) -> String {
+    let full = format!("pullcheck: {}", line.full);
+    if full.chars().count() <= MAX_WARNING_CHARS {
+        full
+    } else {
+        format!("pullcheck: {}", line.short)
+    }
+}
+
+/// The answer for a report.
+fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> AdmissionResponse {
+    let mut failures = Vec::new();
+    let mut unverified = Vec::new();
+    for image in &report.images {
+        if image.status.is_failure() {
+            failures.extend(lines_of(image));
+        } else if image.status == Status::Unreachable {
+            unverified.extend(lines_of(image));
+        }
+    }
+    let unverified: Vec<String> = unverified.iter().map(warning).collect();
+    if mode == AdmissionMode::Deny && !failures.is_empty() {
+        // One line: `pullcheck: container test: image ...`; more: one per line.
+        let message = match failures.as_slice() {
+            [one] => format!("pullcheck: {}", one.full),
+            many => {
+                let lines: Vec<&str> = many.iter().map(|l| l.full.as_str()).collect();
+                format!(
+                    "pullcheck: {} containers cannot pull their images:\n{}",
+                    many.len(),
+                    lines.join("\n")
+                )
+            }
+        };
+        return AdmissionResponse {
+            uid: request.uid.clone(),
+            allowed: false,
+            status: Some(AdmissionStatus { code: 403, message }),
+            warnings: cap_warnings(unverified),
+        };
+    }
+    let mut warnings: Vec<String> = failures.iter().map(warning).collect();
+    warnings.extend(unverified);
+    AdmissionResponse {
+        uid: request.uid.clone(),
+        allowed: true,
+        status: None,
+        warnings: cap_warnings(warnings),
+    }
+}
+
+/// `text` cut to [`MAX_WARNING_CHARS`] characters, ending in `…` when cut.
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= MAX_WARNING_CHARS {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(MAX_WARNING_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// Each warning shortened; at most [`MAX_WARNINGS_TOTAL`] characters in all, the rest
+/// counted in a last `… and N more` entry.
+fn cap_warnings(warnings: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut total = 0;
+    let count = warnings.len();
+    for (i, warning) in warnings.into_iter().enumerate() {
+        let warning = shorten(&warning);
+        let len = warning.chars().count();
+        // Room for the `… and N more` entry.
+        if total + len > MAX_WARNINGS_TOTAL - 40 {
+            out.push(format!("pullcheck: … and {} more", count - i));
+            break;
+        }
+        total += len;
+        out.push(warning);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_capped_per_entry_and_in_all() {
+        let long = "x".repeat(500);
+        let capped = cap_warnings(vec![long; 100]);
+        assert!(
+            capped
+                .iter()
+                .all(|w| w.chars().count() <= MAX_WARNING_CHARS)
+        );
+        assert!(capped.iter().map(|w| w.chars().count()).sum::<usize>() <= MAX_WARNINGS_TOTAL);
+        assert!(
+            capped.last().is_some_and(|w| w.contains("more")),
+            "{capped:?}"
+        );
+    }
+
+    #[test]
+    fn container_names_lose_their_owner() {
+        assert_eq!(container_of("Pod/p container test"), "container test");
+        assert_eq!(
+            container_of("Pod/p initContainer clone"),
+            "init container clone"
+        );
+        assert_eq!(
+            container_of("Deployment/web ephemeralContainer debug"),
+            "ephemeral container debug"
+        );
+    }
+
+    #[test]
+    fn exempt_patterns_match_canonical_references() {
+        let a = Admission::new(&AdmissionOptions {
+            exempt_images: vec![
+                DEFAULT_EXEMPT_IMAGE.to_owned(),
+                "registry.example.com/tools/*".to_owned(),
+            ],
+            ..AdmissionOptions::default()
+        })
+        .expect("compiles");
+        assert!(a.is_exempt("kubernetes/pause"));
+        assert!(a.is_exempt("docker.io/kubernetes/pause:latest"));
+        assert!(!a.is_exempt("kubernetes/pause:3.9"));
+        assert!(a.is_exempt("registry.example.com/tools/git:1"));
+        assert!(!a.is_exempt("registry.example.com/tools/a/b:1"));
+        assert!(!a.is_exempt("golang:1.22"));
+    }
+
+    #[test]
+    fn an_update_keeps_only_changed_images() {
+        let new = serde_json::json!({"spec": {"containers": [
+            {"name": "a", "image": "x:1"}, {"name": "b", "image": "y:2"}]}});
+        let old = serde_json::json!({"spec": {"containers": [
+            {"name": "a", "image": "x:1"}, {"name": "b", "image": "pause"}]}});
+        let old = pod_spec(&old, &["spec"]);
+        let reduced = reduce(new.as_object().expect("map"), &["spec"], old).expect("one left");
+        assert_eq!(
+            reduced["spec"]["containers"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(reduced["spec"]["containers"][0]["name"], "b");
+        let same = pod_spec(&new, &["spec"]);
+        assert!(reduce(new.as_object().expect("map"), &["spec"], same).is_none());
+    }
+}

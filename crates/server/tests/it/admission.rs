@@ -1,0 +1,955 @@
+//! The validating admission webhook (`POST /v1/admission`) end to end: AdmissionReviews in
+//! the shape of the Kubernetes API reference ("kube-apiserver Admission (v1)",
+//! kubernetes.io/docs/reference/config-api/apiserver-admission.v1/), sent over HTTPS with
+//! the certificate `deploy/admission/make-certs.sh` makes, by a client that trusts only
+//! that script's CA and connects by the Service's DNS name; real registries of the
+//! testkit; pull secrets from the stand-in Kubernetes API.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use pullcheck_kube::ClusterOptions;
+use pullcheck_server::admission::{AdmissionMode, AdmissionOptions};
+use pullcheck_server::{ServeOptions, TlsFiles};
+use pullcheck_testkit::kube::{ApiServer, DockerAuth};
+use pullcheck_testkit::{Auth, ImageKind, Registry, TokenPolicy, User};
+use serde_json::{Value, json};
+
+use crate::util::{Hanging, TestServer, temp_dir};
+
+/// The Service's name and namespace, as deploy/admission/service.yaml names them.
+const SERVICE: &str = "pullcheck-admission";
+const SERVICE_NS: &str = "pullcheck";
+/// The Vela runtime's placeholder image (the default exempt image).
+const PLACEHOLDER: &str = "docker.io/kubernetes/pause:latest";
+const NS: &str = "vela-builds";
+
+/// The CA and serving certificate from deploy/admission/make-certs.sh, in `dir`.
+fn make_certs(dir: &Path) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/admission/make-certs.sh");
+    let status = std::process::Command::new("sh")
+        .arg(&script)
+        .arg(dir)
+        .args([SERVICE, SERVICE_NS])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("sh");
+    assert!(status.success(), "make-certs.sh");
+    let webhook = std::fs::read_to_string(dir.join("webhook.yaml")).expect("webhook.yaml");
+    assert!(!webhook.contains("caBundle: \"\""), "caBundle filled in");
+    assert!(
+        !webhook.contains("<pullcheck-namespace>"),
+        "namespace filled in"
+    );
+    dir.join("ca.crt")
+}
+
+/// A webhook served over TLS, and a client that trusts only the generated CA and
+/// reaches it as `pullcheck-admission.pullcheck.svc`.
+struct Webhook {
+    server: TestServer,
+    client: reqwest::Client,
+    host: String,
+}
+
+impl Webhook {
+    async fn start(name: &str, admission: AdmissionOptions, options: ServeOptions) -> Webhook {
+        let dir = temp_dir(&format!("admission-{name}"));
+        let ca = make_certs(&dir);
+        let server = TestServer::start(ServeOptions {
+            tls: Some(TlsFiles {
+                cert: dir.join("tls.crt"),
+                key: dir.join("tls.key"),
+            }),
+            admission: Some(admission),
+            ..options
+        })
+        .await;
+        let host = format!("{SERVICE}.{SERVICE_NS}.svc");
+        let pem = std::fs::read(ca).expect("ca.crt");
+        let client = reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&pem).expect("PEM")])
+            .resolve(&host, server.addr)
+            .build()
+            .expect("client");
+        Webhook {
+            server,
+            client,
+            host,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://{}:{}{path}", self.host, self.server.addr.port())
+    }
+
+    /// POSTs `body` to `path`; the status and the body text.
+    async fn post_raw(&self, path: &str, body: &str) -> (u16, String) {
+        let answer = self
+            .client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("HTTPS answer");
+        let status = answer.status().as_u16();
+        (status, answer.text().await.expect("body"))
+    }
+
+    /// POSTs a review to `path`; the whole answer, after checking its envelope.
+    async fn review(&self, path: &str, review: &Value) -> Value {
+        let (status, text) = self.post_raw(path, &review.to_string()).await;
+        assert_eq!(status, 200, "{text}");
+        let answer: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(answer["apiVersion"], "admission.k8s.io/v1", "{answer}");
+        assert_eq!(answer["kind"], "AdmissionReview", "{answer}");
+        assert_eq!(
+            answer["response"]["uid"], review["request"]["uid"],
+            "the uid is echoed: {answer}"
+        );
+        assert!(answer.get("request").is_none(), "{answer}");
+        answer
+    }
+
+    async fn metrics(&self) -> String {
+        let answer = self
+            .client
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("answer");
+        answer.text().await.expect("text")
+    }
+
+    async fn stop(self) {
+        self.server.stop().await;
+    }
+}
+
+/// An AdmissionReview as the API server sends it, with every field of the reference's
+/// `AdmissionRequest`: uid, kind, resource, subResource, requestKind, requestResource,
+/// requestSubResource, name, namespace, operation, userInfo, object, oldObject, dryRun,
+/// options. `resource` may name a subresource: `pods/ephemeralcontainers`.
+fn review(
+    uid: &str,
+    operation: &str,
+    gvk: (&str, &str, &str),
+    resource: &str,
+    object: &Value,
+    old_object: Option<&Value>,
+    dry_run: bool,
+) -> Value {
+    let (group, version, kind) = gvk;
+    // `pods/ephemeralcontainers`: the resource and its subresource.
+    let (resource, sub_resource) = match resource.split_once('/') {
+        Some((r, sub)) => (r, Some(sub)),
+        None => (resource, None),
+    };
+    let options_kind = if operation == "CREATE" {
+        "CreateOptions"
+    } else {
+        "UpdateOptions"
+    };
+    let mut request = json!({
+        "uid": uid,
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": resource},
+        "requestKind": {"group": group, "version": version, "kind": kind},
+        "requestResource": {"group": group, "version": version, "resource": resource},
+        "name": object["metadata"]["name"],
+        "namespace": NS,
+        "operation": operation,
+        "userInfo": {
+            "username": "system:serviceaccount:vela:vela-worker",
+            "uid": "4a3f1c2e-0b8d-4a59-9f3e-2d1c7b6a5e40",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:vela", "system:authenticated"]
+        },
+        "object": object,
+        "oldObject": old_object.cloned().unwrap_or(Value::Null),
+        "dryRun": dry_run,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind}
+    });
+    if let Some(sub) = sub_resource {
+        request["subResource"] = json!(sub);
+        request["requestSubResource"] = json!(sub);
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+}
+
+/// A container as the API server has defaulted it before validating webhooks see it.
+fn container(name: &str, image: &str) -> Value {
+    let policy = if image.ends_with(":latest") {
+        "Always"
+    } else {
+        "IfNotPresent"
+    };
+    json!({
+        "name": name,
+        "image": image,
+        "imagePullPolicy": policy,
+        "resources": {},
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File"
+    })
+}
+
+/// A Pod as stored: metadata, a defaulted spec and a status.
+fn pod(name: &str, init: &[Value], containers: &[Value], labels: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": "9c1e7a52-51f4-4b8e-8f0e-6f2a3d4b5c61",
+            "labels": labels,
+            "creationTimestamp": "2026-12-01T08:00:00Z"
+        },
+        "spec": {
+            "initContainers": init,
+            "containers": containers,
+            "restartPolicy": "Never",
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "serviceAccount": "default",
+            "schedulerName": "default-scheduler",
+            "terminationGracePeriodSeconds": 30,
+            "enableServiceLinks": true,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "priority": 0
+        },
+        "status": {"phase": "Pending", "qosClass": "BestEffort"}
+    })
+}
+
+/// A Deployment whose pod template runs `image`, with `pod_spec_extra` merged into its
+/// pod spec.
+fn deployment(name: &str, image: &str, pod_spec_extra: Value) -> Value {
+    let mut spec = json!({
+        "containers": [container("web", image)],
+        "restartPolicy": "Always",
+        "dnsPolicy": "ClusterFirst",
+        "schedulerName": "default-scheduler",
+        "terminationGracePeriodSeconds": 30
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), pod_spec_extra.as_object()) {
+        for (k, v) in extra {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NS, "generation": 1},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 600,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": spec
+            }
+        },
+        "status": {}
+    })
+}
+
+/// An anonymous registry with `library/golang:1.22` and `team/app:v1`.
+async fn registry() -> Registry {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("library/golang", "1.22", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    registry
+}
+
+fn deny() -> AdmissionOptions {
+    AdmissionOptions {
+        mode: AdmissionMode::Deny,
+        ..AdmissionOptions::default()
+    }
+}
+
+fn warnings(answer: &Value) -> Vec<String> {
+    answer["response"]["warnings"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .map(|s| s.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The Vela build Pod as the runtime creates it: the clone step's image, the other steps
+/// on the placeholder.
+fn vela_pod(host: &str, step_image: &str, labels: Value) -> Value {
+    pod(
+        "vela-build-42",
+        &[],
+        &[
+            container("clone", &format!("{host}/team/app:v1")),
+            container("build", PLACEHOLDER),
+            container("test", step_image),
+        ],
+        labels,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vela_step_patch_to_a_missing_tag_is_denied_or_warned() {
+    let registry = registry().await;
+    let host = registry.host().to_owned();
+    let hook = Webhook::start("vela", deny(), ServeOptions::default()).await;
+    let old = vela_pod(&host, PLACEHOLDER, json!({"vela": "build"}));
+    let missing = format!("{host}/library/golang:1.2");
+    let new = vela_pod(&host, &missing, json!({"vela": "build"}));
+    let update = |uid: &str, dry_run: bool| {
+        review(
+            uid,
+            "UPDATE",
+            ("", "v1", "Pod"),
+            "pods",
+            &new,
+            Some(&old),
+            dry_run,
+        )
+    };
+
+    // deny (the configured mode): refused, naming the container, the image, the reason
+    // and the tag hint.
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &update("0df28fbd-5f5f-11e8-9b0b-42010a800018", false),
+        )
+        .await;
+    let response = &answer["response"];
+    assert_eq!(response["allowed"], false, "{answer}");
+    assert_eq!(response["status"]["code"], 403, "{answer}");
+    let message = response["status"]["message"].as_str().expect("message");
+    assert_eq!(
+        message,
+        format!(
+            "pullcheck: container test: image {missing} not found: tag 1.2 not found in \
+             library/golang; did you mean 1.22?"
+        ),
+        "{answer}"
+    );
+    // Only the changed container was asked about: the clone step's image is not named.
+    assert!(!message.contains("team/app"), "{message}");
+
+    // dryRun: the same answer.
+    let dry = hook
+        .review(
+            "/v1/admission",
+            &update("1a2b3c4d-0000-4000-8000-000000000001", true),
+        )
+        .await;
+    assert_eq!(dry["response"]["allowed"], false, "{dry}");
+    assert_eq!(dry["response"]["status"]["message"], message, "{dry}");
+
+    // warn (the namespace's label routes here): allowed, one warning for the container.
+    let warned = hook
+        .review(
+            "/v1/admission/warn",
+            &update("2b3c4d5e-0000-4000-8000-000000000002", false),
+        )
+        .await;
+    assert_eq!(warned["response"]["allowed"], true, "{warned}");
+    assert!(warned["response"].get("status").is_none(), "{warned}");
+    let w = warnings(&warned);
+    assert_eq!(w.len(), 1, "{warned}");
+    assert!(w[0].chars().count() < 120, "{w:?}");
+    assert!(w[0].contains("container test"), "{w:?}");
+    assert!(w[0].contains(&missing), "{w:?}");
+    assert!(w[0].contains("did you mean 1.22?"), "{w:?}");
+
+    // The present tag: allowed without a warning.
+    let fixed = vela_pod(&host, &format!("{host}/library/golang:1.22"), json!({}));
+    let ok = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "3c4d5e6f-0000-4000-8000-000000000003",
+                "UPDATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &fixed,
+                Some(&old),
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(ok["response"]["allowed"], true, "{ok}");
+    assert!(warnings(&ok).is_empty(), "{ok}");
+
+    let metrics = hook.metrics().await;
+    for line in [
+        "pullcheck_admission_reviews_total{operation=\"UPDATE\",kind=\"Pod\",decision=\"denied\"} 2",
+        "pullcheck_admission_reviews_total{operation=\"UPDATE\",kind=\"Pod\",decision=\"warned\"} 1",
+        "pullcheck_admission_reviews_total{operation=\"UPDATE\",kind=\"Pod\",decision=\"allowed\"} 1",
+        "pullcheck_admission_duration_seconds_count 4",
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
+    hook.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_with_a_missing_init_container_image_is_denied_and_the_placeholder_is_exempt() {
+    let registry = registry().await;
+    let host = registry.host().to_owned();
+    let hook = Webhook::start("init", deny(), ServeOptions::default()).await;
+    let missing = format!("{host}/team/tools:v9");
+    let object = pod(
+        "with-init",
+        &[container("setup", &missing)],
+        &[
+            container("app", &format!("{host}/team/app:v1")),
+            // Not asked: exempt (docker.io is not reachable from the tests, so an ask
+            // would be a warning).
+            container("later", PLACEHOLDER),
+        ],
+        json!({}),
+    );
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "705ab4f5-6393-11e8-b7cc-42010a800002",
+                "CREATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &object,
+                None,
+                false,
+            ),
+        )
+        .await;
+    let response = &answer["response"];
+    assert_eq!(response["allowed"], false, "{answer}");
+    let message = response["status"]["message"].as_str().expect("message");
+    assert!(
+        message.starts_with(&format!(
+            "pullcheck: init container setup: image {missing} not found"
+        )),
+        "{message}"
+    );
+    assert!(
+        warnings(&answer).is_empty(),
+        "the placeholder is not asked: {answer}"
+    );
+
+    // `kubectl debug`: pods/ephemeralcontainers, an UPDATE that adds one.
+    let running = pod(
+        "with-init",
+        &[],
+        &[container("app", &format!("{host}/team/app:v1"))],
+        json!({}),
+    );
+    let mut debugged = running.clone();
+    let mut debug = container("debug", &format!("{host}/library/golang:1.2"));
+    debug["targetContainerName"] = json!("app");
+    debugged["spec"]["ephemeralContainers"] = json!([debug]);
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "705ab4f5-6393-11e8-b7cc-42010a800003",
+                "UPDATE",
+                ("", "v1", "Pod"),
+                "pods/ephemeralcontainers",
+                &debugged,
+                Some(&running),
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.starts_with("pullcheck: ephemeral container debug: image "),
+        "{message}"
+    );
+    assert!(message.ends_with("did you mean 1.22?"), "{message}");
+    hook.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_that_changes_no_image_sends_no_registry_request() {
+    let registry = registry().await;
+    let host = registry.host().to_owned();
+    let hook = Webhook::start("labels", deny(), ServeOptions::default()).await;
+    let image = format!("{host}/library/golang:1.2");
+    let old = vela_pod(&host, &image, json!({"step": "pending"}));
+    let new = vela_pod(&host, &image, json!({"step": "running"}));
+    registry.clear_requests().await.expect("clear");
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "b1f0e2d3-0000-4000-8000-00000000000a",
+                "UPDATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &new,
+                Some(&old),
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(warnings(&answer).is_empty(), "{answer}");
+    // The same UPDATE with the image changed does ask: the log would show it.
+    let changed = vela_pod(&host, &format!("{host}/team/app:v1"), json!({}));
+    let asked = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "b1f0e2d3-0000-4000-8000-00000000000b",
+                "UPDATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &changed,
+                Some(&old),
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(asked["response"]["allowed"], true, "{asked}");
+    let requests = registry.requests().await.expect("log");
+    let manifests: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.contains("/manifests/"))
+        .collect();
+    assert_eq!(
+        manifests.len(),
+        1,
+        "one HEAD, for the changed image only: {requests:?}"
+    );
+    assert!(
+        manifests[0].path.ends_with("/team/app/manifests/v1"),
+        "{manifests:?}"
+    );
+    hook.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_used() {
+    const PASSWORD: &str = "admission-sa-password-5e3b";
+    let anonymous = registry().await;
+    let private = Registry::builder()
+        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
+            "ci", PASSWORD,
+        )])))
+        .start()
+        .await
+        .expect("token registry");
+    private
+        .push("team/private", "v2", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    let api = ApiServer::start().expect("stand-in API server");
+    api.add_pull_secret(
+        NS,
+        "regcred",
+        &[DockerAuth::new(private.host(), "ci", PASSWORD)],
+    );
+    api.add_service_account(NS, "builder", &["regcred"]);
+    api.add_service_account(NS, "default", &[]);
+    let dir = temp_dir("admission-kube");
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig, None).expect("kubeconfig");
+    let hook = Webhook::start(
+        "deployment",
+        deny(),
+        ServeOptions {
+            cluster: Some(ClusterOptions {
+                kubeconfig: Some(kubeconfig),
+                context: None,
+                namespace: String::new(),
+            }),
+            cluster_required: true,
+            ..ServeOptions::default()
+        },
+    )
+    .await;
+    let apps = ("apps", "v1", "Deployment");
+
+    // A typo in the image: refused at apply time, with the reason.
+    let typo = format!("{}/team/ap:v1", anonymous.host());
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "6e2d0c1b-0000-4000-8000-0000000000d1",
+                "CREATE",
+                apps,
+                "deployments",
+                &deployment("web", &typo, json!({})),
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.starts_with(&format!("pullcheck: container web: image {typo} not found")),
+        "{message}"
+    );
+
+    // A private image, no imagePullSecrets, a ServiceAccount that has them: read from the
+    // cluster as `check -n` does, so the image is present.
+    let private_image = format!("{}/team/private:v2", private.host());
+    let with_sa = deployment(
+        "api",
+        &private_image,
+        json!({"serviceAccountName": "builder"}),
+    );
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "6e2d0c1b-0000-4000-8000-0000000000d2",
+                "CREATE",
+                apps,
+                "deployments",
+                &with_sa,
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(warnings(&answer).is_empty(), "{answer}");
+    assert!(
+        api.request_lines()
+            .iter()
+            .any(|l| l.contains("serviceaccounts/builder")),
+        "{:?}",
+        api.request_lines()
+    );
+    // The default ServiceAccount has none: the registry refuses, so it is denied.
+    let without = deployment("api", &private_image, json!({}));
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "6e2d0c1b-0000-4000-8000-0000000000d3",
+                "CREATE",
+                apps,
+                "deployments",
+                &without,
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    // An UPDATE of the Deployment that changes only its replicas asks nothing.
+    let mut scaled = with_sa.clone();
+    scaled["spec"]["replicas"] = json!(3);
+    private.clear_requests().await.expect("clear");
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "6e2d0c1b-0000-4000-8000-0000000000d4",
+                "UPDATE",
+                apps,
+                "deployments",
+                &scaled,
+                Some(&with_sa),
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(private.requests().await.expect("log").is_empty());
+    let text = answer.to_string() + &hook.metrics().await;
+    assert!(!text.contains(PASSWORD));
+    hook.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400() {
+    let hanging = Hanging::start().await;
+    let hook = Webhook::start(
+        "hanging",
+        AdmissionOptions {
+            mode: AdmissionMode::Deny,
+            timeout: Duration::from_secs(2),
+            ..AdmissionOptions::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let image = format!("{}/team/app:v1", hanging.host);
+    let object = pod("hangs", &[], &[container("app", &image)], json!({}));
+    let started = Instant::now();
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "c0ffee00-0000-4000-8000-0000000000c1",
+                "CREATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &object,
+                None,
+                false,
+            ),
+        )
+        .await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "answered inside the timeout: {took:?}"
+    );
+    assert_eq!(
+        answer["response"]["allowed"], true,
+        "never refuses the undecided: {answer}"
+    );
+    let w = warnings(&answer);
+    assert_eq!(w.len(), 1, "{answer}");
+    assert!(
+        w[0].contains("not verified") && w[0].contains(&image),
+        "{w:?}"
+    );
+    assert!(
+        Hanging::wait(&hanging.accepted, 1).await,
+        "the registry was asked"
+    );
+
+    // An unknown kind: allowed with a warning.
+    let config_map =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}});
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "c0ffee00-0000-4000-8000-0000000000c2",
+                "CREATE",
+                ("", "v1", "ConfigMap"),
+                "configmaps",
+                &config_map,
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(warnings(&answer)[0].contains("not reviewed"), "{answer}");
+
+    // Pull secrets named but no Kubernetes API to read them: not decided, so allowed.
+    let mut with_secrets = pod("private", &[], &[container("app", &image)], json!({}));
+    with_secrets["spec"]["imagePullSecrets"] = json!([{"name": "regcred"}]);
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "c0ffee00-0000-4000-8000-0000000000c3",
+                "CREATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &with_secrets,
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(
+        warnings(&answer)[0].contains("imagePullSecrets not readable"),
+        "{answer}"
+    );
+
+    // Malformed: not JSON, not an AdmissionReview, no request, no uid.
+    for body in [
+        "{not json".to_owned(),
+        json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}}).to_string(),
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).to_string(),
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "", "kind": {}, "resource": {}, "operation": "CREATE"}}).to_string(),
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": 7}}).to_string(),
+    ] {
+        let (status, text) = hook.post_raw("/v1/admission", &body).await;
+        assert_eq!(status, 400, "{body}: {text}");
+        let error: Value = serde_json::from_str(&text).expect("JSON error");
+        assert!(error["error"]["message"].is_string(), "{text}");
+    }
+    // No bearer token is needed, but an unknown mode is no route.
+    let (status, _) = hook.post_raw("/v1/admission/strict", "{}").await;
+    assert_eq!(status, 404);
+    let metrics = hook.metrics().await;
+    assert!(
+        metrics.contains("pullcheck_admission_reviews_total{operation=\"other\",kind=\"other\",decision=\"error\"} 5"),
+        "{metrics}"
+    );
+    hook.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_needs_tls_and_answers_only_over_it() {
+    let error = pullcheck_server::Server::bind(ServeOptions {
+        admission: Some(AdmissionOptions::default()),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        ..ServeOptions::default()
+    })
+    .await
+    .expect_err("refused without TLS");
+    assert!(error.to_string().contains("--tls-cert"), "{error}");
+
+    let hook = Webhook::start("tls", AdmissionOptions::default(), ServeOptions::default()).await;
+    // Plain HTTP gets no answer from the TLS listener.
+    let plain = reqwest::Client::new()
+        .post(format!("http://{}/v1/admission", hook.server.addr))
+        .body("{}")
+        .send()
+        .await;
+    assert!(plain.is_err(), "plain HTTP is not answered: {plain:?}");
+    // A client that trusts another CA does not connect.
+    let other = temp_dir("admission-other-ca");
+    let other_ca = std::fs::read(make_certs(&other)).expect("ca");
+    let stranger = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(&other_ca).expect("PEM")])
+        .resolve(&hook.host, hook.server.addr)
+        .build()
+        .expect("client");
+    assert!(stranger.get(hook.url("/healthz")).send().await.is_err());
+    let (status, _) = hook.post_raw("/v1/admission", "{}").await;
+    assert_eq!(status, 400, "the trusted client is answered");
+    hook.stop().await;
+}
+
+/// A client certificate and key (one PEM) signed by make-certs.sh's CA in `dir`.
+fn client_identity(dir: &Path) -> Vec<u8> {
+    let (key, csr, cert) = (
+        dir.join("client.key"),
+        dir.join("client.csr"),
+        dir.join("client.crt"),
+    );
+    let ext = dir.join("client.ext");
+    std::fs::write(
+        &ext,
+        "extendedKeyUsage=clientAuth\nbasicConstraints=critical,CA:FALSE\n",
+    )
+    .expect("ext");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    run(&[
+        os("req"),
+        os("-new"),
+        os("-nodes"),
+        os("-newkey"),
+        os("ec"),
+        os("-pkeyopt"),
+        os("ec_paramgen_curve:prime256v1"),
+        os("-subj"),
+        os("/CN=kube-apiserver"),
+        os("-keyout"),
+        key.as_os_str(),
+        os("-out"),
+        csr.as_os_str(),
+    ]);
+    run(&[
+        os("x509"),
+        os("-req"),
+        os("-in"),
+        csr.as_os_str(),
+        os("-CA"),
+        dir.join("ca.crt").as_os_str(),
+        os("-CAkey"),
+        dir.join("ca.key").as_os_str(),
+        os("-CAcreateserial"),
+        os("-days"),
+        os("1"),
+        os("-extfile"),
+        ext.as_os_str(),
+        os("-out"),
+        cert.as_os_str(),
+    ]);
+    let mut pem = std::fs::read(&cert).expect("cert");
+    pem.extend(std::fs::read(&key).expect("key"));
+    pem
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_client_ca_only_certified_clients_are_reviewed() {
+    let dir = temp_dir("admission-client-ca");
+    let ca = make_certs(&dir);
+    let identity = client_identity(&dir);
+    let server = TestServer::start(ServeOptions {
+        tls: Some(TlsFiles {
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+        }),
+        admission: Some(AdmissionOptions {
+            client_ca: Some(ca.clone()),
+            ..AdmissionOptions::default()
+        }),
+        ..ServeOptions::default()
+    })
+    .await;
+    let host = format!("{SERVICE}.{SERVICE_NS}.svc");
+    let pem = std::fs::read(&ca).expect("ca");
+    let builder = || {
+        reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&pem).expect("PEM")])
+            .resolve(&host, server.addr)
+    };
+    let anonymous = builder().build().expect("client");
+    let certified = builder()
+        .identity(reqwest::Identity::from_pem(&identity).expect("identity"))
+        .build()
+        .expect("client");
+    let url = |path: &str| format!("https://{host}:{}{path}", server.addr.port());
+    let object = pod("p", &[], &[container("pause", PLACEHOLDER)], json!({}));
+    let body = review(
+        "d00dfeed-0000-4000-8000-000000000001",
+        "CREATE",
+        ("", "v1", "Pod"),
+        "pods",
+        &object,
+        None,
+        false,
+    )
+    .to_string();
+    let post = |client: &reqwest::Client| {
+        client
+            .post(url("/v1/admission"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+    };
+    let refused = post(&anonymous).await.expect("answer");
+    assert_eq!(refused.status().as_u16(), 401);
+    let health = anonymous.get(url("/healthz")).send().await.expect("answer");
+    assert_eq!(health.status().as_u16(), 200, "probes need no certificate");
+    let answered = post(&certified).await.expect("answer");
+    assert_eq!(answered.status().as_u16(), 200);
+    let answer: Value = serde_json::from_str(&answered.text().await.expect("body")).expect("JSON");
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    server.stop().await;
+}
