@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pullcheck::credentials::PullSecret;
@@ -139,6 +138,19 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Whether reading a body failed on its size limit (`--max-body`), as opposed to the
+/// connection.
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 /// Whether the content type is JSON (`application/json`, parameters allowed).
 fn is_json(headers: &HeaderMap) -> bool {
     headers
@@ -172,9 +184,10 @@ impl Drop for InFlight<'_> {
 pub async fn post_check(
     State(state): State<Arc<AppState>>,
     caller: Option<axum::Extension<Caller>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: axum::extract::Request,
 ) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     if !is_json(&headers) {
         return ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -194,9 +207,11 @@ pub async fn post_check(
         return e.into_response();
     };
     let _in_flight = InFlight::new(&state.metrics);
-    let body = match body {
+    // Read only once a slot is held, so that at most --max-checks bodies (each at most
+    // --max-body) are in memory at once.
+    let body: Bytes = match axum::body::to_bytes(body, state.max_body).await {
         Ok(b) => b,
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+        Err(e) if is_length_limit(&e) => {
             return ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("the body is over --max-body ({} bytes)", state.max_body),
@@ -227,7 +242,11 @@ pub async fn post_check(
             (StatusCode::OK, axum::Json(answer)).into_response()
         }
         Err(e) => {
-            state.metrics.check_done(CheckResult::Error, 0.0, &[]);
+            // A caller's bad request is not a failed check: only the service's own
+            // failures (5xx) count as `error`; 4xx show in pullcheck_http_requests_total.
+            if e.status.is_server_error() {
+                state.metrics.check_done(CheckResult::Error, 0.0, &[]);
+            }
             e.into_response()
         }
     }
@@ -305,14 +324,36 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
     }
     let mut images = Vec::new();
     for (i, image) in request.images.iter().flatten().enumerate() {
-        let arg = match &image.policy {
-            Some(p) => format!("{}={p}", image.reference),
-            None => image.reference.clone(),
+        // The reference is taken as it is: unlike `--image REF=POLICY`, an `=` in it is
+        // part of the reference (which then does not parse: `invalid`), never a policy.
+        if image.reference.is_empty() {
+            return Err(ApiError::bad(format!(
+                "images[{i}].reference is empty; expected an image reference"
+            )));
+        }
+        let policy = match &image.policy {
+            Some(p) => pullcheck::input::PullPolicy::parse(p).ok_or_else(|| {
+                ApiError::bad(format!(
+                    "images[{i}].policy {p:?} is not a pull policy; allowed: {}",
+                    pullcheck::input::ALL_PULL_VALUES
+                ))
+            })?,
+            None => pullcheck::input::PullPolicy::Always,
         };
-        images.push(
-            pullcheck::input::parse_image_arg(&arg)
-                .map_err(|e| ApiError::bad(format!("images[{i}]: {e}")))?,
-        );
+        images.push(ImageUse {
+            image: image.reference.clone(),
+            substituted: None,
+            policy,
+            origin: pullcheck::input::Origin {
+                file: None,
+                line: None,
+                column: None,
+                kind: pullcheck::input::ContainerKind::Image,
+                name: image.reference.clone(),
+                stage: None,
+            },
+            disposition: pullcheck::input::Disposition::Check,
+        });
     }
     if request.images.as_ref().is_some_and(Vec::is_empty) {
         return Err(ApiError::bad("nothing to check: `images` is empty"));

@@ -588,9 +588,40 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
                     count_http,
-                )),
+                ))
+                .layer(axum::middleware::map_response(json_error_body)),
         )
         .with_state(state)
+}
+
+/// Every error answer has the API's `{"error": {"message": ...}}` body, also those that
+/// layers and the router make themselves (413 from the body limit when the client sent
+/// `Content-Length`, 405 for a wrong method); their headers (`Allow`) are kept.
+async fn json_error_body(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let message = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "the body is over --max-body".to_owned(),
+        StatusCode::METHOD_NOT_ALLOWED => "this route does not take this method".to_owned(),
+        other => other
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase(),
+    };
+    let (mut parts, _) = response.into_parts();
+    let mut answer = api::ApiError::new(status, message).into_response();
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    for (name, value) in &parts.headers {
+        answer.headers_mut().insert(name.clone(), value.clone());
+    }
+    answer
 }
 
 /// `pullcheck_http_requests_total{route, code}`: the matched route, never the raw path.

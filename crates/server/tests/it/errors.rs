@@ -90,8 +90,27 @@ async fn content_type_and_body_size() {
     assert_eq!(response.status().as_u16(), 415);
 
     let big = json!({"pipeline": "#".repeat(4096)}).to_string();
-    let (status, _, _) = server.post(None, &big).await;
+    let (status, _, text) = server.post(None, &big).await;
     assert_eq!(status, 413);
+    // With Content-Length the limit answers before the handler: the same JSON error.
+    let error: serde_json::Value = serde_json::from_str(&text).expect("a JSON error");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-body")),
+        "{text}"
+    );
+    // A wrong method is a JSON error too, with its Allow header.
+    let response = server
+        .http
+        .get(server.url("/v1/checks"))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(response.status().as_u16(), 405);
+    assert!(response.headers().contains_key("allow"));
+    let text = response.text().await.expect("body");
+    assert!(text.contains("\"error\""), "{text}");
     // A chunked body (no Content-Length) over the limit too.
     let mut stream = tokio::net::TcpStream::connect(server.addr)
         .await
@@ -187,4 +206,34 @@ async fn a_public_address_needs_a_token_file_and_tls() {
         ..ServeOptions::default()
     };
     assert!(pullcheck_server::Server::bind(options).await.is_ok());
+}
+
+/// An `=` in `images[].reference` is part of the reference (which does not parse), never
+/// a pull policy: `team/app:v1=never` must not skip the image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_equals_sign_in_a_reference_is_not_a_policy() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let (status, report) = server
+        .check(
+            None,
+            &json!({"images": [{"reference": "127.0.0.1:1/team/nothing:v1=never"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["images"][0]["status"], "invalid", "{report}");
+    assert_eq!(report["exit_code"], 1, "{report}");
+    let (status, report) = server
+        .check(
+            None,
+            &json!({"images": [{"reference": "alpine:3.19", "policy": "sometimes"}]}),
+        )
+        .await;
+    assert_eq!(status, 400, "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("images[0].policy")),
+        "{report}"
+    );
+    server.stop().await;
 }
