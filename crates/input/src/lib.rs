@@ -282,3 +282,15 @@ pub fn read_file(path: &Path) -> Result<(String, String), InputError> {
 pub fn parse_image_arg(arg: &str) -> Result<ImageUse, InputError> {
     image_arg::parse(arg)
 }
+
+/// As [`parse_image_arg`], but an unknown or empty policy is an invalid use of that image,
+/// as an unknown `pull:` in a pipeline is: [`Disposition::Invalid`] with the message
+/// naming the argument and the allowed values, policy `not_present` (the CLI reports it
+/// `invalid`, exit 1).
+///
+/// # Errors
+/// [`InputError`] when the argument holds no reference at all (`""`, `=always`): there is
+/// no image to report.
+pub fn image_arg_use(arg: &str) -> Result<ImageUse, InputError> {
+    image_arg::parse_lenient(arg)
+}

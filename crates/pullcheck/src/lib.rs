@@ -274,7 +274,13 @@ impl Checker {
 
 /// One plan item's line of the report: its query's outcome, or why it was not asked.
 fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageReport {
-    let canonical = item.parsed().map(|r| r.canonical());
+    // Every reference that parses has its canonical form, skipped ones too.
+    let canonical = item.parsed().map(|r| r.canonical()).or_else(|| {
+        (!item.reference.is_empty())
+            .then(|| reference::Reference::parse_normalized(&item.reference).ok())
+            .flatten()
+            .map(|r| r.canonical())
+    });
     let mut image = ImageReport {
         reference: item.reference,
         canonical,

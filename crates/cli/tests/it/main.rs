@@ -4,4 +4,5 @@ mod cli;
 mod explain_mirrors;
 mod kubernetes;
 mod serve;
+mod tls;
 mod util;
