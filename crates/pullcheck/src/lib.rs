@@ -284,7 +284,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
     let mut image = ImageReport {
         reference: item.reference,
         canonical,
-        policy: item.policy,
+        policy: item.policy.into(),
         status: Status::Skipped,
         missing: None,
         digest: None,
@@ -321,11 +321,20 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         }
         Action::Invalid { message, error } => {
             image.status = Status::Invalid;
-            image.detail = message;
             image.error = error.map(|e| ReferenceErrorReport {
                 kind: e.kind().as_str(),
                 message: e.message().to_string(),
             });
+            if image.error.is_none()
+                && let Some(written) = input::unknown_pull_policy(&message)
+            {
+                image.policy = report::ReportedPolicy::Unknown(written);
+                image.error = Some(ReferenceErrorReport {
+                    kind: "pull_policy",
+                    message: message.clone(),
+                });
+            }
+            image.detail = message;
         }
     }
     image

@@ -73,15 +73,33 @@ pub enum MissingPart {
     Platform,
 }
 
-/// A reference parse error, as in `explain`.
+/// A reference parse error, as in `explain`, or an unknown pull policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReferenceErrorReport {
     /// `empty`, `invalid_format`, `uppercase`, `name_too_long`, `hex64`, `digest_invalid`
     /// (the parser's), or, for a reference that parses but names no usable registry,
-    /// `no_registry` or `port_out_of_range` (the checks `check` applies too).
+    /// `no_registry` or `port_out_of_range` (the checks `check` applies too); or
+    /// `pull_policy` for a pull policy that is not one of the known values.
     pub kind: &'static str,
     /// The parser's message, or why the registry is unusable.
     pub message: String,
+}
+
+/// The pull policy of a report entry: a known one, or, for an image `invalid` because
+/// of it, the value as written (`sometimes`). Serialised as the bare string either way.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
+pub enum ReportedPolicy {
+    /// A policy pullcheck knows.
+    Known(PullPolicy),
+    /// An unknown policy, as written.
+    Unknown(String),
+}
+
+impl From<PullPolicy> for ReportedPolicy {
+    fn from(policy: PullPolicy) -> Self {
+        ReportedPolicy::Known(policy)
+    }
 }
 
 /// One image as written, with its policy, status and every use.
@@ -91,8 +109,9 @@ pub struct ImageReport {
     pub reference: String,
     /// The canonical form `domain/path[:tag][@digest]`, when it parsed.
     pub canonical: Option<String>,
-    /// The pull policy.
-    pub policy: PullPolicy,
+    /// The pull policy; as written when it is unknown (the image is then `invalid`, with
+    /// `error.kind` `pull_policy`).
+    pub policy: ReportedPolicy,
     /// The status.
     pub status: Status,
     /// What is missing, for `missing`.
@@ -439,7 +458,7 @@ mod tests {
         ImageReport {
             reference: "alpine:3.19".into(),
             canonical: Some("docker.io/library/alpine:3.19".into()),
-            policy: PullPolicy::Always,
+            policy: PullPolicy::Always.into(),
             status,
             missing: None,
             digest: None,

@@ -469,6 +469,23 @@ fn invalid_pull_value_is_an_invalid_image_at_its_position() {
     assert_eq!(json["images"][0]["status"], "invalid");
     let detail = json["images"][0]["detail"].as_str().unwrap();
     assert!(detail.contains(".vela.yml:5:11"), "{detail}");
+    // The policy as written, and the error's kind (issue 16, item 5); --image alike.
+    assert_eq!(json["images"][0]["policy"], "sometimes", "{json}");
+    assert_eq!(json["images"][0]["error"]["kind"], "pull_policy", "{json}");
+    assert!(
+        json["images"][0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("sometimes")),
+        "{json}"
+    );
+    let out = pullcheck(
+        &["check", "--image", "alpine=sometimes", "--format", "json"],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["images"][0]["policy"], "sometimes", "{json}");
+    assert_eq!(json["images"][0]["error"]["kind"], "pull_policy", "{json}");
 }
 
 #[test]
