@@ -41,7 +41,8 @@ enum Command {
     ///
     /// Exit codes: 0 every checked image is present; 1 an image failed (missing,
     /// no_access, denied, blocked, invalid); 3 nothing failed but some image could not
-    /// be verified (unreachable); 2 usage or configuration error.
+    /// be verified (unreachable); 2 usage or configuration error, or no image in any
+    /// input (unless --allow-empty).
     Check(Box<CheckArgs>),
     /// Show how references are understood: the normalised parts, and the endpoints and
     /// credentials a check would use, with the rule behind each. Sends no request to a
@@ -168,7 +169,7 @@ struct ClientArgs {
     /// Requests in flight at once, over all registries (serve: per check).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
-    /// Timeout of each HTTP request (e.g. 10s, 500ms).
+    /// Timeout of each HTTP request (units ms, s, m, h: e.g. 10s, 500ms).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     request_timeout: Duration,
     /// Tries per request when the registry answers 408, 429, 502, 503, 504 or the
@@ -257,7 +258,7 @@ struct CheckArgs {
     /// checked).
     #[arg(long)]
     allow_empty: bool,
-    /// Overall deadline; images without an answer by then are unreachable (e.g. 60s).
+    /// Overall deadline; images without an answer by then are unreachable (units ms, s, m, h: e.g. 60s, 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
     /// Also require this platform (os/arch[/variant], e.g. linux/arm64) in indexes and
