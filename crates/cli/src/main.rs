@@ -258,7 +258,8 @@ struct CheckArgs {
     /// checked).
     #[arg(long)]
     allow_empty: bool,
-    /// Overall deadline; images without an answer by then are unreachable (units ms, s, m, h: e.g. 60s, 2m).
+    /// Overall deadline; images without an answer by then are unreachable (units ms, s,
+    /// m, h: e.g. 60s, 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
     /// Also require this platform (os/arch[/variant], e.g. linux/arm64) in indexes and
@@ -421,12 +422,12 @@ fn main() -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// The default log filter of `serve`: its requests at info, then as `check`'s -v levels.
-/// Only pullcheck's own crates (a target `pullcheck` covers every `pullcheck_*` crate)
-/// below -vvv.
+/// The default log filter of `serve`: its requests at info (tower-http's response
+/// events, in the request's span), then as `check`'s -v levels. Only pullcheck's own
+/// crates (a target `pullcheck` covers every `pullcheck_*` crate) below -vvv.
 fn serve_log_filter(verbose: u8) -> &'static str {
     match verbose {
-        0 => "pullcheck=info",
+        0 => "pullcheck=info,tower_http::trace=info",
         _ => log_filter(verbose),
     }
 }
@@ -665,20 +666,26 @@ async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, St
     }
 }
 
-/// Reads the `--pull-secret` files.
+/// Reads the `--pull-secret` files; the error names every one that is bad, one per line.
 fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> {
     let mut secrets = Vec::new();
+    let mut errors = Vec::new();
     for file in files {
-        secrets.extend(PullSecret::read_manifests(file).map_err(|e| {
-            option_error(
+        match PullSecret::read_manifests(file) {
+            Ok(s) => secrets.extend(s),
+            Err(e) => errors.push(option_error(
                 "--pull-secret",
                 file,
                 "Secret manifest (kubernetes.io/dockerconfigjson or dockercfg)",
                 &e.to_string(),
-            )
-        })?);
+            )),
+        }
     }
-    Ok(secrets)
+    if errors.is_empty() {
+        Ok(secrets)
+    } else {
+        Err(errors.join(&format!("\n{ERROR_PREFIX}")))
+    }
 }
 
 /// Reads and parses the pipeline files and manifests one after the other (`-`: standard
@@ -805,8 +812,9 @@ async fn gather_within_deadline(
     images: Vec<pullcheck::input::ImageUse>,
 ) -> Result<(pullcheck_sources::Gathered, std::time::Instant), String> {
     // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
-    let pull_secrets = read_pull_secret_files(&args.pod.pull_secret)?;
-    if let Some(path) = &args.pod.pods_template_file {
+    // Every file is read before any error is shown, so that all bad ones are named.
+    let pull_secrets = read_pull_secret_files(&args.pod.pull_secret);
+    let template_file = args.pod.pods_template_file.as_ref().map(|path| {
         // Read here first, so that its error names the option.
         pullcheck_kube::read_template_file(path).map_err(|e| {
             option_error(
@@ -815,9 +823,24 @@ async fn gather_within_deadline(
                 "PipelinePodsTemplate",
                 &e.to_string(),
             )
-        })?;
+        })
+    });
+    let inputs = read_inputs(&args.files, images);
+    let errors: Vec<String> = [
+        pull_secrets.as_ref().err(),
+        template_file.as_ref().and_then(|t| t.as_ref().err()),
+        inputs.as_ref().err(),
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect();
+    if !errors.is_empty() {
+        return Err(errors.join(&format!("\n{ERROR_PREFIX}")));
     }
-    let inputs = read_inputs(&args.files, images)?;
+    let (Ok(pull_secrets), Ok(inputs)) = (pull_secrets, inputs) else {
+        return Err("the inputs could not be read".into());
+    };
     if !args.allow_empty
         && let Some(message) = inputs.nothing_to_check()
     {

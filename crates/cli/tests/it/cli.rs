@@ -806,6 +806,30 @@ fn every_bad_input_is_reported() {
         );
     }
     assert!(!shown.contains("a.yml"), "{shown}");
+    // Bad option files and bad inputs: all of them.
+    let out = pullcheck(
+        &[
+            "check",
+            "broken.yml",
+            "--pull-secret",
+            "nosuch.json",
+            "--pull-secret",
+            "a.yml",
+        ],
+        &dir,
+    );
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    for name in [
+        "broken.yml:",
+        "--pull-secret nosuch.json:",
+        "--pull-secret a.yml:",
+    ] {
+        assert!(
+            shown.contains(&format!("pullcheck: error: {name}")),
+            "{name}: {shown}"
+        );
+    }
 }
 
 /// Each file option's error names the option, the file and what it should have been
