@@ -597,6 +597,8 @@ fn option_error(option: &str, path: &std::path::Path, expected: &str, message: &
         "not UTF-8",
         "No such file",
         "not found",
+        "not a file",
+        "is a directory",
     ]
     .iter()
     .any(|m| rest.contains(m));

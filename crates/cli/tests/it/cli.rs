@@ -857,7 +857,7 @@ fn file_option_errors_name_the_option_and_the_format() {
         (
             "--registries-conf",
             "good.yml",
-            "--registries-conf good.yml: ",
+            "--registries-conf good.yml: not a containers registries.conf: line 1, column ",
         ),
         ("--hosts-dir", "nosuch", "--hosts-dir nosuch: "),
         (
