@@ -436,6 +436,37 @@ mod tests {
     }
 
     #[test]
+    fn nothing_to_check_names_every_text_and_why() {
+        let texts = [
+            NamedText {
+                name: "a.yml".into(),
+                text: "version: \"1\"\nsteps: []\n".into(),
+            },
+            NamedText {
+                name: "b.yaml".into(),
+                text: "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: web}\n\
+                       spec:\n  template:\n    spec:\n      containers:\n        - name: app\n\
+                       \x20         image: alpine\n"
+                    .into(),
+            },
+        ];
+        let inputs = read_inputs(&texts, Vec::new()).expect("reads");
+        assert_eq!(inputs.without_images(), ["a.yml", "b.yaml"]);
+        let message = inputs.nothing_to_check().expect("nothing to check");
+        assert!(
+            message.starts_with("no image to check in a.yml, b.yaml: expected a Vela"),
+            "{message}"
+        );
+        assert!(message.contains("Rollout"), "{message}");
+        let with_image = [NamedText {
+            name: "c.yml".into(),
+            text: "version: \"1\"\nsteps: [{name: a, image: alpine}]\n".into(),
+        }];
+        let inputs = read_inputs(&with_image, Vec::new()).expect("reads");
+        assert_eq!(inputs.nothing_to_check(), None);
+    }
+
+    #[test]
     fn an_input_without_images_warns() {
         let texts = [NamedText {
             name: "empty.yml".into(),
