@@ -40,10 +40,12 @@ auth=$(printf '%s:%s' "$PULLCHECK_REGISTRY_USER" "$PULLCHECK_REGISTRY_PASSWORD" 
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$PULLCHECK_REGISTRY" "$auth" >"$work/docker/config.json"
 
 sed "s|REGISTRY|$PULLCHECK_REGISTRY|g" examples/demo/.vela.yml >"$work/.vela.yml"
-echo "registry: $PULLCHECK_REGISTRY (token auth); pipeline: examples/demo/.vela.yml"
+# The header names the file the rows name: the copy with the registry filled in.
+echo "registry: $PULLCHECK_REGISTRY (token auth)"
+echo "pipeline: $work/.vela.yml (examples/demo/.vela.yml with REGISTRY replaced)"
 echo
 set +e
-(cd "$work" && "$OLDPWD/$bin/pullcheck" check .vela.yml --docker-config docker "$@")
+"$bin/pullcheck" check "$work/.vela.yml" --docker-config "$work/docker" "$@"
 code=$?
 set -e
 echo

@@ -41,7 +41,8 @@ enum Command {
     ///
     /// Exit codes: 0 every checked image is present; 1 an image failed (missing,
     /// no_access, denied, blocked, invalid); 3 nothing failed but some image could not
-    /// be verified (unreachable); 2 usage or configuration error.
+    /// be verified (unreachable); 2 usage or configuration error, or no image in any
+    /// input (unless --allow-empty).
     Check(Box<CheckArgs>),
     /// Show how references are understood: the normalised parts, and the endpoints and
     /// credentials a check would use, with the rule behind each. Sends no request to a
@@ -168,7 +169,7 @@ struct ClientArgs {
     /// Requests in flight at once, over all registries (serve: per check).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
-    /// Timeout of each HTTP request (e.g. 10s, 500ms).
+    /// Timeout of each HTTP request (units ms, s, m, h: e.g. 10s, 500ms).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     request_timeout: Duration,
     /// Tries per request when the registry answers 408, 429, 502, 503, 504 or the
@@ -253,7 +254,12 @@ struct CheckArgs {
     /// Also check on_start images now, instead of reporting them deferred.
     #[arg(long)]
     include_on_start: bool,
-    /// Overall deadline; images without an answer by then are unreachable (e.g. 60s).
+    /// Exit 0 when the inputs hold no image at all (default: exit 2, since nothing was
+    /// checked).
+    #[arg(long)]
+    allow_empty: bool,
+    /// Overall deadline; images without an answer by then are unreachable (units ms, s,
+    /// m, h: e.g. 60s, 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
     /// Also require this platform (os/arch[/variant], e.g. linux/arm64) in indexes and
@@ -421,19 +427,26 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The units a duration option takes, for messages.
+const DURATION_UNITS: &str = "ms, s, m or h (e.g. 500ms, 10s, 2m, 1h)";
+
 fn parse_any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = text
         .find(|c: char| !c.is_ascii_digit())
         .map_or((text, ""), |i| text.split_at(i));
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 10s or 500ms"))?;
+    let n: u64 = number.parse().map_err(|_| {
+        format!("{text:?} is not a duration: a number and a unit, {DURATION_UNITS}")
+    })?;
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
-        "" | "s" => Ok(Duration::from_secs(n)),
+        "s" => Ok(Duration::from_secs(n)),
         "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
-        _ => Err(format!("{text:?}: unknown unit {unit:?}; use ms, s or m")),
+        "h" => Ok(Duration::from_secs(n.saturating_mul(3600))),
+        "" => Err(format!("{text:?} has no unit; use {DURATION_UNITS}")),
+        _ => Err(format!(
+            "{text:?}: unknown unit {unit:?}; use {DURATION_UNITS}"
+        )),
     }
 }
 
@@ -467,25 +480,25 @@ fn main() -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// The default log filter of `serve`: requests at info, then as `check`'s -v levels.
+/// The default log filter of `serve`: its requests at info (tower-http's response
+/// events, in the request's span), then as `check`'s -v levels. Only pullcheck's own
+/// crates (a target `pullcheck` covers every `pullcheck_*` crate) below -vvv.
 fn serve_log_filter(verbose: u8) -> &'static str {
     match verbose {
-        0 => "info,kube_client=off",
+        0 => "pullcheck=info,tower_http::trace=info",
         _ => log_filter(verbose),
     }
 }
 
+/// The default log filter of `check` and `explain`. Libraries (rustls, hyper, h2,
+/// kube-rs) log only at -vvv: at lower levels their messages (a TLS verification error
+/// at ERROR, a failed Kubernetes request) would repeat, unexplained, what pullcheck
+/// reports itself.
 fn log_filter(verbose: u8) -> &'static str {
     match verbose {
-        // kube-rs logs a failed request at ERROR; pullcheck reports it itself.
-        0 => "warn,kube_client=off",
-        1 => "pullcheck=debug,pullcheck_registry=debug,pullcheck_cli=debug",
-        // Without the handshake and frame dumps of rustls, hyper and h2.
-        2 => {
-            "info,pullcheck=trace,pullcheck_registry=trace,pullcheck_cli=trace,\
-             pullcheck_kube=trace,pullcheck_credentials=trace,pullcheck_mirrors=trace,\
-             pullcheck_input=trace"
-        }
+        0 => "pullcheck=warn",
+        1 => "pullcheck=debug",
+        2 => "pullcheck=trace",
         _ => "trace",
     }
 }
@@ -513,8 +526,11 @@ fn emit(text: &str, code: i32) -> i32 {
     }
 }
 
+/// What starts every error line on stderr.
+const ERROR_PREFIX: &str = "pullcheck: error: ";
+
 fn fail(error: &dyn std::fmt::Display) -> i32 {
-    eprintln!("pullcheck: error: {error}");
+    eprintln!("{ERROR_PREFIX}{error}");
     EXIT_USAGE
 }
 
@@ -533,7 +549,29 @@ impl NodeArgs {
         } else {
             Ok(MirrorConfig::none())
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| {
+            let message = e.to_string();
+            let named = [
+                (
+                    "--registries-conf",
+                    &self.registries_conf,
+                    "containers registries.conf",
+                ),
+                ("--hosts-dir", &self.hosts_dir, "containerd hosts directory"),
+                (
+                    "--docker-daemon-config",
+                    &self.docker_daemon_config,
+                    "Docker daemon.json",
+                ),
+            ];
+            named
+                .into_iter()
+                .find_map(|(option, path, expected)| {
+                    path.as_deref()
+                        .map(|p| option_error(option, p, expected, &message))
+                })
+                .unwrap_or(message)
+        })?;
         Ok(Resolver {
             mirrors,
             insecure_registries: self.insecure_registry.clone(),
@@ -550,8 +588,97 @@ impl NodeArgs {
                 ..HelperOptions::default()
             },
         })
-        .map_err(|e| e.to_string())
+        .map_err(|e| self.credential_error(&e))
     }
+
+    /// A node credential error, named by the option that gave the file.
+    fn credential_error(&self, e: &pullcheck::credentials::CredentialError) -> String {
+        use pullcheck::credentials::CredentialError;
+        let message = e.to_string();
+        let path = match e {
+            CredentialError::Read { path, .. } | CredentialError::AuthFile { path, .. } => path,
+            _ => return message,
+        };
+        let path = std::path::Path::new(path);
+        let named = [
+            ("--docker-config", &self.docker_config, "Docker config.json"),
+            ("--auth-file", &self.auth_file, "containers auth.json"),
+        ];
+        for (option, given, expected) in named {
+            if let Some(given) = given
+                && path.starts_with(given)
+            {
+                return option_error(option, path, expected, &message);
+            }
+        }
+        message
+    }
+}
+
+/// The error of a file option: `OPTION PATH: not EXPECTED: PROBLEM` for a file that does
+/// not parse (`invalid EXPECTED: PROBLEM` for one that parses but holds a bad value;
+/// `OPTION PATH: PROBLEM` when it cannot be read). `message` is the library's error,
+/// which starts with the path (or `kubeconfig PATH`); `line L column C` becomes
+/// `line L, column C`.
+fn option_error(option: &str, path: &std::path::Path, expected: &str, message: &str) -> String {
+    let mut shown = path.display().to_string();
+    let mut rest = message;
+    for prefix in [format!("kubeconfig {shown}"), shown.clone()] {
+        if let Some(r) = rest.strip_prefix(prefix.as_str()) {
+            // `PATH:10:7: problem` keeps its position with the path.
+            let position: String = r
+                .strip_prefix(':')
+                .unwrap_or_default()
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == ':')
+                .collect();
+            let position = position.trim_end_matches(':');
+            if !position.is_empty() {
+                shown = format!("{shown}:{position}");
+                rest = r[1 + position.len()..].trim_start_matches(':').trim_start();
+            } else {
+                rest = r.trim_start_matches(':').trim_start();
+            }
+            break;
+        }
+    }
+    let mut rest = comma_position(rest);
+    // serde_json's own ` at line L column C`, after the position already given.
+    if rest.starts_with("line ")
+        && let Some(i) = rest.rfind(" at line ")
+    {
+        rest.truncate(i);
+    }
+    let unreadable = [
+        "cannot read",
+        "larger than",
+        "not UTF-8",
+        "No such file",
+        "not found",
+        "not a file",
+        "is a directory",
+    ]
+    .iter()
+    .any(|m| rest.contains(m));
+    if unreadable || rest.starts_with("not a ") {
+        format!("{option} {shown}: {rest}")
+    } else if rest.starts_with("line ") {
+        format!("{option} {shown}: not a {expected}: {rest}")
+    } else {
+        format!("{option} {shown}: invalid {expected}: {rest}")
+    }
+}
+
+/// `line 1 column 2: …` at the start of `text` as `line 1, column 2: …`.
+fn comma_position(text: &str) -> String {
+    if let Some(after) = text.strip_prefix("line ")
+        && let Some((line, tail)) = after.split_once(" column ")
+        && !line.is_empty()
+        && line.bytes().all(|b| b.is_ascii_digit())
+    {
+        return format!("line {line}, column {tail}");
+    }
+    text.to_owned()
 }
 
 impl PodArgs {
@@ -577,28 +704,53 @@ impl PodArgs {
     }
 }
 
-/// Connects to the cluster when `options` says to.
+/// Connects to the cluster when `options` says to. An error about the `--kubeconfig`
+/// file is named by the option.
 async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, String> {
     match options {
-        Some(o) => Cluster::connect(o)
-            .await
-            .map(Some)
-            .map_err(|e| e.to_string()),
+        Some(o) => Cluster::connect(o).await.map(Some).map_err(|e| {
+            let message = e.to_string();
+            let about_file = message
+                .strip_prefix("Kubernetes configuration: ")
+                .filter(|m| {
+                    o.kubeconfig.as_ref().is_some_and(|path| {
+                        m.starts_with(&format!("kubeconfig {}:", path.display()))
+                    })
+                });
+            match (&o.kubeconfig, about_file) {
+                (Some(path), Some(m)) => option_error("--kubeconfig", path, "kubeconfig", m),
+                _ => message,
+            }
+        }),
         None => Ok(None),
     }
 }
 
-/// Reads the `--pull-secret` files.
+/// Reads the `--pull-secret` files; the error names every one that is bad, one per line.
 fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> {
     let mut secrets = Vec::new();
+    let mut errors = Vec::new();
     for file in files {
-        secrets.extend(PullSecret::read_manifests(file).map_err(|e| e.to_string())?);
+        match PullSecret::read_manifests(file) {
+            Ok(s) => secrets.extend(s),
+            Err(e) => errors.push(option_error(
+                "--pull-secret",
+                file,
+                "Secret manifest (kubernetes.io/dockerconfigjson or dockercfg)",
+                &e.to_string(),
+            )),
+        }
     }
-    Ok(secrets)
+    if errors.is_empty() {
+        Ok(secrets)
+    } else {
+        Err(errors.join(&format!("\n{ERROR_PREFIX}")))
+    }
 }
 
 /// Reads and parses the pipeline files and manifests one after the other (`-`: standard
-/// input, at most once), then adds the `--image`s.
+/// input, at most once), then adds the `--image`s. Every file is read: the error names
+/// each one that cannot be read or parsed, one per line.
 fn read_inputs(
     files: &[PathBuf],
     images: Vec<pullcheck::input::ImageUse>,
@@ -607,14 +759,24 @@ fn read_inputs(
         return Err("`-` (standard input) is given more than once".into());
     }
     let mut inputs = pullcheck_sources::Inputs::default();
+    let mut errors = Vec::new();
     for file in files {
-        let (name, text) = if file.as_os_str() == "-" {
-            ("<stdin>".to_string(), read_stdin()?)
+        let read = if file.as_os_str() == "-" {
+            read_stdin().map(|text| ("<stdin>".to_string(), text))
         } else {
-            (file.display().to_string(), read(file)?)
+            read(file).map(|text| (file.display().to_string(), text))
         };
-        let text = [NamedText { name, text }];
-        inputs.append(pullcheck_sources::read_inputs(&text, Vec::new()).map_err(|e| e.message)?);
+        let parsed = read.and_then(|(name, text)| {
+            pullcheck_sources::read_inputs(&[NamedText { name, text }], Vec::new())
+                .map_err(|e| e.message)
+        });
+        match parsed {
+            Ok(i) => inputs.append(i),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join(&format!("\n{ERROR_PREFIX}")));
     }
     inputs.append(pullcheck_sources::read_inputs(&[], images).map_err(|e| e.message)?);
     Ok(inputs)
@@ -650,7 +812,7 @@ async fn run_check(args: CheckArgs) -> i32 {
     }
     let mut images = Vec::new();
     for image in &args.images {
-        match pullcheck::input::parse_image_arg(image) {
+        match pullcheck::input::image_arg_use(image) {
             Ok(u) => images.push(u),
             Err(e) => return fail(&e),
         }
@@ -690,7 +852,11 @@ async fn run_check(args: CheckArgs) -> i32 {
                 Color::Never => false,
                 Color::Auto => std::io::stdout().is_terminal() && !no_color(),
             };
-            report.to_text(color)
+            let width = std::io::stdout()
+                .is_terminal()
+                .then(terminal_width)
+                .flatten();
+            report.to_text_width(color, width)
         }
     };
     emit(&text, report.exit_code())
@@ -707,8 +873,40 @@ async fn gather_within_deadline(
     images: Vec<pullcheck::input::ImageUse>,
 ) -> Result<(pullcheck_sources::Gathered, std::time::Instant), String> {
     // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
-    let pull_secrets = read_pull_secret_files(&args.pod.pull_secret)?;
-    let inputs = read_inputs(&args.files, images)?;
+    // Every file is read before any error is shown, so that all bad ones are named.
+    let pull_secrets = read_pull_secret_files(&args.pod.pull_secret);
+    let template_file = args.pod.pods_template_file.as_ref().map(|path| {
+        // Read here first, so that its error names the option.
+        pullcheck_kube::read_template_file(path).map_err(|e| {
+            option_error(
+                "--pods-template-file",
+                path,
+                "PipelinePodsTemplate",
+                &e.to_string(),
+            )
+        })
+    });
+    let inputs = read_inputs(&args.files, images);
+    let errors: Vec<String> = [
+        pull_secrets.as_ref().err(),
+        template_file.as_ref().and_then(|t| t.as_ref().err()),
+        inputs.as_ref().err(),
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect();
+    if !errors.is_empty() {
+        return Err(errors.join(&format!("\n{ERROR_PREFIX}")));
+    }
+    let (Ok(pull_secrets), Ok(inputs)) = (pull_secrets, inputs) else {
+        return Err("the inputs could not be read".into());
+    };
+    if !args.allow_empty
+        && let Some(message) = inputs.nothing_to_check()
+    {
+        return Err(format!("{message} (--allow-empty passes anyway)"));
+    }
     let started = std::time::Instant::now();
     let cluster = args.pod.cluster_options(&args.registry.node);
     let template = args.pod.template_source();
@@ -800,6 +998,16 @@ async fn run_serve(args: ServeArgs) -> i32 {
     }
 }
 
+/// The width of the terminal on stdout, in columns: `COLUMNS` when set, else the
+/// terminal's own. `None` when unknown or too narrow to wrap into (under 40 columns).
+fn terminal_width() -> Option<usize> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .or_else(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
+        .filter(|w| *w >= 40)
+}
+
 /// `NO_COLOR` set to a non-empty value (no-color.org), or a dumb terminal.
 fn no_color() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
@@ -872,9 +1080,9 @@ mod tests {
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("7").unwrap_err().contains("no unit"));
         assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5h").is_err());
+        assert_eq!(parse_duration("5h"), Ok(Duration::from_secs(5 * 3600)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("0ms").is_err());
     }

@@ -54,6 +54,22 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
     })
 }
 
+/// See [`crate::image_arg_use`].
+pub(crate) fn parse_lenient(arg: &str) -> Result<ImageUse, InputError> {
+    match parse(arg) {
+        Ok(u) => Ok(u),
+        Err(e) => match arg.rsplit_once('=') {
+            Some((reference, _)) if !reference.is_empty() => {
+                let mut u = parse(reference)?;
+                u.policy = PullPolicy::NotPresent;
+                u.disposition = Disposition::Invalid(e.message);
+                Ok(u)
+            }
+            _ => Err(e),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +136,17 @@ mod tests {
 
 #[cfg(test)]
 mod empty_policy_tests {
+    #[test]
+    fn the_lenient_form_makes_an_unknown_policy_an_invalid_use() {
+        let u = super::parse_lenient("alpine=sometimes").unwrap();
+        assert_eq!(u.image, "alpine");
+        assert!(
+            matches!(&u.disposition, crate::Disposition::Invalid(m) if m.contains("sometimes"))
+        );
+        assert!(super::parse_lenient("=sometimes").is_err());
+        assert!(super::parse_lenient("alpine=never").is_ok());
+    }
+
     #[test]
     fn an_empty_policy_after_equals_is_an_error() {
         let err = super::parse("alpine=").unwrap_err();

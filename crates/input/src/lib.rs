@@ -372,3 +372,76 @@ pub fn read_file(path: &Path) -> Result<(String, String), InputError> {
 pub fn parse_image_arg(arg: &str) -> Result<ImageUse, InputError> {
     image_arg::parse(arg)
 }
+
+/// The pull policy as written, when `message` (a [`Disposition::Invalid`] message of this
+/// crate, of [`image_arg_use`], or of `pullcheck-kube`'s manifests) is about an unknown
+/// pull policy: the value quoted after `unknown pull value `, `unknown pull policy ` or
+/// `unsupported imagePullPolicy ` (Rust's debug quoting, undone), or `""` for an `empty
+/// pull policy`. `None` when the problem is another one.
+pub fn unknown_pull_policy(message: &str) -> Option<String> {
+    if message.contains("empty pull policy after `=`") {
+        return Some(String::new());
+    }
+    let rest = [
+        "unknown pull value \"",
+        "unknown pull policy \"",
+        "unsupported imagePullPolicy \"",
+    ]
+    .iter()
+    .find_map(|m| message.find(m).map(|i| &message[i + m.len()..]))?;
+    let mut value = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(value),
+            '\\' => match chars.next()? {
+                'n' => value.push('\n'),
+                't' => value.push('\t'),
+                'r' => value.push('\r'),
+                '0' => value.push('\0'),
+                'u' => {
+                    let hex: String = chars.by_ref().skip(1).take_while(|c| *c != '}').collect();
+                    value.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                other => value.push(other),
+            },
+            c => value.push(c),
+        }
+    }
+    None
+}
+
+/// As [`parse_image_arg`], but an unknown or empty policy is an invalid use of that image,
+/// as an unknown `pull:` in a pipeline is: [`Disposition::Invalid`] with the message
+/// naming the argument and the allowed values, policy `not_present` (the CLI reports it
+/// `invalid`, exit 1).
+///
+/// # Errors
+/// [`InputError`] when the argument holds no reference at all (`""`, `=always`): there is
+/// no image to report.
+pub fn image_arg_use(arg: &str) -> Result<ImageUse, InputError> {
+    image_arg::parse_lenient(arg)
+}
+
+#[cfg(test)]
+mod unknown_pull_policy_tests {
+    #[test]
+    fn the_written_value_is_recovered() {
+        let u = crate::image_arg_use("alpine=some\"t\u{1b}imes").unwrap();
+        let crate::Disposition::Invalid(m) = &u.disposition else {
+            panic!("{u:?}")
+        };
+        assert_eq!(
+            super::unknown_pull_policy(m).as_deref(),
+            Some("some\"t\u{1b}imes")
+        );
+        assert_eq!(
+            super::unknown_pull_policy(
+                "a.yml:3:9: unsupported imagePullPolicy \"Sometimes\": must be"
+            )
+            .as_deref(),
+            Some("Sometimes")
+        );
+        assert_eq!(super::unknown_pull_policy("a.yml:3:9: no image"), None);
+    }
+}

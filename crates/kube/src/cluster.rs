@@ -565,6 +565,10 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
     };
     match kubeconfig {
         Some((kubeconfig, origin)) => {
+            // A YAML file with none of a kubeconfig's lists is some other file.
+            let no_kubeconfig = kubeconfig.clusters.is_empty()
+                && kubeconfig.contexts.is_empty()
+                && kubeconfig.auth_infos.is_empty();
             let kube_options = KubeConfigOptions {
                 context: options.context.clone(),
                 cluster: None,
@@ -574,6 +578,9 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
                 .await
                 .map_err(|e| {
                     let problem = match (&e, options.context.as_deref()) {
+                        _ if no_kubeconfig => "not a kubeconfig: it has no clusters, contexts \
+                                               or users (expected apiVersion: v1, kind: Config)"
+                            .to_owned(),
                         (kube::config::KubeconfigError::LoadContext(_), Some(context)) => {
                             format!("it has no context {context:?}")
                         }
@@ -609,7 +616,16 @@ fn read_kubeconfig(path: &Path, label: &str) -> Result<Kubeconfig, KubeError> {
         KubeError::Config(format!("kubeconfig {}{label}: {problem}", path.display()))
     };
     pullcheck_files::check_bounded(path).map_err(|e| error(e.to_string()))?;
-    let config = Kubeconfig::read_from(path).map_err(|e| error(error_chain(&e)))?;
+    // kube-rs names the path quoted twice (`from '"nosuch"'`); the error names it already.
+    let config = Kubeconfig::read_from(path).map_err(|e| {
+        let quoted = format!(" from '{:?}'", path.display().to_string());
+        let quoted_path = format!(" from '{path:?}'");
+        error(
+            error_chain(&e)
+                .replace(&quoted, "")
+                .replace(&quoted_path, ""),
+        )
+    })?;
     let named = config
         .clusters
         .iter()

@@ -288,12 +288,18 @@ impl Checker {
 
 /// One plan item's line of the report: its query's outcome, or why it was not asked.
 fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageReport {
-    let canonical = item.parsed().map(|r| r.canonical());
+    // Every reference that parses has its canonical form, skipped ones too.
+    let canonical = item.parsed().map(|r| r.canonical()).or_else(|| {
+        (!item.reference.is_empty())
+            .then(|| reference::Reference::parse_normalized(&item.reference).ok())
+            .flatten()
+            .map(|r| r.canonical())
+    });
     let mut image = ImageReport {
         reference: item.reference,
         substituted: item.substituted,
         canonical,
-        policy: item.policy,
+        policy: item.policy.into(),
         status: Status::Skipped,
         missing: None,
         digest: None,
@@ -336,11 +342,20 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         }
         Action::Invalid { message, error } => {
             image.status = Status::Invalid;
-            image.detail = message;
             image.error = error.map(|e| ReferenceErrorReport {
                 kind: e.kind().as_str(),
                 message: e.message().to_string(),
             });
+            if image.error.is_none()
+                && let Some(written) = input::unknown_pull_policy(&message)
+            {
+                image.policy = report::ReportedPolicy::Unknown(written);
+                image.error = Some(ReferenceErrorReport {
+                    kind: "pull_policy",
+                    message: message.clone(),
+                });
+            }
+            image.detail = message;
         }
     }
     image

@@ -78,16 +78,34 @@ pub enum MissingPart {
     Platform,
 }
 
-/// A reference parse error, as in `explain`.
+/// A reference parse error, as in `explain`, or an unknown pull policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReferenceErrorReport {
     /// `empty`, `invalid_format`, `uppercase`, `name_too_long`, `hex64`, `digest_invalid`
     /// (the parser's), or, for a reference that parses but names no usable registry,
-    /// `no_registry` or `port_out_of_range` (the checks `check` applies too); in
+    /// `no_registry` or `port_out_of_range` (the checks `check` applies too);
+    /// `pull_policy` for a pull policy that is not one of the known values; in
     /// `explain`, `substitution` for an input with `${VAR}`s.
     pub kind: &'static str,
     /// The parser's message, or why the registry is unusable.
     pub message: String,
+}
+
+/// The pull policy of a report entry: a known one, or, for an image `invalid` because
+/// of it, the value as written (`sometimes`). Serialised as the bare string either way.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
+pub enum ReportedPolicy {
+    /// A policy pullcheck knows.
+    Known(PullPolicy),
+    /// An unknown policy, as written.
+    Unknown(String),
+}
+
+impl From<PullPolicy> for ReportedPolicy {
+    fn from(policy: PullPolicy) -> Self {
+        ReportedPolicy::Known(policy)
+    }
 }
 
 /// One image as written, with its policy, status and every use.
@@ -102,8 +120,9 @@ pub struct ImageReport {
     /// The canonical form `domain/path[:tag][@digest]` of the image as pulled
     /// (substituted), when it parsed.
     pub canonical: Option<String>,
-    /// The pull policy.
-    pub policy: PullPolicy,
+    /// The pull policy; as written when it is unknown (the image is then `invalid`, with
+    /// `error.kind` `pull_policy`).
+    pub policy: ReportedPolicy,
     /// The status.
     pub status: Status,
     /// What is missing, for `missing`.
@@ -127,10 +146,12 @@ pub struct ImageReport {
     pub cached: bool,
 }
 
-/// Counts over the report's images.
+/// Counts over the report's images, by use: an image used in three places counts three
+/// times. Template steps (no image until the template is expanded) are counted apart, in
+/// `template_steps`, and in no other field.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
-    /// Every image entry.
+    /// Every use of an image: the sum of the fields below but `template_steps`.
     pub total: usize,
     /// `present`.
     pub present: usize,
@@ -142,6 +163,9 @@ pub struct Summary {
     pub skipped: usize,
     /// `deferred`.
     pub deferred: usize,
+    /// Steps that use a `template:`, not checked (their images are known only once the
+    /// template is expanded).
+    pub template_steps: usize,
 }
 
 /// The whole report.
@@ -169,17 +193,20 @@ pub const EXIT_UNVERIFIED: i32 = 3;
 impl Report {
     /// Builds a report and its summary.
     pub fn new(images: Vec<ImageReport>, warnings: Vec<String>) -> Report {
-        let mut summary = Summary {
-            total: images.len(),
-            ..Summary::default()
-        };
+        let mut summary = Summary::default();
         for image in &images {
+            let uses = image.origins.len().max(1);
+            if image.is_template_step() {
+                summary.template_steps += uses;
+                continue;
+            }
+            summary.total += uses;
             match image.status {
-                Status::Present => summary.present += 1,
-                Status::Unreachable | Status::Unresolved => summary.unverified += 1,
-                Status::Skipped => summary.skipped += 1,
-                Status::Deferred => summary.deferred += 1,
-                s if s.is_failure() => summary.failed += 1,
+                Status::Present => summary.present += uses,
+                Status::Unreachable | Status::Unresolved => summary.unverified += uses,
+                Status::Skipped => summary.skipped += uses,
+                Status::Deferred => summary.deferred += uses,
+                s if s.is_failure() => summary.failed += uses,
                 _ => {}
             }
         }
@@ -210,8 +237,17 @@ impl Report {
     /// The report as text: one line per image (more for extra uses) with its status,
     /// reference, first use, detail and the credential that answered (source and key,
     /// never the secret); then warnings and a summary line. `color` adds ANSI colours to
-    /// the status.
+    /// the status. As [`Report::to_text_width`] without a width: one line per image.
     pub fn to_text(&self, color: bool) -> String {
+        self.to_text_width(color, None)
+    }
+
+    /// [`Report::to_text`] for a terminal `width` columns wide: a row longer than that
+    /// has its detail and credential on the lines below it, indented and wrapped at the
+    /// width (as cargo wraps its notes). `None` (output to a pipe or a file): one line
+    /// per image, however long.
+    pub fn to_text_width(&self, color: bool, width: Option<usize>) -> String {
+        let terminal = width;
         let mut out = String::new();
         let width = self
             .images
@@ -229,18 +265,33 @@ impl Report {
             };
             let mut origins = image.origins.iter();
             let first = origins.next().map(describe_origin).unwrap_or_default();
-            let _ = write!(
-                out,
-                "{status} {:<width$}  {first}",
-                display_reference(image),
-            );
+            let head = format!("{:<width$}  {first}", display_reference(image),);
+            let mut tail = Vec::new();
             if !image.detail.is_empty() {
-                let _ = write!(out, "  {}", escape_controls(&image.detail));
+                tail.push(escape_controls(&image.detail).into_owned());
             }
             if let Some(c) = &image.credential {
-                let _ = write!(out, "  [credential: {} key {:?}]", c.source, c.key);
+                tail.push(format!("[credential: {} key {:?}]", c.source, c.key));
             }
-            out.push('\n');
+            let long = |w: usize| {
+                let tail: usize = tail.iter().map(|t| 2 + t.chars().count()).sum();
+                12 + head.chars().count() + tail > w
+            };
+            match terminal {
+                Some(w) if !tail.is_empty() && long(w) => {
+                    let _ = writeln!(out, "{status} {}", head.trim_end());
+                    for line in wrap(&tail.join("  "), w.saturating_sub(INDENT.len()).max(20)) {
+                        let _ = writeln!(out, "{INDENT}{line}");
+                    }
+                }
+                _ => {
+                    let _ = write!(out, "{status} {head}");
+                    for t in &tail {
+                        let _ = write!(out, "  {t}");
+                    }
+                    out.push('\n');
+                }
+            }
             for origin in origins {
                 let _ = writeln!(
                     out,
@@ -255,8 +306,9 @@ impl Report {
             let _ = writeln!(out, "warning: {warning}");
         }
         let s = &self.summary;
-        let _ = writeln!(
-            out,
+        let mut summary = String::new();
+        let _ = write!(
+            summary,
             "{} image{}: {} present, {} failed, {} unverified, {} skipped, {} deferred",
             s.total,
             if s.total == 1 { "" } else { "s" },
@@ -266,7 +318,55 @@ impl Report {
             s.skipped,
             s.deferred
         );
+        if s.template_steps > 0 {
+            let _ = write!(
+                summary,
+                "; {} template step{} not checked",
+                s.template_steps,
+                if s.template_steps == 1 { "" } else { "s" }
+            );
+        }
+        match terminal {
+            Some(w) => {
+                for line in wrap(&summary, w.max(20)) {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+            None => {
+                let _ = writeln!(out, "{summary}");
+            }
+        }
         out
+    }
+}
+
+/// The indentation of a row's wrapped detail: under the reference, past the status.
+const INDENT: &str = "            ";
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word keeps
+/// a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+impl ImageReport {
+    /// Whether this is a step that uses a `template:`: no image, skipped.
+    pub fn is_template_step(&self) -> bool {
+        self.reference.is_empty() && self.status == Status::Skipped
     }
 }
 
@@ -325,6 +425,9 @@ fn describe_origin(o: &Origin) -> String {
         .unwrap_or_default();
     if kind == "image" {
         s.push_str("--image");
+    } else if o.kind == pullcheck_input::ContainerKind::Container {
+        // The name says it all: `Deployment/web container app`.
+        s.push_str(&escape_controls(&o.name));
     } else {
         let _ = write!(s, "{kind} {:?}", o.name);
     }
@@ -379,7 +482,7 @@ mod tests {
             reference: "alpine:3.19".into(),
             substituted: None,
             canonical: Some("docker.io/library/alpine:3.19".into()),
-            policy: PullPolicy::Always,
+            policy: PullPolicy::Always.into(),
             status,
             missing: None,
             digest: None,

@@ -112,6 +112,31 @@ pub use observe::{Observer, RequestEvent, RequestKind};
 pub use pullcheck_credentials::Credential;
 pub use session::{MANIFEST_ACCEPT, Session};
 
+/// Whether an `unreachable` failure's message says that the registry's https
+/// certificate is not valid for the host (`https: TLS: certificate signed by an unknown
+/// authority`, `… expired`, `… not yet valid`, `… is for another host`, `… revoked`,
+/// `TLS: bad certificate signature`, `TLS: invalid certificate`): the registry as reached
+/// is then not the one named, so callers report it as a failure, not as unverified.
+pub fn is_certificate_failure(message: &str) -> bool {
+    [
+        "https: TLS: certificate ",
+        "https: TLS: bad certificate",
+        "https: TLS: invalid certificate",
+    ]
+    .iter()
+    .any(|p| message.contains(p))
+}
+
+/// What to do about a certificate failure of `host` ([`is_certificate_failure`]): the
+/// options that trust its CA or skip verification, for the report's detail.
+pub fn certificate_fix(host: &str) -> String {
+    format!(
+        "the registry as reached is not the one named; trust its CA with --ca-file PEM or \
+         --certs-dir DIR (DIR/{host}/ca.crt), or allow unverified TLS with \
+         --insecure-registry {host}"
+    )
+}
+
 /// How to reach one registry host: where its API is, and what every request to it
 /// carries. Build it with [`Endpoint::new`] and struct update syntax, so that new fields
 /// keep their defaults:

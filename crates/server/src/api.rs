@@ -51,6 +51,10 @@ pub struct CheckRequest {
     pub platform: Option<String>,
     /// This check's deadline in seconds, capped by `--deadline`.
     pub deadline_seconds: Option<f64>,
+    /// As `--allow-empty`: inputs that hold no image get an empty report (exit code 0)
+    /// instead of a 400 that says nothing was checked.
+    #[serde(default)]
+    pub allow_empty: bool,
 }
 
 impl std::fmt::Debug for CheckRequest {
@@ -66,6 +70,7 @@ impl std::fmt::Debug for CheckRequest {
             .field("include_on_start", &self.include_on_start)
             .field("platform", &self.platform)
             .field("deadline_seconds", &self.deadline_seconds)
+            .field("allow_empty", &self.allow_empty)
             .finish_non_exhaustive()
     }
 }
@@ -425,6 +430,13 @@ async fn check(
         None => pullcheck_sources::read_inputs(&parsed.texts, parsed.images)?,
     };
     drop(parsed.texts);
+    if !request.allow_empty
+        && let Some(message) = inputs.nothing_to_check()
+    {
+        return Err(ApiError::bad(format!(
+            "{message} (`\"allow_empty\": true` passes anyway)"
+        )));
+    }
     let deadline_start = Instant::now();
     let cluster = match &request.namespace {
         Some(ns) => match &state.cluster {

@@ -106,6 +106,8 @@ pub struct Inputs {
     workloads: Vec<pullcheck_kube::Workload>,
     /// Documents, objects and kinds that were not read, so nothing is skipped silently.
     warnings: Vec<String>,
+    /// The names of the texts in which no image was found, in input order.
+    without_images: Vec<String>,
 }
 
 impl Inputs {
@@ -115,12 +117,54 @@ impl Inputs {
     }
 
     /// Adds `other`'s uses, workloads and warnings after this one's (the CLI reads and
-    /// parses one file after the other, so the first bad file is the error).
+    /// parses one file after the other).
     pub fn append(&mut self, other: Inputs) {
         self.build_uses.extend(other.build_uses);
         self.workloads.extend(other.workloads);
         self.warnings.extend(other.warnings);
+        self.without_images.extend(other.without_images);
     }
+
+    /// The names of the texts in which no image was found, in input order.
+    pub fn without_images(&self) -> &[String] {
+        &self.without_images
+    }
+
+    /// When there is nothing to check at all, the error that says so: it names every
+    /// text and what was expected ([`no_image_message`]), then the inputs' warnings
+    /// (an object of a kind not read, ...), which tell why. `None` when there is an
+    /// image (a template step counts: it is reported as not checked).
+    pub fn nothing_to_check(&self) -> Option<String> {
+        if !self.is_empty() {
+            return None;
+        }
+        let mut message = no_image_message(&self.without_images);
+        for warning in &self.warnings {
+            if !warning.ends_with(": no image found in this file") {
+                message.push_str("; ");
+                message.push_str(warning);
+            }
+        }
+        Some(message)
+    }
+}
+
+/// The message for inputs that hold no image: `no image to check in a.yml, b.yml: …`,
+/// naming `files` (none: the request held no input) and what is expected: a Vela
+/// pipeline's `steps`, `services` or `stages` with `image:`, or Kubernetes Pod and
+/// workload manifests. Callers add how to pass anyway (the CLI's `--allow-empty`, the
+/// service's `"allow_empty": true`).
+pub fn no_image_message(files: &[String]) -> String {
+    let what = if files.is_empty() {
+        String::new()
+    } else {
+        format!(" in {}", files.join(", "))
+    };
+    format!(
+        "no image to check{what}: expected a Vela pipeline (steps, services or stages \
+         with `image:`) or Kubernetes manifests (Pod, Deployment, StatefulSet, DaemonSet, \
+         ReplicaSet, Job, CronJob with containers); nothing was checked"
+    )
 }
 
 /// Parses every text (kind detected by [`detect`]) and adds `images` to the build Pod's
@@ -149,7 +193,14 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
     let (name, text) = (&input.name, &input.text);
     let found = match kind {
         InputKind::Manifests => {
-            let manifests = pullcheck_kube::read_manifests(name, text)?;
+            let mut manifests = pullcheck_kube::read_manifests(name, text)?;
+            // Report a workload's containers in file order (init containers usually come
+            // first), not list by list.
+            for workload in &mut manifests.workloads {
+                workload
+                    .images
+                    .sort_by_key(|u| (u.origin.line, u.origin.column));
+            }
             inputs.warnings.extend(manifests.warnings());
             let found = manifests
                 .workloads
@@ -171,6 +222,7 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
         inputs
             .warnings
             .push(format!("{name}: no image found in this file"));
+        inputs.without_images.push(name.clone());
     }
     Ok(inputs)
 }
@@ -252,6 +304,7 @@ pub async fn find_pull_secrets(
         build_uses,
         workloads,
         warnings: file_warnings,
+        without_images: _,
     } = inputs;
     let mut walked = Vec::new();
     let mut sets = Vec::new();
@@ -380,6 +433,37 @@ mod tests {
             detect("version: \"1\"\nsteps: [{name: a, image: alpine}]\n"),
             InputKind::Pipeline
         );
+    }
+
+    #[test]
+    fn nothing_to_check_names_every_text_and_why() {
+        let texts = [
+            NamedText {
+                name: "a.yml".into(),
+                text: "version: \"1\"\nsteps: []\n".into(),
+            },
+            NamedText {
+                name: "b.yaml".into(),
+                text: "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: web}\n\
+                       spec:\n  template:\n    spec:\n      containers:\n        - name: app\n\
+                       \x20         image: alpine\n"
+                    .into(),
+            },
+        ];
+        let inputs = read_inputs(&texts, Vec::new()).expect("reads");
+        assert_eq!(inputs.without_images(), ["a.yml", "b.yaml"]);
+        let message = inputs.nothing_to_check().expect("nothing to check");
+        assert!(
+            message.starts_with("no image to check in a.yml, b.yaml: expected a Vela"),
+            "{message}"
+        );
+        assert!(message.contains("Rollout"), "{message}");
+        let with_image = [NamedText {
+            name: "c.yml".into(),
+            text: "version: \"1\"\nsteps: [{name: a, image: alpine}]\n".into(),
+        }];
+        let inputs = read_inputs(&with_image, Vec::new()).expect("reads");
+        assert_eq!(inputs.nothing_to_check(), None);
     }
 
     #[test]

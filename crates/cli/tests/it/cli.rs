@@ -133,7 +133,10 @@ async fn pipeline_against_a_token_registry() {
         "{shown}"
     );
     assert!(
-        shown.contains("6 images: 2 present, 2 failed, 0 unverified, 1 skipped, 1 deferred"),
+        shown.contains(
+            "5 images: 2 present, 2 failed, 0 unverified, 0 skipped, 1 deferred; \
+             1 template step not checked"
+        ),
         "{shown}"
     );
 
@@ -446,9 +449,28 @@ fn usage_and_configuration_errors_exit_2_with_the_position() {
         text(&out)
     );
 
+    // An unknown policy is an invalid use of that image, as in a file (issue 16 item 5).
     let out = pullcheck(&["check", "--image", "alpine=sometimes"], &dir);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).contains("sometimes"), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out)
+            .lines()
+            .any(|l| l.starts_with("invalid") && l.contains("sometimes")),
+        "{}",
+        text(&out)
+    );
+    // Durations need a unit; h is one; the message lists them.
+    let out = pullcheck(
+        &["check", "--image", "127.0.0.1:1/a", "--deadline", "10"],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("ms, s, m or h"), "{}", text(&out));
+    let out = pullcheck(
+        &["check", "--image", "alpine=never", "--deadline", "1h"],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
 #[test]
@@ -465,6 +487,23 @@ fn invalid_pull_value_is_an_invalid_image_at_its_position() {
     assert_eq!(json["images"][0]["status"], "invalid");
     let detail = json["images"][0]["detail"].as_str().unwrap();
     assert!(detail.contains(".vela.yml:5:11"), "{detail}");
+    // The policy as written, and the error's kind (issue 16, item 5); --image alike.
+    assert_eq!(json["images"][0]["policy"], "sometimes", "{json}");
+    assert_eq!(json["images"][0]["error"]["kind"], "pull_policy", "{json}");
+    assert!(
+        json["images"][0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("sometimes")),
+        "{json}"
+    );
+    let out = pullcheck(
+        &["check", "--image", "alpine=sometimes", "--format", "json"],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["images"][0]["policy"], "sometimes", "{json}");
+    assert_eq!(json["images"][0]["error"]["kind"], "pull_policy", "{json}");
 }
 
 #[test]
@@ -518,7 +557,10 @@ fn nothing_is_skipped_silently() {
          spec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: localhost:1/app:v1\n",
     )
     .unwrap();
-    let out = pullcheck(&["check", "rollout.yaml", "--format", "json"], &dir);
+    let out = pullcheck(
+        &["check", "rollout.yaml", "--format", "json", "--allow-empty"],
+        &dir,
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let warnings = json["warnings"].to_string();
     assert!(
@@ -646,7 +688,7 @@ async fn verbosity_levels_choose_whose_trace() {
 fn an_endless_deadline_is_no_panic() {
     let dir = temp_dir("endless");
     // Port 1 on loopback refuses at once; one attempt, so the run ends quickly.
-    for deadline in ["18446744073709551615", "18446744073709551615m"] {
+    for deadline in ["18446744073709551615s", "18446744073709551615m"] {
         let out = pullcheck(
             &[
                 "check",
@@ -723,4 +765,264 @@ fn explain_agrees_with_check_and_escapes_its_input() {
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(!shown.contains('\u{1b}'), "{shown:?}");
     assert!(shown.starts_with("alp\\u{1b}[31mine\\nx\n"), "{shown:?}");
+}
+
+/// Inputs without any image are an error naming each file and what was expected, not a
+/// green gate that checked nothing; `--allow-empty` passes (issue 16, item 1).
+#[test]
+fn inputs_without_an_image_exit_2_unless_allowed() {
+    let dir = temp_dir("empty");
+    std::fs::write(dir.join("tpl.yml"), "version: \"1\"\nsteps: []\n").unwrap();
+    std::fs::write(
+        dir.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    )
+    .unwrap();
+    let out = pullcheck(&["check", "tpl.yml", "cm.yaml"], &dir);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("no image to check in tpl.yml, cm.yaml"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Vela pipeline") && shown.contains("Kubernetes"),
+        "{shown}"
+    );
+    assert!(shown.contains("--allow-empty"), "{shown}");
+    let out = pullcheck(&["check", "tpl.yml", "--allow-empty"], &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// Every unreadable or unparsable input is reported, not only the first (item 4).
+#[test]
+fn every_bad_input_is_reported() {
+    let dir = temp_dir("bad-inputs");
+    std::fs::write(
+        dir.join("a.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("broken.yml"),
+        "steps:\n  - name: a\n    image: [unclosed\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("dup.yml"), "steps: []\nsteps: []\n").unwrap();
+    let out = pullcheck(
+        &["check", "a.yml", "broken.yml", "nosuch.yml", "dup.yml"],
+        &dir,
+    );
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    for name in ["broken.yml:", "nosuch.yml: cannot read", "dup.yml:2"] {
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.starts_with("pullcheck: error: ") && l.contains(name)),
+            "{name}: {shown}"
+        );
+    }
+    assert!(!shown.contains("a.yml"), "{shown}");
+    // Bad option files and bad inputs: all of them.
+    let out = pullcheck(
+        &[
+            "check",
+            "broken.yml",
+            "--pull-secret",
+            "nosuch.json",
+            "--pull-secret",
+            "a.yml",
+        ],
+        &dir,
+    );
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    for name in [
+        "broken.yml:",
+        "--pull-secret nosuch.json:",
+        "--pull-secret a.yml:",
+    ] {
+        assert!(
+            shown.contains(&format!("pullcheck: error: {name}")),
+            "{name}: {shown}"
+        );
+    }
+}
+
+/// Each file option's error names the option, the file and what it should have been
+/// (issue 16, item 3): a pipeline given where a configuration file belongs.
+#[test]
+fn file_option_errors_name_the_option_and_the_format() {
+    let dir = temp_dir("option-errors");
+    std::fs::write(
+        dir.join("good.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n",
+    )
+    .unwrap();
+    for (option, value, want) in [
+        (
+            "--docker-config",
+            "good.yml",
+            "--docker-config good.yml: not a Docker config.json: line 1, column ",
+        ),
+        (
+            "--auth-file",
+            "good.yml",
+            "--auth-file good.yml: not a containers auth.json: line 1, column ",
+        ),
+        ("--pull-secret", "good.yml", "--pull-secret good.yml: "),
+        (
+            "--registries-conf",
+            "good.yml",
+            "--registries-conf good.yml: not a containers registries.conf: line 1, column ",
+        ),
+        ("--hosts-dir", "nosuch", "--hosts-dir nosuch: "),
+        (
+            "--docker-daemon-config",
+            "good.yml",
+            "--docker-daemon-config good.yml: not a Docker daemon.json: line 1, column ",
+        ),
+        (
+            "--pods-template-file",
+            "good.yml",
+            "--pods-template-file good.yml:1:1: invalid PipelinePodsTemplate: ",
+        ),
+        ("--kubeconfig", "nosuch", "--kubeconfig nosuch: "),
+        (
+            "--kubeconfig",
+            "good.yml",
+            "--kubeconfig good.yml: not a kubeconfig",
+        ),
+    ] {
+        let mut args = vec!["check", "good.yml", option, value];
+        if option == "--kubeconfig" {
+            args.extend(["-n", "ci"]);
+        }
+        let out = pullcheck(&args, &dir);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{option}: {shown}");
+        assert!(
+            shown.contains(&format!("pullcheck: error: {want}")),
+            "{option}: {shown}"
+        );
+        assert!(!shown.contains("'\""), "{option}: doubled quotes: {shown}");
+    }
+}
+
+/// The report's shape (item 6): `canonical` for a skipped image too; the summary counts
+/// uses and lists template steps apart; a workload row names its container once, in
+/// file order (init containers first); rows fit a terminal, one line each when piped.
+#[test]
+fn the_report_counts_uses_and_fits_the_terminal() {
+    let dir = temp_dir("shape");
+    std::fs::write(
+        dir.join(".vela.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/team/app:v1\n\
+         \x20 - name: b\n    image: 127.0.0.1:1/team/app:v1\n\
+         \x20 - name: old\n    image: alpine:3.19\n    pull: never\n\
+         \x20 - name: lint\n    template:\n      name: golangci\n",
+    )
+    .unwrap();
+    let args = ["check", ".vela.yml", "--max-attempts", "1"];
+    let mut json_args = args.to_vec();
+    json_args.extend(["--format", "json"]);
+    let out = pullcheck(&json_args, &dir);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let never = &json["images"][1];
+    assert_eq!(never["status"], "skipped", "{json}");
+    assert_eq!(
+        never["canonical"], "docker.io/library/alpine:3.19",
+        "{json}"
+    );
+    let summary = &json["summary"];
+    assert_eq!(
+        (
+            &summary["total"],
+            &summary["unverified"],
+            &summary["skipped"],
+            &summary["template_steps"]
+        ),
+        (
+            &serde_json::json!(3),
+            &serde_json::json!(2),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        ),
+        "{json}"
+    );
+    let out = pullcheck(&args, &dir);
+    let shown = text(&out);
+    assert!(
+        shown.contains(
+            "3 images: 0 present, 0 failed, 2 unverified, 1 skipped, 0 deferred; \
+                        1 template step not checked"
+        ),
+        "{shown}"
+    );
+    // Piped: one line per image, however long.
+    let row = shown
+        .lines()
+        .find(|l| l.starts_with("unreachable"))
+        .unwrap();
+    assert!(
+        row.contains("step \"a\"") && row.contains("connection refused"),
+        "{row}"
+    );
+
+    // On an 80-column terminal (a pty from util-linux `script`): no line is wider, the
+    // detail goes under its row.
+    let bin = env!("CARGO_BIN_EXE_pullcheck");
+    let out = Command::new("script")
+        .args([
+            "-qec",
+            &format!("{bin} check .vela.yml --max-attempts 1"),
+            "/dev/null",
+        ])
+        .current_dir(&dir)
+        .env("COLUMNS", "80")
+        .env("NO_COLOR", "1")
+        .env("HOME", &*dir)
+        .output()
+        .expect("script");
+    let shown = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(shown.contains("unreachable"), "{shown}");
+    for line in shown.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}\n{shown}",
+            line.chars().count()
+        );
+    }
+    let mut lines = shown.lines();
+    let _ = lines.find(|l| l.starts_with("unreachable"));
+    let next = lines.next().unwrap_or_default();
+    assert!(
+        next.starts_with("            ") && !next.trim().is_empty(),
+        "{shown}"
+    );
+
+    // A workload: its container once, in file order.
+    std::fs::write(
+        dir.join("web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n\
+         \x20     initContainers:\n        - name: setup\n          image: busybox:1.36\n          imagePullPolicy: Never\n\
+         \x20     containers:\n        - name: app\n          image: nginx:1.27\n          imagePullPolicy: Never\n",
+    )
+    .unwrap();
+    let out = pullcheck(&["check", "web.yaml"], &dir);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let rows: Vec<&str> = shown.lines().filter(|l| l.starts_with("skipped")).collect();
+    assert_eq!(rows.len(), 2, "{shown}");
+    assert!(
+        rows[0].contains("busybox") && rows[1].contains("nginx"),
+        "{shown}"
+    );
+    assert!(
+        rows[1].contains("web.yaml:13:") && rows[1].contains(" Deployment/web container app"),
+        "{shown}"
+    );
+    assert!(!shown.contains("container \"Deployment"), "{shown}");
 }

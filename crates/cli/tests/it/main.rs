@@ -5,4 +5,5 @@ mod explain_mirrors;
 mod kubernetes;
 mod serve;
 mod substitution;
+mod tls;
 mod util;

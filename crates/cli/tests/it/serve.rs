@@ -227,6 +227,16 @@ async fn serve_answers_as_check_and_never_shows_a_secret() {
     .await;
     assert_eq!(status, 200, "{text}");
     assert_no_secret("the build answer", &text);
+    // A template with no image: a 400 naming it, as `check` exits 2; `allow_empty` passes.
+    let empty = json!({"pipeline": "version: \"1\"\nsteps: []\n", "file_name": "tpl.yml"});
+    let (status, _, text) = post(&http, &service, API_TOKEN, &empty).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("no image to check in tpl.yml"), "{text}");
+    let mut allowed = empty.clone();
+    allowed["allow_empty"] = json!(true);
+    let (status, _, text) = post(&http, &service, API_TOKEN, &allowed).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"exit_code\":0"), "{text}");
     let (status, _, text) = post(&http, &service, "not-the-token", &request).await;
     assert_eq!(status, 401, "{text}");
     assert_no_secret("the 401", &text);

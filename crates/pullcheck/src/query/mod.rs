@@ -582,7 +582,7 @@ async fn ask_group<R: Registry>(
                 list.push((
                     job.index,
                     place.clone(),
-                    Outcome {
+                    certificate_denied(Outcome {
                         status: map_status(e.status),
                         missing: None,
                         digest: None,
@@ -590,7 +590,7 @@ async fn ask_group<R: Registry>(
                         detail: e.message.clone(),
                         credential: group.source.clone(),
                         cached: false,
-                    },
+                    }),
                 ));
             }
         }
@@ -669,6 +669,24 @@ fn answer_key(attempt: &Attempt, reference: &Reference, platform: Option<&Platfo
         reference: reference.manifest_reference().to_string(),
         platform: platform.cloned(),
     }
+}
+
+/// An `unreachable` outcome whose https certificate is not valid for the host becomes
+/// `denied`, its detail naming the fix: the registry as reached is not the one named,
+/// which is a failure, not a registry that could not be asked.
+fn certificate_denied(mut outcome: Outcome) -> Outcome {
+    if outcome.status == Status::Unreachable
+        && pullcheck_registry::is_certificate_failure(&outcome.detail)
+    {
+        let host = outcome.registry.clone().unwrap_or_default();
+        outcome.status = Status::Denied;
+        outcome.detail = format!(
+            "{}; {}",
+            outcome.detail,
+            pullcheck_registry::certificate_fix(&host)
+        );
+    }
+    outcome
 }
 
 /// The registry client's status as the report's.

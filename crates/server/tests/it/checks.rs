@@ -272,9 +272,20 @@ async fn manifests_are_one_set_per_workload() {
     );
 
     // A pipeline sent as `manifests` is read as manifests: nothing found, and a warning
-    // says why.
+    // says why (with `allow_empty`; without it, a 400 says so).
     let (status, report) = server
         .check(None, &json!({"manifests": pipeline(host)}))
+        .await;
+    assert_eq!(status, 400, "{report}");
+    assert!(
+        report.to_string().contains("looks like a Vela pipeline"),
+        "{report}"
+    );
+    let (status, report) = server
+        .check(
+            None,
+            &json!({"manifests": pipeline(host), "allow_empty": true}),
+        )
         .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["summary"]["total"], 0, "{report}");
