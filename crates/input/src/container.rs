@@ -202,6 +202,7 @@ impl<'a> Reader<'a> {
             ContainerKind::Secret => "secret origin",
             ContainerKind::Image => "image",
             ContainerKind::Container => "container",
+            ContainerKind::Placeholder => "placeholder",
         };
         if !doc.is_map(node.id) {
             let pos = self.pos(node);

@@ -3,5 +3,6 @@
 mod cli;
 mod explain_mirrors;
 mod kubernetes;
+mod placeholder;
 mod serve;
 mod util;
