@@ -257,8 +257,9 @@ struct CheckArgs {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
     /// Also require this platform (os/arch[/variant], e.g. linux/arm64) in indexes and
-    /// manifest lists. Off by default: it needs a GET of each index, which counts
-    /// against Docker Hub's pull rate limit (a HEAD does not).
+    /// manifest lists, and in the config of single-platform images. Off by default: it
+    /// needs a GET of each index (of a single image: its manifest and config blob), which
+    /// counts against Docker Hub's pull rate limit (a HEAD does not).
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", value_parser = Platform::parse)]
     platform: Option<Platform>,
     /// The Vela runtime the build runs on: kubernetes also checks the placeholder image
