@@ -263,14 +263,61 @@ struct CheckArgs {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
     /// Also require this platform (os/arch[/variant], e.g. linux/arm64) in indexes and
-    /// manifest lists. Off by default: it needs a GET of each index, which counts
-    /// against Docker Hub's pull rate limit (a HEAD does not).
+    /// manifest lists, and in the config of single-platform images. Off by default: it
+    /// needs a GET of each index (of a single image: its manifest and config blob), which
+    /// counts against Docker Hub's pull rate limit (a HEAD does not).
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", value_parser = Platform::parse)]
     platform: Option<Platform>,
+    /// The Vela runtime the build runs on: kubernetes also checks the placeholder image
+    /// every container of the build Pod starts on. Default: kubernetes with -n,
+    /// --pods-template or --pods-template-file, else docker.
+    #[arg(long, value_enum, value_name = "RUNTIME", help_heading = "Kubernetes")]
+    runtime: Option<RuntimeArg>,
+    /// The Kubernetes runtime's placeholder image, checked once under the strictest pull
+    /// policy of the build's containers, for --platform, else the pods template's
+    /// nodeSelector kubernetes.io/arch and kubernetes.io/os.
+    #[arg(
+        long,
+        value_name = "REF",
+        default_value = pullcheck_sources::DEFAULT_PLACEHOLDER_IMAGE,
+        help_heading = "Kubernetes"
+    )]
+    placeholder_image: String,
     #[command(flatten)]
     registry: RegistryArgs,
     #[command(flatten)]
     pod: PodArgs,
+}
+
+/// `--runtime`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum RuntimeArg {
+    Docker,
+    Kubernetes,
+}
+
+impl CheckArgs {
+    /// How the build runs: `--runtime`, else kubernetes when a namespace or pods template
+    /// is given.
+    fn build_runtime(&self) -> pullcheck_sources::BuildRuntime {
+        let kubernetes = match self.runtime {
+            Some(r) => r == RuntimeArg::Kubernetes,
+            None => {
+                self.pod.namespace.is_some()
+                    || self.pod.pods_template.is_some()
+                    || self.pod.pods_template_file.is_some()
+            }
+        };
+        pullcheck_sources::BuildRuntime {
+            runtime: if kubernetes {
+                pullcheck_sources::Runtime::Kubernetes
+            } else {
+                pullcheck_sources::Runtime::Docker
+            },
+            placeholder_image: self.placeholder_image.clone(),
+            platform: self.platform.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -843,7 +890,7 @@ async fn run_check(args: CheckArgs) -> i32 {
         deadline_start: Some(deadline_start),
         platform: args.platform.clone(),
     };
-    let report = checker.check_sets(gathered.sets, &options).await;
+    let report = pullcheck_sources::check_gathered(&checker, gathered, &options).await;
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {
@@ -910,11 +957,18 @@ async fn gather_within_deadline(
     let started = std::time::Instant::now();
     let cluster = args.pod.cluster_options(&args.registry.node);
     let template = args.pod.template_source();
+    let runtime = args.build_runtime();
     let task = tokio::spawn(async move {
         let cluster = connect(cluster.as_ref()).await?;
-        pullcheck_sources::find_pull_secrets(inputs, &pull_secrets, cluster.as_ref(), &template)
-            .await
-            .map_err(|e| e.message)
+        pullcheck_sources::find_pull_secrets_on(
+            inputs,
+            &pull_secrets,
+            cluster.as_ref(),
+            &template,
+            &runtime,
+        )
+        .await
+        .map_err(|e| e.message)
     });
     let gathered = await_lookups(task, started, args.deadline).await?;
     Ok((gathered, started))

@@ -294,6 +294,7 @@ impl<'a> Reader<'a> {
             ContainerKind::Secret => "secret origin",
             ContainerKind::Image => "image",
             ContainerKind::Container => "container",
+            ContainerKind::Placeholder => "placeholder",
         };
         if !doc.is_map(node.id) {
             let pos = self.pos(node);
@@ -469,7 +470,7 @@ impl<'a> Reader<'a> {
             ContainerKind::Step => STEP_KEYS,
             ContainerKind::Service => SERVICE_KEYS,
             ContainerKind::Secret => ORIGIN_KEYS,
-            ContainerKind::Image | ContainerKind::Container => return,
+            ContainerKind::Image | ContainerKind::Container | ContainerKind::Placeholder => return,
         };
         let Value::Map(entries) = self.doc.value(node.id) else {
             return;

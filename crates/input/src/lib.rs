@@ -65,6 +65,9 @@ pub enum ContainerKind {
     /// or `ephemeralContainers` of a Pod, Deployment, StatefulSet, DaemonSet,
     /// ReplicaSet, Job or CronJob).
     Container,
+    /// The placeholder image the Vela Kubernetes runtime starts every container of the
+    /// build Pod on (upstream `kubernetes/pause:latest`), pulled at Pod creation.
+    Placeholder,
 }
 
 /// Where an image was written.

@@ -50,8 +50,9 @@ impl Mode {
                 "containerd hosts.toml: <dir>/<host>/hosts.toml (host_port_, host:port, then \
                  _default); [host.\"…\"] entries in file order, then server; a tag needs the \
                  pull and resolve capabilities, a digest pull; mirrors are asked with \
-                 ?ns=<registry>; pull secrets are sent to the image's own host only \
-                 (containerd issue 10996), so mirrors are asked anonymously"
+                 ?ns=<registry>; the pull secrets matched by the image's own registry are sent to \
+                 every host, mirrors included (CRI ParseAuth); a secret keyed for a mirror's \
+                 host is not used (containerd issue 10996)"
             }
             Mode::Docker => {
                 "Docker daemon.json: Docker Hub images try each registry-mirrors entry in order, \

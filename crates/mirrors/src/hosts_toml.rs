@@ -720,24 +720,31 @@ impl HostsDir {
             } else {
                 format!(" (host {} of {})", i + 1, hosts.len() - 1)
             };
-            let credentials = if proxy {
-                CredentialRule {
-                    lookup_host: None,
-                    pull_secrets: false,
-                    rule: format!(
-                        "containerd sends pull-secret credentials to the image's own host only \
-                         (CRI ParseAuth; containerd issue 10996): {} is asked anonymously",
+            // containerd's CRI plugin hands the credentials the kubelet passed with the
+            // pull (the pod's pull secrets, picked by the image's own registry) to the
+            // `Credentials` callback of every host in hosts.toml; `ParseAuth` withholds them
+            // only when they carry a server address other than the host, and the kubelet
+            // sets none (internal/cri/server/images/image_pull.go `ParseAuth`,
+            // core/remotes/docker/config/hosts.go `HostOptions.Credentials`).
+            let credentials = CredentialRule {
+                lookup_host: Some(refhost.to_owned()),
+                pull_secrets: true,
+                rule: if proxy {
+                    format!(
+                        "containerd gives the pull's credentials (the pull secrets matched by the \
+                         image's registry {refhost}) to every host of hosts.toml, this mirror {} \
+                         included (CRI ParseAuth withholds them only for another server address, \
+                         which the kubelet never sets); a secret keyed for {} itself is not used \
+                         (containerd issue 10996)",
+                        h.host, h.host
+                    )
+                } else {
+                    format!(
+                        "containerd sends the pull's credentials (the pull secrets matched by the \
+                         image's registry {refhost}) to {}",
                         h.host
-                    ),
-                }
-            } else {
-                CredentialRule {
-                    lookup_host: Some(refhost.to_owned()),
-                    pull_secrets: true,
-                    rule: format!(
-                        "containerd sends the pull secrets for {refhost} to its own host"
-                    ),
-                }
+                    )
+                },
             };
             endpoints.push(Endpoint {
                 url: format!("{scheme}://{}{base}", h.host),

@@ -407,9 +407,11 @@ fn hosts_in_file_order_then_server_filtered_by_capability() {
         tag[2].rule
     );
 
-    // Mirrors are asked anonymously; the upstream host gets the pull secrets.
-    assert_eq!(tag[0].credentials.lookup_host, None);
-    assert!(!tag[0].credentials.pull_secrets);
+    // Every host gets the pull secrets matched by the image's own registry, mirrors
+    // included (containerd CRI ParseAuth; DOMAIN §4, corrected).
+    assert_eq!(tag[0].credentials.lookup_host.as_deref(), Some("docker.io"));
+    assert!(tag[0].credentials.pull_secrets);
+    assert!(tag[2].credentials.pull_secrets);
     assert!(
         tag[0].credentials.rule.contains("10996"),
         "{}",
@@ -518,7 +520,9 @@ fn a_server_on_another_host_gets_ns_too() {
         "https://hub-proxy.example/v2/library/alpine/manifests/latest?ns=docker.io"
     );
     assert!(e[0].is_mirror);
-    assert_eq!(e[0].credentials.lookup_host, None);
+    // The pull secrets matched by docker.io go to a `server` on another host too.
+    assert_eq!(e[0].credentials.lookup_host.as_deref(), Some("docker.io"));
+    assert!(e[0].credentials.pull_secrets);
 }
 
 #[test]

@@ -102,6 +102,17 @@ pub enum ReportedPolicy {
     Unknown(String),
 }
 
+impl ReportedPolicy {
+    /// The policy as the JSON report spells it: a known policy's name
+    /// ([`PullPolicy::as_str`]), or the unknown value as written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ReportedPolicy::Known(p) => p.as_str(),
+            ReportedPolicy::Unknown(written) => written,
+        }
+    }
+}
+
 impl From<PullPolicy> for ReportedPolicy {
     fn from(policy: PullPolicy) -> Self {
         ReportedPolicy::Known(policy)

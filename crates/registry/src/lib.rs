@@ -305,9 +305,12 @@ pub struct ClientOptions {
     /// When set, a manifest that is an index or a manifest list (by the `Content-Type`
     /// of the `HEAD`) is fetched with one `GET`, and the image counts as present only
     /// if the index lists this platform; otherwise [`Status::Missing`] with
-    /// [`Missing::Platform`], the detail listing the platforms present. A single
-    /// manifest is not checked (its platform is in its config blob). Default `None`: a
-    /// `GET` counts against Docker Hub's pull limits, a `HEAD` does not.
+    /// [`Missing::Platform`], the detail listing the platforms present. A single-platform
+    /// image manifest is fetched with one `GET`, then its config blob with another
+    /// ([`RequestKind::Blob`]), and counts as present only if the config's `os`,
+    /// `architecture` and `variant` match; otherwise [`Missing::Platform`] naming both
+    /// platforms. Default `None`: a `GET` counts against Docker Hub's pull limits, a
+    /// `HEAD` does not.
     /// [`Session::check_with`] takes a platform per call instead.
     pub platform: Option<Platform>,
     /// Told of every HTTP request sent and every token served from the cache

@@ -181,25 +181,13 @@ pub(crate) fn check(
         ),
         ..present.clone()
     };
-    let bytes = match reply {
-        IndexReply::Body {
-            truncated: true, ..
-        } => {
-            return unreadable(format!(
-                "the index is larger than {} KiB",
-                crate::transport::MANIFEST_BODY_LIMIT / 1024
-            ));
-        }
-        IndexReply::Body { bytes, .. } => bytes,
-        IndexReply::Status { status, errors } => {
-            let mut a = unreadable(with_errors(
-                format!("GET of the index answered HTTP {status}"),
-                errors,
-            ));
-            a.http_status = Some(status);
+    let bytes = match body_of(reply, "index") {
+        Ok(bytes) => bytes,
+        Err((why, status)) => {
+            let mut a = unreadable(why);
+            a.http_status = status.or(a.http_status);
             return a;
         }
-        IndexReply::Failed(why) => return unreadable(format!("GET of the index failed: {why}")),
     };
     let platforms = match parse_index(bytes) {
         Ok(p) => p,
@@ -219,6 +207,164 @@ pub(crate) fn check(
             ),
             ..present
         },
+    }
+}
+
+/// A reply's body, or why it cannot be used (`what` names the object: `index`,
+/// `manifest`, `config blob`) and the HTTP status that said so.
+pub(crate) fn body_of<'a>(
+    reply: IndexReply<'a>,
+    what: &str,
+) -> Result<&'a [u8], (String, Option<u16>)> {
+    match reply {
+        IndexReply::Body {
+            truncated: true, ..
+        } => Err((
+            format!(
+                "the {what} is larger than {} KiB",
+                crate::transport::MANIFEST_BODY_LIMIT / 1024
+            ),
+            None,
+        )),
+        IndexReply::Body { bytes, .. } => Ok(bytes),
+        IndexReply::Status { status, errors } => Err((
+            with_errors(format!("GET of the {what} answered HTTP {status}"), errors),
+            Some(status),
+        )),
+        IndexReply::Failed(why) => Err((format!("GET of the {what} failed: {why}"), None)),
+    }
+}
+
+/// The media types of a single-platform image manifest (OCI image manifest, Docker
+/// schema 2), whose platform is in the config blob.
+pub(crate) const IMAGE_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+];
+
+/// Whether `media_type` (without parameters) is a single-platform image manifest.
+pub(crate) fn is_image(media_type: &str) -> bool {
+    IMAGE_TYPES
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case(media_type.trim()))
+}
+
+#[derive(Deserialize)]
+struct ImageManifest {
+    #[serde(default)]
+    config: Option<Descriptor>,
+}
+
+#[derive(Deserialize)]
+struct Descriptor {
+    #[serde(default)]
+    digest: String,
+}
+
+/// Whether `s` has the shape of an OCI digest (`algorithm:encoded`, image spec
+/// "Digests"), so that it is safe as a URL path segment.
+fn is_digest(s: &str) -> bool {
+    let Some((algorithm, encoded)) = s.split_once(':') else {
+        return false;
+    };
+    !algorithm.is_empty()
+        && !encoded.is_empty()
+        && algorithm
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+._-".contains(&b))
+        && encoded
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"=_-".contains(&b))
+}
+
+/// The config blob's digest in an image manifest body (`config.digest`).
+///
+/// # Errors
+/// A reason when the body is not JSON with a config descriptor holding a digest.
+pub(crate) fn config_digest(manifest: &[u8]) -> Result<String, String> {
+    let m: ImageManifest = serde_json::from_slice(manifest)
+        .map_err(|e| format!("the manifest is not the expected JSON ({e})"))?;
+    let digest = m
+        .config
+        .map(|c| c.digest)
+        .ok_or_else(|| "the manifest has no config descriptor".to_string())?;
+    if !is_digest(&digest) {
+        return Err("the manifest's config descriptor has no valid digest".to_string());
+    }
+    Ok(digest)
+}
+
+/// The platform an image config blob names (`os`, `architecture`, `variant`; OCI image
+/// spec "Image Configuration").
+///
+/// # Errors
+/// A reason when the body is not JSON, or names no `os` or `architecture`.
+pub(crate) fn parse_config(config: &[u8]) -> Result<Platform, String> {
+    let p: WirePlatform = serde_json::from_slice(config)
+        .map_err(|e| format!("the config blob is not the expected JSON ({e})"))?;
+    if p.os.is_empty() || p.architecture.is_empty() {
+        return Err("the config blob names no os or architecture".to_string());
+    }
+    Ok(Platform {
+        os: p.os,
+        arch: p.architecture,
+        variant: p.variant.filter(|v| !v.is_empty()),
+    })
+}
+
+/// The platform check of a present single-platform manifest (pure): `present` stays
+/// present when its config blob's platform serves `want` (as containerd matches it);
+/// otherwise [`Status::Missing`] with [`Missing::Platform`], naming both platforms, or
+/// [`Status::Unreachable`] when the manifest or the config blob could not be read
+/// (`config` is the blob's body or why it is missing, with the HTTP status that said so).
+pub(crate) fn check_config(
+    query: &Query<'_>,
+    present: Answer,
+    want: &Platform,
+    config: Result<&[u8], (String, Option<u16>)>,
+) -> Answer {
+    let Query {
+        host,
+        repository,
+        reference,
+        ..
+    } = query;
+    let what = match reference {
+        Ref::Digest(d) => format!("{repository}@{d}"),
+        Ref::Tag(t) => format!("{repository}:{t}"),
+    };
+    let unreadable = |why: String, status: Option<u16>| Answer {
+        status: Status::Unreachable,
+        missing: None,
+        detail: format!(
+            "{what} exists on {host} as a single-platform image, but the platform {want} \
+             could not be checked: {why}"
+        ),
+        http_status: status.or(present.http_status),
+        ..present.clone()
+    };
+    let have = match config.and_then(|bytes| parse_config(bytes).map_err(|why| (why, None))) {
+        Ok(have) => have,
+        Err((why, status)) => return unreadable(why, status),
+    };
+    if matches(want, &have) {
+        Answer {
+            detail: format!(
+                "{}; platform {want} matches its config ({have})",
+                present.detail
+            ),
+            ..present
+        }
+    } else {
+        Answer {
+            status: Status::Missing,
+            missing: Some(Missing::Platform),
+            detail: format!(
+                "platform {want} not served by {what} on {host}: it is a single-platform \
+                 image for {have}"
+            ),
+            ..present
+        }
     }
 }
 
@@ -375,6 +521,104 @@ mod tests {
             "{}",
             a.detail
         );
+    }
+
+    #[test]
+    fn config_digests_and_platforms() {
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{D1}","size":2}},"layers":[]}}"#
+        );
+        assert_eq!(config_digest(manifest.as_bytes()).unwrap(), D1);
+        assert!(config_digest(b"<html>").is_err());
+        assert!(config_digest(br#"{"layers":[]}"#).is_err());
+        // Not a digest: never put into a URL.
+        assert!(config_digest(br#"{"config":{"digest":"../../etc"}}"#).is_err());
+        assert!(config_digest(br#"{"config":{"digest":"sha256:a/b"}}"#).is_err());
+
+        assert_eq!(
+            parse_config(br#"{"os":"linux","architecture":"arm","variant":"v7","rootfs":{}}"#)
+                .unwrap(),
+            p("linux/arm/v7")
+        );
+        assert_eq!(
+            parse_config(br#"{"os":"linux","architecture":"amd64","variant":""}"#).unwrap(),
+            p("linux/amd64")
+        );
+        assert!(parse_config(br#"{"architecture":"amd64"}"#).is_err());
+        assert!(parse_config(b"[]").is_err());
+        assert!(is_image("application/vnd.oci.image.manifest.v1+json"));
+        assert!(is_image(
+            "application/vnd.docker.distribution.manifest.v2+json"
+        ));
+        assert!(!is_image("application/vnd.oci.image.index.v1+json"));
+    }
+
+    fn present_image() -> Answer {
+        done(manifest(
+            &query("3.19"),
+            &Reply {
+                digest: Some(D1),
+                content_type: Some("application/vnd.oci.image.manifest.v1+json"),
+                ..reply(Method::Head, 200)
+            },
+        ))
+    }
+
+    #[test]
+    fn single_platform_images_by_their_config() {
+        let want = p("linux/arm64");
+        let amd64: &[u8] = br#"{"os":"linux","architecture":"amd64"}"#;
+        let a = check_config(&query("3.19"), present_image(), &want, Ok(amd64));
+        assert_eq!(
+            (a.status, a.missing),
+            (Status::Missing, Some(Missing::Platform))
+        );
+        assert_eq!(
+            a.detail,
+            "platform linux/arm64 not served by library/alpine:3.19 on reg.example: it is a \
+             single-platform image for linux/amd64"
+        );
+        assert_eq!(a.digest.as_deref(), Some(D1));
+        let arm64: &[u8] = br#"{"os":"linux","architecture":"arm64","variant":"v8"}"#;
+        let a = check_config(&query("3.19"), present_image(), &want, Ok(arm64));
+        assert_eq!(a.status, Status::Present);
+        assert!(
+            a.detail
+                .ends_with("platform linux/arm64 matches its config (linux/arm64/v8)"),
+            "{}",
+            a.detail
+        );
+        // Unreadable: unreachable, never present or missing.
+        for (config, needle, status) in [
+            (
+                Ok(&b"{"[..]),
+                "the config blob is not the expected JSON",
+                None,
+            ),
+            (
+                Err((
+                    "GET of the config blob answered HTTP 404".to_string(),
+                    Some(404),
+                )),
+                "GET of the config blob answered HTTP 404",
+                Some(404),
+            ),
+        ] {
+            let a = check_config(&query("3.19"), present_image(), &want, config);
+            assert_eq!((a.status, a.missing), (Status::Unreachable, None));
+            assert!(
+                a.detail.starts_with(
+                    "library/alpine:3.19 exists on reg.example as a single-platform image, \
+                     but the platform linux/arm64 could not be checked: "
+                ),
+                "{}",
+                a.detail
+            );
+            assert!(a.detail.contains(needle), "{}", a.detail);
+            if let Some(status) = status {
+                assert_eq!(a.http_status, Some(status));
+            }
+        }
     }
 
     #[test]

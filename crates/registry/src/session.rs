@@ -24,7 +24,7 @@ use crate::scope;
 use crate::shared::Shared;
 use crate::token::{BearerHeader, CacheKey, Secret};
 use crate::transport::{self, Body, Http};
-use crate::urls::{manifest_url, tags_url, with_query};
+use crate::urls::{blob_url, manifest_url, tags_url, with_query};
 use crate::{Answer, Credential, Endpoint, Missing, Platform, RequestKind, Status};
 
 /// The `Accept` list of every manifest request: OCI index and manifest, Docker manifest
@@ -264,8 +264,9 @@ impl Session {
     /// - 200: present, with `Docker-Content-Digest` when sent (its absence is fine);
     ///   for a digest reference a different digest of the same algorithm is
     ///   [`Status::Unreachable`]. With [`crate::ClientOptions::platform`], an index or
-    ///   manifest list is fetched and must list the platform, else
-    ///   [`Status::Missing`] with [`Missing::Platform`].
+    ///   manifest list is fetched and must list the platform, and a single-platform
+    ///   image's config blob must name it, else [`Status::Missing`] with
+    ///   [`Missing::Platform`].
     /// - 404: missing; with [`crate::ClientOptions::tag_hints`], one
     ///   `GET /v2/<repository>/tags/list?n=1000` tells a missing repository from a
     ///   missing tag and suggests close tags. It is sent once per repository and
@@ -303,9 +304,14 @@ impl Session {
     /// [`Session::check_before`] call it with [`crate::ClientOptions::platform`].
     ///
     /// - `platform`: `Some` checks that an index or manifest list (by the
-    ///   `Content-Type` of the `HEAD`) lists it, with one `GET` of the index, else
-    ///   [`Status::Missing`] with [`Missing::Platform`]; a single manifest is not
-    ///   checked. `None` checks no platform, whatever
+    ///   `Content-Type` of the `HEAD`) lists it, with one `GET` of the index; for a
+    ///   single-platform image manifest (OCI image manifest, Docker schema 2), one `GET`
+    ///   of the manifest and one of its config blob (`/v2/<name>/blobs/<digest>`,
+    ///   observed as [`RequestKind::Blob`]), whose `os`, `architecture` and `variant`
+    ///   must match as containerd matches platforms. A mismatch is [`Status::Missing`]
+    ///   with [`Missing::Platform`], the detail naming both platforms; a manifest or
+    ///   config that cannot be read is [`Status::Unreachable`]. Other media types
+    ///   (schema 1, an artifact) are not checked. `None` checks no platform, whatever
     ///   [`crate::ClientOptions::platform`] says.
     /// - `deadline`: nothing is sent, and no backoff slept, past it (nor past
     ///   [`crate::ClientOptions::deadline`], if earlier); `None`: only the client's.
@@ -433,8 +439,11 @@ impl Session {
             let headers = response.headers().clone();
             let content_type = header(&headers, CONTENT_TYPE.as_str())
                 .map(|c| c.split(';').next().unwrap_or(c).trim().to_string());
-            let wants_index =
-                platform.is_some() && content_type.as_deref().is_some_and(platform::is_index);
+            // With a platform, an index is checked by its list and a single image by its
+            // config blob; both need the manifest's body.
+            let is_index = content_type.as_deref().is_some_and(platform::is_index);
+            let wants_body = platform.is_some()
+                && (is_index || content_type.as_deref().is_some_and(platform::is_image));
             let mut index_body = None;
             let errors = if method == Method::Get && status >= 400 {
                 let body = inner
@@ -442,7 +451,7 @@ impl Session {
                     .read_limited(response, transport::ERROR_BODY_LIMIT)
                     .await;
                 errcode::parse(&body.bytes)
-            } else if method == Method::Get && (200..300).contains(&status) && wants_index {
+            } else if method == Method::Get && (200..300).contains(&status) && wants_body {
                 index_body = Some(
                     inner
                         .http
@@ -466,11 +475,12 @@ impl Session {
             match classify::manifest(&query, &reply) {
                 Decision::Done(answer) => {
                     return match platform {
-                        Some(want) if answer.status == Status::Present && wants_index => {
+                        Some(want) if answer.status == Status::Present && wants_body => {
                             self.check_platform(
                                 &query,
                                 answer,
                                 want,
+                                is_index,
                                 index_body,
                                 authorization.as_ref(),
                                 attempts,
@@ -733,35 +743,89 @@ impl Session {
         }
     }
 
-    /// The platform check of a present index: its body from the GET that answered, or
-    /// one `GET` of it (by digest when the registry named it), retried like the HEAD.
+    /// The platform check of a present manifest. For an index: its body from the GET
+    /// that answered, or one `GET` of it (by digest when the registry named it), and its
+    /// platform list. For a single-platform image: the manifest's body the same way, then
+    /// one `GET` of its config blob ([`RequestKind::Blob`]) and the config's platform.
+    /// Each `GET` is retried like the HEAD.
+    #[allow(clippy::too_many_arguments)]
     async fn check_platform(
         &self,
         query: &Query<'_>,
         present: Answer,
         want: &Platform,
+        is_index: bool,
         body: Option<Body>,
         authorization: Option<&Authorization>,
         attempts: &mut Attempts,
     ) -> Answer {
-        if let Some(body) = body {
-            return platform::check(query, present, want, index_reply(&body));
+        let what = if is_index { "index" } else { "manifest" };
+        let fetched = match body {
+            Some(body) => Fetched::Body(body),
+            None => {
+                let target = present
+                    .digest
+                    .as_deref()
+                    .unwrap_or(query.reference.as_str());
+                let url = self.manifest_url(query.repository, target);
+                self.fetch(url, RequestKind::Manifest, what, authorization, attempts)
+                    .await
+            }
+        };
+        if is_index {
+            return platform::check(query, present, want, fetched.reply());
         }
+        let config = match platform::body_of(fetched.reply(), what) {
+            Ok(bytes) => platform::config_digest(bytes).map_err(|why| (why, None)),
+            Err(e) => Err(e),
+        };
+        let digest = match config {
+            Ok(d) => d,
+            Err(e) => return platform::check_config(query, present, want, Err(e)),
+        };
+        let url = with_query(
+            blob_url(&self.inner.api, query.repository, &digest),
+            &self.inner.endpoint.query,
+        );
+        let blob = self
+            .fetch(
+                url,
+                RequestKind::Blob,
+                "config blob",
+                authorization,
+                attempts,
+            )
+            .await;
+        platform::check_config(
+            query,
+            present,
+            want,
+            platform::body_of(blob.reply(), "config blob"),
+        )
+    }
+
+    /// One `GET` of `url` (a manifest with the manifest `Accept` list, or a blob) whose
+    /// body is read up to [`transport::MANIFEST_BODY_LIMIT`], retried like the HEAD;
+    /// `what` names it in the retry reasons.
+    async fn fetch(
+        &self,
+        url: Url,
+        kind: RequestKind,
+        what: &str,
+        authorization: Option<&Authorization>,
+        attempts: &mut Attempts,
+    ) -> Fetched {
         let inner = &self.inner;
-        let target = present
-            .digest
-            .as_deref()
-            .unwrap_or(query.reference.as_str());
-        let url = self.manifest_url(query.repository, target);
+        let accept = kind == RequestKind::Manifest;
         loop {
-            let request = self.request(HttpMethod::GET, url.clone(), true, authorization);
+            let request = self.request(HttpMethod::GET, url.clone(), accept, authorization);
             let response = match inner
                 .http
                 .send(
                     request,
                     &HttpMethod::GET,
                     &url,
-                    (RequestKind::Manifest, &inner.endpoint.host),
+                    (kind, &inner.endpoint.host),
                     attempts.deadline(),
                 )
                 .await
@@ -770,12 +834,12 @@ impl Session {
                 Err(e) => {
                     if e.retryable
                         && attempts
-                            .retry(format!("index GET: {}", e.reason), None)
+                            .retry(format!("{what} GET: {}", e.reason), None)
                             .await
                     {
                         continue;
                     }
-                    return platform::check(query, present, want, IndexReply::Failed(&e.reason));
+                    return Fetched::Failed(e.reason);
                 }
             };
             let status = response.status().as_u16();
@@ -787,46 +851,29 @@ impl Session {
                 if let Some(e) = &body.error
                     && e.retryable
                     && attempts
-                        .retry(format!("index GET: {}", e.reason), None)
+                        .retry(format!("{what} GET: {}", e.reason), None)
                         .await
                 {
                     continue;
                 }
-                return platform::check(query, present, want, index_reply(&body));
+                return Fetched::Body(body);
             }
             if retry::retryable_status(status) {
                 let retry_after = retry::retry_after(response.headers());
                 drop(response);
                 if attempts
-                    .retry(format!("index GET: HTTP {status}"), retry_after)
+                    .retry(format!("{what} GET: HTTP {status}"), retry_after)
                     .await
                 {
                     continue;
                 }
-                return platform::check(
-                    query,
-                    present,
-                    want,
-                    IndexReply::Status {
-                        status,
-                        errors: &[],
-                    },
-                );
+                return Fetched::Status(status, Vec::new());
             }
             let body = inner
                 .http
                 .read_limited(response, transport::ERROR_BODY_LIMIT)
                 .await;
-            let errors = errcode::parse(&body.bytes);
-            return platform::check(
-                query,
-                present,
-                want,
-                IndexReply::Status {
-                    status,
-                    errors: &errors,
-                },
-            );
+            return Fetched::Status(status, errcode::parse(&body.bytes));
         }
     }
 
@@ -910,6 +957,29 @@ impl Session {
             body: body.bytes,
             errors,
             link_next,
+        }
+    }
+}
+
+/// What a `GET` for the platform check brought.
+enum Fetched {
+    /// 2xx and the (bounded) body.
+    Body(Body),
+    /// A final non-2xx status, with its error envelope.
+    Status(u16, Vec<RegistryError>),
+    /// No answer: the reason.
+    Failed(String),
+}
+
+impl Fetched {
+    fn reply(&self) -> IndexReply<'_> {
+        match self {
+            Fetched::Body(body) => index_reply(body),
+            Fetched::Status(status, errors) => IndexReply::Status {
+                status: *status,
+                errors,
+            },
+            Fetched::Failed(why) => IndexReply::Failed(why),
         }
     }
 }

@@ -68,6 +68,11 @@ pub(crate) fn manifest_url(api: &Url, repository: &str, reference: &str) -> Url 
     api_path(api, repository, ["manifests", reference])
 }
 
+/// `<api><repository>/blobs/<digest>`.
+pub(crate) fn blob_url(api: &Url, repository: &str, digest: &str) -> Url {
+    api_path(api, repository, ["blobs", digest])
+}
+
 /// `<api><repository>/tags/list?n=1000`, the first page of up to 1000 tags.
 pub(crate) fn tags_url(api: &Url, repository: &str) -> Url {
     let mut url = api_path(api, repository, ["tags", "list"]);

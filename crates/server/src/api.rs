@@ -49,6 +49,12 @@ pub struct CheckRequest {
     pub include_on_start: bool,
     /// As `--platform`: `os/arch[/variant]`.
     pub platform: Option<String>,
+    /// As `--runtime`: `docker` or `kubernetes`; default `kubernetes` with `namespace`
+    /// or `pods_template`, else `docker`. On `kubernetes`, a pipeline's placeholder image
+    /// is checked too.
+    pub runtime: Option<String>,
+    /// As `--placeholder-image`; default `docker.io/kubernetes/pause:latest`.
+    pub placeholder_image: Option<String>,
     /// This check's deadline in seconds, capped by `--deadline`.
     pub deadline_seconds: Option<f64>,
     /// As `--allow-empty`: inputs that hold no image get an empty report (exit code 0)
@@ -69,6 +75,8 @@ impl std::fmt::Debug for CheckRequest {
             .field("pull_secrets", &self.pull_secrets.as_ref().map(Vec::len))
             .field("include_on_start", &self.include_on_start)
             .field("platform", &self.platform)
+            .field("runtime", &self.runtime)
+            .field("placeholder_image", &self.placeholder_image)
             .field("deadline_seconds", &self.deadline_seconds)
             .field("allow_empty", &self.allow_empty)
             .finish_non_exhaustive()
@@ -273,6 +281,7 @@ struct Parsed {
     images: Vec<ImageUse>,
     pull_secrets: Vec<PullSecret>,
     platform: Option<Platform>,
+    runtime: pullcheck_sources::BuildRuntime,
     deadline: Duration,
 }
 
@@ -386,6 +395,22 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
         }
         None => state.deadline,
     };
+    let kubernetes = match &request.runtime {
+        Some(r) => pullcheck_sources::Runtime::parse(r)
+            .map_err(|e| ApiError::bad(format!("runtime: {e}")))?,
+        None if request.namespace.is_some() || request.pods_template.is_some() => {
+            pullcheck_sources::Runtime::Kubernetes
+        }
+        None => pullcheck_sources::Runtime::Docker,
+    };
+    let runtime = pullcheck_sources::BuildRuntime {
+        runtime: kubernetes,
+        placeholder_image: request
+            .placeholder_image
+            .clone()
+            .unwrap_or_else(|| pullcheck_sources::DEFAULT_PLACEHOLDER_IMAGE.to_owned()),
+        platform: platform.clone(),
+    };
     if request.pods_template.is_some() && request.namespace.is_none() {
         return Err(ApiError::bad(
             "`pods_template` needs `namespace`: the template is read from the build namespace",
@@ -399,6 +424,7 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
             images,
             pull_secrets,
             platform,
+            runtime,
             deadline,
         },
     ))
@@ -458,11 +484,12 @@ async fn check(
         tokio::time::Instant::from_std(pullcheck::deadline_at(deadline_start, parsed.deadline));
     let gathered = match tokio::time::timeout_at(
         watch,
-        pullcheck_sources::find_pull_secrets(
+        pullcheck_sources::find_pull_secrets_on(
             inputs,
             &parsed.pull_secrets,
             cluster.as_ref(),
             &template,
+            &parsed.runtime,
         ),
     )
     .await
@@ -479,9 +506,9 @@ async fn check(
             ));
         }
     };
-    let report = crate::check::run_check(
+    let report = crate::check::run_gathered(
         state,
-        gathered.sets,
+        gathered,
         &crate::check::PerCheck {
             include_on_start: request.include_on_start,
             deadline: parsed.deadline,

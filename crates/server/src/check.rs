@@ -28,3 +28,22 @@ pub(crate) async fn run_check(state: &AppState, sets: Vec<ImageSet>, per: &PerCh
     };
     state.checker.check_sets(sets, &options).await
 }
+
+/// [`run_check`] for gathered inputs with their placeholder image, if any
+/// ([`pullcheck_sources::check_gathered`]).
+pub(crate) async fn run_gathered(
+    state: &AppState,
+    gathered: pullcheck_sources::Gathered,
+    per: &PerCheck,
+) -> Report {
+    if gathered.placeholder.is_none() {
+        return run_check(state, gathered.sets, per).await;
+    }
+    let options = CheckOptions {
+        include_on_start: per.include_on_start,
+        deadline: per.deadline,
+        deadline_start: Some(per.deadline_start),
+        platform: per.platform.clone(),
+    };
+    pullcheck_sources::check_gathered(&state.checker, gathered, &options).await
+}

@@ -8,6 +8,11 @@
 //! job (the CLI uses `pullcheck-files`, the service takes the request's text). Two steps:
 //! [`read_inputs`] parses the texts (no IO), then [`find_pull_secrets`] asks the cluster
 //! and builds the sets. [`gather`] runs both.
+//!
+//! For a build on the Kubernetes runtime ([`BuildRuntime`]), the sets come with the
+//! runtime's placeholder image ([`Placeholder`]): every container of the build Pod starts
+//! on it, so it is pulled at Pod creation. [`check_gathered`] checks it beside the sets,
+//! with its own platform, and reports it as its own entry (origin kind `placeholder`).
 
 #![warn(missing_docs)]
 
@@ -15,10 +20,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use pullcheck::ImageSet;
 use pullcheck::credentials::{Keyring, PullSecret};
-use pullcheck::input::{ImageUse, InputError};
-use pullcheck_kube::{Cluster, FoundSecret, PodPullSecrets, PullSecretChain, TemplateSource};
+use pullcheck::input::{ContainerKind, Disposition, ImageUse, InputError, PullPolicy};
+use pullcheck::registry::Platform;
+use pullcheck::report::Report;
+use pullcheck::{CheckOptions, Checker, ImageSet};
+use pullcheck_kube::{
+    Cluster, FoundSecret, PipelinePodsTemplate, PodPullSecrets, PullSecretChain, TemplateSource,
+};
 
 /// One input's text and the name it goes by in reports and errors (a path, `<stdin>`,
 /// or the service request's `file_name`).
@@ -274,6 +283,245 @@ pub struct Gathered {
     pub sets: Vec<ImageSet>,
     /// The credential chains walked in the cluster, for `explain` and `-v`.
     pub walked: Vec<PullSecretChain>,
+    /// The build Pod's placeholder image, on the Kubernetes runtime when the inputs hold
+    /// a pipeline's containers; check it with [`check_gathered`].
+    pub placeholder: Option<Placeholder>,
+}
+
+/// The Vela runtime a build runs on (the worker's `VELA_RUNTIME_DRIVER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// `docker`: each container is created with its own image; no placeholder.
+    Docker,
+    /// `kubernetes`: one Pod whose containers all start on the placeholder image.
+    Kubernetes,
+}
+
+impl Runtime {
+    /// Parses `docker` or `kubernetes` (as the worker's runtime driver names them).
+    ///
+    /// # Errors
+    /// Any other value, with the allowed ones.
+    pub fn parse(s: &str) -> Result<Runtime, String> {
+        match s {
+            "docker" => Ok(Runtime::Docker),
+            "kubernetes" => Ok(Runtime::Kubernetes),
+            other => Err(format!(
+                "unknown runtime {other:?}; expected docker or kubernetes"
+            )),
+        }
+    }
+}
+
+/// The upstream Kubernetes runtime's placeholder image (go-vela/worker
+/// `runtime/kubernetes/image.go`): single-architecture, linux/amd64 (Vela community
+/// issue 780).
+pub const DEFAULT_PLACEHOLDER_IMAGE: &str = "docker.io/kubernetes/pause:latest";
+
+/// The node label the kubelet sets to the node's architecture (`GOARCH`), which a
+/// `nodeSelector` names to pick nodes.
+pub const ARCH_LABEL: &str = "kubernetes.io/arch";
+/// The node label the kubelet sets to the node's operating system (`GOOS`).
+pub const OS_LABEL: &str = "kubernetes.io/os";
+
+/// How the build runs, as far as the placeholder check is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildRuntime {
+    /// The runtime.
+    pub runtime: Runtime,
+    /// The placeholder image (`--placeholder-image`), as written.
+    pub placeholder_image: String,
+    /// The platform asked for (`--platform`); it wins over the pods template's
+    /// `nodeSelector`.
+    pub platform: Option<Platform>,
+}
+
+impl BuildRuntime {
+    /// The Docker runtime: no placeholder.
+    pub fn docker() -> BuildRuntime {
+        BuildRuntime {
+            runtime: Runtime::Docker,
+            placeholder_image: DEFAULT_PLACEHOLDER_IMAGE.to_owned(),
+            platform: None,
+        }
+    }
+}
+
+/// The placeholder check of a build Pod.
+#[derive(Debug)]
+pub struct Placeholder {
+    /// The placeholder's one use (origin kind [`ContainerKind::Placeholder`], policy the
+    /// strictest any container gives it), with the build Pod's pull secrets.
+    pub set: ImageSet,
+    /// The platform it must serve: `--platform`, else the pods template's
+    /// `nodeSelector`; `None`: only that it exists.
+    pub platform: Option<Platform>,
+    /// Where [`Placeholder::platform`] comes from, for the report's detail
+    /// (`--platform`, `the pods template's nodeSelector kubernetes.io/arch=arm64`).
+    pub platform_source: Option<String>,
+}
+
+/// The Kubernetes pull policy a container gives the placeholder at Pod creation, by its
+/// Vela `pull` (DOMAIN §1: `on_start` is `Always`, since the real image comes later),
+/// ranked: `Always` 2, `IfNotPresent` 1, `Never` 0.
+fn placeholder_rank(policy: PullPolicy) -> (u8, PullPolicy) {
+    match policy {
+        PullPolicy::Always | PullPolicy::OnStart => (2, PullPolicy::Always),
+        PullPolicy::NotPresent => (1, PullPolicy::NotPresent),
+        PullPolicy::Never => (0, PullPolicy::Never),
+    }
+}
+
+/// The strictest policy the build Pod's containers give the placeholder, or `None`
+/// when `uses` holds no pipeline container (only `--image`s, or templates and `#init`,
+/// which are skipped).
+pub fn placeholder_policy(uses: &[ImageUse]) -> Option<PullPolicy> {
+    uses.iter()
+        .filter(|u| {
+            matches!(
+                u.origin.kind,
+                ContainerKind::Step | ContainerKind::Service | ContainerKind::Secret
+            ) && !matches!(u.disposition, Disposition::Skip(_))
+        })
+        .map(|u| placeholder_rank(u.policy))
+        .max_by_key(|(rank, _)| *rank)
+        .map(|(_, policy)| policy)
+}
+
+/// The platform a pods template's `nodeSelector` pins the build Pod to:
+/// `kubernetes.io/os` (default `linux`) and `kubernetes.io/arch`; `None` without an
+/// architecture label.
+///
+/// # Errors
+/// A label value that is not a platform part (empty, or containing `/`).
+pub fn node_selector_platform(
+    template: &PipelinePodsTemplate,
+) -> Result<Option<(Platform, String)>, String> {
+    let Some(selector) = &template.spec.template.spec.node_selector else {
+        return Ok(None);
+    };
+    let Some(arch) = selector.get(ARCH_LABEL) else {
+        return Ok(None);
+    };
+    let os = selector.get(OS_LABEL).map_or("linux", String::as_str);
+    let platform = Platform::parse(&format!("{os}/{arch}")).map_err(|e| {
+        format!("the pods template's nodeSelector {OS_LABEL}={os:?}, {ARCH_LABEL}={arch:?}: {e}")
+    })?;
+    let mut source = format!("the pods template's nodeSelector {ARCH_LABEL}={arch}");
+    if selector.contains_key(OS_LABEL) {
+        source.push_str(&format!(", {OS_LABEL}={os}"));
+    }
+    Ok(Some((platform, source)))
+}
+
+/// The placeholder of the build Pod whose uses are `uses`, or `None` when there is none
+/// to check (the Docker runtime, no pipeline container).
+async fn plan_placeholder(
+    uses: &[ImageUse],
+    runtime: &BuildRuntime,
+    cluster: Option<&Cluster>,
+    template: &TemplateSource,
+    keyring: &Keyring,
+) -> Result<Option<Placeholder>, SourceError> {
+    if runtime.runtime != Runtime::Kubernetes {
+        return Ok(None);
+    }
+    let Some(policy) = placeholder_policy(uses) else {
+        return Ok(None);
+    };
+    let mut placeholder = pullcheck::input::parse_image_arg(&format!(
+        "{}={}",
+        runtime.placeholder_image,
+        policy.as_str()
+    ))
+    .map_err(|e| SourceError::new(format!("--placeholder-image: {}", e.message)))?;
+    placeholder.origin.kind = ContainerKind::Placeholder;
+    placeholder.origin.name = "build Pod placeholder".to_owned();
+    let (platform, platform_source) = match &runtime.platform {
+        Some(p) => (Some(p.clone()), Some("--platform".to_owned())),
+        None => {
+            let template = match template {
+                TemplateSource::None => None,
+                TemplateSource::File(path) => Some(pullcheck_kube::read_template_file(path)?),
+                TemplateSource::Name(name) => match cluster {
+                    Some(c) => Some(
+                        c.pipeline_pods_template(name)
+                            .await
+                            .map_err(|e| e.to_string())?,
+                    ),
+                    None => None,
+                },
+            };
+            match template.as_ref().map(node_selector_platform).transpose()? {
+                Some(Some((p, source))) => (Some(p), Some(source)),
+                _ => (None, None),
+            }
+        }
+    };
+    if let TemplateSource::File(path) = template {
+        placeholder.origin.file = Some(path.display().to_string());
+    }
+    Ok(Some(Placeholder {
+        set: ImageSet {
+            uses: vec![placeholder],
+            pull_secrets: keyring.clone(),
+            ..ImageSet::default()
+        },
+        platform,
+        platform_source,
+    }))
+}
+
+/// Checks `gathered`'s sets and its placeholder at once on `checker`: the placeholder
+/// with its own platform ([`Placeholder::platform`], whatever `options.platform` says),
+/// and first in the report, since the runtime pulls it first. Its detail says what it
+/// is and where its platform comes from. Never fails, as [`Checker::check_sets`].
+pub async fn check_gathered(
+    checker: &Checker,
+    gathered: Gathered,
+    options: &CheckOptions,
+) -> Report {
+    let Some(placeholder) = gathered.placeholder else {
+        return checker.check_sets(gathered.sets, options).await;
+    };
+    let placeholder_options = CheckOptions {
+        platform: placeholder.platform.clone(),
+        ..options.clone()
+    };
+    let (first, rest) = tokio::join!(
+        checker.check_sets(vec![placeholder.set], &placeholder_options),
+        checker.check_sets(gathered.sets, options),
+    );
+    let mut images = first.images;
+    for image in &mut images {
+        let platform = match (&placeholder.platform, &placeholder.platform_source) {
+            (Some(p), Some(source)) => format!(", for {p} from {source}"),
+            _ => String::new(),
+        };
+        let what = format!(
+            "placeholder image of the Kubernetes runtime (every container of the build Pod \
+             starts on it; pulled at Pod creation under policy {}{platform})",
+            image.policy.as_str()
+        );
+        image.detail = if image.detail.is_empty() {
+            what
+        } else if image.status.is_failure() {
+            format!(
+                "{what}: every build fails before its first step: {}",
+                image.detail
+            )
+        } else {
+            format!("{what}: {}", image.detail)
+        };
+    }
+    images.extend(rest.images);
+    let mut warnings = first.warnings;
+    for w in rest.warnings {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    Report::new(images, warnings)
 }
 
 /// A duration as the duration options take it: `60s`, `1500ms`.
@@ -300,6 +548,32 @@ pub async fn find_pull_secrets(
     cluster: Option<&Cluster>,
     template: &TemplateSource,
 ) -> Result<Gathered, SourceError> {
+    find_pull_secrets_on(
+        inputs,
+        pull_secrets,
+        cluster,
+        template,
+        &BuildRuntime::docker(),
+    )
+    .await
+}
+
+/// [`find_pull_secrets`] for a build on `runtime`: on [`Runtime::Kubernetes`], when the
+/// inputs hold a pipeline's containers, [`Gathered::placeholder`] is the placeholder
+/// image under the strictest policy they give it, with the build Pod's pull secrets,
+/// and its platform from `runtime.platform`, else the pods template's `nodeSelector`
+/// (a template named in the cluster is read once more for it).
+///
+/// # Errors
+/// As [`find_pull_secrets`]; also a `--placeholder-image` that is not a reference
+/// argument, and a `nodeSelector` platform label that is not a platform part.
+pub async fn find_pull_secrets_on(
+    inputs: Inputs,
+    pull_secrets: &[PullSecret],
+    cluster: Option<&Cluster>,
+    template: &TemplateSource,
+    runtime: &BuildRuntime,
+) -> Result<Gathered, SourceError> {
     let Inputs {
         build_uses,
         workloads,
@@ -309,6 +583,7 @@ pub async fn find_pull_secrets(
     let mut walked = Vec::new();
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
+    let mut placeholder = None;
 
     // The Vela build Pod: the template's secrets, else its ServiceAccount's.
     if !build_uses.is_empty() {
@@ -336,6 +611,7 @@ pub async fn find_pull_secrets(
             }
         };
         let keyring = keyring_of(pull_secrets, chain.as_ref())?;
+        placeholder = plan_placeholder(&build_uses, runtime, cluster, template, &keyring).await?;
         if let Some(chain) = chain {
             warnings.extend(chain.warnings.iter().cloned());
             walked.push(chain);
@@ -390,7 +666,11 @@ pub async fn find_pull_secrets(
             ..ImageSet::default()
         });
     }
-    Ok(Gathered { sets, walked })
+    Ok(Gathered {
+        sets,
+        walked,
+        placeholder,
+    })
 }
 
 /// [`read_inputs`] then [`find_pull_secrets`].
@@ -421,6 +701,85 @@ mod tests {
         let err = read_inputs(&texts, Vec::new()).expect_err("bad YAML");
         assert!(err.message.starts_with("request:"), "{}", err.message);
         assert!(err.line.is_some(), "{err:?}");
+    }
+
+    #[test]
+    fn the_placeholder_gets_the_strictest_policy_of_the_containers() {
+        let uses = |pulls: &[&str]| {
+            let steps: String = pulls
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("  - name: s{i}\n    image: alpine\n    pull: {p}\n"))
+                .collect();
+            let text = format!("version: \"1\"\nsteps:\n{steps}");
+            pullcheck::input::read_pipeline("p.yml", &text).expect("pipeline")
+        };
+        assert_eq!(
+            placeholder_policy(&uses(&["never", "not_present"])),
+            Some(PullPolicy::NotPresent)
+        );
+        // on_start is Always at Pod creation.
+        assert_eq!(
+            placeholder_policy(&uses(&["never", "on_start"])),
+            Some(PullPolicy::Always)
+        );
+        assert_eq!(
+            placeholder_policy(&uses(&["never"])),
+            Some(PullPolicy::Never)
+        );
+        // --image uses are not containers of the build Pod.
+        let image = pullcheck::input::parse_image_arg("alpine=always").expect("image");
+        assert_eq!(placeholder_policy(&[image]), None);
+        assert_eq!(placeholder_policy(&[]), None);
+    }
+
+    #[test]
+    fn the_node_selector_names_the_platform() {
+        let template = |selector: &str| {
+            pullcheck_kube::parse_template(
+                "t.yaml",
+                &format!(
+                    "apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\n\
+                     metadata: {{name: t}}\nspec:\n  template:\n    spec:\n      \
+                     nodeSelector: {selector}\n"
+                ),
+            )
+            .expect("template")
+        };
+        let (p, source) = node_selector_platform(&template("{kubernetes.io/arch: arm64}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.to_string(), "linux/arm64");
+        assert_eq!(
+            source,
+            "the pods template's nodeSelector kubernetes.io/arch=arm64"
+        );
+        let (p, _) = node_selector_platform(&template(
+            "{kubernetes.io/arch: amd64, kubernetes.io/os: windows}",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.to_string(), "windows/amd64");
+        assert_eq!(
+            node_selector_platform(&template("{kubernetes.io/os: linux}")).unwrap(),
+            None
+        );
+        assert_eq!(
+            node_selector_platform(&PipelinePodsTemplate::default()).unwrap(),
+            None
+        );
+        assert!(node_selector_platform(&template("{kubernetes.io/arch: \"a/b/c\"}")).is_err());
+    }
+
+    #[test]
+    fn runtimes_parse() {
+        assert_eq!(Runtime::parse("docker"), Ok(Runtime::Docker));
+        assert_eq!(Runtime::parse("kubernetes"), Ok(Runtime::Kubernetes));
+        assert!(
+            Runtime::parse("podman")
+                .unwrap_err()
+                .contains("docker or kubernetes")
+        );
     }
 
     #[test]

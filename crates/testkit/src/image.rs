@@ -341,7 +341,7 @@ impl Pusher<'_> {
     async fn image(
         &self,
         oci: bool,
-        arch: &str,
+        platform: TestPlatform<'_>,
         label: &str,
         tag: Option<&str>,
     ) -> Result<Descriptor, Error> {
@@ -358,12 +358,15 @@ impl Pusher<'_> {
                 ImageKind::DockerManifest.media_type(),
             )
         };
-        let config = json!({
-            "architecture": arch,
-            "os": "linux",
+        let mut config = json!({
+            "architecture": platform.arch,
+            "os": platform.os,
             "config": {"Labels": {"org.pullcheck.testkit.image": label}},
             "rootfs": {"type": "layers", "diff_ids": [EMPTY_TAR_DIFF_ID]},
         });
+        if let Some(variant) = platform.variant {
+            config["variant"] = json!(variant);
+        }
         let config = self
             .blob(config_type, Bytes::from(config.to_string()), None)
             .await?;
@@ -404,6 +407,54 @@ pub(crate) async fn push(
     spec: &ImageSpec,
     seed: &LayerSeed,
 ) -> Result<PushedImage, Error> {
+    push_as(http, base, host, spec, TestPlatform::linux("amd64"), seed).await
+}
+
+/// The platform a single-platform test image's config blob names.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TestPlatform<'a> {
+    pub os: &'a str,
+    pub arch: &'a str,
+    pub variant: Option<&'a str>,
+}
+
+impl<'a> TestPlatform<'a> {
+    fn linux(arch: &'a str) -> Self {
+        TestPlatform {
+            os: "linux",
+            arch,
+            variant: None,
+        }
+    }
+
+    /// Parses `os/arch[/variant]`.
+    pub(crate) fn parse(s: &'a str) -> Result<Self, Error> {
+        let parts: Vec<&str> = s.split('/').collect();
+        match parts.as_slice() {
+            [os, arch] | [os, arch, _] if !os.is_empty() && !arch.is_empty() => Ok(TestPlatform {
+                os,
+                arch,
+                variant: parts.get(2).copied().filter(|v| !v.is_empty()),
+            }),
+            _ => Err(Error::Invalid {
+                what: "platform",
+                value: s.to_string(),
+                reason: "expected os/arch[/variant]".into(),
+            }),
+        }
+    }
+}
+
+/// [`push`], with `platform` in the config blob of a single-platform image (an index's
+/// children are always linux/amd64 and linux/arm64/v8).
+pub(crate) async fn push_as(
+    http: &Http,
+    base: &str,
+    host: &str,
+    spec: &ImageSpec,
+    platform: TestPlatform<'_>,
+    seed: &LayerSeed,
+) -> Result<PushedImage, Error> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let label = format!(
@@ -424,7 +475,9 @@ pub(crate) async fn push(
         let mut children = Vec::new();
         for (arch, variant) in [("amd64", None), ("arm64", Some("v8"))] {
             let image_label = format!("{label} {arch}");
-            let child = pusher.image(oci, arch, &image_label, None).await?;
+            let child = pusher
+                .image(oci, TestPlatform::linux(arch), &image_label, None)
+                .await?;
             let mut platform = json!({"architecture": arch, "os": "linux"});
             if let Some(v) = variant {
                 platform["variant"] = json!(v);
@@ -445,7 +498,7 @@ pub(crate) async fn push(
             .await?;
         (index.digest, children)
     } else {
-        let image = pusher.image(oci, "amd64", &label, Some(&spec.tag)).await?;
+        let image = pusher.image(oci, platform, &label, Some(&spec.tag)).await?;
         (image.digest, Vec::new())
     };
     Ok(PushedImage {

@@ -352,6 +352,40 @@ impl Registry {
         image::push(&Http::new(), &self.push_url()?, &self.host, &spec, &seed).await
     }
 
+    /// Like [`push`](Self::push) for a single-platform `kind` (`OciManifest` or
+    /// `DockerManifest`), whose config blob names `platform` (`os/arch[/variant]`,
+    /// e.g. `linux/arm/v7`) instead of `linux/amd64`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for an index kind or a malformed platform; push failures.
+    pub async fn push_platform(
+        &self,
+        repository: &str,
+        tag: &str,
+        kind: ImageKind,
+        platform: &str,
+    ) -> Result<PushedImage, Error> {
+        if kind.is_index() {
+            return Err(Error::Invalid {
+                what: "image kind",
+                value: kind.to_string(),
+                reason: "push_platform pushes single-platform images only".into(),
+            });
+        }
+        let platform = image::TestPlatform::parse(platform)?;
+        let spec = ImageSpec::new(repository, tag, kind);
+        let seed = image::LayerSeed::default();
+        image::push_as(
+            &Http::new(),
+            &self.push_url()?,
+            &self.host,
+            &spec,
+            platform,
+            &seed,
+        )
+        .await
+    }
+
     /// Pushes many images, several at once; the result is in `specs` order.
     pub async fn push_all(&self, specs: &[ImageSpec]) -> Result<Vec<PushedImage>, Error> {
         use futures::stream::{self, StreamExt, TryStreamExt};

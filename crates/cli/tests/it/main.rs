@@ -3,6 +3,7 @@
 mod cli;
 mod explain_mirrors;
 mod kubernetes;
+mod placeholder;
 mod serve;
 mod substitution;
 mod tls;

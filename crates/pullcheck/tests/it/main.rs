@@ -2,5 +2,6 @@
 
 mod check;
 mod credentials;
+mod mirror_credentials;
 mod mirrors;
 mod util;

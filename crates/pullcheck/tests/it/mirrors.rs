@@ -705,9 +705,11 @@ async fn containerd_present_through_the_mirror() {
     assert!(rule.contains("hosts.toml"), "{rule}");
     let server_rule = endpoints[1]["rule"].as_str().unwrap();
     assert!(server_rule.contains("server"), "{server_rule}");
-    // Pull secrets go to the image's own host only (containerd issue 10996).
+    // The pull secrets matched by the image's registry go to the mirror too; one keyed
+    // for the mirror's host is not used (containerd issue 10996).
     let creds = endpoints[0]["credential_rule"].as_str().unwrap();
     assert!(creds.contains("10996"), "{creds}");
+    assert!(creds.contains("to every host of hosts.toml"), "{creds}");
 }
 
 #[tokio::test]

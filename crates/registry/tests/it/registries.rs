@@ -792,8 +792,18 @@ async fn platforms_of_indexes_and_manifest_lists() {
         );
         assert_eq!(a.media_type.as_deref(), Some(kind.media_type()));
     }
-    // A single manifest names its platform only in its config: not checked, no GET.
-    assert_status(&session.check(APP, "docker").await, Status::Present, None);
+    // A single manifest names its platform in its config blob: one GET of the manifest,
+    // one of the config (linux/amd64).
+    let single = session.check(APP, "docker").await;
+    assert_status(&single, Status::Missing, Some(Missing::Platform));
+    assert_eq!(
+        single.detail,
+        format!(
+            "platform linux/s390x not served by {APP}:docker on {}: it is a single-platform \
+             image for linux/amd64",
+            registry.host()
+        )
+    );
     let served: Vec<String> = registry
         .requests()
         .await
@@ -811,6 +821,138 @@ async fn platforms_of_indexes_and_manifest_lists() {
             "HEAD /v2/team/app/manifests/docker-list 200".to_string(),
             format!("GET /v2/team/app/manifests/{docker_list} 200"),
             "HEAD /v2/team/app/manifests/docker 200".to_string(),
+            format!("GET /v2/team/app/manifests/{} 200", pushed[2].digest),
+            format!(
+                "GET /v2/team/app/blobs/{} 200",
+                config_digest(&registry, &pushed[2]).await
+            ),
         ]
+    );
+}
+
+/// The config blob's digest of a single-platform image, read from its manifest.
+async fn config_digest(registry: &Registry, image: &PushedImage) -> String {
+    let url = format!(
+        "{}/v2/{}/manifests/{}",
+        registry.url(),
+        image.repository,
+        image.digest
+    );
+    let body = reqwest::Client::new()
+        .get(url)
+        .header("Accept", image.kind.media_type())
+        .send()
+        .await
+        .expect("manifest GET")
+        .text()
+        .await
+        .expect("manifest body");
+    let manifest: serde_json::Value = serde_json::from_str(&body).expect("manifest JSON");
+    manifest["config"]["digest"]
+        .as_str()
+        .expect("config digest")
+        .to_string()
+}
+
+/// An anonymous session on `registry` whose client asks for `platform`.
+async fn session_for(registry: &Registry, platform: &str) -> Session {
+    Client::new(ClientOptions {
+        platform: Some(Platform::parse(platform).expect("platform")),
+        ..ClientOptions::default()
+    })
+    .expect("client")
+    .authorize(&endpoint(registry), &Credential::Anonymous, &repos(&[APP]))
+    .await
+    .expect("authorize")
+}
+
+/// `--platform` on single-platform images: the config blob's `os`, `architecture` and
+/// `variant` decide (as containerd matches them), for OCI and Docker manifests, by tag
+/// and by digest; an index is still checked by its list alone.
+#[tokio::test]
+async fn platforms_of_single_platform_images() {
+    let registry = Registry::anonymous().await.expect("registry");
+    let amd64 = registry
+        .push(APP, "amd64", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    let docker_amd64 = registry
+        .push(APP, "docker-amd64", ImageKind::DockerManifest)
+        .await
+        .expect("push");
+    let armv7 = registry
+        .push_platform(APP, "armv7", ImageKind::OciManifest, "linux/arm/v7")
+        .await
+        .expect("push");
+    let arm64 = registry
+        .push_platform(APP, "arm64", ImageKind::DockerManifest, "linux/arm64/v8")
+        .await
+        .expect("push");
+    let host = registry.host();
+
+    let arm64_session = session_for(&registry, "linux/arm64").await;
+    for (image, have) in [
+        (&amd64, "linux/amd64"),
+        (&docker_amd64, "linux/amd64"),
+        (&armv7, "linux/arm/v7"),
+    ] {
+        for reference in [image.tag.clone(), image.digest.clone()] {
+            let a = arm64_session.check(APP, &reference).await;
+            assert_status(&a, Status::Missing, Some(Missing::Platform));
+            let what = if reference.starts_with("sha256:") {
+                format!("{APP}@{reference}")
+            } else {
+                format!("{APP}:{reference}")
+            };
+            assert_eq!(
+                a.detail,
+                format!(
+                    "platform linux/arm64 not served by {what} on {host}: it is a \
+                     single-platform image for {have}"
+                )
+            );
+            assert_eq!(a.digest.as_deref(), Some(image.digest.as_str()));
+            assert_eq!(a.media_type.as_deref(), Some(image.kind.media_type()));
+        }
+    }
+    // arm64 without a variant is arm64/v8.
+    let a = arm64_session.check(APP, "arm64").await;
+    assert_status(&a, Status::Present, None);
+    assert!(
+        a.detail
+            .ends_with("platform linux/arm64 matches its config (linux/arm64/v8)"),
+        "{}",
+        a.detail
+    );
+
+    // A variant asked for must be the config's.
+    let v7 = session_for(&registry, "linux/arm/v7").await;
+    assert_status(&v7.check(APP, "armv7").await, Status::Present, None);
+    let v6 = session_for(&registry, "linux/arm/v6").await;
+    let a = v6.check(APP, "armv7").await;
+    assert_status(&a, Status::Missing, Some(Missing::Platform));
+    assert!(a.detail.ends_with("for linux/arm/v7"), "{}", a.detail);
+    // OS counts too.
+    let windows = session_for(&registry, "windows/amd64").await;
+    assert_status(
+        &windows.check(APP, "amd64").await,
+        Status::Missing,
+        Some(Missing::Platform),
+    );
+    let amd = session_for(&registry, "linux/amd64").await;
+    assert_status(&amd.check(APP, "amd64").await, Status::Present, None);
+
+    // Without a platform: HEAD only.
+    let plain = client()
+        .authorize(&endpoint(&registry), &Credential::Anonymous, &repos(&[APP]))
+        .await
+        .expect("authorize");
+    registry.clear_requests().await.expect("clear");
+    assert_status(&plain.check(APP, "amd64").await, Status::Present, None);
+    let served = registry.requests().await.expect("requests");
+    assert_eq!(served.len(), 1, "{served:?}");
+    assert_eq!(
+        arm64_session.check(APP, &arm64.digest).await.status,
+        Status::Present
     );
 }

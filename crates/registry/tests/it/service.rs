@@ -90,6 +90,46 @@ async fn token_registry(lifetime: Duration) -> Registry {
     registry
 }
 
+/// With a platform, a single-platform image costs a HEAD, a GET of its manifest and a
+/// GET of its config blob, which the observer sees as a blob request.
+#[tokio::test]
+async fn the_observer_sees_the_config_blob_of_a_platform_check() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push(APP, "amd64", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    let recorder = Arc::new(Recorder::default());
+    let client = Client::new(ClientOptions {
+        observer: Some(recorder.clone()),
+        platform: Some(Platform::parse("linux/arm64").expect("platform")),
+        ..ClientOptions::default()
+    })
+    .expect("client");
+    let session = client
+        .authorize(
+            &endpoint(registry.host()),
+            &Credential::Anonymous,
+            &[APP.to_string()],
+        )
+        .await
+        .expect("authorize");
+    recorder.take();
+    let a = session.check(APP, "amd64").await;
+    assert_eq!(
+        (a.status, a.missing),
+        (Status::Missing, Some(Missing::Platform))
+    );
+    assert_eq!(
+        recorder.take(),
+        [
+            (RequestKind::Manifest, Some(200)),
+            (RequestKind::Manifest, Some(200)),
+            (RequestKind::Blob, Some(200)),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn the_observer_sees_every_request_by_kind_and_code_and_no_secret() {
     let registry = token_registry(Duration::from_secs(300)).await;

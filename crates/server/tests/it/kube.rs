@@ -34,6 +34,16 @@ async fn pull_secrets_come_from_the_namespace() {
         "tpl",
         json!({"imagePullSecrets": [{"name": "regcred"}]}),
     );
+    // Pinned to arm64 nodes, where a single-architecture placeholder cannot run.
+    api.add_pods_template(
+        NS,
+        "arm",
+        json!({"imagePullSecrets": [{"name": "regcred"}], "nodeSelector": {"kubernetes.io/arch": "arm64"}}),
+    );
+    registry
+        .push("kubernetes/pause", "latest", ImageKind::DockerManifest)
+        .await
+        .expect("push");
     let dir = temp_dir("kube");
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig, None).expect("kubeconfig");
@@ -68,11 +78,46 @@ async fn pull_secrets_come_from_the_namespace() {
     let (status, report) = server
         .check(
             None,
-            &json!({"pipeline": pipeline, "namespace": NS, "pods_template": "tpl"}),
+            &json!({"pipeline": pipeline, "namespace": NS, "pods_template": "tpl", "runtime": "docker"}),
         )
         .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(statuses(&report), [(image.clone(), "present".into())]);
+    // The Kubernetes runtime (the default with a namespace): the placeholder too, with
+    // the template's pull secret and its nodeSelector's platform.
+    let pause = format!("{host}/kubernetes/pause:latest");
+    let (status, placeholder_report) = server
+        .check(
+            None,
+            &json!({"pipeline": pipeline, "namespace": NS, "pods_template": "arm",
+                    "placeholder_image": pause}),
+        )
+        .await;
+    assert_eq!(status, 200, "{placeholder_report}");
+    assert_eq!(
+        statuses(&placeholder_report),
+        [
+            (pause.clone(), "missing".into()),
+            (image.clone(), "present".into())
+        ]
+    );
+    let p = &placeholder_report["images"][0];
+    assert_eq!(p["origins"][0]["kind"], "placeholder", "{p}");
+    assert!(p["credential"].to_string().contains("regcred"), "{p}");
+    let detail = p["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("linux/arm64") && detail.contains("single-platform image for linux/amd64"),
+        "{detail}"
+    );
+    assert_eq!(placeholder_report["exit_code"], 1);
+    let (status, answer) = server
+        .check(None, &json!({"pipeline": pipeline, "runtime": "podman"}))
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"].to_string().contains("runtime"),
+        "{answer}"
+    );
     assert!(
         report["images"][0]["credential"]
             .to_string()
