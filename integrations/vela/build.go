@@ -130,8 +130,9 @@ func secret(s map[string]json.RawMessage) map[string]json.RawMessage {
 	return out
 }
 
-// variable finds $NAME and ${NAME...} in an image or pull value.
-var variable = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
+// variable finds $NAME, ${NAME...} and ${#NAME} (the length form) in an image or
+// pull value.
+var variable = regexp.MustCompile(`\$\{?#?([A-Za-z_][A-Za-z0-9_]*)`)
 
 func container(c map[string]json.RawMessage) map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}

@@ -188,3 +188,30 @@ func TestClientNeverPrintsItsToken(t *testing.T) {
 		}
 	}
 }
+
+// The length form ${#V} depends on V's value too: V is sent with the image, as the
+// other forms are (drone/envsubst: `${#var01}` of "abcdEFGH28ij" is "12").
+func TestBuildJSONKeepsTheVariableOfALength(t *testing.T) {
+	b := velaBuild{ID: "octocat_hello_1", Steps: []*velaContainer{{
+		ID: "step_test", Name: "test", Image: "alpine:3.${#V}", Pull: "always",
+		Environment: map[string]string{"V": "abcdEFGH28ij", "OTHER": canarySecret},
+	}}}
+	raw, err := buildJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Steps []struct {
+			Environment map[string]string `json:"environment"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(raw, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent.Steps) != 1 || sent.Steps[0].Environment["V"] != "abcdEFGH28ij" {
+		t.Fatalf("V not sent for ${#V}: %s", raw)
+	}
+	if strings.Contains(string(raw), canarySecret) {
+		t.Fatalf("an unused variable was sent: %s", raw)
+	}
+}

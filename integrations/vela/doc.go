@@ -3,8 +3,9 @@
 // A Vela worker (go-vela/worker) hands the compiled build it is about to run to a
 // [Checker] just before the Kubernetes runtime creates the build Pod, and gets back
 // every image the build will pull with its status: present, missing (a tag, a
-// digest or a repository), no_access, denied, blocked, unreachable, invalid,
-// deferred (on_start) or skipped (never, #init). [Report.Err] turns the failed ones
+// digest or a repository), no_access, denied, blocked, unreachable, unresolved (a
+// ${VAR} known only when the build runs), invalid, deferred (on_start) or skipped
+// (never, #init). [Report.Err] turns the failed ones
 // into one error that lists them all, one per line, for the init step's log.
 //
 // Two transports implement [Checker]:

@@ -76,7 +76,7 @@ type Report struct {
 	// secret). With [FailOpen], also the outage that was let through.
 	Warnings []string `json:"warnings"`
 	// ExitCode is 0 when every checked image is present, 1 when an image failed, 3
-	// when nothing failed but an image is unverified (unreachable).
+	// when nothing failed but an image is unverified (unreachable or unresolved).
 	ExitCode int `json:"exit_code"`
 	// Outage is the error that [FailOpen] turned into a warning; nil otherwise.
 	Outage error `json:"-"`
@@ -86,13 +86,18 @@ type Report struct {
 type Image struct {
 	// Reference is the image as written in the build.
 	Reference string `json:"reference"`
+	// Substituted is the image after Vela's ${VAR} substitution, which is what was
+	// checked; empty when there was nothing to substitute or its values are unknown
+	// (status unresolved).
+	Substituted string `json:"substituted"`
 	// Canonical is domain/path[:tag][@digest]; empty when the reference did not
 	// parse.
 	Canonical string `json:"canonical"`
 	// Policy is the pull policy: always, not_present, on_start or never.
 	Policy string `json:"policy"`
 	// Status is one of present, missing, no_access, denied, blocked, unreachable,
-	// invalid, deferred, skipped.
+	// unresolved (depends on a ${VAR} known only when the build runs), invalid,
+	// deferred, skipped.
 	Status string `json:"status"`
 	// Missing says what is missing, for status missing: tag, digest, repository or
 	// platform.
@@ -111,6 +116,9 @@ type Image struct {
 	Credential *Credential `json:"credential"`
 	// Error is the reference's parse error, for invalid references.
 	Error *ReferenceError `json:"error"`
+	// Cached is true when the answer came from the service's answer cache
+	// (pullcheck serve --cache-present), not from a request of this check.
+	Cached bool `json:"cached"`
 }
 
 // Origin is one container that uses an image.
@@ -156,12 +164,15 @@ type Summary struct {
 	Present int `json:"present"`
 	// Failed counts missing, no_access, denied, blocked and invalid images.
 	Failed int `json:"failed"`
-	// Unverified counts unreachable images.
+	// Unverified counts unreachable and unresolved images.
 	Unverified int `json:"unverified"`
-	// Skipped counts skipped images (never, #init, template steps).
+	// Skipped counts skipped images (never, #init).
 	Skipped int `json:"skipped"`
 	// Deferred counts on_start images not checked yet.
 	Deferred int `json:"deferred"`
+	// TemplateSteps counts steps that use a template, whose images only the server
+	// knows; they are not checked.
+	TemplateSteps int `json:"template_steps"`
 }
 
 // IsFailure reports whether a status counts as failed, as pullcheck decides:
@@ -190,7 +201,7 @@ func (r *Report) Failed() []Image {
 }
 
 // Unverified returns the images that are neither present nor failed nor left
-// out on purpose (deferred, skipped): today unreachable, and any status a newer
+// out on purpose (deferred, skipped): today unreachable and unresolved, and any status a newer
 // pullcheck adds for an image it cannot check yet. In report order.
 func (r *Report) Unverified() []Image {
 	if r == nil {
