@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then checks formatting, lints and runs
-# every test. Tests start their own registries on free loopback ports.
+# every test, then the Go package of integrations/vela (gofmt, go vet, go test) against
+# freshly built debug binaries. Tests start their own registries on free loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -15,3 +16,18 @@ if [ -d "$upstream" ]; then
 else
   echo "SKIPPED: the upstream test-data tests (pullcheck-input upstream::*, pullcheck-mirrors upstream_testdata::*): $(pwd)/$upstream is missing"
 fi
+
+# The Vela worker package: its tests run the real pullcheck (check and serve) and
+# the testkit's registries, found through PULLCHECK_BIN and PULLCHECK_TESTKIT_BIN.
+cargo build --locked -p pullcheck-cli -p pullcheck-testkit
+bin="${CARGO_TARGET_DIR:-$PWD/target}/debug"
+(
+  cd integrations/vela
+  unformatted=$(gofmt -l .)
+  if [ -n "$unformatted" ]; then
+    echo "gofmt: not formatted: $unformatted" >&2
+    exit 1
+  fi
+  go vet ./...
+  PULLCHECK_BIN="$bin/pullcheck" PULLCHECK_TESTKIT_BIN="$bin/pullcheck-testkit" go test -count=1 ./...
+)

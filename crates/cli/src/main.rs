@@ -1,7 +1,5 @@
 //! The `pullcheck` command: a thin layer over the `pullcheck` library.
 
-mod sources;
-
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +13,9 @@ use pullcheck::report::EXIT_USAGE;
 use pullcheck::resolve::{Credentials, Resolver};
 use pullcheck::{CheckOptions, Checker, CheckerOptions};
 
-use sources::ClusterArgs;
+use pullcheck::credentials::PullSecret;
+use pullcheck_kube::{Cluster, ClusterOptions, TemplateSource};
+use pullcheck_sources::{NamedText, SourceError};
 
 /// Checks, before a build starts, that every image it will pull exists in its registry,
 /// as the node's kubelet and container runtime will see it.
@@ -51,6 +51,13 @@ enum Command {
     /// Exit codes: 0 every reference parsed; 1 a reference is invalid; 2 usage or
     /// configuration error.
     Explain(Box<ExplainArgs>),
+    /// Serve checks over HTTP for CI workers, from warm connections and cached tokens:
+    /// POST /v1/checks (a JSON request; answers the report of `check --format json` plus
+    /// "exit_code"), GET /healthz, /readyz, /metrics. See docs/service.md.
+    ///
+    /// Stops on SIGTERM or SIGINT: no new connections, checks in flight finish (up to
+    /// --shutdown-grace), then exit 0. Exit 2: configuration error.
+    Serve(Box<ServeArgs>),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -66,14 +73,10 @@ enum Color {
     Never,
 }
 
-/// Where credentials, mirrors and the cluster are found; shared by check and explain.
+/// Where credentials, mirrors and the cluster are found; shared by check, explain and
+/// serve (the node's view: what every check of a process uses).
 #[derive(Debug, Args)]
-struct Sources {
-    /// A pull secret: a Secret manifest (YAML or JSON, kubernetes.io/dockerconfigjson or
-    /// kubernetes.io/dockercfg; a List or several documents are fine). Repeatable. Its
-    /// keys go in one keyring, as the kubelet builds it.
-    #[arg(long, value_name = "FILE", help_heading = "Credentials")]
-    pull_secret: Vec<PathBuf>,
+struct NodeArgs {
     /// Docker config: a config.json file, or a directory holding one. Default:
     /// $DOCKER_CONFIG/config.json, else ~/.docker/config.json.
     #[arg(long, value_name = "PATH", help_heading = "Credentials")]
@@ -125,16 +128,27 @@ struct Sources {
     #[arg(long, value_name = "HOST[:PORT]", help_heading = "Mirrors")]
     insecure_registry: Vec<String>,
 
-    /// The build namespace: read the pull secrets from the cluster, as the build Pod
-    /// will get them (the pods template's imagePullSecrets, else its ServiceAccount's).
-    #[arg(long, short = 'n', value_name = "NS", help_heading = "Kubernetes")]
-    namespace: Option<String>,
     /// kubeconfig file. Default: $KUBECONFIG, else ~/.kube/config, else in-cluster.
     #[arg(long, value_name = "PATH", help_heading = "Kubernetes")]
     kubeconfig: Option<PathBuf>,
     /// kubeconfig context, as in kubectl.
     #[arg(long, value_name = "NAME", help_heading = "Kubernetes")]
     context: Option<String>,
+}
+
+/// The build Pod's own pull secrets: files, or the cluster's for a namespace; check and
+/// explain (serve takes them per request).
+#[derive(Debug, Args)]
+struct PodArgs {
+    /// A pull secret: a Secret manifest (YAML or JSON, kubernetes.io/dockerconfigjson or
+    /// kubernetes.io/dockercfg; a List or several documents are fine). Repeatable. Its
+    /// keys go in one keyring, as the kubelet builds it.
+    #[arg(long, value_name = "FILE", help_heading = "Credentials")]
+    pull_secret: Vec<PathBuf>,
+    /// The build namespace: read the pull secrets from the cluster, as the build Pod
+    /// will get them (the pods template's imagePullSecrets, else its ServiceAccount's).
+    #[arg(long, short = 'n', value_name = "NS", help_heading = "Kubernetes")]
+    namespace: Option<String>,
     /// A PipelinePodsTemplate (go-vela.github.io/v1alpha1) in the build namespace.
     #[arg(
         long,
@@ -146,6 +160,76 @@ struct Sources {
     /// A PipelinePodsTemplate file (read strictly: unknown fields are errors).
     #[arg(long, value_name = "PATH", help_heading = "Kubernetes")]
     pods_template_file: Option<PathBuf>,
+}
+
+/// How registries are asked; shared by check and serve.
+#[derive(Debug, Args)]
+struct ClientArgs {
+    /// Requests in flight at once, over all registries (serve: per check).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    concurrency: u16,
+    /// Timeout of each HTTP request (e.g. 10s, 500ms).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    request_timeout: Duration,
+    /// Tries per request when the registry answers 408, 429, 502, 503, 504 or the
+    /// connection is refused or reset.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
+    max_attempts: u32,
+    /// Do not ask tags/list after a 404 (which tells a missing repository from a missing
+    /// tag and suggests close tags).
+    #[arg(long)]
+    no_tag_hints: bool,
+    /// Extra root certificates (PEM) trusted for every registry.
+    #[arg(long, value_name = "PATH")]
+    ca_file: Option<PathBuf>,
+    /// Docker-style certificates directory: <dir>/<host[:port]>/ca.crt, and
+    /// client.cert + client.key for mutual TLS.
+    #[arg(long, value_name = "DIR")]
+    certs_dir: Option<PathBuf>,
+}
+
+/// The registry, credential, mirror and Kubernetes options of check and serve: what one
+/// process's checks share.
+#[derive(Debug, Args)]
+struct RegistryArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
+    node: NodeArgs,
+}
+
+/// What [`RegistryArgs::setup`] builds: everything a `Checker` is made of.
+struct Setup {
+    resolver: Resolver,
+    node: NodeCredentials,
+    client: ClientOptions,
+    concurrency: usize,
+}
+
+impl RegistryArgs {
+    /// Reads the mirror configuration and the node's credentials, and sets the client's
+    /// options (`platform`: check's `--platform`).
+    fn setup(&self, platform: Option<Platform>) -> Result<Setup, String> {
+        let (resolver, node) = match (self.node.resolver(), self.node.node()) {
+            (Ok(r), Ok(n)) => (r, n),
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
+        let client = ClientOptions {
+            request_timeout: self.client.request_timeout,
+            tag_hints: !self.client.no_tag_hints,
+            max_attempts: self.client.max_attempts,
+            platform,
+            ca_file: self.client.ca_file.clone(),
+            certs_dir: self.client.certs_dir.clone(),
+            ..ClientOptions::default()
+        };
+        Ok(Setup {
+            resolver,
+            node,
+            client,
+            concurrency: usize::from(self.client.concurrency),
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -169,37 +253,87 @@ struct CheckArgs {
     /// Also check on_start images now, instead of reporting them deferred.
     #[arg(long)]
     include_on_start: bool,
-    /// Requests in flight at once, over all registries.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
-    concurrency: u16,
-    /// Timeout of each HTTP request (e.g. 10s, 500ms).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    request_timeout: Duration,
     /// Overall deadline; images without an answer by then are unreachable (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
-    /// Tries per request when the registry answers 408, 429, 502, 503, 504 or the
-    /// connection is refused or reset.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
-    max_attempts: u32,
-    /// Do not ask tags/list after a 404 (which tells a missing repository from a missing
-    /// tag and suggests close tags).
-    #[arg(long)]
-    no_tag_hints: bool,
     /// Also require this platform (os/arch[/variant], e.g. linux/arm64) in indexes and
     /// manifest lists. Off by default: it needs a GET of each index, which counts
     /// against Docker Hub's pull rate limit (a HEAD does not).
     #[arg(long, value_name = "OS/ARCH[/VARIANT]", value_parser = Platform::parse)]
     platform: Option<Platform>,
-    /// Extra root certificates (PEM) trusted for every registry.
-    #[arg(long, value_name = "PATH")]
-    ca_file: Option<PathBuf>,
-    /// Docker-style certificates directory: <dir>/<host[:port]>/ca.crt, and
-    /// client.cert + client.key for mutual TLS.
-    #[arg(long, value_name = "DIR")]
-    certs_dir: Option<PathBuf>,
     #[command(flatten)]
-    sources: Sources,
+    registry: RegistryArgs,
+    #[command(flatten)]
+    pod: PodArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address to listen on. A non-loopback address needs --api-token-file and TLS
+    /// (--tls-cert, --tls-key), unless --insecure-listen.
+    #[arg(
+        long,
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR:PORT",
+        help_heading = "Service"
+    )]
+    listen: std::net::SocketAddr,
+    /// Bearer tokens, one per line: `TOKEN`, or `TOKEN ns1,ns2` to limit the namespaces
+    /// that token may name (globs). Re-read when it changes. Without it, no auth.
+    #[arg(long, value_name = "PATH", help_heading = "Service")]
+    api_token_file: Option<PathBuf>,
+    /// A namespace requests may name (a glob such as `ci-*`). Repeatable. Default: any.
+    #[arg(long = "allow-namespace", value_name = "NS", help_heading = "Service")]
+    allow_namespaces: Vec<String>,
+    /// Largest request body, in bytes (default 8 MiB); more gets 413.
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_BODY, value_name = "BYTES", help_heading = "Service")]
+    max_body: usize,
+    /// Checks in flight at most; more get 503 with Retry-After.
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_CHECKS, value_parser = parse_positive, help_heading = "Service")]
+    max_checks: usize,
+    /// The longest deadline of a check; a request's deadline_seconds may shorten it.
+    #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Service")]
+    deadline: Duration,
+    /// How long checks in flight may run on after SIGTERM/SIGINT.
+    #[arg(long, default_value = "20s", value_parser = parse_duration, help_heading = "Service")]
+    shutdown_grace: Duration,
+    /// TLS certificate chain (PEM); reloaded when it changes.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_key",
+        help_heading = "Service"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM); reloaded when it changes.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_cert",
+        help_heading = "Service"
+    )]
+    tls_key: Option<PathBuf>,
+    /// Listen on a non-loopback address without a token file or TLS.
+    #[arg(long, help_heading = "Service")]
+    insecure_listen: bool,
+    /// Log lines on stderr: one JSON object per line, or text.
+    #[arg(long, value_enum, default_value_t = LogFormat::Json, help_heading = "Service")]
+    log_format: LogFormat,
+    #[command(flatten)]
+    registry: RegistryArgs,
+}
+
+fn parse_positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) | Err(_) => Err(format!("{text:?}: must be a whole number above zero")),
+        Ok(n) => Ok(n),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -215,7 +349,9 @@ struct ExplainArgs {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     deadline: Duration,
     #[command(flatten)]
-    sources: Sources,
+    node: NodeArgs,
+    #[command(flatten)]
+    pod: PodArgs,
 }
 
 /// Parses a positive duration: `10s`, `500ms`, `2m`, or a bare number of seconds.
@@ -245,7 +381,16 @@ fn parse_any_duration(text: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    match &cli.command {
+        Command::Serve(args) => pullcheck_server::init_logging(
+            match args.log_format {
+                LogFormat::Json => pullcheck_server::LogFormat::Json,
+                LogFormat::Text => pullcheck_server::LogFormat::Text,
+            },
+            serve_log_filter(cli.verbose),
+        ),
+        _ => init_logging(cli.verbose),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -259,12 +404,21 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Check(args) => runtime.block_on(run_check(*args)),
         Command::Explain(args) => runtime.block_on(run_explain(*args)),
+        Command::Serve(args) => runtime.block_on(run_serve(*args)),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn init_logging(verbose: u8) {
-    let default = match verbose {
+/// The default log filter of `serve`: requests at info, then as `check`'s -v levels.
+fn serve_log_filter(verbose: u8) -> &'static str {
+    match verbose {
+        0 => "info,kube_client=off",
+        _ => log_filter(verbose),
+    }
+}
+
+fn log_filter(verbose: u8) -> &'static str {
+    match verbose {
         // kube-rs logs a failed request at ERROR; pullcheck reports it itself.
         0 => "warn,kube_client=off",
         1 => "pullcheck=debug,pullcheck_registry=debug,pullcheck_cli=debug",
@@ -275,7 +429,11 @@ fn init_logging(verbose: u8) {
              pullcheck_input=trace"
         }
         _ => "trace",
-    };
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = log_filter(verbose);
     let filter = tracing_subscriber::EnvFilter::try_from_env("PULLCHECK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
@@ -302,7 +460,7 @@ fn fail(error: &dyn std::fmt::Display) -> i32 {
     EXIT_USAGE
 }
 
-impl Sources {
+impl NodeArgs {
     fn resolver(&self) -> Result<Resolver, String> {
         let mirrors = if let Some(path) = &self.registries_conf {
             MirrorConfig::load_registries_conf(path)
@@ -336,16 +494,96 @@ impl Sources {
         })
         .map_err(|e| e.to_string())
     }
+}
 
-    fn cluster(&self) -> ClusterArgs {
-        ClusterArgs {
-            namespace: self.namespace.clone(),
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
-            pods_template: self.pods_template.clone(),
-            pods_template_file: self.pods_template_file.clone(),
+impl PodArgs {
+    fn template_source(&self) -> TemplateSource {
+        match (&self.pods_template, &self.pods_template_file) {
+            (Some(name), _) => TemplateSource::Name(name.clone()),
+            (None, Some(path)) => TemplateSource::File(path.clone()),
+            (None, None) => TemplateSource::None,
         }
     }
+
+    /// The cluster's options, when it is to be asked: with a namespace, or a template to
+    /// read from it.
+    fn cluster_options(&self, node: &NodeArgs) -> Option<ClusterOptions> {
+        if self.namespace.is_none() && self.pods_template.is_none() {
+            return None;
+        }
+        Some(ClusterOptions {
+            kubeconfig: node.kubeconfig.clone(),
+            context: node.context.clone(),
+            namespace: self.namespace.clone().unwrap_or_default(),
+        })
+    }
+}
+
+/// Connects to the cluster when `options` says to.
+async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, String> {
+    match options {
+        Some(o) => Cluster::connect(o)
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        None => Ok(None),
+    }
+}
+
+/// Reads the `--pull-secret` files.
+fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> {
+    let mut secrets = Vec::new();
+    for file in files {
+        secrets.extend(PullSecret::read_manifests(file).map_err(|e| e.to_string())?);
+    }
+    Ok(secrets)
+}
+
+/// Reads and parses the pipeline files and manifests one after the other (`-`: standard
+/// input, at most once), then adds the `--image`s.
+fn read_inputs(
+    files: &[PathBuf],
+    images: Vec<pullcheck::input::ImageUse>,
+) -> Result<pullcheck_sources::Inputs, String> {
+    if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        return Err("`-` (standard input) is given more than once".into());
+    }
+    let mut inputs = pullcheck_sources::Inputs::default();
+    for file in files {
+        let (name, text) = if file.as_os_str() == "-" {
+            ("<stdin>".to_string(), read_stdin()?)
+        } else {
+            (file.display().to_string(), read(file)?)
+        };
+        let text = [NamedText { name, text }];
+        inputs.append(pullcheck_sources::read_inputs(&text, Vec::new()).map_err(|e| e.message)?);
+    }
+    inputs.append(pullcheck_sources::read_inputs(&[], images).map_err(|e| e.message)?);
+    Ok(inputs)
+}
+
+fn read(path: &std::path::Path) -> Result<String, String> {
+    named(
+        pullcheck_files::read_to_string(path),
+        &path.display().to_string(),
+    )
+}
+
+fn read_stdin() -> Result<String, String> {
+    named(
+        pullcheck_files::read_from(std::io::stdin().lock()).and_then(pullcheck_files::text),
+        "<stdin>",
+    )
+}
+
+/// An input's text or read error (`pullcheck_files`: at most 64 MiB, UTF-8 named by
+/// line and column), its error named `name`.
+fn named(read: std::io::Result<String>, name: &str) -> Result<String, String> {
+    read.map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => format!("{name}: {e}; not read"),
+        std::io::ErrorKind::InvalidData => format!("{name}:{e}"),
+        _ => format!("{name}: cannot read: {e}"),
+    })
 }
 
 async fn run_check(args: CheckArgs) -> i32 {
@@ -359,11 +597,11 @@ async fn run_check(args: CheckArgs) -> i32 {
             Err(e) => return fail(&e),
         }
     }
-    let (resolver, node) = match (args.sources.resolver(), args.sources.node()) {
-        (Ok(r), Ok(n)) => (r, n),
-        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    let setup = match args.registry.setup(args.platform.clone()) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
     };
-    let gathered = match gather_within_deadline(&args, images).await {
+    let (gathered, deadline_start) = match gather_within_deadline(&args, images).await {
         Ok(g) => g,
         Err(e) => return fail(&e),
     };
@@ -371,25 +609,17 @@ async fn run_check(args: CheckArgs) -> i32 {
         tracing::debug!("pull secrets: {chain}");
     }
     let checker_options = CheckerOptions {
-        concurrency: usize::from(args.concurrency),
-        registry: ClientOptions {
-            request_timeout: args.request_timeout,
-            tag_hints: !args.no_tag_hints,
-            max_attempts: args.max_attempts,
-            platform: args.platform.clone(),
-            ca_file: args.ca_file.clone(),
-            certs_dir: args.certs_dir.clone(),
-            ..ClientOptions::default()
-        },
+        concurrency: setup.concurrency,
+        registry: setup.client,
     };
-    let checker = match Checker::new(checker_options, resolver, node) {
+    let checker = match Checker::new(checker_options, setup.resolver, setup.node) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
     let options = CheckOptions {
         include_on_start: args.include_on_start,
         deadline: args.deadline,
-        deadline_start: Some(gathered.deadline_start),
+        deadline_start: Some(deadline_start),
         platform: args.platform.clone(),
     };
     let report = checker.check_sets(gathered.sets, &options).await;
@@ -407,33 +637,30 @@ async fn run_check(args: CheckArgs) -> i32 {
     emit(&text, report.exit_code())
 }
 
-/// [`sources::gather`] on a runtime worker, watched from here, so that `--deadline`
-/// bounds the Kubernetes lookups even when a kubeconfig exec plugin (run by kube-rs
-/// with a blocking `std::process` call) holds that worker, where no timer inside the
-/// task could fire. At the deadline the run ends with an error, and the process exits
-/// without waiting for a stuck thread.
+/// Reads the inputs, then runs the Kubernetes lookups ([`pullcheck_sources`]) on a
+/// runtime worker, watched from here, so that `--deadline` bounds them even when a
+/// kubeconfig exec plugin (run by kube-rs with a blocking `std::process` call) holds that
+/// worker, where no timer inside the task could fire. At the deadline the run ends with
+/// an error, and the process exits without waiting for a stuck thread. Also returns when
+/// `--deadline` started: after the inputs were read, before the first Kubernetes request.
 async fn gather_within_deadline(
     args: &CheckArgs,
     images: Vec<pullcheck::input::ImageUse>,
-) -> Result<sources::Gathered, String> {
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let (files, pull_secrets, cluster, deadline) = (
-        args.files.clone(),
-        args.sources.pull_secret.clone(),
-        args.sources.cluster(),
-        args.deadline,
-    );
+) -> Result<(pullcheck_sources::Gathered, std::time::Instant), String> {
+    // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
+    let pull_secrets = read_pull_secret_files(&args.pod.pull_secret)?;
+    let inputs = read_inputs(&args.files, images)?;
+    let started = std::time::Instant::now();
+    let cluster = args.pod.cluster_options(&args.registry.node);
+    let template = args.pod.template_source();
     let task = tokio::spawn(async move {
-        sources::gather(&files, images, &pull_secrets, &cluster, started_tx).await
-    });
-    match started_rx.await {
-        // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
-        Ok(started) => await_lookups(task, started, deadline).await,
-        // Ended (an unreadable input) before the lookups started.
-        Err(_) => task
+        let cluster = connect(cluster.as_ref()).await?;
+        pullcheck_sources::find_pull_secrets(inputs, &pull_secrets, cluster.as_ref(), &template)
             .await
-            .map_err(|e| format!("reading the inputs failed: {e}"))?,
-    }
+            .map_err(|e| e.message)
+    });
+    let gathered = await_lookups(task, started, args.deadline).await?;
+    Ok((gathered, started))
 }
 
 /// Awaits `task`, Kubernetes lookups on a runtime worker, until `deadline` after
@@ -451,10 +678,50 @@ async fn await_lookups<T>(
             fail(&format!(
                 "the Kubernetes lookups of the pull secrets (kubeconfig, exec plugin, API \
                  server) did not finish within the --deadline of {}",
-                sources::format_duration(deadline)
+                pullcheck_sources::format_duration(deadline)
             ));
             std::process::exit(2);
         }
+    }
+}
+
+async fn run_serve(args: ServeArgs) -> i32 {
+    let setup = match args.registry.setup(None) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let node = &args.registry.node;
+    let options = pullcheck_server::ServeOptions {
+        listen: args.listen,
+        resolver: setup.resolver,
+        node: setup.node,
+        client: setup.client,
+        concurrency: setup.concurrency,
+        cluster: Some(ClusterOptions {
+            kubeconfig: node.kubeconfig.clone(),
+            context: node.context.clone(),
+            namespace: String::new(),
+        }),
+        cluster_required: node.kubeconfig.is_some() || node.context.is_some(),
+        api_token_file: args.api_token_file,
+        allow_namespaces: args.allow_namespaces,
+        max_body: args.max_body,
+        max_checks: args.max_checks,
+        deadline: args.deadline,
+        shutdown_grace: args.shutdown_grace,
+        tls: match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(pullcheck_server::TlsFiles { cert, key }),
+            _ => None,
+        },
+        insecure_listen: args.insecure_listen,
+    };
+    let server = match pullcheck_server::Server::bind(options).await {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    match server.run(pullcheck_server::shutdown_signal()).await {
+        Ok(()) => 0,
+        Err(e) => fail(&e),
     }
 }
 
@@ -465,17 +732,30 @@ fn no_color() -> bool {
 }
 
 async fn run_explain(args: ExplainArgs) -> i32 {
-    let (resolver, node) = match (args.sources.resolver(), args.sources.node()) {
+    let (resolver, node) = match (args.node.resolver(), args.node.node()) {
         (Ok(r), Ok(n)) => (r, n),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
-    let cluster = args.sources.cluster();
-    let task = tokio::spawn(async move { sources::build_chain(&cluster).await });
+    let cluster = args.pod.cluster_options(&args.node);
+    let template = args.pod.template_source();
+    let task = tokio::spawn(async move {
+        match connect(cluster.as_ref()).await? {
+            Some(c) => c
+                .build_pull_secrets(&template)
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string()),
+            None => Ok(None),
+        }
+    });
     let chain = match await_lookups(task, std::time::Instant::now(), args.deadline).await {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let keyring = match sources::build_keyring(&args.sources.pull_secret, chain.as_ref()) {
+    let keyring = match read_pull_secret_files(&args.pod.pull_secret)
+        .map_err(SourceError::from)
+        .and_then(|s| pullcheck_sources::keyring_of(&s, chain.as_ref()))
+    {
         Ok(k) => k,
         Err(e) => return fail(&e),
     };

@@ -21,6 +21,7 @@ fn main() {
                         Disposition::Check => "check".to_owned(),
                         Disposition::Skip(reason) => format!("skip: {reason}"),
                         Disposition::Invalid(message) => format!("invalid: {message}"),
+                        Disposition::Unresolved(message) => format!("unresolved: {message}"),
                     };
                     let stage = o
                         .stage

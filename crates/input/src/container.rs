@@ -8,8 +8,90 @@
 //! `<<: *defaults`), and a message about it names where it is written too (see
 //! [`crate::yaml`]).
 
+use std::collections::HashMap;
+
 use crate::policy::VELA_PULL_VALUES;
+use crate::substitute::{Env, Mode, Outcome};
 use crate::tree::{BUDGET, Budget, Doc, LookupError, Pos, Reached};
+use crate::yaml::Value;
+
+/// The keys of a source step, as go-vela/server's `compiler/types/yaml` `Step` reads them.
+const STEP_KEYS: &[&str] = &[
+    "ruleset",
+    "commands",
+    "entrypoint",
+    "secrets",
+    "template",
+    "artifacts",
+    "ulimits",
+    "volumes",
+    "image",
+    "name",
+    "pull",
+    "environment",
+    "parameters",
+    "detach",
+    "privileged",
+    "user",
+    "report_as",
+    "id_request",
+    "git",
+];
+
+/// The keys of a source service (`compiler/types/yaml` `Service`).
+const SERVICE_KEYS: &[&str] = &[
+    "image",
+    "name",
+    "entrypoint",
+    "environment",
+    "ports",
+    "pull",
+    "ulimits",
+    "user",
+    "ruleset",
+];
+
+/// The keys of a secret's `origin` (`compiler/types/yaml` `Origin`).
+const ORIGIN_KEYS: &[&str] = &[
+    "environment",
+    "image",
+    "name",
+    "parameters",
+    "secrets",
+    "pull",
+    "ruleset",
+    "id_request",
+];
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// The known key closest to `key`, when it is near enough to be a misspelling of it
+/// (at most 2 edits, and fewer than the key's length).
+fn closest_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
+    let lower = key.to_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&lower, k), *k))
+        .filter(|&(d, _)| d <= 2 && d < key.chars().count())
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
+}
 use crate::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy};
 
 /// The image Vela gives its injected init step; not an image at all.
@@ -23,6 +105,9 @@ pub(crate) struct Place {
     pub stage: Option<String>,
     /// For a secret origin without a name: the secret's name.
     pub secret_name: Option<String>,
+    /// In source: the variables of the pipeline's and the stage's `environment:`, which
+    /// the compiler merges into the step's before substituting.
+    pub scope_env: HashMap<String, String>,
 }
 
 /// Walks one document, collecting image uses; every lookup spends from one budget.
@@ -31,6 +116,11 @@ pub(crate) struct Reader<'a> {
     pub file: &'a str,
     budget: Budget,
     pub out: Vec<ImageUse>,
+    /// Whose `${VAR}` substitution to reproduce: the worker's for a compiled build, the
+    /// compiler's for source.
+    pub mode: Mode,
+    /// Warnings about what the document holds (misspelt container keys).
+    pub warnings: Vec<String>,
 }
 
 impl<'a> Reader<'a> {
@@ -40,6 +130,8 @@ impl<'a> Reader<'a> {
             file,
             budget: Budget::new(BUDGET),
             out: Vec::new(),
+            mode: Mode::Compile,
+            warnings: Vec::new(),
         }
     }
 
@@ -215,6 +307,7 @@ impl<'a> Reader<'a> {
             let disposition = Disposition::Invalid(message);
             self.push(
                 String::new(),
+                None,
                 PullPolicy::NotPresent,
                 pos,
                 name,
@@ -228,6 +321,7 @@ impl<'a> Reader<'a> {
             .text(node, "name")?
             .or_else(|| place.secret_name.clone())
             .unwrap_or_else(|| place.fallback_name.clone());
+        self.misspelt_keys(node, &place, what, &name);
         let image_node = self.get(node, "image")?;
         let template = self.get_set(node, "template")?;
         let pull_node = self.get_set(node, "pull")?;
@@ -254,17 +348,54 @@ impl<'a> Reader<'a> {
         let at = image_node.unwrap_or(node);
         let pos = self.pos(at).or(self.pos(node));
 
+        let env = self.env(node, &place)?;
+        let mut unresolved = Vec::new();
+        let substituted = match env.substitute(&image) {
+            Outcome::Unchanged => None,
+            Outcome::Substituted(s) => Some(s),
+            Outcome::Unresolved(reasons) => {
+                unresolved.extend(reasons);
+                None
+            }
+            Outcome::Error(e) => {
+                problems.push(format!(
+                    "{}: cannot substitute the variables of image {image:?}: {e} (Vela \
+                     refuses the pipeline with \"unable to substitute environment \
+                     variables\")",
+                    self.loc(at)
+                ));
+                None
+            }
+        };
+
         let policy = match pull_node {
             None => PullPolicy::NotPresent,
-            Some(v) => match doc.text(v.id) {
-                Some(text) => PullPolicy::from_vela(text).unwrap_or_else(|| {
+            Some(v) => match doc.text(v.id).map(|t| (t, env.substitute(t))) {
+                Some((text, Outcome::Error(e))) => {
                     problems.push(format!(
-                        "{}: unknown pull value {text:?} for {what} `{name}`; allowed values: \
-                         {VELA_PULL_VALUES}",
+                        "{}: cannot substitute the variables of pull value {text:?}: {e}",
                         self.loc(v)
                     ));
                     PullPolicy::NotPresent
-                }),
+                }
+                Some((_, Outcome::Unresolved(reasons))) => {
+                    unresolved.extend(reasons.into_iter().map(|r| format!("`pull`: {r}")));
+                    PullPolicy::NotPresent
+                }
+                Some((text, outcome)) => {
+                    let text = match &outcome {
+                        Outcome::Substituted(s) => s.as_str(),
+                        _ => text,
+                    };
+                    PullPolicy::from_vela(text).unwrap_or_else(|| {
+                        problems.push(format!(
+                            "{}: unknown pull value {text:?} for {what} `{name}`; allowed values: \
+                         {VELA_PULL_VALUES}",
+                            self.loc(v)
+                        ));
+                        PullPolicy::NotPresent
+                    })
+                }
                 None => {
                     problems.push(format!(
                         "{}: `pull` of {what} `{name}` must be a string, found a {}; allowed \
@@ -309,19 +440,129 @@ impl<'a> Reader<'a> {
                 };
                 problems.insert(0, format!("{}: {what} `{name}` {missing}", self.loc(at)));
             }
-            if problems.is_empty() {
-                Disposition::Check
-            } else {
+            if !problems.is_empty() {
                 Disposition::Invalid(problems.join("; "))
+            } else if !unresolved.is_empty() {
+                Disposition::Unresolved(format!(
+                    "{}: not checked: image {image:?} is known only when the build runs: {}",
+                    self.loc(at),
+                    unresolved.join("; ")
+                ))
+            } else {
+                Disposition::Check
             }
         };
-        self.push(image, policy, pos, name, &place, disposition);
+        let substituted = substituted.filter(|_| disposition == Disposition::Check);
+        self.push(image, substituted, policy, pos, name, &place, disposition);
         Ok(())
     }
 
+    /// Warns about the container's own keys that upstream does not know but that are a
+    /// likely misspelling of one it does (`imagee`, `pul`): Vela ignores unknown keys, so
+    /// the misspelt value silently does nothing. Source only; a compiled build is written
+    /// by the server.
+    fn misspelt_keys(&mut self, node: Reached, place: &Place, what: &str, name: &str) {
+        if self.mode != Mode::Compile {
+            return;
+        }
+        let known = match place.kind {
+            ContainerKind::Step => STEP_KEYS,
+            ContainerKind::Service => SERVICE_KEYS,
+            ContainerKind::Secret => ORIGIN_KEYS,
+            ContainerKind::Image | ContainerKind::Container => return,
+        };
+        let Value::Map(entries) = self.doc.value(node.id) else {
+            return;
+        };
+        for &(key, _) in entries {
+            let Value::Scalar {
+                text, merge: false, ..
+            } = self.doc.value(key)
+            else {
+                continue;
+            };
+            if known.contains(&text.as_str()) {
+                continue;
+            }
+            if let Some(suggestion) = closest_key(text, known) {
+                let at = match self.doc.written_pos(key) {
+                    Some(p) => format!("{}:{}:{}", self.file, p.line, p.column),
+                    None => self.file.to_owned(),
+                };
+                self.warnings.push(format!(
+                    "{at}: unknown key `{text}` in {what} `{name}` (Vela ignores it); did \
+                     you mean `{suggestion}`?"
+                ));
+            }
+        }
+    }
+
+    /// The variables the container's `${VAR}`s see, as [`Env`] describes: in source its
+    /// pipeline's and stage's (`place.scope_env`), then its own `environment`; compiled,
+    /// its own `environment` only; and the targets of its `secrets`.
+    fn env(&mut self, node: Reached, place: &Place) -> Result<Env, InputError> {
+        let mut values = match self.mode {
+            Mode::Compile => place.scope_env.clone(),
+            Mode::Run => HashMap::new(),
+        };
+        if let Some(env) = self.get_set(node, "environment")? {
+            values.extend(self.env_values(env)?);
+        }
+        let mut secrets = Vec::new();
+        if let Some(list) = self.get_set(node, "secrets")? {
+            let items: Vec<Reached> = match self.doc.items(list.id) {
+                Some(items) => items
+                    .iter()
+                    .map(|&item| self.doc.reach(list, None, item))
+                    .collect(),
+                None => vec![list],
+            };
+            for item in items {
+                if let Some(name) = self.doc.text(item.id) {
+                    // `- docker_password`: source and target are the name.
+                    secrets.push((name.to_owned(), name.to_owned()));
+                } else if self.doc.is_map(item.id) {
+                    let source = self.text(item, "source")?.unwrap_or_default();
+                    if let Some(target) = self.text(item, "target")? {
+                        secrets.push((target, source));
+                    }
+                }
+            }
+        }
+        Ok(Env {
+            mode: self.mode,
+            values,
+            secrets,
+        })
+    }
+
+    /// The variables of an `environment` value: a mapping of names to scalars, or (as
+    /// Vela's `raw.StringSliceMap` also reads it) a list of `NAME=value` strings.
+    pub fn env_values(&mut self, env: Reached) -> Result<Vec<(String, String)>, InputError> {
+        let mut out = Vec::new();
+        if self.doc.is_map(env.id) {
+            for (key, value) in self.entries(env)? {
+                if let Some(text) = self.doc.text(value.id) {
+                    out.push((key, text.to_owned()));
+                } else if self.doc.is_null(value.id) {
+                    out.push((key, String::new()));
+                }
+            }
+        } else if let Some(items) = self.doc.items(env.id) {
+            for &item in items {
+                if let Some((key, value)) = self.doc.text(item).and_then(|t| t.split_once('=')) {
+                    out.push((key.to_owned(), value.to_owned()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         image: String,
+        substituted: Option<String>,
         policy: PullPolicy,
         pos: Option<Pos>,
         name: String,
@@ -330,6 +571,7 @@ impl<'a> Reader<'a> {
     ) {
         self.out.push(ImageUse {
             image,
+            substituted,
             policy,
             origin: Origin {
                 file: Some(self.file.to_owned()),

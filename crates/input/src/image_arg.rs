@@ -40,6 +40,7 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
     }
     Ok(ImageUse {
         image: reference.to_owned(),
+        substituted: None,
         policy,
         origin: Origin {
             file: None,

@@ -36,9 +36,11 @@
 //!   (see [`yaml`] and `tree.rs`).
 
 mod container;
+pub mod envsubst;
 mod image_arg;
 mod pipeline;
 mod policy;
+mod substitute;
 mod tree;
 pub mod yaml;
 
@@ -92,9 +94,15 @@ pub enum Disposition {
     Check,
     /// Not an image that can be checked, with the reason (a `template:` step, `#init`).
     Skip(String),
-    /// The container is malformed (an unknown `pull:` value, no image); the message names
-    /// the file, line and column.
+    /// The container is malformed (an unknown `pull:` value, no image, a `${` that
+    /// Vela's substitution refuses); the message names the file, line and column.
     Invalid(String),
+    /// The image (or its `pull:`) depends on a value known only when the build runs: a
+    /// `${VAR}` that is the target of one of the container's secrets, or, in pipeline
+    /// source, a `VELA_*` variable the server sets or a variable set nowhere. Never
+    /// checked; the message names `file:line:column`, each variable and where its value
+    /// would come from.
+    Unresolved(String),
 }
 
 /// One container's use of an image.
@@ -102,6 +110,11 @@ pub enum Disposition {
 pub struct ImageUse {
     /// The image as written; empty when the container has none.
     pub image: String,
+    /// The image after Vela's `${VAR}` substitution, when it has anything to substitute
+    /// and the result is known (`golang:${GO}` → `golang:1.22`); `None` when the image
+    /// is used as written (and for [`Disposition::Unresolved`]). See
+    /// [`read_pipeline`] for whose substitution is reproduced.
+    pub substituted: Option<String>,
     /// The normalised pull policy (`not_present` where the value was invalid, as upstream's
     /// worker treats an unknown value as `IfNotPresent`).
     pub policy: PullPolicy,
@@ -122,6 +135,14 @@ pub struct InputError {
     pub column: Option<usize>,
     /// What is wrong.
     pub message: String,
+}
+
+impl ImageUse {
+    /// The image the node will pull: [`ImageUse::substituted`] when there is one, else
+    /// the image as written.
+    pub fn pulled(&self) -> &str {
+        self.substituted.as_deref().unwrap_or(&self.image)
+    }
 }
 
 impl fmt::Display for InputError {
@@ -165,8 +186,23 @@ impl std::error::Error for InputError {}
 /// - A step with `template:` is [`Disposition::Skip`] (its images are known only after the
 ///   server expands the template); so is Vela's injected `#init` image. A container with
 ///   neither image nor template is [`Disposition::Invalid`].
+/// - `${VAR}` in `image` and `pull` is substituted as Vela does ([`envsubst`] syntax):
+///   in a compiled build (a top-level `id`) as the worker, from the container's own
+///   `environment`, an unknown variable empty; in source as the compiler, from the
+///   pipeline's, the stage's and the step's `environment:` (a mapping, or a list of
+///   `NAME=value`; the step wins), an unknown variable kept as `${NAME}` and a value with
+///   a newline inserted quoted (Go's `%q`), then as the worker again on that result
+///   (`$${VAR}` is `${VAR}` after compiling, then the variable's value). The result is
+///   [`ImageUse::substituted`]. An
+///   image or pull value that depends on a variable known only at build time (the
+///   `target` of one of the container's `secrets`; in source, a `VELA_*` variable or one
+///   set nowhere) is [`Disposition::Unresolved`], naming each variable and where its
+///   value comes from; a `${` that upstream's parser refuses is [`Disposition::Invalid`].
 /// - Only the first YAML document is read, as upstream does; [`read_pipeline_with_warnings`]
-///   says where the ignored ones are. Unknown keys are ignored.
+///   says where the ignored ones are. Unknown keys are ignored, as upstream does (but see
+///   the warnings of [`read_pipeline_with_warnings`]).
+/// - In source, `stages` written as a list is an [`InputError`] at the list ("invalid
+///   yaml: expected map node for stage", as Vela says it).
 /// - A key written twice in one mapping (`steps:` twice, `image:` twice in one step) is an
 ///   error, as go-yaml v3 (which Vela uses) makes it; merge keys (`<<`) may repeat.
 ///
@@ -185,13 +221,22 @@ pub fn read_pipeline(file: &str, text: &str) -> Result<Vec<ImageUse>, InputError
 
 /// [`read_pipeline`], with warnings about what the file holds but is not read.
 ///
-/// Today the warnings are the YAML documents after the first: upstream reads only the
-/// first document of a pipeline file, and so does this reader, but a second document is
-/// usually a mistake whose images would never be checked. Each warning names
-/// `file:line` where an ignored, non-empty document starts, e.g.
-/// `.vela.yml:12: YAML document 2 is not read: Vela reads only the first document of a
-/// pipeline file, so its images are not checked`. Empty documents (a trailing `---`, only
-/// comments) give none; an ignored document with a syntax error gives one, not an error.
+/// The warnings, in this order:
+/// - a container key in source that Vela does not know but that is at most two edits
+///   from one it does (`imagee`, `pul`): `file:line:column: unknown key `imagee` in step
+///   `a` (Vela ignores it); did you mean `image`?` (the keys of go-vela/server's
+///   `compiler/types/yaml` `Step`, `Service` and secret `Origin`);
+/// - Go template syntax where YAML reads it as structure (`pull: {{ .pull_policy }}`, a
+///   line starting `{{`): the server expands such a file before it is a pipeline. When
+///   such a file does not load at all, the [`InputError`] says so instead;
+/// - the YAML documents after the first: upstream reads only the
+///   first document of a pipeline file, and so does this reader, but a second document is
+///   usually a mistake whose images would never be checked. Each warning names
+///   `file:line` where an ignored, non-empty document starts, e.g.
+///   `.vela.yml:12: YAML document 2 is not read: Vela reads only the first document of a
+///   pipeline file, so its images are not checked`. Empty documents (a trailing `---`,
+///   only comments) give none; an ignored document with a syntax error gives one, not an
+///   error.
 ///
 /// # Errors
 /// As [`read_pipeline`].
@@ -199,29 +244,74 @@ pub fn read_pipeline_with_warnings(
     file: &str,
     text: &str,
 ) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+    let with_template_note = |mut e: InputError| {
+        if let Some(line) = template_line(text, false) {
+            e.message.push_str(&template_note(line));
+        }
+        e
+    };
     let doc = match tree::Doc::load_yaml(text) {
         Ok(doc) => doc,
         // JSON that the YAML parser refuses (an escaped surrogate pair such as `\ud83d\ude80`).
-        Err(yaml) if yaml.syntax && looks_like_json(text) => {
-            tree::Doc::load_json(text).map_err(|json| load_error(file, json.pos, json.message))?
-        }
-        Err(yaml) => return Err(load_error(file, yaml.pos, yaml.message)),
+        Err(yaml) if yaml.syntax && looks_like_json(text) => tree::Doc::load_json(text)
+            .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
+        Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
     };
-    let uses = pipeline::read(file, &doc)?;
-    let warnings = doc
-        .ignored_documents
-        .iter()
-        .enumerate()
-        .map(|(i, pos)| {
-            format!(
-                "{file}:{}: YAML document {} is not read: Vela reads only the first document \
+    let (uses, mut warnings) = pipeline::read(file, &doc).map_err(with_template_note)?;
+    if let Some(line) = template_line(text, true) {
+        warnings.push(format!(
+            "{file}:{line}: `{{{{ ... }}}}` looks like Go template syntax: the Vela server \
+             expands a template before it is a pipeline, so what is read here is not what \
+             the build runs; check the expanded pipeline (the compiled build) instead"
+        ));
+    }
+    warnings.extend(doc.ignored_documents.iter().enumerate().map(|(i, pos)| {
+        format!(
+            "{file}:{}: YAML document {} is not read: Vela reads only the first document \
                  of a pipeline file, so its images are not checked",
-                pos.line,
-                i + 2
-            )
-        })
-        .collect();
+            pos.line,
+            i + 2
+        )
+    }));
     Ok((uses, warnings))
+}
+
+/// The first line (1-based) with `{{` and a later `}}` that is not a comment: Go
+/// template syntax, which Vela's server expands (a `render_inline` pipeline, a template
+/// file) before the result is a pipeline. With `structural`, only where YAML would read
+/// it as part of the document's structure: a line or list item that starts with `{{`, or
+/// a value after `key: ` that does (`pull: {{ .pull_policy }}`), not a `{{` inside a
+/// command such as `docker ps --format "{{.Names}}"`.
+fn template_line(text: &str, structural: bool) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            if line.starts_with('#')
+                || !line
+                    .find("{{")
+                    .is_some_and(|i| line[i + 2..].contains("}}"))
+            {
+                return false;
+            }
+            if !structural {
+                return true;
+            }
+            let item = line.trim_start_matches("- ").trim_start();
+            item.starts_with("{{")
+                || item
+                    .split_once(": ")
+                    .is_some_and(|(_, value)| value.trim_start().starts_with("{{"))
+        })
+        .map(|i| i + 1)
+}
+
+/// What an error or warning about a file with Go template syntax adds.
+fn template_note(line: usize) -> String {
+    format!(
+        "; the file looks like a Go template ({{{{ ... }}}} at line {line}), which the Vela \
+         server expands before it is a pipeline: check the expanded pipeline (the compiled \
+         build) instead"
+    )
 }
 
 fn looks_like_json(text: &str) -> bool {

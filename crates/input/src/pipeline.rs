@@ -6,23 +6,28 @@
 //!   `stages[] {name, steps[]}` (a list), `services[]`, `secrets[].origin` (a container or
 //!   null), plus a top-level `id`.
 //!
-//! Which layout a document has needs no switch: `stages` is read by its shape (a mapping in
-//! source, a list compiled), and the container keys (`name`, `image`, `pull`) are the same in
-//! both. The content only has to be a pipeline of either kind: a top-level `id` (compiled),
-//! or one of `version`, `steps`, `stages`, `services`, `secrets`.
+//! The container keys (`name`, `image`, `pull`) are the same in both layouts. A top-level
+//! `id` makes a document a compiled build; without it, it is source, one of `version`,
+//! `steps`, `stages`, `services`, `secrets`. The layout decides two things: `stages` as a
+//! list is only valid compiled (Vela refuses it in source: "invalid yaml: expected map
+//! node for stage"), and whose `${VAR}` substitution applies (the worker's compiled, the
+//! compiler's in source, with the pipeline's and the stage's `environment:`).
 //!
 //! Output order follows upstream's executor "assemble" order: services, stage steps, steps,
 //! then secret origins.
 
+use std::collections::HashMap;
+
 use crate::container::{Place, Reader};
+use crate::substitute::Mode;
 use crate::tree::{Doc, Reached};
 use crate::{ContainerKind, ImageUse, InputError};
 
 /// Keys of which a pipeline has at least one (`id` only in a compiled build).
 const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services", "secrets"];
 
-/// Reads every container of the document.
-pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
+/// Reads every container of the document, and the warnings about it.
+pub(crate) fn read(file: &str, doc: &Doc) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
     let mut r = Reader::new(doc, file);
     let Some(root) = doc.root else {
         return Err(r.error(
@@ -42,6 +47,19 @@ pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
     }
     let root = doc.reach_root(root);
     ensure_pipeline(&mut r, root)?;
+    let mut scope_env = HashMap::new();
+    if r.get_set(root, "id")?.is_some() {
+        r.mode = Mode::Run;
+    } else if let Some(env) = r.get_set(root, "environment")? {
+        scope_env.extend(r.env_values(env)?);
+    }
+    let place = |kind, fallback_name, stage| Place {
+        kind,
+        fallback_name,
+        stage,
+        secret_name: None,
+        scope_env: scope_env.clone(),
+    };
 
     for (i, item) in r
         .list(root, "services", "services")?
@@ -53,7 +71,7 @@ pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
             place(ContainerKind::Service, format!("services[{i}]"), None),
         )?;
     }
-    stages(&mut r, root)?;
+    stages(&mut r, root, &scope_env)?;
     for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
         r.container(
             item,
@@ -71,7 +89,7 @@ pub(crate) fn read(file: &str, doc: &Doc) -> Result<Vec<ImageUse>, InputError> {
         place.secret_name = r.text(secret, "name")?;
         r.container(origin, place)?;
     }
-    Ok(r.out)
+    Ok((r.out, r.warnings))
 }
 
 /// Refuses a mapping that is neither a source pipeline nor a compiled build, so that a
@@ -95,12 +113,25 @@ fn ensure_pipeline(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> 
 }
 
 /// `stages`: a mapping of name → stage in source, a list of stages with `name` compiled.
-fn stages(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
+fn stages(
+    r: &mut Reader<'_>,
+    root: Reached,
+    scope_env: &HashMap<String, String>,
+) -> Result<(), InputError> {
     let Some(stages) = r.get_set(root, "stages")? else {
         return Ok(());
     };
     let named: Vec<(String, Reached)> = if r.doc.is_map(stages.id) {
         r.entries(stages)?
+    } else if r.mode == Mode::Compile && r.doc.items(stages.id).is_some() {
+        // go-vela/server `StageSlice.UnmarshalYAML`: source stages are a mapping.
+        return Err(r.error_at(
+            stages,
+            "invalid yaml: expected map node for stage: in a pipeline, `stages` is a mapping \
+             of stage names to stages, not a list (a list of stages is the compiled form, \
+             which has a top-level `id`)"
+                .to_owned(),
+        ));
     } else if let Some(items) = r.doc.items(stages.id) {
         let mut named = Vec::with_capacity(items.len());
         for (i, &stage) in items.iter().enumerate() {
@@ -135,15 +166,20 @@ fn stages(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
             ));
         }
         let what = format!("stages.{name}.steps");
+        let mut stage_env = scope_env.clone();
+        if r.mode == Mode::Compile
+            && let Some(env) = r.get_set(stage, "environment")?
+        {
+            stage_env.extend(r.env_values(env)?);
+        }
         for (i, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
-            r.container(
-                item,
-                place(
-                    ContainerKind::Step,
-                    format!("steps[{i}]"),
-                    Some(name.clone()),
-                ),
-            )?;
+            let mut place = place(
+                ContainerKind::Step,
+                format!("steps[{i}]"),
+                Some(name.clone()),
+            );
+            place.scope_env = stage_env.clone();
+            r.container(item, place)?;
         }
     }
     Ok(())
@@ -155,5 +191,6 @@ fn place(kind: ContainerKind, fallback_name: String, stage: Option<String>) -> P
         fallback_name,
         stage,
         secret_name: None,
+        scope_env: HashMap::new(),
     }
 }

@@ -752,10 +752,26 @@ impl Builder {
         let mut started = false;
         let mut parser = Parser::new_from_str(text);
         for event in parser.by_ref() {
-            let (event, span) = event.map_err(|e| LoadError {
-                pos: Some(Pos::from_marker(e.marker())),
-                message: format!("not valid YAML: {}", e.info()),
-                syntax: true,
+            let (event, span) = event.map_err(|e| {
+                let pos = Pos::from_marker(e.marker());
+                // The scanner reports a tab where the token before it began or ended;
+                // the tab itself is the first one from there on.
+                match e.info().contains("tab").then(|| first_tab_from(text, pos)) {
+                    Some(Some(tab)) => LoadError {
+                        pos: Some(tab),
+                        message: format!(
+                            "not valid YAML: a tab character where YAML needs spaces \
+                             (indentation is spaces only) ({})",
+                            e.info()
+                        ),
+                        syntax: true,
+                    },
+                    _ => LoadError {
+                        pos: Some(pos),
+                        message: format!("not valid YAML: {}", e.info()),
+                        syntax: true,
+                    },
+                }
             })?;
             let pos = Pos::from_marker(&span.start);
             match event {
@@ -941,6 +957,23 @@ fn scan_later(
             _ => found.extend(pending.take()),
         }
     }
+}
+
+/// Where the first tab at or after `from` is (line and column, 1-based, in characters).
+fn first_tab_from(text: &str, from: Pos) -> Option<Pos> {
+    let (mut line, mut column) = (1, 1);
+    for c in text.chars() {
+        if c == '\t' && (line, column) >= (from.line, from.column) {
+            return Some(Pos { line, column });
+        }
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    None
 }
 
 #[cfg(test)]

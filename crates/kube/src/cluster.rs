@@ -289,6 +289,16 @@ impl Cluster {
         self
     }
 
+    /// The same connection (client, timeout) for another build namespace; `pullcheck
+    /// serve` connects once and names the namespace per request. Empty keeps this one.
+    pub fn with_namespace(&self, namespace: &str) -> Cluster {
+        let mut cluster = self.clone();
+        if !namespace.is_empty() {
+            cluster.namespace = namespace.to_owned();
+        }
+        cluster
+    }
+
     /// The underlying `kube::Client`.
     pub fn client(&self) -> &kube::Client {
         &self.client

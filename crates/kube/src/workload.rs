@@ -640,6 +640,7 @@ impl Reader<'_> {
         let pos = self.stream.used(at);
         ImageUse {
             image: String::new(),
+            substituted: None,
             policy: PullPolicy::NotPresent,
             origin: Origin {
                 file: Some(self.file.to_owned()),
@@ -778,6 +779,7 @@ impl Reader<'_> {
         if !self.stream.is_map(container.id) {
             return Ok(ImageUse {
                 image: String::new(),
+                substituted: None,
                 policy: PullPolicy::NotPresent,
                 disposition: Disposition::Invalid(format!(
                     "{}: {owner} {place} must be a mapping, found {}",
@@ -851,6 +853,7 @@ impl Reader<'_> {
         }
         Ok(ImageUse {
             image,
+            substituted: None,
             policy,
             origin,
             disposition,

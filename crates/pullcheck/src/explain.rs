@@ -60,8 +60,12 @@ pub struct Explanation {
     /// The familiar form, as the Docker CLI prints it (`FamiliarString` after
     /// `TagNameOnly`, so `alpine` is `alpine:latest`).
     pub familiar: Option<String>,
-    /// The parse error.
+    /// The parse error; kind `substitution` for an input with `${VAR}`s, which Vela
+    /// substitutes only when it compiles and runs the build.
     pub error: Option<ReferenceErrorReport>,
+    /// The `${VAR}` variables the input reads (drone/envsubst syntax), in order; empty
+    /// for a plain reference.
+    pub variables: Vec<String>,
     /// The mirror configuration mode, in one line.
     pub mode: String,
     /// `blocked` or `unresolvable` with the rule, when no endpoint would be asked.
@@ -83,9 +87,66 @@ fn credential_of(step: &CredentialStep) -> CredentialExplanation {
     }
 }
 
-/// Explains one input.
+/// Why an input with `${VAR}`s cannot be explained as a reference, and its variables;
+/// `None` for an input without `${`.
+fn substitution(input: &str) -> Option<(ReferenceErrorReport, Vec<String>)> {
+    if !input.contains("${") {
+        return None;
+    }
+    let (message, variables) = match crate::input::envsubst::Template::parse(input) {
+        Ok(t) if !t.has_expressions() => return None,
+        Ok(t) => {
+            let variables = t.variables();
+            let names = variables
+                .iter()
+                .map(|v| format!("${{{v}}}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                format!(
+                    "reads {names}: Vela substitutes it when it compiles the pipeline (from \
+                     the pipeline's and the step's `environment:`) and again when the worker \
+                     runs the container (from its environment and secrets), so the image is \
+                     known only at build time; `pullcheck check` on the pipeline or the \
+                     compiled build shows the image before and after substitution"
+                ),
+                variables,
+            )
+        }
+        Err(e) => (format!("Vela's substitution refuses it: {e}"), Vec::new()),
+    };
+    Some((
+        ReferenceErrorReport {
+            kind: "substitution",
+            message,
+        },
+        variables,
+    ))
+}
+
+/// Explains one input. An input with `${VAR}`s is not parsed as a reference: its
+/// [`Explanation::error`] (kind `substitution`) says that Vela fills it in at build time
+/// and its [`Explanation::variables`] names what it reads.
 pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> Explanation {
     let mode = resolver.mirrors.mode().describe().to_string();
+    if let Some((error, variables)) = substitution(input) {
+        return Explanation {
+            input: input.to_string(),
+            ok: false,
+            canonical: None,
+            domain: None,
+            path: None,
+            tag: None,
+            digest: None,
+            familiar: None,
+            error: Some(error),
+            variables,
+            mode,
+            refused: None,
+            endpoints: Vec::new(),
+            credentials: Vec::new(),
+        };
+    }
     let r = match Reference::parse_normalized(input) {
         Ok(r) => r,
         Err(e) => {
@@ -102,6 +163,7 @@ pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> E
                     kind: e.kind().as_str(),
                     message: e.message().to_string(),
                 }),
+                variables: Vec::new(),
                 mode,
                 refused: None,
                 endpoints: Vec::new(),
@@ -167,6 +229,7 @@ pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> E
             r.familiar()
         }),
         error: unusable.map(|(kind, message)| ReferenceErrorReport { kind, message }),
+        variables: Vec::new(),
         mode,
         refused,
         endpoints,

@@ -277,6 +277,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
     let canonical = item.parsed().map(|r| r.canonical());
     let mut image = ImageReport {
         reference: item.reference,
+        substituted: item.substituted,
         canonical,
         policy: item.policy,
         status: Status::Skipped,
@@ -312,6 +313,10 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         Action::Skip(reason) => {
             image.status = Status::Skipped;
             image.detail = reason;
+        }
+        Action::Unresolved(message) => {
+            image.status = Status::Unresolved;
+            image.detail = message;
         }
         Action::Invalid { message, error } => {
             image.status = Status::Invalid;

@@ -27,6 +27,9 @@ pub enum Action {
     Defer(Reference),
     /// Not checked, with the reason (`never`, a template step, `#init`).
     Skip(String),
+    /// The image depends on a value known only when the build runs (a secret, a
+    /// server-set or unset variable); the message names each variable.
+    Unresolved(String),
     /// The reference or its container is invalid.
     Invalid {
         /// The message, naming the file, line and column where known.
@@ -44,6 +47,8 @@ pub struct PlanItem {
     pub set: usize,
     /// The image as written (empty for a container with no image).
     pub reference: String,
+    /// The image after Vela's `${VAR}` substitution, when it differs from `reference`.
+    pub substituted: Option<String>,
     /// The normalised pull policy.
     pub policy: PullPolicy,
     /// Every use, in input order.
@@ -146,8 +151,10 @@ pub fn plan(uses: Vec<ImageUse>, options: PlanOptions) -> Plan {
 /// secrets); items never merge across sets.
 pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
     let mut items: Vec<PlanItem> = Vec::new();
-    // (set, image as written, policy) -> index of the item made from a checkable use.
-    let mut merged: HashMap<(usize, String, PullPolicy), usize> = HashMap::new();
+    // (set, image as written, as substituted, policy) -> index of the item made from a
+    // checkable use.
+    type Key = (usize, String, Option<String>, PullPolicy);
+    let mut merged: HashMap<Key, usize> = HashMap::new();
     // The origins already listed for each merged item: the same place given twice
     // (`--image x --image x`) is listed once.
     let mut listed: HashSet<(usize, Origin)> = HashSet::new();
@@ -156,7 +163,7 @@ pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
         .enumerate()
         .flat_map(|(set, uses)| uses.into_iter().map(move |u| (set, u)))
     {
-        let key = (set, u.image.clone(), u.policy);
+        let key = (set, u.image.clone(), u.substituted.clone(), u.policy);
         let checkable = matches!(u.disposition, Disposition::Check);
         if checkable && let Some(&index) = merged.get(&key) {
             if listed.insert((index, u.origin.clone())) {
@@ -172,6 +179,7 @@ pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
         items.push(PlanItem {
             set,
             reference: u.image,
+            substituted: u.substituted,
             policy: u.policy,
             origins: vec![u.origin],
             action,
@@ -183,6 +191,7 @@ pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
 fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
     match &u.disposition {
         Disposition::Skip(reason) => return Action::Skip(reason.clone()),
+        Disposition::Unresolved(message) => return Action::Unresolved(message.clone()),
         Disposition::Invalid(message) => {
             return Action::Invalid {
                 message: message.clone(),
@@ -191,18 +200,23 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
         }
         Disposition::Check => {}
     }
-    let reference = match Reference::parse_normalized(&u.image) {
+    // The reference as the messages name it: as pulled, and as written when that differs.
+    let shown = match &u.substituted {
+        Some(s) => format!("{s:?} (substituted from {:?})", u.image),
+        None => format!("{:?}", u.image),
+    };
+    let reference = match Reference::parse_normalized(u.pulled()) {
         Ok(r) => r,
         Err(e) => {
             return Action::Invalid {
-                message: format!("invalid reference {:?}: {e}", u.image),
+                message: format!("invalid reference {shown}: {e}"),
                 error: Some(e),
             };
         }
     };
     if let Some((_, why)) = unusable(&reference) {
         return Action::Invalid {
-            message: format!("invalid reference {:?}: {why}", u.image),
+            message: format!("invalid reference {shown}: {why}"),
             error: None,
         };
     }
@@ -222,6 +236,7 @@ mod tests {
     fn step(image: &str, policy: PullPolicy, line: usize) -> ImageUse {
         ImageUse {
             image: image.into(),
+            substituted: None,
             policy,
             origin: Origin {
                 file: Some(".vela.yml".into()),
@@ -285,6 +300,44 @@ mod tests {
         let queries = p.queries();
         assert_eq!(queries.len(), 1);
         assert_eq!(queries[0].1.canonical(), "docker.io/library/alpine:latest");
+    }
+
+    #[test]
+    fn substituted_images_are_checked_and_unresolved_ones_are_not() {
+        let mut a = step("golang:${GO}", PullPolicy::Always, 1);
+        a.substituted = Some("golang:1.22".into());
+        let mut b = step("golang:${GO}", PullPolicy::Always, 2);
+        b.substituted = Some("golang:1.21".into());
+        let mut c = step("golang:${GO}", PullPolicy::Always, 3);
+        c.substituted = Some("golang:1.22".into());
+        let mut empty = step("golang:${NOPE}", PullPolicy::Always, 4);
+        empty.substituted = Some("golang:".into());
+        let mut secret = step("app:${TAG}", PullPolicy::Always, 5);
+        secret.disposition = Disposition::Unresolved("${TAG} is a secret".into());
+        let p = plan(vec![a, b, c, empty, secret], PlanOptions::default());
+        // Same written image, different substitutions: two items; the same: one.
+        assert_eq!(p.items.len(), 4);
+        assert_eq!(p.items[0].origins.len(), 2);
+        assert_eq!(
+            p.items[0].parsed().map(Reference::canonical).as_deref(),
+            Some("docker.io/library/golang:1.22")
+        );
+        assert_eq!(p.items[0].reference, "golang:${GO}");
+        assert_eq!(p.items[1].substituted.as_deref(), Some("golang:1.21"));
+        match &p.items[2].action {
+            Action::Invalid { message, .. } => assert!(
+                message.starts_with(
+                    "invalid reference \"golang:\" (substituted from \"golang:${NOPE}\")"
+                ),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            p.items[3].action,
+            Action::Unresolved("${TAG} is a secret".into())
+        );
+        assert_eq!(p.queries().len(), 2);
     }
 
     #[test]

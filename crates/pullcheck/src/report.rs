@@ -26,6 +26,10 @@ pub enum Status {
     Blocked,
     /// No answer could be had: network error, timeout, 5xx, the deadline.
     Unreachable,
+    /// Not checked: the image depends on a `${VAR}` whose value is known only when the
+    /// build runs (a secret, a variable the Vela server sets, or one set nowhere in the
+    /// pipeline). Counts as unverified, as `unreachable` does.
+    Unresolved,
     /// The reference or its container is invalid.
     Invalid,
     /// `on_start`: checked only when its container starts.
@@ -44,6 +48,7 @@ impl Status {
             Self::Denied => "denied",
             Self::Blocked => "blocked",
             Self::Unreachable => "unreachable",
+            Self::Unresolved => "unresolved",
             Self::Invalid => "invalid",
             Self::Deferred => "deferred",
             Self::Skipped => "skipped",
@@ -78,7 +83,8 @@ pub enum MissingPart {
 pub struct ReferenceErrorReport {
     /// `empty`, `invalid_format`, `uppercase`, `name_too_long`, `hex64`, `digest_invalid`
     /// (the parser's), or, for a reference that parses but names no usable registry,
-    /// `no_registry` or `port_out_of_range` (the checks `check` applies too).
+    /// `no_registry` or `port_out_of_range` (the checks `check` applies too); in
+    /// `explain`, `substitution` for an input with `${VAR}`s.
     pub kind: &'static str,
     /// The parser's message, or why the registry is unusable.
     pub message: String,
@@ -89,7 +95,12 @@ pub struct ReferenceErrorReport {
 pub struct ImageReport {
     /// The image as written.
     pub reference: String,
-    /// The canonical form `domain/path[:tag][@digest]`, when it parsed.
+    /// The image after Vela's `${VAR}` substitution, which is what is checked; `null`
+    /// when the image has nothing to substitute (or its values are unknown: status
+    /// `unresolved`).
+    pub substituted: Option<String>,
+    /// The canonical form `domain/path[:tag][@digest]` of the image as pulled
+    /// (substituted), when it parsed.
     pub canonical: Option<String>,
     /// The pull policy.
     pub policy: PullPolicy,
@@ -120,7 +131,7 @@ pub struct Summary {
     pub present: usize,
     /// `missing`, `no_access`, `denied`, `blocked` and `invalid`.
     pub failed: usize,
-    /// `unreachable`.
+    /// `unreachable` and `unresolved`.
     pub unverified: usize,
     /// `skipped`.
     pub skipped: usize,
@@ -160,7 +171,7 @@ impl Report {
         for image in &images {
             match image.status {
                 Status::Present => summary.present += 1,
-                Status::Unreachable => summary.unverified += 1,
+                Status::Unreachable | Status::Unresolved => summary.unverified += 1,
                 Status::Skipped => summary.skipped += 1,
                 Status::Deferred => summary.deferred += 1,
                 s if s.is_failure() => summary.failed += 1,
@@ -256,9 +267,16 @@ impl Report {
 
 /// The reference for the text report: control characters escaped, so a hostile
 /// pipeline cannot split or repaint a report line.
+/// A substituted image shows both: `golang:${GO} → golang:1.22`.
 fn display_reference(image: &ImageReport) -> String {
     if image.reference.is_empty() {
         "(no image)".to_string()
+    } else if let Some(s) = &image.substituted {
+        format!(
+            "{} → {}",
+            escape_controls(&image.reference),
+            escape_controls(s)
+        )
     } else {
         escape_controls(&image.reference).into_owned()
     }
@@ -314,7 +332,7 @@ fn describe_origin(o: &Origin) -> String {
 fn paint(status: Status, text: &str) -> String {
     let code = match status {
         Status::Present => "32",
-        Status::Unreachable => "33",
+        Status::Unreachable | Status::Unresolved => "33",
         Status::Deferred | Status::Skipped => "2",
         _ => "31;1",
     };
@@ -354,6 +372,7 @@ mod tests {
     fn image(status: Status) -> ImageReport {
         ImageReport {
             reference: "alpine:3.19".into(),
+            substituted: None,
             canonical: Some("docker.io/library/alpine:3.19".into()),
             policy: PullPolicy::Always,
             status,
@@ -402,6 +421,30 @@ mod tests {
     }
 
     #[test]
+    fn unresolved_is_unverified_and_substituted_images_show_both() {
+        let mut i = image(Status::Unresolved);
+        i.reference = "golang:${GO}".into();
+        let r = Report::new(vec![image(Status::Present), i], vec![]);
+        assert_eq!((r.summary.unverified, r.summary.failed), (1, 0));
+        assert_eq!(r.exit_code(), EXIT_UNVERIFIED);
+        let mut i = image(Status::Present);
+        i.reference = "alpine:${V}".into();
+        i.substituted = Some("alpine:3.19".into());
+        let r = Report::new(vec![i], vec![]);
+        assert!(
+            r.to_text(false)
+                .starts_with("present     alpine:${V} → alpine:3.19  .vela.yml:4:12"),
+            "{}",
+            r.to_text(false)
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["images"][0]["reference"], "alpine:${V}");
+        assert_eq!(v["images"][0]["substituted"], "alpine:3.19");
+        assert_eq!(Status::Unresolved.as_str(), "unresolved");
+        assert!(!Status::Unresolved.is_failure());
+    }
+
+    #[test]
     fn json_has_the_documented_shape() {
         let mut i = image(Status::Missing);
         i.missing = Some(MissingPart::Tag);
@@ -412,6 +455,7 @@ mod tests {
         assert_eq!(img["missing"], "tag");
         assert_eq!(img["policy"], "always");
         assert_eq!(img["digest"], serde_json::Value::Null);
+        assert_eq!(img["substituted"], serde_json::Value::Null);
         assert_eq!(img["origins"][0]["kind"], "step");
         assert_eq!(img["origins"][0]["line"], 4);
         assert_eq!(img["origins"][0]["stage"], serde_json::Value::Null);

@@ -263,6 +263,17 @@ async fn no_secret_in_any_output_at_any_log_level() {
         std::env::var("PATH").unwrap_or_default()
     );
 
+    // A compiled build carries the SCM installation token, which is never shown either.
+    let build_token = "ghs_canaryBuildToken9c41";
+    std::fs::write(
+        dir.join("build.json"),
+        format!(
+            r#"{{"id": "octocat_hello-world_1", "token": "{build_token}", "steps": [
+  {{"id": "step_1", "name": "test", "image": "{host}/library/alpine:${{TAG}}", "pull": "always",
+    "environment": {{"TAG": "3.91"}}}}]}}"#
+        ),
+    )
+    .unwrap();
     let explain_host = format!("{host}/library/alpine:3.19");
     // Each way in, for check (text and JSON) and explain (text and JSON), with what the
     // run must show it used (so the canary is known to have been near a secret).
@@ -283,6 +294,7 @@ async fn no_secret_in_any_output_at_any_log_level() {
         for (base, names_credential) in [
             (vec!["check", ".vela.yml", "-vv"], true),
             (vec!["check", ".vela.yml", "--format", "json"], true),
+            (vec!["check", "build.json", "-vv"], true),
             (
                 vec!["explain", "alpine", "x/y", explain_host.as_str(), "-vv"],
                 true,
@@ -319,7 +331,13 @@ async fn no_secret_in_any_output_at_any_log_level() {
                 "{args:?} does not show {shows}:\n{shown}"
             );
         }
-        for secret in [PASSWORD, basic.as_str(), secret_data.as_str(), api.token()] {
+        for secret in [
+            PASSWORD,
+            basic.as_str(),
+            secret_data.as_str(),
+            api.token(),
+            build_token,
+        ] {
             assert!(
                 !shown.contains(secret),
                 "{args:?} printed a secret:\n{shown}"

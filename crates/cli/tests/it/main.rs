@@ -3,4 +3,6 @@
 mod cli;
 mod explain_mirrors;
 mod kubernetes;
+mod serve;
+mod substitution;
 mod util;

@@ -1,4 +1,5 @@
 //! The integration tests of `pullcheck-input`, one binary (`cargo test -p pullcheck-input --test it`).
 
 mod pipelines;
+mod substitution_and_schema;
 mod upstream;

@@ -1,0 +1,326 @@
+//! `pullcheck serve`, the real binary: it answers what `pullcheck check --format json`
+//! prints (plus `exit_code`), logs JSON lines with request ids and never a secret (at
+//! -vvv, with a password, a registry token, an API token and a build token in play), and
+//! on SIGTERM lets the check in flight finish, then exits 0.
+
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pullcheck_testkit::kube::{DockerAuth, pull_secret_manifest};
+use pullcheck_testkit::{Auth, ImageKind, Registry, TokenPolicy, User};
+use serde_json::{Value, json};
+
+const PASSWORD: &str = "serve-cli-password-canary-2f7c";
+const API_TOKEN: &str = "serve-api-token-canary-c04d";
+const BUILD_TOKEN: &str = "serve-build-token-canary-81e5";
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("pullcheck-cli-serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
+fn command(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pullcheck"));
+    c.current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("HOME", dir)
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("KUBECONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("PULLCHECK_LOG");
+    c
+}
+
+/// `pullcheck serve` on a free port, its stderr lines collected.
+struct Service {
+    child: Child,
+    addr: String,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Service {
+    fn start(dir: &Path, args: &[&str]) -> Service {
+        let mut child = command(dir)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start pullcheck serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && v["fields"]["message"] == "pullcheck serve listening"
+                {
+                    let _ = tx.send(
+                        v["fields"]["address"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    );
+                }
+                sink.lock().expect("logs").push(line);
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the service says where it listens");
+        Service { child, addr, logs }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn logs(&self) -> String {
+        self.logs.lock().expect("logs").join("\n")
+    }
+
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    fn wait(&mut self, within: Duration) -> Option<i32> {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn post(
+    http: &reqwest::Client,
+    service: &Service,
+    token: &str,
+    body: &Value,
+) -> (u16, Option<String>, String) {
+    let response = http
+        .post(service.url("/v1/checks"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("answer");
+    let status = response.status().as_u16();
+    let id = response
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, id, response.text().await.expect("body"))
+}
+
+/// `credential` fields nulled: the CLI names the --pull-secret file, the service the
+/// request's `pull_secrets[i]`.
+fn without_credentials(mut report: Value) -> Value {
+    if let Some(images) = report["images"].as_array_mut() {
+        for image in images {
+            image["credential"] = Value::Null;
+        }
+    }
+    report
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("ci:{PASSWORD}"));
+    for canary in [PASSWORD, API_TOKEN, BUILD_TOKEN, basic.as_str(), "eyJ"] {
+        assert!(!text.contains(canary), "{what} holds {canary}:\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_as_check_and_never_shows_a_secret() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
+            "ci", PASSWORD,
+        )])))
+        .start()
+        .await
+        .expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    let host = registry.host().to_owned();
+    let dir = temp_dir("same");
+    let pipeline = format!(
+        "version: \"1\"\nsteps:\n  - name: build\n    image: {host}/team/app:v1\n  - name: typo\n    image: {host}/team/app:v2\n"
+    );
+    std::fs::write(dir.join(".vela.yml"), &pipeline).expect("write");
+    let secret = pull_secret_manifest("ci", "regcred", &[DockerAuth::new(&host, "ci", PASSWORD)]);
+    std::fs::write(dir.join("secret.json"), &secret).expect("write");
+    std::fs::write(dir.join("tokens"), format!("{API_TOKEN}\n")).expect("write");
+
+    let cli = command(&dir)
+        .args([
+            "check",
+            "--format",
+            "json",
+            ".vela.yml",
+            "--pull-secret",
+            "secret.json",
+        ])
+        .output()
+        .expect("check");
+    assert_eq!(
+        cli.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let cli_report: Value = serde_json::from_slice(&cli.stdout).expect("CLI JSON");
+
+    let service = Service::start(&dir, &["-vvv", "--api-token-file", "tokens"]);
+    let http = reqwest::Client::new();
+    let secret: Value = serde_json::from_str(&secret).expect("secret");
+    let request = json!({"pipeline": pipeline, "file_name": ".vela.yml", "pull_secrets": [secret]});
+    let (status, id, text) = post(&http, &service, API_TOKEN, &request).await;
+    assert_eq!(status, 200, "{text}");
+    let mut answer: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(answer["exit_code"], 1);
+    if let Some(o) = answer.as_object_mut() {
+        o.remove("exit_code");
+    }
+    assert_eq!(without_credentials(answer), without_credentials(cli_report));
+    assert_no_secret("the answer", &text);
+
+    // A compiled build with its token; a wrong API token.
+    let build = json!({"id": "b_1", "version": "1", "token": BUILD_TOKEN,
+        "steps": [{"id": "s", "name": "s", "image": format!("{host}/team/app:v1"), "pull": "always"}]});
+    let (status, _, text) = post(
+        &http,
+        &service,
+        API_TOKEN,
+        &json!({"build": build, "pull_secrets": [secret]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert_no_secret("the build answer", &text);
+    let (status, _, text) = post(&http, &service, "not-the-token", &request).await;
+    assert_eq!(status, 401, "{text}");
+    assert_no_secret("the 401", &text);
+    let metrics = http
+        .get(service.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert_no_secret("/metrics", &metrics);
+
+    service.terminate();
+    let mut service = service;
+    assert_eq!(service.wait(Duration::from_secs(20)), Some(0));
+    let logs = service.logs();
+    assert_no_secret("the logs", &logs);
+    // JSON lines, the request's id among them.
+    let id = id.expect("X-Request-Id");
+    assert!(logs.contains(&id), "request id {id} not logged:\n{logs}");
+    assert!(
+        logs.lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()),
+        "every log line is JSON:\n{logs}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_check_in_flight_finish_then_exits_0() {
+    // A registry that accepts and never answers: the check runs until its deadline.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let hanging = listener.local_addr().expect("addr").to_string();
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+            let _ = seen_tx.send(());
+        }
+    });
+    let dir = temp_dir("shutdown");
+    std::fs::write(dir.join("tokens"), format!("{API_TOKEN}\n")).expect("write");
+    let mut service = Service::start(
+        &dir,
+        &[
+            "--api-token-file",
+            "tokens",
+            "--request-timeout",
+            "60s",
+            "--max-attempts",
+            "1",
+        ],
+    );
+    let http = reqwest::Client::new();
+    let request =
+        json!({"images": [{"reference": format!("{hanging}/slow:v1")}], "deadline_seconds": 3});
+    let in_flight = {
+        let http = http.clone();
+        let url = service.url("/v1/checks");
+        tokio::spawn(async move {
+            let response = http
+                .post(url)
+                .bearer_auth(API_TOKEN)
+                .header("content-type", "application/json")
+                .body(request.to_string())
+                .send()
+                .await
+                .expect("answer");
+            let status = response.status().as_u16();
+            (status, response.text().await.expect("body"))
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(10), seen_rx.recv())
+        .await
+        .expect("the check reached the registry");
+    let sent = Instant::now();
+    service.terminate();
+    let (status, text) = in_flight.await.expect("joins");
+    assert_eq!(status, 200, "{text}");
+    let report: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(report["images"][0]["status"], "unreachable", "{report}");
+    assert_eq!(
+        service.wait(Duration::from_secs(10)),
+        Some(0),
+        "{}",
+        service.logs()
+    );
+    assert!(sent.elapsed() < Duration::from_secs(15));
+    assert!(
+        service.logs().contains("shutting down"),
+        "{}",
+        service.logs()
+    );
+}

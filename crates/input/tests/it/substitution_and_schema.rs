@@ -1,0 +1,226 @@
+//! `${VAR}` substitution as Vela's compiler (source) and worker (compiled build) make it,
+//! and the parts of Vela's schema that decide what runs: stages as a list, tabs,
+//! misspelt container keys, Go-template pipelines.
+
+use pullcheck_input::{Disposition, ImageUse, PullPolicy, read_pipeline_with_warnings};
+
+fn read(text: &str) -> (Vec<ImageUse>, Vec<String>) {
+    read_pipeline_with_warnings(".vela.yml", text).expect("reads")
+}
+
+fn unresolved(u: &ImageUse) -> &str {
+    match &u.disposition {
+        Disposition::Unresolved(m) => m,
+        other => panic!("expected unresolved, got {other:?} for {u:?}"),
+    }
+}
+
+#[test]
+fn source_substitutes_from_pipeline_stage_and_step_environment() {
+    let text = "\
+version: \"1\"
+environment:
+  GO_VERSION: \"1.21\"
+  REGISTRY: localhost:5000
+stages:
+  build:
+    environment:
+      GO_VERSION: \"1.22\"
+    steps:
+      - name: stage-step
+        image: golang:${GO_VERSION}
+steps:
+  - name: own
+    image: ${REGISTRY}/golang:${GO_VERSION,,}-${FLAVOR:-alpine}
+    environment:
+      GO_VERSION: 1.23RC
+      FLAVOR: bookworm
+  - name: list-env
+    image: golang:${GO_VERSION}
+    pull: ${PULL}
+    environment:
+      - PULL=always
+  - name: plain
+    image: golang:1.22
+  - name: escaped
+    image: golang:$${GO_VERSION}
+";
+    let (uses, warnings) = read(text);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let pulled: Vec<&str> = uses.iter().map(ImageUse::pulled).collect();
+    assert_eq!(
+        pulled,
+        [
+            "golang:1.22",
+            "localhost:5000/golang:1.23rc-bookworm",
+            "golang:1.21",
+            "golang:1.22",
+            // The compiler makes `$${V}` into `${V}`, which the worker then fills.
+            "golang:1.21",
+        ]
+    );
+    assert_eq!(uses[0].image, "golang:${GO_VERSION}");
+    assert_eq!(uses[3].substituted, None);
+    assert_eq!(uses[2].policy, PullPolicy::Always);
+    assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
+}
+
+#[test]
+fn source_values_known_only_at_build_time_are_unresolved() {
+    let text = "\
+version: \"1\"
+steps:
+  - name: nowhere
+    image: golang:${GO_VERSION}
+  - name: server
+    image: registry.example.com/app:${VELA_BUILD_COMMIT}
+  - name: secret
+    image: registry.example.com/app:${APP_TAG}
+    secrets: [ app_tag ]
+  - name: secret-target
+    image: registry.example.com/app:${TAG}
+    secrets:
+      - source: release_tag
+        target: tag
+  - name: default-hides-nothing
+    image: golang:${GO_VERSION:-1.22}
+";
+    let (uses, _) = read(text);
+    let m = unresolved(&uses[0]);
+    assert!(
+        m.contains(
+            "${GO_VERSION} is set nowhere in the pipeline; the server or a secret sets it at \
+             build time"
+        ),
+        "{m}"
+    );
+    assert!(m.starts_with(".vela.yml:4:12: "), "{m}");
+    assert!(unresolved(&uses[1]).contains("${VELA_BUILD_COMMIT} is set by the Vela server"));
+    assert!(unresolved(&uses[2]).contains("secret `app_tag`"));
+    assert!(unresolved(&uses[3]).contains("secret `release_tag`"));
+    // The compiler keeps an unknown variable as `${NAME}`, so the default is not used.
+    assert!(
+        unresolved(&uses[4]).contains("its default is never used"),
+        "{}",
+        unresolved(&uses[4])
+    );
+    assert!(uses.iter().all(|u| u.substituted.is_none()));
+}
+
+#[test]
+fn compiled_build_substitutes_from_the_container_environment() {
+    let text = r#"{
+  "id": "octocat_hello-world_1",
+  "version": "1",
+  "environment": { "GO_VERSION": "9.99" },
+  "steps": [
+    { "id": "step_a", "name": "known", "image": "golang:${GO_VERSION}", "pull": "${PULL}",
+      "environment": { "GO_VERSION": "1.22", "PULL": "always" } },
+    { "id": "step_b", "name": "unknown", "image": "golang:${NOPE}", "environment": {} },
+    { "id": "step_c", "name": "secret", "image": "app:${APP_TAG}", "environment": {},
+      "secrets": [ { "source": "app_tag", "target": "APP_TAG" } ] }
+  ],
+  "secrets": [
+    { "name": "vault", "origin": { "id": "secret_vault", "name": "vault",
+      "image": "vault:${V}", "environment": { "V": "1.15" } } }
+  ]
+}"#;
+    let (uses, _) = read_pipeline_with_warnings("build.json", text).expect("reads");
+    assert_eq!(uses[0].pulled(), "golang:1.22");
+    assert_eq!(uses[0].policy, PullPolicy::Always);
+    // The worker makes an unknown variable empty.
+    assert_eq!(uses[1].substituted.as_deref(), Some("golang:"));
+    assert!(unresolved(&uses[2]).contains("secret `app_tag`"));
+    assert_eq!(uses[3].pulled(), "vault:1.15");
+}
+
+#[test]
+fn a_substitution_vela_refuses_is_invalid() {
+    let (uses, _) = read("version: '1'\nsteps:\n  - name: a\n    image: golang:${GO\n");
+    match &uses[0].disposition {
+        Disposition::Invalid(m) => {
+            assert!(m.contains("missing closing brace"), "{m}");
+            assert!(m.starts_with(".vela.yml:4:12: "), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn stages_as_a_list_are_refused_in_source() {
+    let text =
+        "version: '1'\nstages:\n  - name: a\n    steps:\n      - name: x\n        image: alpine\n";
+    let e = read_pipeline_with_warnings(".vela.yml", text).unwrap_err();
+    assert_eq!((e.line, e.column), (Some(3), Some(3)), "{e}");
+    assert!(
+        e.message
+            .starts_with("invalid yaml: expected map node for stage"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_tab_is_reported_where_it_is() {
+    let e = read_pipeline_with_warnings(
+        ".vela.yml",
+        "version: '1'\nsteps:\n  - name: a\n\timage: alpine\n",
+    )
+    .unwrap_err();
+    assert_eq!((e.line, e.column), (Some(4), Some(1)), "{e}");
+    assert!(e.message.contains("tab"), "{e}");
+}
+
+#[test]
+fn misspelt_container_keys_are_warned_with_the_closest_key() {
+    let text = "\
+version: '1'
+services:
+  - name: db
+    imge: postgres:16
+steps:
+  - name: a
+    imagee: alpine
+    pul: always
+    commands: [ true ]
+    something_else: 1
+";
+    let (_, warnings) = read(text);
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert_eq!(
+        warnings[0],
+        ".vela.yml:4:5: unknown key `imge` in service `db` (Vela ignores it); did you mean \
+         `image`?"
+    );
+    assert!(warnings[1].starts_with(".vela.yml:7:5: unknown key `imagee` in step `a`"));
+    assert!(warnings[1].ends_with("did you mean `image`?"));
+    assert!(warnings[2].starts_with(".vela.yml:8:5: unknown key `pul`"));
+    assert!(warnings[2].ends_with("did you mean `pull`?"));
+}
+
+#[test]
+fn a_go_template_pipeline_is_named_as_one() {
+    // YAML fails on it.
+    let e = read_pipeline_with_warnings(
+        ".vela.yml",
+        "version: '1'\nsteps:\n{{ range .steps }}\n  - name: {{ .name }}\n    image: alpine\n{{ end }}\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("looks like a Go template ({{ ... }} at line 3)"),
+        "{e}"
+    );
+    // YAML reads it, but not as the server will.
+    let (uses, warnings) = read(
+        "version: '1'\nsteps:\n  - name: a\n    image: alpine\n    pull: {{ .pull_policy }}\n    commands:\n      - docker ps --format \"{{.Names}}\"\n",
+    );
+    assert_eq!(uses.len(), 1);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with(".vela.yml:5: "), "{warnings:?}");
+    assert!(warnings[0].contains("Go template"), "{warnings:?}");
+    // A `{{` inside a command alone is no template.
+    let (_, warnings) = read(
+        "version: '1'\nsteps:\n  - name: a\n    image: alpine\n    commands:\n      - docker ps --format \"{{.Names}}\"\n",
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+}

@@ -1,0 +1,439 @@
+//! `POST /v1/checks`: the request body ([`CheckRequest`]), its translation into the
+//! library's inputs, and the answer: the CLI's JSON report plus `exit_code`, or
+//! `{"error": {"message", "line", "column"}}`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pullcheck::credentials::PullSecret;
+use pullcheck::input::ImageUse;
+use pullcheck::registry::Platform;
+use pullcheck_kube::TemplateSource;
+use pullcheck_sources::{InputKind, NamedText, SourceError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::auth::{Caller, namespace_allowed};
+use crate::metrics::CheckResult;
+
+/// The body of `POST /v1/checks`. Exactly one of `pipeline`, `build`, `images` and
+/// `manifests`; every other field is optional. Unknown fields are errors. Its `Debug`
+/// shows which fields are set, never their content (pull secrets, a build's token).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRequest {
+    /// The text of a `.vela.yml` or a compiled build's JSON (or Kubernetes manifests),
+    /// detected as the CLI detects files.
+    pub pipeline: Option<String>,
+    /// A compiled Vela `Build` object. Its `token` field, if any, is dropped unread.
+    pub build: Option<serde_json::Map<String, Value>>,
+    /// Images to check, as `--image` arguments.
+    pub images: Option<Vec<ImageArg>>,
+    /// Kubernetes manifests, multi-document YAML.
+    pub manifests: Option<String>,
+    /// The name origins and errors give the input; default `request`.
+    pub file_name: Option<String>,
+    /// The build namespace: the pull secrets are read from the cluster, as `--namespace`.
+    pub namespace: Option<String>,
+    /// A PipelinePodsTemplate in `namespace`, as `--pods-template`.
+    pub pods_template: Option<String>,
+    /// Secret objects (JSON), as `--pull-secret` files.
+    pub pull_secrets: Option<Vec<Value>>,
+    /// As `--include-on-start`.
+    #[serde(default)]
+    pub include_on_start: bool,
+    /// As `--platform`: `os/arch[/variant]`.
+    pub platform: Option<String>,
+    /// This check's deadline in seconds, capped by `--deadline`.
+    pub deadline_seconds: Option<f64>,
+}
+
+impl std::fmt::Debug for CheckRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckRequest")
+            .field("pipeline", &self.pipeline.as_ref().map(String::len))
+            .field("build", &self.build.is_some())
+            .field("images", &self.images.as_ref().map(Vec::len))
+            .field("manifests", &self.manifests.as_ref().map(String::len))
+            .field("namespace", &self.namespace)
+            .field("pods_template", &self.pods_template)
+            .field("pull_secrets", &self.pull_secrets.as_ref().map(Vec::len))
+            .field("include_on_start", &self.include_on_start)
+            .field("platform", &self.platform)
+            .field("deadline_seconds", &self.deadline_seconds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One image of [`CheckRequest::images`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageArg {
+    /// The reference, as written.
+    pub reference: String,
+    /// The pull policy, as `--image REF=POLICY` takes it; default `always`.
+    pub policy: Option<String>,
+}
+
+/// An answer other than a report: a status and `{"error": {...}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+    line: Option<usize>,
+    column: Option<usize>,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error without a position.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            line: None,
+            column: None,
+            retry_after: None,
+        }
+    }
+
+    fn bad(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    fn at(mut self, line: Option<usize>, column: Option<usize>) -> ApiError {
+        self.line = line;
+        self.column = column;
+        self
+    }
+}
+
+impl From<SourceError> for ApiError {
+    fn from(e: SourceError) -> ApiError {
+        ApiError::bad(e.message).at(e.line, e.column)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({"message": self.message});
+        if let Some(line) = self.line {
+            error["line"] = json!(line);
+        }
+        if let Some(column) = self.column {
+            error["column"] = json!(column);
+        }
+        let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+/// Whether the content type is JSON (`application/json`, parameters allowed).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Keeps the in-flight gauge right however the handler ends (answered, or dropped when
+/// the client went away).
+struct InFlight<'a>(&'a crate::metrics::Metrics);
+
+impl<'a> InFlight<'a> {
+    fn new(metrics: &'a crate::metrics::Metrics) -> InFlight<'a> {
+        metrics.checks_in_flight(1);
+        InFlight(metrics)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.checks_in_flight(-1);
+    }
+}
+
+/// `POST /v1/checks`. Checks in this order: content type (415), a free check slot
+/// (503), the body (413 over `--max-body`), the request (400), the namespace (403); then
+/// runs the check in this future (nothing is spawned: a client that goes away drops it,
+/// and the check with it).
+pub async fn post_check(
+    State(state): State<Arc<AppState>>,
+    caller: Option<axum::Extension<Caller>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    if !is_json(&headers) {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the body must be JSON: Content-Type: application/json",
+        )
+        .into_response();
+    }
+    let Ok(_permit) = state.checks.clone().try_acquire_owned() else {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{} checks are in flight (--max-checks); try again",
+                state.max_checks
+            ),
+        );
+        e.retry_after = Some(1);
+        return e.into_response();
+    };
+    let _in_flight = InFlight::new(&state.metrics);
+    let body = match body {
+        Ok(b) => b,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is over --max-body ({} bytes)", state.max_body),
+            )
+            .into_response();
+        }
+        Err(e) => return ApiError::bad(format!("cannot read the body: {e}")).into_response(),
+    };
+    let caller = caller.map(|c| c.0).unwrap_or_default();
+    let started = Instant::now();
+    match check(&state, &caller, &body).await {
+        Ok((report, code)) => {
+            let statuses: Vec<&'static str> =
+                report.images.iter().map(|i| i.status.as_str()).collect();
+            state.metrics.check_done(
+                CheckResult::from_exit_code(code),
+                started.elapsed().as_secs_f64(),
+                &statuses,
+            );
+            // The CLI's JSON, in its field order, then `exit_code`.
+            let answer = Answer {
+                report: &report,
+                exit_code: code,
+            };
+            (StatusCode::OK, axum::Json(answer)).into_response()
+        }
+        Err(e) => {
+            state.metrics.check_done(CheckResult::Error, 0.0, &[]);
+            e.into_response()
+        }
+    }
+}
+
+/// The 200 answer: the report as `pullcheck check --format json` prints it, plus the
+/// exit code the CLI would exit with.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    #[serde(flatten)]
+    report: &'a pullcheck::report::Report,
+    exit_code: i32,
+}
+
+/// The parsed inputs of a request.
+struct Parsed {
+    texts: Vec<NamedText>,
+    kind: Option<InputKind>,
+    images: Vec<ImageUse>,
+    pull_secrets: Vec<PullSecret>,
+    platform: Option<Platform>,
+    deadline: Duration,
+}
+
+fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed), ApiError> {
+    let request: CheckRequest = serde_json::from_slice(body).map_err(|e| {
+        let (line, column) = (e.line(), e.column());
+        ApiError::bad(format!("the request is not a check request: {e}"))
+            .at((line > 0).then_some(line), (column > 0).then_some(column))
+    })?;
+    let given = [
+        request.pipeline.is_some(),
+        request.build.is_some(),
+        request.images.is_some(),
+        request.manifests.is_some(),
+    ]
+    .iter()
+    .filter(|g| **g)
+    .count();
+    if given != 1 {
+        return Err(ApiError::bad(format!(
+            "give exactly one of `pipeline`, `build`, `images` and `manifests` ({given} given)"
+        )));
+    }
+    let name = request
+        .file_name
+        .clone()
+        .unwrap_or_else(|| "request".to_owned());
+    let mut texts = Vec::new();
+    let mut kind = None;
+    if let Some(text) = &request.pipeline {
+        texts.push(NamedText {
+            name: name.clone(),
+            text: text.clone(),
+        });
+    }
+    if let Some(text) = &request.manifests {
+        texts.push(NamedText {
+            name: name.clone(),
+            text: text.clone(),
+        });
+        kind = Some(InputKind::Manifests);
+    }
+    if let Some(build) = &request.build {
+        let mut build = build.clone();
+        // The worker's build token: never read, never echoed.
+        build.remove("token");
+        let text = serde_json::to_string_pretty(&Value::Object(build))
+            .map_err(|e| ApiError::bad(format!("`build`: {e}")))?;
+        texts.push(NamedText {
+            name: name.clone(),
+            text,
+        });
+        kind = Some(InputKind::Pipeline);
+    }
+    let mut images = Vec::new();
+    for (i, image) in request.images.iter().flatten().enumerate() {
+        let arg = match &image.policy {
+            Some(p) => format!("{}={p}", image.reference),
+            None => image.reference.clone(),
+        };
+        images.push(
+            pullcheck::input::parse_image_arg(&arg)
+                .map_err(|e| ApiError::bad(format!("images[{i}]: {e}")))?,
+        );
+    }
+    if request.images.as_ref().is_some_and(Vec::is_empty) {
+        return Err(ApiError::bad("nothing to check: `images` is empty"));
+    }
+    let mut pull_secrets = Vec::new();
+    for (i, secret) in request.pull_secrets.iter().flatten().enumerate() {
+        let text = secret.to_string();
+        pull_secrets.extend(
+            PullSecret::parse_manifests(&format!("pull_secrets[{i}]"), &text)
+                .map_err(|e| ApiError::bad(e.to_string()))?,
+        );
+    }
+    let platform = match &request.platform {
+        Some(p) => Some(Platform::parse(p).map_err(|e| ApiError::bad(format!("platform: {e}")))?),
+        None => None,
+    };
+    let deadline = match request.deadline_seconds {
+        Some(s) if s.is_finite() && s > 0.0 => {
+            Duration::try_from_secs_f64(s).map_or(state.deadline, |d| d.min(state.deadline))
+        }
+        Some(s) => {
+            return Err(ApiError::bad(format!(
+                "deadline_seconds must be a positive number of seconds, not {s}"
+            )));
+        }
+        None => state.deadline,
+    };
+    if request.pods_template.is_some() && request.namespace.is_none() {
+        return Err(ApiError::bad(
+            "`pods_template` needs `namespace`: the template is read from the build namespace",
+        ));
+    }
+    Ok((
+        request,
+        Parsed {
+            texts,
+            kind,
+            images,
+            pull_secrets,
+            platform,
+            deadline,
+        },
+    ))
+}
+
+async fn check(
+    state: &AppState,
+    caller: &Caller,
+    body: &[u8],
+) -> Result<(pullcheck::report::Report, i32), ApiError> {
+    let (request, parsed) = parse_request(state, body)?;
+    if let Some(ns) = &request.namespace
+        && !namespace_allowed(ns, &state.allow_namespaces, caller)
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("namespace {ns:?} is not allowed for this caller"),
+        ));
+    }
+    let inputs = match parsed.kind {
+        Some(kind) => {
+            let mut inputs = pullcheck_sources::Inputs::default();
+            for text in &parsed.texts {
+                inputs.append(pullcheck_sources::read_text(text, kind)?);
+            }
+            inputs.append(pullcheck_sources::read_inputs(&[], parsed.images)?);
+            inputs
+        }
+        None => pullcheck_sources::read_inputs(&parsed.texts, parsed.images)?,
+    };
+    drop(parsed.texts);
+    let deadline_start = Instant::now();
+    let cluster = match &request.namespace {
+        Some(ns) => match &state.cluster {
+            Ok(c) => Some(c.with_namespace(ns)),
+            Err(e) => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("`namespace` needs the Kubernetes API, which is not configured: {e}"),
+                ));
+            }
+        },
+        None => None,
+    };
+    let template = match &request.pods_template {
+        Some(name) => TemplateSource::Name(name.clone()),
+        None => TemplateSource::None,
+    };
+    let watch =
+        tokio::time::Instant::from_std(pullcheck::deadline_at(deadline_start, parsed.deadline));
+    let gathered = match tokio::time::timeout_at(
+        watch,
+        pullcheck_sources::find_pull_secrets(
+            inputs,
+            &parsed.pull_secrets,
+            cluster.as_ref(),
+            &template,
+        ),
+    )
+    .await
+    {
+        Ok(g) => g.map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.message))?,
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the Kubernetes lookups of the pull secrets did not finish within the \
+                     deadline of {}",
+                    pullcheck_sources::format_duration(parsed.deadline)
+                ),
+            ));
+        }
+    };
+    let report = crate::check::run_check(
+        state,
+        gathered.sets,
+        &crate::check::PerCheck {
+            include_on_start: request.include_on_start,
+            deadline: parsed.deadline,
+            deadline_start,
+            platform: parsed.platform,
+        },
+    )
+    .await;
+    let code = report.exit_code();
+    Ok((report, code))
+}

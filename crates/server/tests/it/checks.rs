@@ -1,0 +1,288 @@
+//! The four inputs against real registries: a pipeline (anonymous registry), a compiled
+//! build and images with pull secrets in the request (htpasswd and token registries),
+//! manifests; the metrics they leave; and the warm state.
+
+use pullcheck_server::ServeOptions;
+use pullcheck_testkit::kube::{DockerAuth, pull_secret_manifest};
+use pullcheck_testkit::{Auth, ImageKind, Registry, TokenPolicy, User};
+use serde_json::{Value, json};
+
+use crate::util::{TestServer, statuses};
+
+const PASSWORD: &str = "serve-password-canary-5b1e";
+const BUILD_TOKEN: &str = "build-token-canary-93aa";
+
+fn pipeline(host: &str) -> String {
+    format!(
+        "version: \"1\"\nsteps:\n  - name: ok\n    image: {host}/library/alpine:3.19\n  - name: typo\n    image: {host}/library/alpine:3.91\n"
+    )
+}
+
+fn secret(host: &str) -> Value {
+    let text = pull_secret_manifest("ci", "regcred", &[DockerAuth::new(host, "ci", PASSWORD)]);
+    serde_json::from_str(&text).expect("secret JSON")
+}
+
+/// No canary anywhere in `text`: not the password, not the build token, not a JWT.
+fn assert_no_secret(text: &str) {
+    assert!(!text.contains(PASSWORD), "password in {text}");
+    assert!(!text.contains(BUILD_TOKEN), "build token in {text}");
+    assert!(!text.contains("eyJ"), "a JWT in {text}");
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("ci:{PASSWORD}"));
+    assert!(!text.contains(&basic), "basic credentials in {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_gets_the_cli_report_with_positions_and_exit_code() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("library/alpine", "3.19", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    let server = TestServer::start(ServeOptions::default()).await;
+    let host = registry.host();
+    let (status, report) = server
+        .check(
+            None,
+            &json!({"pipeline": pipeline(host), "file_name": ".vela.yml"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        statuses(&report),
+        [
+            (format!("{host}/library/alpine:3.19"), "present".into()),
+            (format!("{host}/library/alpine:3.91"), "missing".into()),
+        ]
+    );
+    assert_eq!(report["exit_code"], 1);
+    assert_eq!(report["summary"]["failed"], 1);
+    let origin = &report["images"][1]["origins"][0];
+    assert_eq!(
+        (&origin["file"], &origin["line"], &origin["column"]),
+        (&json!(".vela.yml"), &json!(6), &json!(12)),
+        "{report}"
+    );
+
+    // Without file_name, the origin is "request"; the same pipeline passes once fixed.
+    let fixed = pipeline(host).replace("3.91", "3.19");
+    let (status, report) = server.check(None, &json!({"pipeline": fixed})).await;
+    assert_eq!((status, &report["exit_code"]), (200, &json!(0)), "{report}");
+    assert_eq!(report["images"][0]["origins"][0]["file"], "request");
+
+    let metrics = server.get("/metrics").await.1;
+    for line in [
+        "pullcheck_checks_total{result=\"fail\"} 1",
+        "pullcheck_checks_total{result=\"pass\"} 1",
+        "pullcheck_images_total{status=\"present\"} 2",
+        "pullcheck_images_total{status=\"missing\"} 1",
+        "pullcheck_check_duration_seconds_count 2",
+        "pullcheck_http_requests_total{route=\"/v1/checks\",code=\"200\"} 2",
+        "pullcheck_checks_in_flight 0",
+        "pullcheck_build_info{version=\"",
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
+    assert!(!metrics.contains("alpine"), "no image label: {metrics}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compiled_build_with_a_pull_secret_against_htpasswd() {
+    let registry = Registry::builder()
+        .auth(Auth::Htpasswd(vec![User::new("ci", PASSWORD)]))
+        .start()
+        .await
+        .expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::DockerManifest)
+        .await
+        .expect("push");
+    let host = registry.host().to_owned();
+    let build = json!({
+        "id": "team_app_7",
+        "version": "1",
+        "token": BUILD_TOKEN,
+        "steps": [
+            {"id": "step_team_app_7_build", "name": "build", "image": format!("{host}/team/app:v1"), "pull": "always"},
+            {"id": "step_team_app_7_later", "name": "later", "image": format!("{host}/team/app:v2"), "pull": "on_start"}
+        ]
+    });
+    let server = TestServer::start(ServeOptions::default()).await;
+
+    // Without the secret: no access.
+    let (status, report) = server.check(None, &json!({"build": build})).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["images"][0]["status"], "no_access", "{report}");
+    assert_eq!(report["images"][1]["status"], "deferred", "{report}");
+
+    let (status, _, text) = server
+        .post(
+            None,
+            &json!({"build": build, "pull_secrets": [secret(&host)], "include_on_start": true})
+                .to_string(),
+        )
+        .await;
+    let report: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        statuses(&report),
+        [
+            (format!("{host}/team/app:v1"), "present".into()),
+            (format!("{host}/team/app:v2"), "missing".into()),
+        ]
+    );
+    assert!(
+        report["images"][0]["credential"]
+            .to_string()
+            .contains("regcred"),
+        "{report}"
+    );
+    assert_no_secret(&text);
+    assert_no_secret(&server.get("/metrics").await.1);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_against_a_token_registry_and_the_warm_state() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
+            "ci", PASSWORD,
+        )])))
+        .start()
+        .await
+        .expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    let host = registry.host().to_owned();
+    let server = TestServer::start(ServeOptions::default()).await;
+    let request = json!({
+        "images": [
+            {"reference": format!("{host}/team/app:v1")},
+            {"reference": format!("{host}/team/app:v1"), "policy": "IfNotPresent"},
+        ],
+        "pull_secrets": [secret(&host)],
+        "platform": "linux/amd64",
+        "deadline_seconds": 20,
+    });
+    let (status, _, text) = server.post(None, &request.to_string()).await;
+    let report: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!((status, &report["exit_code"]), (200, &json!(0)), "{report}");
+    assert_eq!(report["summary"]["present"], 2, "{report}");
+    assert_no_secret(&text);
+    server.stop().await;
+}
+
+/// The second identical check is answered with one HEAD per image: no ping, no token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_second_identical_check_sends_only_heads() {
+    let registry = Registry::builder()
+        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
+            "ci", PASSWORD,
+        )])))
+        .start()
+        .await
+        .expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    registry
+        .push("team/worker", "v1", ImageKind::DockerManifest)
+        .await
+        .expect("push");
+    let host = registry.host().to_owned();
+    let server = TestServer::start(ServeOptions::default()).await;
+    let request = json!({
+        "images": [
+            {"reference": format!("{host}/team/app:v1")},
+            {"reference": format!("{host}/team/worker:v1")},
+        ],
+        "pull_secrets": [secret(&host)],
+    });
+    let (status, first) = server.check(None, &request).await;
+    assert_eq!((status, &first["exit_code"]), (200, &json!(0)), "{first}");
+    registry.clear_requests().await.expect("clear");
+    let tokens_before = registry.token_server().map_or(0, |t| t.requests().len());
+    let (status, second) = server.check(None, &request).await;
+    assert_eq!((status, &second["exit_code"]), (200, &json!(0)), "{second}");
+    let requests = registry.requests().await.expect("log");
+    let lines: Vec<String> = requests.iter().map(ToString::to_string).collect();
+    assert_eq!(requests.len(), 2, "{lines:?}");
+    assert!(requests.iter().all(|r| r.method == "HEAD"), "{lines:?}");
+    let tokens_after = registry.token_server().map_or(0, |t| t.requests().len());
+    assert_eq!(tokens_after, tokens_before, "no token request");
+    // The registry client's observer counted both checks: one ping answered (after the
+    // HTTPS attempt that a plain-HTTP loopback registry cannot answer), one token
+    // request in all, four HEADs, and the second check's token from the cache.
+    let (_, metrics) = server.get("/metrics").await;
+    let count = |kind: &str| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("pullcheck_registry_requests_total{")
+                    && l.contains(&format!("kind=\"{kind}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert!(
+        metrics.contains("kind=\"ping\",code=\"401\"} 1\n"),
+        "{metrics}"
+    );
+    assert_eq!(count("ping"), 2.0, "{metrics}");
+    assert_eq!(count("token"), 1.0, "{metrics}");
+    assert_eq!(count("manifest"), 4.0, "{metrics}");
+    assert!(
+        server.metric("pullcheck_token_cache_hits_total").await >= 1.0,
+        "{metrics}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifests_are_one_set_per_workload() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("web", "v1", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    let host = registry.host();
+    let manifests = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: {host}/web:v1\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: job}}\nspec:\n  containers:\n    - name: job\n      image: {host}/web:v9\n"
+    );
+    let server = TestServer::start(ServeOptions::default()).await;
+    let (status, report) = server.check(None, &json!({"manifests": manifests})).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        statuses(&report),
+        [
+            (format!("{host}/web:v1"), "present".into()),
+            (format!("{host}/web:v9"), "missing".into()),
+        ]
+    );
+    let origin = &report["images"][1]["origins"][0];
+    assert_eq!(
+        (&origin["line"], &origin["column"]),
+        (&json!(17), &json!(14)),
+        "{report}"
+    );
+
+    // A pipeline sent as `manifests` is read as manifests: nothing found, and a warning
+    // says why.
+    let (status, report) = server
+        .check(None, &json!({"manifests": pipeline(host)}))
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["summary"]["total"], 0, "{report}");
+    assert!(
+        report["warnings"]
+            .to_string()
+            .contains("looks like a Vela pipeline"),
+        "{report}"
+    );
+    server.stop().await;
+}

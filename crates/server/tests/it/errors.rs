@@ -1,0 +1,190 @@
+//! Each error answer: 400 (with line and column where the input has them), 401, 403,
+//! 413, 415; tokens re-read when their file changes.
+
+use pullcheck_server::ServeOptions;
+use serde_json::json;
+
+use crate::util::{TestServer, temp_dir};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_are_400_with_positions() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let cases = [
+        (json!({}), "exactly one of", None),
+        (
+            json!({"pipeline": "version: \"1\"", "images": [{"reference": "alpine"}]}),
+            "exactly one of",
+            None,
+        ),
+        (json!({"images": []}), "nothing to check", None),
+        (
+            json!({"images": [{"reference": "alpine", "policy": "sometimes"}]}),
+            "images[0]",
+            None,
+        ),
+        (
+            json!({"pipeline": "steps:\n  - name: a\n    image: [x\n"}),
+            "request:",
+            Some(4),
+        ),
+        (json!({"pipline": "x"}), "unknown field", Some(1)),
+        (
+            json!({"images": [{"reference": "alpine"}], "platform": "linux"}),
+            "platform",
+            None,
+        ),
+        (
+            json!({"images": [{"reference": "alpine"}], "deadline_seconds": 0}),
+            "deadline_seconds",
+            None,
+        ),
+        (
+            json!({"images": [{"reference": "alpine"}], "pods_template": "t"}),
+            "needs `namespace`",
+            None,
+        ),
+        (
+            json!({"images": [{"reference": "alpine"}], "namespace": "ci"}),
+            "Kubernetes",
+            None,
+        ),
+        (
+            json!({"images": [{"reference": "alpine"}], "pull_secrets": [{"kind": "ConfigMap"}]}),
+            "pull_secrets[0]",
+            None,
+        ),
+    ];
+    for (body, needle, line) in cases {
+        let (status, answer) = server.check(None, &body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(needle), "{body}: {answer}");
+        if let Some(line) = line {
+            assert_eq!(answer["error"]["line"], line, "{body}: {answer}");
+            assert!(answer["error"]["column"].is_u64(), "{body}: {answer}");
+        }
+    }
+    // Not JSON at all: its position in the body.
+    let (status, _, text) = server.post(None, "{\n  \"pipeline\": \n}").await;
+    assert_eq!(status, 400, "{text}");
+    let answer: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(answer["error"]["line"], 3, "{answer}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_type_and_body_size() {
+    let server = TestServer::start(ServeOptions {
+        max_body: 1024,
+        ..ServeOptions::default()
+    })
+    .await;
+    let response = server
+        .http
+        .post(server.url("/v1/checks"))
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(response.status().as_u16(), 415);
+
+    let big = json!({"pipeline": "#".repeat(4096)}).to_string();
+    let (status, _, _) = server.post(None, &big).await;
+    assert_eq!(status, 413);
+    // A chunked body (no Content-Length) over the limit too.
+    let mut stream = tokio::net::TcpStream::connect(server.addr)
+        .await
+        .expect("connect");
+    let mut request = "POST /v1/checks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    .as_bytes()
+    .to_vec();
+    for chunk in big.as_bytes().chunks(512) {
+        request.extend(format!("{:x}\r\n", chunk.len()).into_bytes());
+        request.extend(chunk);
+        request.extend(b"\r\n");
+    }
+    request.extend(b"0\r\n\r\n");
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let _ = stream.write_all(&request).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_namespaces() {
+    let dir = temp_dir("tokens");
+    let file = dir.join("tokens");
+    std::fs::write(
+        &file,
+        "# the CI workers\nworker-token-1\nteam-token-2 team-*\n",
+    )
+    .expect("write");
+    let server = TestServer::start(ServeOptions {
+        api_token_file: Some(file.clone()),
+        allow_namespaces: vec!["ci".into(), "team-*".into()],
+        ..ServeOptions::default()
+    })
+    .await;
+    let body = json!({"images": [{"reference": "alpine"}], "namespace": "prod"}).to_string();
+
+    for token in [None, Some("wrong"), Some("worker-token-")] {
+        let (status, headers, text) = server.post(token, &body).await;
+        assert_eq!(status, 401, "{token:?}: {text}");
+        assert!(!text.contains("worker-token"), "{text}");
+        assert_eq!(headers["www-authenticate"], "Bearer");
+    }
+    // Authorised, but `prod` is not allowed: 403 naming it.
+    let (status, _, text) = server.post(Some("worker-token-1"), &body).await;
+    assert_eq!(status, 403, "{text}");
+    assert!(
+        text.contains("namespace \\\"prod\\\" is not allowed"),
+        "{text}"
+    );
+    // `ci` is allowed by the flag, but the team token may only name team-*.
+    let body = json!({"images": [{"reference": "alpine"}], "namespace": "ci"}).to_string();
+    let (status, _, text) = server.post(Some("team-token-2"), &body).await;
+    assert_eq!(status, 403, "{text}");
+    // The worker token may: the request passes authorisation (and fails later: no cluster).
+    let (status, _, text) = server.post(Some("worker-token-1"), &body).await;
+    assert_eq!(status, 400, "{text}");
+
+    // The file changes: the old token is out, the new one in.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&file, "rotated-token-3\n").expect("write");
+    let body = json!({"images": []}).to_string();
+    let (status, _, _) = server.post(Some("worker-token-1"), &body).await;
+    assert_eq!(status, 401);
+    let (status, _, _) = server.post(Some("rotated-token-3"), &body).await;
+    assert_eq!(status, 400);
+    // Health and metrics need no token.
+    assert_eq!(server.get("/healthz").await.0, 200);
+    let metrics = server.get("/metrics").await.1;
+    assert!(!metrics.contains("token-"), "{metrics}");
+    assert!(
+        metrics.contains("pullcheck_http_requests_total{route=\"/v1/checks\",code=\"401\"} 4"),
+        "{metrics}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_address_needs_a_token_file_and_tls() {
+    let options = ServeOptions {
+        listen: "0.0.0.0:0".parse().expect("addr"),
+        ..ServeOptions::default()
+    };
+    let error = pullcheck_server::Server::bind(options)
+        .await
+        .expect_err("refused");
+    assert!(error.to_string().contains("--insecure-listen"), "{error}");
+    let options = ServeOptions {
+        listen: "0.0.0.0:0".parse().expect("addr"),
+        insecure_listen: true,
+        ..ServeOptions::default()
+    };
+    assert!(pullcheck_server::Server::bind(options).await.is_ok());
+}

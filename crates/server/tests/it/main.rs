@@ -1,0 +1,10 @@
+//! `pullcheck serve` end to end, in process: a real HTTP server on loopback, real
+//! registries of the testkit (anonymous, htpasswd, token) and its stand-in Kubernetes
+//! API. One test binary; the helpers are in `util`.
+
+mod checks;
+mod errors;
+mod kube;
+mod limits;
+mod tls;
+mod util;

@@ -1,0 +1,3 @@
+module pullcheck/integrations/vela
+
+go 1.19

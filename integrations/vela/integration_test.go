@@ -1,0 +1,714 @@
+//go:build unix
+
+package pullcheck
+
+// Tests against the real thing: the pullcheck binary (PULLCHECK_BIN), `pullcheck
+// serve`, and registries of the testkit (PULLCHECK_TESTKIT_BIN: Debian's
+// docker-registry with token auth). scripts/test.sh sets both to fresh debug builds.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cleanups run after every test (the shared registry and service).
+var (
+	cleanupMu sync.Mutex
+	cleanups  []func()
+)
+
+func atExit(f func()) {
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	cleanups = append(cleanups, f)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cleanupMu.Lock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+	cleanupMu.Unlock()
+	os.Exit(code)
+}
+
+// binary returns the path in env var name, or skips the test (fails it under CI).
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	path := os.Getenv(name)
+	if path == "" {
+		msg := name + " is not set: this test needs the real binary (scripts/test.sh sets PULLCHECK_BIN and PULLCHECK_TESTKIT_BIN to fresh debug builds)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s=%s: %v", name, path, err)
+	}
+	return path
+}
+
+// process is a started child whose exit is watched, so that a test sees at once
+// when it died.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func startProcess(cmd *exec.Cmd) (*process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+func (p *process) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM, waits up to 10 s, then kills.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// registry is the shared token-auth registry with the test images.
+type registry struct {
+	host         string // 127.0.0.1:PORT
+	dockerConfig string // a directory with config.json holding the credentials
+	err          error
+}
+
+var (
+	registryOnce sync.Once
+	theRegistry  registry
+)
+
+func startRegistry(t *testing.T) registry {
+	t.Helper()
+	testkit := binary(t, "PULLCHECK_TESTKIT_BIN")
+	registryOnce.Do(func() { theRegistry = launchRegistry(testkit) })
+	if theRegistry.err != nil {
+		t.Fatal(theRegistry.err)
+	}
+	return theRegistry
+}
+
+func launchRegistry(testkit string) registry {
+	dir, err := os.MkdirTemp("", "pullcheck-vela-test-")
+	if err != nil {
+		return registry{err: err}
+	}
+	atExit(func() { os.RemoveAll(dir) })
+	envFile := filepath.Join(dir, "registry.env")
+	log, err := os.Create(filepath.Join(dir, "registry.log"))
+	if err != nil {
+		return registry{err: err}
+	}
+	cmd := exec.Command(testkit, "serve", "--mode", "token",
+		"--push", "team/app:v1",
+		"--push", "library/postgres:16,docker-list",
+		"--push", "vela/vault:1.4,docker",
+		"--push", "team/ondemand:v2,oci-index",
+		"--env-file", envFile)
+	cmd.Stdout, cmd.Stderr = log, log
+	proc, err := startProcess(cmd)
+	if err != nil {
+		return registry{err: fmt.Errorf("starting %s: %w", testkit, err)}
+	}
+	atExit(proc.stop)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(envFile); err == nil {
+			break
+		}
+		if !proc.alive() || time.Now().After(deadline) {
+			text, _ := os.ReadFile(log.Name())
+			return registry{err: fmt.Errorf("the testkit registry did not start (exited, or not ready in 60 s): %s", text)}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	env := map[string]string{}
+	f, err := os.Open(envFile)
+	if err != nil {
+		return registry{err: err}
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		if k, v, ok := strings.Cut(scanner.Text(), "="); ok {
+			env[k] = v
+		}
+	}
+	r := registry{host: env["PULLCHECK_REGISTRY"], dockerConfig: filepath.Join(dir, "docker")}
+	if r.host == "" || env["PULLCHECK_REGISTRY_USER"] == "" {
+		return registry{err: fmt.Errorf("%s lacks PULLCHECK_REGISTRY or the user", envFile)}
+	}
+	// The credentials as `docker login` stores them: never in the build.
+	auth := base64.StdEncoding.EncodeToString([]byte(env["PULLCHECK_REGISTRY_USER"] + ":" + env["PULLCHECK_REGISTRY_PASSWORD"]))
+	config := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, r.host, auth)
+	if err := os.MkdirAll(r.dockerConfig, 0o700); err != nil {
+		return registry{err: err}
+	}
+	if err := os.WriteFile(filepath.Join(r.dockerConfig, "config.json"), []byte(config), 0o600); err != nil {
+		return registry{err: err}
+	}
+	return r
+}
+
+// testBuild is a compiled build as the worker holds it at AssembleBuild: the init
+// stage, a present service, a present step, a typo'd tag, a missing repository, an
+// on_start step, a secret origin; the SCM token and a secret value as canaries.
+func testBuild(host string) *velaBuild {
+	return &velaBuild{
+		ID: "octocat_hello-world_7", Version: "1", Token: canaryToken, TokenExp: 1700000000,
+		Environment: map[string]string{"VELA_NETRC_PASSWORD": canaryToken},
+		Secrets: []*velaSecret{
+			{Name: "docker_password", Value: canarySecret, Key: "octocat/docker_password", Engine: "native", Type: "repo", Pull: "build_start"},
+			{Name: "vault", Origin: &velaContainer{ID: "secret_octocat_hello-world_7_vault", Name: "vault",
+				Image: host + "/vela/vault:1.4", Pull: "always", Environment: map[string]string{"VAULT_TOKEN": canarySecret}}},
+		},
+		Services: []*velaContainer{{ID: "service_octocat_hello-world_7_postgres", Name: "postgres", Number: 1,
+			Image: host + "/library/postgres:16", Pull: "not_present"}},
+		Stages: []*velaStage{
+			{Name: "init", Steps: []*velaContainer{{ID: "__0_init_init", Name: "init", Number: 1, Image: "#init", Pull: "not_present"}}},
+			{Name: "build", Steps: []*velaContainer{
+				{ID: "step_build_app", Name: "app", Number: 2, Image: host + "/team/app:v1", Pull: "always",
+					Commands: []string{"make"}, Environment: map[string]string{"DOCKER_PASSWORD": canarySecret},
+					Secrets: []velaStepSecret{{Source: "docker_password", Target: "docker_password"}}},
+				{ID: "step_build_typo", Name: "typo", Number: 3, Image: host + "/team/app:v9", Pull: "always"},
+				{ID: "step_build_gone", Name: "gone", Number: 4, Image: host + "/team/nothing:v1", Pull: "not_present"},
+				{ID: "step_build_later", Name: "later", Number: 5, Image: host + "/team/ondemand:v2", Pull: "on_start"},
+			}},
+		},
+	}
+}
+
+// statuses maps each image (without the registry host) to status[/missing].
+func statuses(t *testing.T, r *Report, host string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for _, image := range r.Images {
+		s := image.Status
+		if image.Missing != "" {
+			s += "/" + image.Missing
+		}
+		got[strings.TrimPrefix(image.Reference, host+"/")] = s
+	}
+	return got
+}
+
+func wantReport(t *testing.T, r *Report, host string, includeOnStart bool) {
+	t.Helper()
+	want := map[string]string{
+		"#init":               "skipped",
+		"library/postgres:16": "present",
+		"team/app:v1":         "present",
+		"team/app:v9":         "missing/tag",
+		"team/nothing:v1":     "missing/repository",
+		"team/ondemand:v2":    "deferred",
+		"vela/vault:1.4":      "present",
+	}
+	if includeOnStart {
+		want["team/ondemand:v2"] = "present"
+	}
+	got := statuses(t, r, host)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("statuses:\n got %v\nwant %v", got, want)
+	}
+	if r.ExitCode != 1 || r.Summary.Failed != 2 || r.Summary.Total != 7 {
+		t.Errorf("exit code %d, summary %+v", r.ExitCode, r.Summary)
+	}
+	err := r.Err()
+	if !errors.Is(err, ErrImagesFailed) {
+		t.Fatalf("Err() = %v", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 || lines[0] != "pullcheck: 2 images failed:" {
+		t.Fatalf("Err() lines: %q", lines)
+	}
+	for i, want := range []string{
+		`step "typo" (stage "build", `,
+		`step "gone" (stage "build", `,
+	} {
+		if !strings.HasPrefix(lines[i+1], want) {
+			t.Errorf("line %d: %q, want prefix %q", i+1, lines[i+1], want)
+		}
+	}
+	if !strings.Contains(lines[1], `image "`+host+`/team/app:v9": missing tag`) ||
+		!strings.Contains(lines[2], `image "`+host+`/team/nothing:v1": missing repository`) {
+		t.Errorf("Err() text:\n%s", err)
+	}
+	for _, image := range r.Failed() {
+		o := image.Origins[0]
+		if o.Line == 0 || o.Column == 0 || o.Kind != "step" || o.Stage != "build" {
+			t.Errorf("%s: origin %+v", image.Reference, o)
+		}
+	}
+}
+
+// teeWrapper writes a script that copies its standard input to a file and runs
+// the real binary on it, so that the test sees exactly what the Command sends.
+func teeWrapper(t *testing.T, bin string) (script, stdin string) {
+	t.Helper()
+	dir := t.TempDir()
+	script, stdin = filepath.Join(dir, "pullcheck-tee"), filepath.Join(dir, "stdin.json")
+	text := fmt.Sprintf("#!/bin/sh\ntee %q | exec %q \"$@\"\n", stdin, bin)
+	if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script, stdin
+}
+
+func TestCommandChecksCompiledBuild(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	script, stdin := teeWrapper(t, bin)
+	checker := NewCommand(script, "--docker-config", reg.dockerConfig)
+	for _, includeOnStart := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		report, err := checker.Check(ctx, CheckRequest{Build: testBuild(reg.host), IncludeOnStart: includeOnStart})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantReport(t, report, reg.host, includeOnStart)
+		if f := report.Failed()[0].Origins[0].File; f != "<stdin>" {
+			t.Errorf("origin file %q", f)
+		}
+		sent, err := os.ReadFile(stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(sent, []byte("/team/app:v9")) {
+			t.Fatalf("the tee saw no build: %s", sent)
+		}
+		for _, canary := range []string{canaryToken, canarySecret} {
+			if bytes.Contains(sent, []byte(canary)) {
+				t.Errorf("%q reached pullcheck's stdin: %s", canary, sent)
+			}
+		}
+	}
+}
+
+// recorder keeps every request body the Client sends.
+type recorder struct {
+	mu     sync.Mutex
+	bodies [][]byte
+	heads  []http.Header
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	r.mu.Lock()
+	r.bodies = append(r.bodies, body)
+	r.heads = append(r.heads, req.Header.Clone())
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// service is one `pullcheck serve` on loopback.
+type service struct {
+	url, token, log string
+}
+
+const apiToken = "api-token-for-the-vela-tests"
+
+var (
+	serviceOnce sync.Once
+	theService  service
+	serviceErr  error
+)
+
+func startService(t *testing.T) service {
+	t.Helper()
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	serviceOnce.Do(func() { theService, serviceErr = launchService(bin, reg) })
+	if serviceErr != nil {
+		t.Fatal(serviceErr)
+	}
+	return theService
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func launchService(bin string, reg registry, extra ...string) (service, error) {
+	dir, err := os.MkdirTemp("", "pullcheck-vela-serve-")
+	if err != nil {
+		return service{}, err
+	}
+	atExit(func() { os.RemoveAll(dir) })
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(apiToken+"\n"), 0o600); err != nil {
+		return service{}, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return service{}, err
+	}
+	logPath := filepath.Join(dir, "serve.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return service{}, err
+	}
+	args := append([]string{"serve", "--listen", addr, "--api-token-file", tokens,
+		"--docker-config", reg.dockerConfig, "-vv"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	proc, err := startProcess(cmd)
+	if err != nil {
+		return service{}, err
+	}
+	atExit(proc.stop)
+	s := service{url: "http://" + addr, token: apiToken, log: logPath}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		if !proc.alive() || time.Now().After(deadline) {
+			text, _ := os.ReadFile(logPath)
+			return service{}, fmt.Errorf("pullcheck serve did not answer /healthz (exited, or not ready in 30 s): %s", text)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestClientChecksCompiledBuild(t *testing.T) {
+	svc := startService(t)
+	reg := startRegistry(t)
+	rec := &recorder{}
+	client := NewClient(svc.url, svc.token)
+	client.HTTPClient = &http.Client{Transport: rec}
+	for _, includeOnStart := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		report, err := client.Check(ctx, CheckRequest{Build: testBuild(reg.host), FileName: "build.json", IncludeOnStart: includeOnStart})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantReport(t, report, reg.host, includeOnStart)
+		if f := report.Failed()[0].Origins[0].File; f != "build.json" {
+			t.Errorf("origin file %q", f)
+		}
+	}
+	if len(rec.bodies) != 2 {
+		t.Fatalf("%d requests", len(rec.bodies))
+	}
+	for i, body := range rec.bodies {
+		for _, canary := range []string{canaryToken, canarySecret} {
+			if bytes.Contains(body, []byte(canary)) {
+				t.Errorf("%q sent to the service: %s", canary, body)
+			}
+		}
+		if got := rec.heads[i].Get("Authorization"); got != "Bearer "+apiToken {
+			t.Errorf("Authorization header %q", got)
+		}
+	}
+	// The service's own log (at trace level) never saw them either.
+	logText, err := os.ReadFile(svc.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, canary := range []string{canaryToken, canarySecret, apiToken} {
+		if bytes.Contains(logText, []byte(canary)) {
+			t.Errorf("%q in the service's log", canary)
+		}
+	}
+}
+
+func TestClientRefusals(t *testing.T) {
+	svc := startService(t)
+	reg := startRegistry(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := CheckRequest{Build: testBuild(reg.host)}
+
+	_, err := NewClient(svc.url, "not-the-token").Check(ctx, req)
+	var status *StatusError
+	if !errors.Is(err, ErrStatus) || !errors.As(err, &status) || status.HTTPStatus != 401 || status.Message == "" {
+		t.Errorf("wrong token: %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "not-the-token") {
+		t.Errorf("the token is in the error: %v", err)
+	}
+	if errors.Is(err, ErrUnavailable) {
+		t.Errorf("401 counted as an outage: %v", err)
+	}
+
+	_, err = NewClient(svc.url, svc.token).Check(ctx, CheckRequest{Build: req.Build, PodsTemplateFile: "/etc/vela/pods.yaml"})
+	if !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("PodsTemplateFile: %v", err)
+	}
+}
+
+// closedAddress is a loopback address where nothing listens.
+func closedAddress(t *testing.T) string {
+	t.Helper()
+	addr, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func TestServiceDown(t *testing.T) {
+	// Needs no binary: nothing listens there.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := CheckRequest{Build: testBuild("127.0.0.1:1")}
+	client := NewClient("http://"+closedAddress(t), apiToken)
+	_, err := client.Check(ctx, req)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrStatus) || errors.Is(err, ErrDeadline) {
+		t.Fatalf("service down: %v", err)
+	}
+	if strings.Contains(err.Error(), apiToken) {
+		t.Errorf("token in the error: %v", err)
+	}
+
+	report, err := FailOpen(client).Check(ctx, req)
+	if err != nil || report.ExitCode != 3 || report.Err() != nil || !errors.Is(report.Outage, ErrUnavailable) ||
+		len(report.Warnings) != 1 || !strings.Contains(report.Warnings[0], "fail open") {
+		t.Errorf("fail open: %+v, %v", report, err)
+	}
+
+	_, err = NewCommand(filepath.Join(t.TempDir(), "no-such-pullcheck")).Check(ctx, req)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("no binary: %v", err)
+	}
+
+	canceled, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	if _, err := FailOpen(client).Check(canceled, req); !errors.Is(err, context.Canceled) {
+		t.Errorf("fail open must not hide a canceled build: %v", err)
+	}
+}
+
+func TestCommandRefusalsAndBadAnswers(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := CheckRequest{Build: testBuild("127.0.0.1:1")}
+
+	// Exit code 2: a usage error, with pullcheck's message.
+	_, err := NewCommand(bin, "--no-such-option").Check(ctx, req)
+	var status *StatusError
+	if !errors.Is(err, ErrStatus) || !errors.As(err, &status) || status.ExitCode != 2 || !strings.Contains(status.Message, "--no-such-option") {
+		t.Errorf("usage error: %v", err)
+	}
+
+	// A binary that prints something else than a report.
+	script := filepath.Join(t.TempDir(), "not-pullcheck")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho 'not json'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCommand(script).Check(ctx, req); !errors.Is(err, ErrInvalidAnswer) {
+		t.Errorf("not a report: %v", err)
+	}
+}
+
+// hungRegistry accepts connections and never answers, as a registry behind a
+// broken load balancer does.
+func hungRegistry(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String()
+}
+
+func hungBuild(host string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"id":"octocat_hello_8","version":"1","token":%q,
+		"steps":[{"id":"step_hang","name":"hang","image":"%s/team/app:v1","pull":"always"}]}`, canaryToken, host))
+}
+
+func TestDeadlines(t *testing.T) {
+	hung := hungRegistry(t)
+	transports := map[string]func(t *testing.T) Checker{
+		"command": func(t *testing.T) Checker { return NewCommand(binary(t, "PULLCHECK_BIN")) },
+		"client": func(t *testing.T) Checker {
+			svc := startService(t)
+			return NewClient(svc.url, svc.token)
+		},
+	}
+	for name, transport := range transports {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			checker := transport(t)
+			// The context's deadline: the check is abandoned, at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			start := time.Now()
+			_, err := checker.Check(ctx, CheckRequest{Build: hungBuild(hung)})
+			cancel()
+			if !errors.Is(err, ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+				t.Errorf("context deadline: %v", err)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("returned after %v", took)
+			}
+
+			// The request's deadline: pullcheck answers, the image unreachable.
+			ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			report, err := checker.Check(ctx, CheckRequest{Build: hungBuild(hung), Deadline: time.Second})
+			if err != nil {
+				t.Fatalf("request deadline: %v", err)
+			}
+			if report.ExitCode != 3 || len(report.Unverified()) != 1 || report.Err() != nil {
+				t.Errorf("request deadline: %+v", report)
+			}
+		})
+	}
+}
+
+// A service with all its checks in flight answers 503 with Retry-After: an outage
+// (ErrUnavailable) as well as a refusal (ErrStatus).
+func TestServiceBusy(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	svc, err := launchService(bin, reg, "--max-checks", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := hungRegistry(t)
+	client := NewClient(svc.url, svc.token)
+	busy, stopBusy := context.WithCancel(context.Background())
+	defer stopBusy()
+	// The busy check holds the one slot; if a probe below holds it at that moment,
+	// the busy check gets the 503 and tries again.
+	go func() {
+		for busy.Err() == nil {
+			_, err := client.Check(busy, CheckRequest{Build: hungBuild(hung)})
+			var status *StatusError
+			if !errors.As(err, &status) || status.HTTPStatus != 503 {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := client.Check(ctx, CheckRequest{Build: hungBuild(hung), Deadline: 200 * time.Millisecond})
+		cancel()
+		var status *StatusError
+		if errors.As(err, &status) && status.HTTPStatus == 503 {
+			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrStatus) || status.Message == "" {
+				t.Errorf("503: %v", err)
+			}
+			t.Logf("busy: %v (retry after %v)", err, status.RetryAfter)
+			return
+		}
+		// Until the first check is in flight, this one may run (and answer).
+		if err != nil {
+			t.Fatalf("want 503, got %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no 503 while a check was in flight")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Platform reaches pullcheck through both transports: an index without the
+// platform is missing (platform), as a single-arch placeholder would be.
+func TestPlatform(t *testing.T) {
+	reg := startRegistry(t)
+	transports := map[string]func(t *testing.T) Checker{
+		"command": func(t *testing.T) Checker {
+			return NewCommand(binary(t, "PULLCHECK_BIN"), "--docker-config", reg.dockerConfig)
+		},
+		"client": func(t *testing.T) Checker {
+			svc := startService(t)
+			return NewClient(svc.url, svc.token)
+		},
+	}
+	build := json.RawMessage(fmt.Sprintf(`{"id": "placeholder", "steps": [{"name": "placeholder",
+		"image": "%s/team/ondemand:v2", "pull": "always"}]}`, reg.host))
+	for name, transport := range transports {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			checker := transport(t)
+			for platform, want := range map[string]string{"linux/arm64": "present", "linux/s390x": "missing/platform"} {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				report, err := checker.Check(ctx, CheckRequest{Build: build, Platform: platform})
+				cancel()
+				if err != nil {
+					t.Fatalf("%s: %v", platform, err)
+				}
+				if got := statuses(t, report, reg.host)["team/ondemand:v2"]; got != want {
+					t.Errorf("%s: %s, want %s", platform, got, want)
+				}
+			}
+		})
+	}
+}

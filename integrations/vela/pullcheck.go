@@ -1,0 +1,458 @@
+package pullcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Checker checks every image of a compiled build against its registries.
+//
+// Check returns a report whatever the images' statuses (a missing image is not an
+// error of Check; see [Report.Err]), or an error when no report could be had:
+// wrapped so that [errors.Is] matches one of [ErrUnavailable], [ErrStatus],
+// [ErrDeadline], [ErrInvalidAnswer] or [ErrInvalidRequest] (or [context.Canceled]
+// when ctx was canceled).
+type Checker interface {
+	Check(ctx context.Context, req CheckRequest) (*Report, error)
+}
+
+// CheckRequest is one build to check, with where its Pod will run.
+type CheckRequest struct {
+	// Build is the compiled build as the worker holds it: a *pipeline.Build of
+	// go-vela/server's compiler/types/pipeline, any value that encodes to the same
+	// JSON object, or a json.RawMessage / []byte of that JSON.
+	//
+	// Only what says which images are pulled is sent: the top-level id and version,
+	// and for services, stages (name, steps), steps and secrets (name, key, engine,
+	// type, pull, origin) each container's id, number, name, image and pull, plus
+	// the environment variables that its image or pull refers to as $NAME or
+	// ${NAME...}, unless a secret of the container is injected under that name.
+	// Everything else is dropped before encoding: the build's token and token_exp,
+	// secret values, git, worker, environment, commands, entrypoints and
+	// parameters (an origin's environment and parameters are sent as empty objects
+	// when present, so that it still counts as present, as upstream's
+	// Origin.Empty decides).
+	Build any
+	// FileName names the build in the report's origins and in errors. The Client
+	// sends it as file_name (the service's default is "request"); the Command reads
+	// the build from standard input, which pullcheck names "<stdin>", and ignores it.
+	FileName string
+	// Namespace is the build namespace (the runtime's namespace): pull secrets are
+	// read from the cluster as the build Pod gets them. Empty: none are read.
+	Namespace string
+	// PodsTemplate is the name of a PipelinePodsTemplate in Namespace (the
+	// runtime's pods template name).
+	PodsTemplate string
+	// PodsTemplateFile is the path of a PipelinePodsTemplate file (the runtime's
+	// pods template file). Only the Command supports it: the service reads no file
+	// of the caller, and the Client returns an error wrapping [ErrInvalidRequest].
+	PodsTemplateFile string
+	// IncludeOnStart checks on_start images now too, instead of reporting them
+	// deferred.
+	IncludeOnStart bool
+	// Platform, such as "linux/arm64", also requires that platform in indexes.
+	// Empty: none is required (pullcheck's default).
+	Platform string
+	// Deadline bounds the check: images without an answer by then are
+	// unreachable. 0: the default of the service or binary (60 s for the binary;
+	// the service caps it by its --deadline). The context's deadline, by contrast,
+	// abandons the check with [ErrDeadline].
+	Deadline time.Duration
+}
+
+// Report is pullcheck's JSON report (`pullcheck check --format json`), plus the
+// exit code the CLI would exit with.
+type Report struct {
+	// Images has one entry per image as written and policy, in the build's order.
+	Images []Image `json:"images"`
+	// Summary counts the images by outcome.
+	Summary Summary `json:"summary"`
+	// Warnings are things to know that are not about one image (e.g. a missing pull
+	// secret). With [FailOpen], also the outage that was let through.
+	Warnings []string `json:"warnings"`
+	// ExitCode is 0 when every checked image is present, 1 when an image failed, 3
+	// when nothing failed but an image is unverified (unreachable).
+	ExitCode int `json:"exit_code"`
+	// Outage is the error that [FailOpen] turned into a warning; nil otherwise.
+	Outage error `json:"-"`
+}
+
+// Image is one image of the report.
+type Image struct {
+	// Reference is the image as written in the build.
+	Reference string `json:"reference"`
+	// Canonical is domain/path[:tag][@digest]; empty when the reference did not
+	// parse.
+	Canonical string `json:"canonical"`
+	// Policy is the pull policy: always, not_present, on_start or never.
+	Policy string `json:"policy"`
+	// Status is one of present, missing, no_access, denied, blocked, unreachable,
+	// invalid, deferred, skipped.
+	Status string `json:"status"`
+	// Missing says what is missing, for status missing: tag, digest, repository or
+	// platform.
+	Missing string `json:"missing"`
+	// Digest is the manifest digest the registry reported, for present.
+	Digest string `json:"digest"`
+	// Registry is the registry host that gave the answer.
+	Registry string `json:"registry"`
+	// Detail is pullcheck's explanation (never a secret); it may suggest close
+	// tags.
+	Detail string `json:"detail"`
+	// Origins are every container that uses the image.
+	Origins []Origin `json:"origins"`
+	// Credential is the credential the answer was obtained with; nil for
+	// anonymous.
+	Credential *Credential `json:"credential"`
+	// Error is the reference's parse error, for invalid references.
+	Error *ReferenceError `json:"error"`
+}
+
+// Origin is one container that uses an image.
+type Origin struct {
+	// File names the input: FileName (Client), "<stdin>" (Command).
+	File string `json:"file"`
+	// Line is the 1-based line of the image in the JSON sent; 0 if unknown.
+	Line int `json:"line"`
+	// Column is the 1-based column, in characters; 0 if unknown.
+	Column int `json:"column"`
+	// Kind is step, service or secret (a secret's origin container).
+	Kind string `json:"kind"`
+	// Name is the container's name.
+	Name string `json:"name"`
+	// Stage is the stage's name, for stage steps.
+	Stage string `json:"stage"`
+}
+
+// Credential names where the credential that answered came from; never the secret.
+type Credential struct {
+	// Source is "pull secret NAME (...)", a node file's path, or a credential helper.
+	Source string `json:"source"`
+	// Key is the key as written, such as an auths key.
+	Key string `json:"key"`
+	// Username is the user name, when there is one.
+	Username string `json:"username"`
+}
+
+// ReferenceError is why a reference is invalid.
+type ReferenceError struct {
+	// Kind is empty, invalid_format, uppercase, name_too_long, hex64,
+	// digest_invalid, no_registry or port_out_of_range.
+	Kind string `json:"kind"`
+	// Message is the parser's message.
+	Message string `json:"message"`
+}
+
+// Summary counts the report's images.
+type Summary struct {
+	// Total is the number of image entries.
+	Total int `json:"total"`
+	// Present counts present images.
+	Present int `json:"present"`
+	// Failed counts missing, no_access, denied, blocked and invalid images.
+	Failed int `json:"failed"`
+	// Unverified counts unreachable images.
+	Unverified int `json:"unverified"`
+	// Skipped counts skipped images (never, #init, template steps).
+	Skipped int `json:"skipped"`
+	// Deferred counts on_start images not checked yet.
+	Deferred int `json:"deferred"`
+}
+
+// IsFailure reports whether a status counts as failed, as pullcheck decides:
+// missing, no_access, denied, blocked or invalid.
+func IsFailure(status string) bool {
+	switch status {
+	case "missing", "no_access", "denied", "blocked", "invalid":
+		return true
+	}
+	return false
+}
+
+// Failed returns the images whose status is missing, no_access, denied, blocked or
+// invalid, in report order.
+func (r *Report) Failed() []Image {
+	if r == nil {
+		return nil
+	}
+	var failed []Image
+	for _, image := range r.Images {
+		if IsFailure(image.Status) {
+			failed = append(failed, image)
+		}
+	}
+	return failed
+}
+
+// Unverified returns the images that are neither present nor failed nor left
+// out on purpose (deferred, skipped): today unreachable, and any status a newer
+// pullcheck adds for an image it cannot check yet. In report order.
+func (r *Report) Unverified() []Image {
+	if r == nil {
+		return nil
+	}
+	var out []Image
+	for _, image := range r.Images {
+		switch image.Status {
+		case "present", "deferred", "skipped":
+			continue
+		}
+		if !IsFailure(image.Status) {
+			out = append(out, image)
+		}
+	}
+	return out
+}
+
+// Err returns nil when no image failed, and otherwise a *[FailedError] whose
+// message lists every failed image, one per line: its containers (with
+// file:line:column where known), the image, and the reason. errors.Is(err,
+// [ErrImagesFailed]) is true for it.
+func (r *Report) Err() error {
+	failed := r.Failed()
+	if len(failed) == 0 {
+		return nil
+	}
+	return &FailedError{Images: failed}
+}
+
+// ErrImagesFailed matches the error of [Report.Err]: some image failed.
+var ErrImagesFailed = errors.New("pullcheck: images failed")
+
+// FailedError is [Report.Err]'s error: the failed images.
+type FailedError struct {
+	// Images are the failed images, in report order.
+	Images []Image
+}
+
+// Error lists every failed image, one per line, after a first line that counts
+// them:
+//
+//	pullcheck: 2 images failed:
+//	step "test" (stage "build", build.json:12:18): image "alpine:3.91": missing tag: ...
+func (e *FailedError) Error() string {
+	var b strings.Builder
+	n := len(e.Images)
+	if n == 1 {
+		b.WriteString("pullcheck: 1 image failed:")
+	} else {
+		fmt.Fprintf(&b, "pullcheck: %d images failed:", n)
+	}
+	for _, image := range e.Images {
+		b.WriteString("\n")
+		b.WriteString(describeContainers(image.Origins))
+		fmt.Fprintf(&b, ": image %s: %s", quote(image.Reference), reason(image))
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrImagesFailed) true.
+func (e *FailedError) Is(target error) bool { return target == ErrImagesFailed }
+
+func describeContainers(origins []Origin) string {
+	if len(origins) == 0 {
+		return "(no container)"
+	}
+	parts := make([]string, 0, len(origins))
+	for _, o := range origins {
+		kind := o.Kind
+		if kind == "secret" {
+			kind = "secret origin"
+		}
+		s := kind + " " + quote(o.Name)
+		var where []string
+		if o.Stage != "" {
+			where = append(where, "stage "+quote(o.Stage))
+		}
+		if o.File != "" {
+			pos := clean(o.File)
+			if o.Line > 0 {
+				pos += ":" + strconv.Itoa(o.Line)
+				if o.Column > 0 {
+					pos += ":" + strconv.Itoa(o.Column)
+				}
+			}
+			where = append(where, pos)
+		}
+		if len(where) > 0 {
+			s += " (" + strings.Join(where, ", ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func reason(image Image) string {
+	r := strings.ReplaceAll(image.Status, "_", " ")
+	if image.Status == "missing" && image.Missing != "" {
+		r += " " + image.Missing
+	}
+	if image.Detail != "" {
+		r += ": " + clean(image.Detail)
+	}
+	return r
+}
+
+// quote quotes a name or reference for one log line (control characters escaped).
+func quote(s string) string { return strconv.Quote(s) }
+
+// clean escapes what could split or repaint a log line: control characters and
+// Unicode bidirectional formatting characters.
+func clean(s string) string {
+	unsafe := func(r rune) bool {
+		return unicode.IsControl(r) || r == '\u061c' || r == '\u200e' || r == '\u200f' ||
+			(r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
+	}
+	if strings.IndexFunc(s, unsafe) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafe(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// The errors of a check that gave no report, for errors.Is. Each error a Checker
+// returns wraps exactly one of them.
+var (
+	// ErrUnavailable: pullcheck could not be reached: the service refused or
+	// dropped the connection, answered 502, 503 (too many checks in flight) or 504,
+	// or the binary could not be started.
+	ErrUnavailable = errors.New("pullcheck unavailable")
+	// ErrStatus: the service answered with a status other than 200, or the binary
+	// exited with 2 (a usage or configuration error); a *[StatusError] carries the
+	// message. 502, 503 and 504 match [ErrUnavailable] too.
+	ErrStatus = errors.New("pullcheck refused the check")
+	// ErrDeadline: the context's deadline passed before the answer came. Such an
+	// error matches [context.DeadlineExceeded] too.
+	ErrDeadline = errors.New("pullcheck check deadline exceeded")
+	// ErrInvalidAnswer: the answer was not a report: undecodable JSON, too large, or
+	// the binary ended with an unexpected exit code or signal.
+	ErrInvalidAnswer = errors.New("pullcheck gave an invalid answer")
+	// ErrInvalidRequest: the request could not be built: the build does not
+	// encode to a JSON object, or it asks what the transport cannot do.
+	ErrInvalidRequest = errors.New("pullcheck request invalid")
+)
+
+// checkError is an error of one of the sentinel kinds, with the cause it wraps.
+type checkError struct {
+	kind  error
+	cause error
+	msg   string
+}
+
+func (e *checkError) Error() string {
+	if e.cause != nil {
+		return e.kind.Error() + ": " + e.msg + ": " + e.cause.Error()
+	}
+	return e.kind.Error() + ": " + e.msg
+}
+
+func (e *checkError) Is(target error) bool { return target == e.kind }
+
+func (e *checkError) Unwrap() error { return e.cause }
+
+func newError(kind error, cause error, format string, args ...any) error {
+	return &checkError{kind: kind, cause: cause, msg: fmt.Sprintf(format, args...)}
+}
+
+// StatusError is a refusal: a non-200 answer of the service, or the binary's exit
+// code 2, with the message pullcheck gave. errors.Is(err, [ErrStatus]) is true for
+// it (and [ErrUnavailable] for HTTP 502, 503 and 504).
+type StatusError struct {
+	// HTTPStatus is the service's HTTP status; 0 for the Command.
+	HTTPStatus int
+	// ExitCode is the binary's exit code; 0 for the Client.
+	ExitCode int
+	// Message is pullcheck's message (the service's error.message, or the
+	// binary's standard error, at most 64 KiB).
+	Message string
+	// Line and Column locate the problem in the build JSON sent, when known.
+	Line, Column int
+	// RequestID is the service's X-Request-Id, for its logs.
+	RequestID string
+	// RetryAfter is the service's Retry-After (503), when given.
+	RetryAfter time.Duration
+}
+
+// Error says who refused, with the message and position.
+func (e *StatusError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrStatus.Error())
+	if e.HTTPStatus != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.HTTPStatus)
+	} else {
+		fmt.Fprintf(&b, ": exit code %d", e.ExitCode)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(clean(e.Message))
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " (line %d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ", column %d", e.Column)
+		}
+		b.WriteString(")")
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " [request %s]", clean(e.RequestID))
+	}
+	return b.String()
+}
+
+// Is matches [ErrStatus], and [ErrUnavailable] for HTTP 502, 503 and 504.
+func (e *StatusError) Is(target error) bool {
+	switch target {
+	case ErrStatus:
+		return true
+	case ErrUnavailable:
+		return e.HTTPStatus == 502 || e.HTTPStatus == 503 || e.HTTPStatus == 504
+	}
+	return false
+}
+
+// contextError wraps ctx's error: a deadline as ErrDeadline (matching both), a
+// cancellation as itself.
+func contextError(ctx context.Context, what string) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return newError(ErrDeadline, err, "%s", what)
+	}
+	return fmt.Errorf("pullcheck: %s: %w", what, err)
+}
+
+// FailOpen wraps a Checker so that an outage of pullcheck does not fail the build:
+// any error except a canceled context becomes a report without images, with
+// ExitCode 3 (unverified), the error in Outage and a warning saying the images were
+// not checked. Failed images still fail: [Report.Err] is nil only when no image
+// failed. Without FailOpen, such errors are returned, and the worker decides.
+func FailOpen(c Checker) Checker { return failOpen{c} }
+
+type failOpen struct{ inner Checker }
+
+func (f failOpen) Check(ctx context.Context, req CheckRequest) (*Report, error) {
+	report, err := f.inner.Check(ctx, req)
+	if err == nil {
+		return report, nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil, err
+	}
+	return &Report{
+		Images:   []Image{},
+		Warnings: []string{"images not checked, the build goes on (fail open): " + err.Error()},
+		ExitCode: 3,
+		Outage:   err,
+	}, nil
+}
