@@ -45,6 +45,17 @@ log() { printf '\n== %s\n' "$*"; }
 
 log "packages and build"
 scripts/install-deps.sh
+need=()
+command -v skopeo >/dev/null 2>&1 || need+=(skopeo)
+command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
+command -v docker >/dev/null 2>&1 || need+=(docker.io)
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
 for tool in skopeo hyperfine curl docker openssl python3; do
   command -v "$tool" >/dev/null 2>&1 || { echo "bench/wan.sh: $tool is missing (bench/run.sh installs it)" >&2; exit 2; }
 done
@@ -59,7 +70,12 @@ certs=$work/certs
 pids=()
 registry_pid=""
 serve_pid=""
-stop_pid() { [ -n "$1" ] && { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }; }
+stop_pid() {
+  if [ -n "$1" ]; then
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+  fi
+}
 cleanup() {
   stop_pid "$serve_pid"
   stop_pid "$registry_pid"
@@ -68,7 +84,7 @@ cleanup() {
 trap cleanup EXIT
 
 # The outside load, as bench/run.sh samples it: load averages every 5 s.
-(while :; do printf '%s %s\n' "$(date +%s)" "$(cut -d' ' -f1-3 /proc/loadavg)"; sleep 5; done) >"$out/load.txt" &
+(while :; do printf '%s %s\n' "$(date +%s)" "$(cut -d' ' -f1-3 /proc/loadavg)"; sleep 5; done) >"$out/load.txt" 2>/dev/null &
 pids+=($!)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
