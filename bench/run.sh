@@ -423,6 +423,8 @@ if [ "$docs" -eq 1 ]; then
   mkdir -p docs
   cp "$out/benchmarks.md" docs/benchmarks.md
   cp "$out/benchmarks.png" docs/benchmarks.png
+  # The WAN section (bench/run.sh --wan) stays first.
+  python3 bench/wan-report.py --resplice docs/benchmarks.md
   echo
   echo "wrote docs/benchmarks.md and docs/benchmarks.png"
 fi

@@ -2,6 +2,9 @@
 """The report of bench/wan.sh: Markdown tables (and an SVG chart) from its results.
 
     bench/wan-report.py RESULTS                       prints the Markdown section
+    bench/wan-report.py --resplice FILE               puts the section kept in
+                                                      docs/benchmarks-wan.md back into FILE
+                                                      (bench/run.sh, after it rewrote FILE)
     bench/wan-report.py --splice FILE RESULTS         also writes it into FILE between
                                                       <!-- wan:begin --> and <!-- wan:end -->
                                                       (inserted after the title if absent),
@@ -242,8 +245,26 @@ def svg_chart(rows, path):
         f.write("\n".join(s) + "\n")
 
 
+def put_section(splice, section):
+    text = open(splice).read() if os.path.exists(splice) else "# Benchmarks\n"
+    begin, end = text.find("<!-- wan:begin"), text.find("<!-- wan:end -->")
+    if begin >= 0 and end > begin:
+        text = text[:begin] + section + text[end + len("<!-- wan:end -->\n"):]
+    else:
+        nl = text.find("\n\n")
+        head, rest = (text[:nl + 2], text[nl + 2:]) if nl >= 0 else (text + "\n\n", "")
+        text = head + section + "\n" + rest
+    with open(splice, "w") as f:
+        f.write(text)
+
+
 def main(argv):
     splice = None
+    if argv[:1] == ["--resplice"] and len(argv) == 2:
+        kept = os.path.join(os.path.dirname(argv[1]) or ".", "benchmarks-wan.md")
+        if os.path.exists(kept):
+            put_section(argv[1], open(kept).read())
+        return
     if argv[:1] == ["--splice"]:
         splice, argv = argv[1], argv[2:]
     if len(argv) != 1:
@@ -257,17 +278,14 @@ def main(argv):
     svg = os.path.join(os.path.dirname(splice) or ".", "benchmarks-wan.svg")
     svg_chart(rows, svg)
     md += "\n![wall time against N across a network](benchmarks-wan.svg)\n"
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wan-notes.md")
+    if os.path.exists(notes):
+        md += "\n" + open(notes).read()
     section = "<!-- wan:begin (bench/run.sh --wan writes this section) -->\n" + md + "<!-- wan:end -->\n"
-    text = open(splice).read() if os.path.exists(splice) else "# Benchmarks\n"
-    begin, end = text.find("<!-- wan:begin"), text.find("<!-- wan:end -->")
-    if begin >= 0 and end > begin:
-        text = text[:begin] + section + text[end + len("<!-- wan:end -->\n"):]
-    else:
-        nl = text.find("\n\n")
-        head, rest = (text[:nl + 2], text[nl + 2:]) if nl >= 0 else (text + "\n\n", "")
-        text = head + section + "\n" + rest
-    with open(splice, "w") as f:
-        f.write(text)
+    kept = os.path.join(os.path.dirname(splice) or ".", "benchmarks-wan.md")
+    with open(kept, "w") as f:
+        f.write(section)
+    put_section(splice, section)
 
 
 if __name__ == "__main__":
