@@ -24,6 +24,9 @@ set -euo pipefail
 tool=${1:?usage: peer.sh TOOL IMAGES}
 images=${2:?usage: peer.sh TOOL IMAGES}
 
+# BENCH_SKOPEO_TLS: skopeo's TLS flags (default --tls-verify=false; the WAN benchmark
+# passes --cert-dir DIR with its CA).
+read -r -a skopeo_tls <<<"${BENCH_SKOPEO_TLS:---tls-verify=false}"
 skopeo_auth=(--no-creds)
 if [ -n "${BENCH_USER:-}" ]; then
   skopeo_auth=(--creds "$BENCH_USER:$BENCH_PASSWORD")
@@ -34,13 +37,13 @@ accept='application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manif
 case "$tool" in
   skopeo-seq)
     while read -r ref; do
-      skopeo inspect --raw --tls-verify=false "${skopeo_auth[@]}" "docker://$ref" >/dev/null
+      skopeo inspect --raw "${skopeo_tls[@]}" "${skopeo_auth[@]}" "docker://$ref" >/dev/null
     done <"$images"
     ;;
   skopeo-par8)
     # xargs exits 123 if any skopeo failed.
     sed 's|^|docker://|' "$images" |
-      xargs -P 8 -I '{}' skopeo inspect --raw --tls-verify=false "${skopeo_auth[@]}" '{}' >/dev/null
+      xargs -P 8 -I '{}' skopeo inspect --raw "${skopeo_tls[@]}" "${skopeo_auth[@]}" '{}' >/dev/null
     ;;
   docker-seq)
     while read -r ref; do

@@ -6,7 +6,13 @@
 #
 #   bench/run.sh            N = 10, 100, 1000; writes docs/benchmarks.{md,png}
 #   bench/run.sh --quick    N = 10, 100; writes only the results directory
+#   bench/run.sh --wan      across a simulated network (bench/wan.sh): TLS and plain,
+#                           20 and 50 ms round trips; writes the WAN section of
+#                           docs/benchmarks.md
 set -euo pipefail
+for arg in "$@"; do
+  [ "$arg" = --wan ] && exec "$(dirname "$0")/wan.sh" "$@"
+done
 
 usage() {
   cat <<'EOF'
@@ -21,6 +27,9 @@ usage: bench/run.sh [--quick] [--runs R] [--seq-max M] [--out DIR] [--no-docs] [
   --out DIR     results directory (default target/bench/results)
   --no-docs     do not write docs/benchmarks.md and docs/benchmarks.png
   --no-build    use the pullcheck and pullcheck-testkit already in target/release
+  --wan         the benchmark across a simulated network instead (bench/wan.sh; its
+                options: --rtts "20 50" --sizes "10 100 1000" --transports "tls plain"
+                --runs R --seq-max M --out DIR --no-build --no-docs)
 EOF
 }
 
@@ -414,6 +423,8 @@ if [ "$docs" -eq 1 ]; then
   mkdir -p docs
   cp "$out/benchmarks.md" docs/benchmarks.md
   cp "$out/benchmarks.png" docs/benchmarks.png
+  # The WAN section (bench/run.sh --wan) stays first.
+  python3 bench/wan-report.py --resplice docs/benchmarks.md
   echo
   echo "wrote docs/benchmarks.md and docs/benchmarks.png"
 fi

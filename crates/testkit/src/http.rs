@@ -1,4 +1,5 @@
-//! A minimal plain-HTTP client for the harness's own requests.
+//! A minimal HTTP client for the harness's own requests: plain HTTP, and HTTPS (one
+//! connection per request, HTTP/1.1) to a registry served over TLS.
 //!
 //! A new client is made per public call so pooled connections never outlive
 //! the tokio runtime that created them (tests each have their own runtime).
@@ -37,6 +38,8 @@ impl Reply {
 #[derive(Clone)]
 pub(crate) struct Http {
     client: Client<HttpConnector, Full<Bytes>>,
+    /// For `https://` URLs: trusts the registry's CA only.
+    tls: Option<tokio_rustls::TlsConnector>,
 }
 
 impl Http {
@@ -44,7 +47,31 @@ impl Http {
         let client = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(32)
             .build_http();
-        Http { client }
+        Http { client, tls: None }
+    }
+
+    /// A client that also speaks HTTPS, trusting only the CA certificates in `ca`.
+    pub(crate) fn with_ca(ca: &std::path::Path) -> Result<Self, Error> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let bad = |e: String| Error::Unsupported(format!("{}: {e}", ca.display()));
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_file_iter(ca).map_err(|e| bad(e.to_string()))? {
+            roots
+                .add(cert.map_err(|e| bad(e.to_string()))?)
+                .map_err(|e| bad(e.to_string()))?;
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| bad(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut http = Http::new();
+        http.tls = Some(tokio_rustls::TlsConnector::from(std::sync::Arc::new(
+            config,
+        )));
+        Ok(http)
     }
 
     pub(crate) async fn send(
@@ -67,11 +94,17 @@ impl Http {
             req = req.header(*name, *value);
         }
         let req = req.body(Full::new(body)).map_err(|e| fail(e.to_string()))?;
-        let resp = self
-            .client
-            .request(req)
-            .await
-            .map_err(|e| fail(format!("{e:?}")))?;
+        let resp = match (&self.tls, url.strip_prefix("https://")) {
+            (Some(tls), Some(rest)) => {
+                let authority = rest.split('/').next().unwrap_or(rest);
+                send_tls(tls, authority, req).await.map_err(fail)?
+            }
+            _ => self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| fail(format!("{e:?}")))?,
+        };
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let body = resp
@@ -86,6 +119,39 @@ impl Http {
             body,
         })
     }
+}
+
+/// One request over a new TLS connection to `authority` (`IP:PORT`).
+async fn send_tls(
+    tls: &tokio_rustls::TlsConnector,
+    authority: &str,
+    mut req: Request<Full<Bytes>>,
+) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+    let addr: std::net::SocketAddr = authority
+        .parse()
+        .map_err(|_| format!("{authority}: not an IP:PORT"))?;
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let stream = tls.connect(name, tcp).await.map_err(|e| e.to_string())?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    // The request line of a connection-level client is the path alone.
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    *req.uri_mut() = path.parse().map_err(|_| "bad path".to_string())?;
+    req.headers_mut().insert(
+        hyper::header::HOST,
+        authority.parse().map_err(|_| "bad host".to_string())?,
+    );
+    sender.send_request(req).await.map_err(|e| e.to_string())
 }
 
 /// Serves HTTP/1.1 on `listener` until `stop` fires (or its sender is dropped), each

@@ -13,6 +13,11 @@
 //! - a pull-through cache of another registry
 //!   ([`RegistryBuilder::mirror_of`]).
 //!
+//! For benchmarks across a simulated network, [`RegistryBuilder::tls`] serves the
+//! registry over TLS and [`RegistryBuilder::latency`] puts a [`LatencyProxy`] (a fixed
+//! one-way delay each way, counting connections) in front of it and of its token
+//! server.
+//!
 //! [`Registry::push`] builds test images (OCI manifest and index, Docker
 //! schema2 manifest and manifest list) and pushes them through the registry
 //! API. [`Registry::requests`] returns every request the registry served.
@@ -46,13 +51,15 @@ mod http;
 mod image;
 pub mod kube;
 mod process;
+pub mod proxy;
 mod registry;
 mod tempdir;
 mod token;
 
 pub use error::Error;
 pub use image::{ImageKind, ImageSpec, PushedImage};
-pub use registry::{Auth, Registry, RegistryBuilder, RequestRecord};
+pub use proxy::{LatencyProxy, ProxyOptions, ProxyStats};
+pub use registry::{Auth, Registry, RegistryBuilder, RequestRecord, TlsFiles};
 pub use tempdir::TempDir;
 pub use token::{
     Repos, TOKEN_ISSUER, TOKEN_SERVICE, TokenAuth, TokenPolicy, TokenRequest, TokenServer, User,

@@ -14,6 +14,7 @@ use crate::Error;
 use crate::http::{HARNESS_USER_AGENT, Http};
 use crate::image::{self, ImageKind, ImageSpec, PushedImage};
 use crate::process::{Process, run_tool};
+use crate::proxy::{self, LatencyProxy, ProxyOptions, ProxyStats};
 use crate::tempdir::TempDir;
 use crate::token::{TokenPolicy, TokenServer, User};
 
@@ -46,6 +47,17 @@ pub enum Auth {
     Token(TokenPolicy),
 }
 
+/// The certificate files of a registry served over TLS ([`RegistryBuilder::tls`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The server certificate (PEM, with its chain), valid for `127.0.0.1`.
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// The CA that issued it (PEM), which the harness trusts for its own requests.
+    pub ca: PathBuf,
+}
+
 /// One request the registry served, from its access log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestRecord {
@@ -69,6 +81,8 @@ pub struct RegistryBuilder {
     auth: Auth,
     upstream: Option<String>,
     start_timeout: Duration,
+    tls: Option<TlsFiles>,
+    latency: Option<Duration>,
 }
 
 impl RegistryBuilder {
@@ -91,6 +105,26 @@ impl RegistryBuilder {
         self
     }
 
+    /// Serves the registry over TLS (`http.tls` of distribution's config; Go's server
+    /// then offers HTTP/2 by ALPN) with these files. In [`Auth::Token`] mode the token
+    /// server gets a TLS front too (a [`LatencyProxy`] terminating TLS with the same
+    /// certificate, HTTP/1.1), so that its realm is `https://`. Pushes go through a
+    /// plain-HTTP registry on the same storage.
+    pub fn tls(mut self, files: TlsFiles) -> Self {
+        self.tls = Some(files);
+        self
+    }
+
+    /// Puts a [`LatencyProxy`] adding `one_way` in each direction in front of the
+    /// registry and (in [`Auth::Token`] mode) of the token server: [`Registry::host`]
+    /// and the realm in the registry's challenge are then the proxies' addresses, and
+    /// [`Registry::proxy_stats`] counts their connections. Zero still proxies (to
+    /// measure the proxy's own cost).
+    pub fn latency(mut self, one_way: Duration) -> Self {
+        self.latency = Some(one_way);
+        self
+    }
+
     /// How long to wait for `GET /v2/` to answer (default 20 s).
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
@@ -109,6 +143,8 @@ impl RegistryBuilder {
             Instant::now()
         );
 
+        let mut token_realm: Option<String> = None;
+        let mut token_proxies = Vec::new();
         let (auth_yaml, users, token) = match &self.auth {
             Auth::Anonymous => (String::new(), Vec::new(), None),
             Auth::Htpasswd(users) => {
@@ -123,9 +159,15 @@ impl RegistryBuilder {
             }
             Auth::Token(policy) => {
                 let server = TokenServer::start_in(policy.clone(), dir.path())?;
+                if self.tls.is_some() || self.latency.is_some() {
+                    let (realm, proxies) =
+                        token_front(&server, self.tls.as_ref(), self.latency).await?;
+                    token_realm = Some(realm);
+                    token_proxies = proxies;
+                }
                 let yaml = format!(
                     "auth:\n  token:\n    realm: {}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
-                    yaml_str(server.realm()),
+                    yaml_str(token_realm.as_deref().unwrap_or(server.realm())),
                     yaml_str(server.service()),
                     yaml_str(server.issuer()),
                     yaml_str(server.cert_path()),
@@ -140,6 +182,17 @@ impl RegistryBuilder {
 
         let log = Arc::new(Mutex::new(AccessLog::default()));
         let http = Http::new();
+        let (main_http, tls_yaml) = match &self.tls {
+            Some(files) => (
+                Http::with_ca(&files.ca)?,
+                format!(
+                    "  tls:\n    certificate: {}\n    key: {}\n",
+                    yaml_str(&files.cert),
+                    yaml_str(&files.key)
+                ),
+            ),
+            None => (http.clone(), String::new()),
+        };
         let main = {
             let log = log.clone();
             launch(
@@ -147,16 +200,17 @@ impl RegistryBuilder {
                 "registry",
                 &root,
                 &secret,
-                &format!("{auth_yaml}{proxy_yaml}"),
+                (&tls_yaml, &format!("{auth_yaml}{proxy_yaml}")),
                 self.start_timeout,
-                &http,
+                &main_http,
                 move |line| record_line(&log, &line),
             )
             .await?
         };
-        // Auth-protected registries are pushed to through an anonymous
-        // registry that shares their storage root; mirrors are not pushed to.
-        let pusher = if matches!(self.auth, Auth::Anonymous) || self.upstream.is_some() {
+        // Auth-protected (and TLS) registries are pushed to through an anonymous
+        // plain-HTTP registry that shares their storage root; mirrors are not pushed to.
+        let plain_open = matches!(self.auth, Auth::Anonymous) && self.tls.is_none();
+        let pusher = if plain_open || self.upstream.is_some() {
             None
         } else {
             Some(
@@ -165,7 +219,7 @@ impl RegistryBuilder {
                     "pusher",
                     &root,
                     &secret,
-                    "",
+                    ("", ""),
                     self.start_timeout,
                     &http,
                     |_| {},
@@ -173,9 +227,23 @@ impl RegistryBuilder {
                 .await?,
             )
         };
+        let front = match self.latency {
+            Some(delay) => Some(
+                LatencyProxy::start(direct_addr(&main.1)?, ProxyOptions { delay, tls: None })
+                    .await?,
+            ),
+            None => None,
+        };
         let registry = Registry {
             main: main.0,
-            host: main.1,
+            host: front
+                .as_ref()
+                .map_or_else(|| main.1.clone(), LatencyProxy::host),
+            direct: main.1,
+            tls: self.tls,
+            front,
+            token_proxies,
+            token_realm,
             pusher,
             token,
             users,
@@ -193,7 +261,17 @@ impl RegistryBuilder {
 /// kills the process (and the token server) and removes the directory.
 pub struct Registry {
     main: Process,
+    /// [`Registry::host`]: the front proxy's address, or `direct`.
     host: String,
+    /// Where the registry process listens.
+    direct: String,
+    tls: Option<TlsFiles>,
+    /// [`RegistryBuilder::latency`]: in front of the registry, and of the token
+    /// server (the delaying proxy first, then a TLS front if any).
+    front: Option<LatencyProxy>,
+    token_proxies: Vec<LatencyProxy>,
+    /// The realm of the registry's challenge when it is a proxy's.
+    token_realm: Option<String>,
     /// For auth modes: an anonymous registry on the same storage, used only
     /// for pushing, with its host.
     pusher: Option<(Process, String)>,
@@ -225,6 +303,8 @@ impl Registry {
             auth: Auth::Anonymous,
             upstream: None,
             start_timeout: Duration::from_secs(20),
+            tls: None,
+            latency: None,
         }
     }
 
@@ -233,14 +313,38 @@ impl Registry {
         Registry::builder().start().await
     }
 
-    /// `127.0.0.1:PORT`: the registry host as it appears in image references.
+    /// `127.0.0.1:PORT`: the registry host as it appears in image references (with
+    /// [`RegistryBuilder::latency`], the proxy's).
     pub fn host(&self) -> &str {
         &self.host
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://…` with [`RegistryBuilder::tls`]: the
+    /// base URL of [`Registry::host`].
     pub fn url(&self) -> String {
-        format!("http://{}", self.host)
+        format!("{}://{}", self.scheme(), self.host)
+    }
+
+    /// Where the registry process itself listens, `127.0.0.1:PORT`: [`Registry::host`]
+    /// unless a latency proxy is in front.
+    pub fn direct_host(&self) -> &str {
+        &self.direct
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
+
+    /// The connections the latency proxy in front of the registry has seen
+    /// ([`RegistryBuilder::latency`]); `None` without one.
+    pub fn proxy_stats(&self) -> Option<ProxyStats> {
+        self.front.as_ref().map(LatencyProxy::stats)
+    }
+
+    /// The connections the latency proxy in front of the token server has seen (the
+    /// first of its chain, the one clients reach); `None` without one.
+    pub fn token_proxy_stats(&self) -> Option<ProxyStats> {
+        self.token_proxies.first().map(LatencyProxy::stats)
     }
 
     /// The users of [`Auth::Htpasswd`] or [`Auth::Token`] (empty if anonymous).
@@ -251,6 +355,15 @@ impl Registry {
     /// The token server, in [`Auth::Token`] mode.
     pub fn token_server(&self) -> Option<&TokenServer> {
         self.token.as_ref()
+    }
+
+    /// The realm the registry's challenges name, in [`Auth::Token`] mode: the token
+    /// server's own, or its front proxy's ([`RegistryBuilder::tls`],
+    /// [`RegistryBuilder::latency`]).
+    pub fn token_realm(&self) -> Option<&str> {
+        self.token_realm
+            .as_deref()
+            .or_else(|| self.token.as_ref().map(TokenServer::realm))
     }
 
     /// The upstream URL, for a pull-through mirror.
@@ -311,10 +424,12 @@ impl Registry {
 
     async fn sync_log(&self) -> Result<(), Error> {
         let n = self.sync_counter.fetch_add(1, Ordering::Relaxed);
-        let url = format!("{}{SYNC_PREFIX}{n}", self.url());
-        Http::new()
-            .send(Method::GET, &url, &[], Bytes::new())
-            .await?;
+        let url = format!("{}://{}{SYNC_PREFIX}{n}", self.scheme(), self.direct);
+        let http = match &self.tls {
+            Some(files) => Http::with_ca(&files.ca)?,
+            None => Http::new(),
+        };
+        http.send(Method::GET, &url, &[], Bytes::new()).await?;
         let deadline = Instant::now() + Duration::from_secs(10);
         while lock(&self.log).synced < n {
             if Instant::now() > deadline {
@@ -334,7 +449,7 @@ impl Registry {
         }
         Ok(match &self.pusher {
             Some((_, host)) => format!("http://{host}"),
-            None => self.url(),
+            None => format!("http://{}", self.direct),
         })
     }
 
@@ -481,6 +596,49 @@ fn free_port() -> Result<u16, Error> {
         .map_err(|e| Error::io("finding a free port", e))
 }
 
+/// `127.0.0.1:PORT` as an address.
+fn direct_addr(host: &str) -> Result<std::net::SocketAddr, Error> {
+    host.parse()
+        .map_err(|_| Error::Unsupported(format!("{host}: not an IP:PORT")))
+}
+
+/// The proxies in front of the token server: one adding `latency` (if any), then one
+/// terminating TLS (if `tls`); returns the realm clients are sent to, and the proxies,
+/// the one clients reach first.
+async fn token_front(
+    server: &TokenServer,
+    tls: Option<&TlsFiles>,
+    latency: Option<Duration>,
+) -> Result<(String, Vec<LatencyProxy>), Error> {
+    let realm = server.realm();
+    let addr = realm
+        .strip_prefix("http://")
+        .and_then(|r| r.strip_suffix("/token"))
+        .ok_or_else(|| Error::Unsupported(format!("unexpected token realm {realm}")))?;
+    let mut target = direct_addr(addr)?;
+    let mut proxies = Vec::new();
+    if let Some(files) = tls {
+        let config = proxy::tls_server_config(&files.cert, &files.key)?;
+        let front = LatencyProxy::start(
+            target,
+            ProxyOptions {
+                delay: Duration::ZERO,
+                tls: Some(config),
+            },
+        )
+        .await?;
+        target = front.addr();
+        proxies.push(front);
+    }
+    if let Some(delay) = latency {
+        let front = LatencyProxy::start(target, ProxyOptions { delay, tls: None }).await?;
+        target = front.addr();
+        proxies.insert(0, front);
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    Ok((format!("{scheme}://{target}/token"), proxies))
+}
+
 /// Writes a config and starts one registry process; retries on a port race.
 #[allow(clippy::too_many_arguments)]
 async fn launch(
@@ -488,7 +646,7 @@ async fn launch(
     name: &str,
     root: &Path,
     secret: &str,
-    extra_yaml: &str,
+    (http_yaml, extra_yaml): (&str, &str),
     timeout: Duration,
     http: &Http,
     on_stdout: impl FnMut(String) + Send + Clone + 'static,
@@ -513,7 +671,7 @@ async fn launch(
             "version: 0.1\n\
              log:\n  level: warn\n  formatter: text\n\
              storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
-             http:\n  addr: {host}\n  secret: {}\n  \
+             http:\n  addr: {host}\n  secret: {}\n{http_yaml}  \
              headers:\n    {IDENTITY_HEADER}: [{identity}]\n\
              {extra_yaml}",
             yaml_str(root),
@@ -527,7 +685,20 @@ async fn launch(
             dir.to_path_buf(),
             on_stdout.clone(),
         )?;
-        match wait_ready(&mut process, &host, &identity, &config, timeout, http).await {
+        let scheme = if http_yaml.is_empty() {
+            "http"
+        } else {
+            "https"
+        };
+        let ready = wait_ready(
+            &mut process,
+            (scheme, &host),
+            &identity,
+            &config,
+            timeout,
+            http,
+        );
+        match ready.await {
             Ok(()) => return Ok((process, host)),
             Err(Error::RegistryExited { stderr, .. })
                 if attempt < 5 && stderr.contains("address already in use") =>
@@ -546,14 +717,14 @@ const IDENTITY_HEADER: &str = "X-Pullcheck-Testkit-Registry";
 /// [`IDENTITY_HEADER`] is `identity`), or the process exits, or `timeout` passes.
 async fn wait_ready(
     process: &mut Process,
-    host: &str,
+    (scheme, host): (&str, &str),
     identity: &str,
     config: &Path,
     timeout: Duration,
     http: &Http,
 ) -> Result<(), Error> {
     let deadline = Instant::now() + timeout;
-    let url = format!("http://{host}/v2/");
+    let url = format!("{scheme}://{host}/v2/");
     loop {
         if let Some(status) = process.exited() {
             // Let the reader thread catch the last stderr lines.

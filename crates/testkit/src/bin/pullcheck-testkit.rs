@@ -51,6 +51,16 @@ OPTIONS:
                               is ready (after the pushes): METHOD PATH STATUS
     --token-log PATH          token mode: append every token request as a JSON
                               line (path, service, scopes, user, status, granted)
+    --tls CERT,KEY,CA         serve the registry over TLS (HTTP/2 by ALPN) with
+                              these PEM files; in token mode the token server gets
+                              a TLS front (HTTP/1.1) with the same certificate
+    --latency-ms MS           put a proxy adding MS milliseconds each way (a round
+                              trip of 2*MS) in front of the registry and the token
+                              server; PULLCHECK_REGISTRY and the realm are then the
+                              proxies' (0 still proxies)
+    --proxy-stats PATH        with --latency-ms: keep PATH holding the proxies'
+                              counts, rewritten when they change, one line each:
+                              registry|token CONNECTIONS TLS PLAIN FAILED
     -h, --help                print this help
 
 VARIABLES:
@@ -60,6 +70,7 @@ VARIABLES:
     PULLCHECK_REGISTRY_PASSWORD   their password (htpasswd/token mode)
     PULLCHECK_TOKEN_REALM         the token realm (token mode)
     PULLCHECK_MIRROR              127.0.0.1:PORT of the mirror (--mirror)
+    PULLCHECK_REGISTRY_DIRECT     127.0.0.1:PORT of the registry process itself
 
 EXAMPLE:
     pullcheck-testkit serve --mode token --push team/app:v1,oci-index \\
@@ -80,6 +91,9 @@ struct Options {
     images_file: Option<PathBuf>,
     access_log: Option<PathBuf>,
     token_log: Option<PathBuf>,
+    tls: Option<pullcheck_testkit::TlsFiles>,
+    latency_ms: Option<u64>,
+    proxy_stats: Option<PathBuf>,
 }
 
 #[derive(Default, PartialEq)]
@@ -173,8 +187,31 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
             "--images-file" => opts.images_file = Some(value()?.into()),
             "--access-log" => opts.access_log = Some(value()?.into()),
             "--token-log" => opts.token_log = Some(value()?.into()),
+            "--tls" => {
+                let v = value()?;
+                let parts: Vec<&str> = v.split(',').collect();
+                let [cert, key, ca] = parts[..] else {
+                    return Err(format!("--tls {v:?}: expected CERT,KEY,CA"));
+                };
+                opts.tls = Some(pullcheck_testkit::TlsFiles {
+                    cert: cert.into(),
+                    key: key.into(),
+                    ca: ca.into(),
+                });
+            }
+            "--latency-ms" => {
+                let v = value()?;
+                opts.latency_ms = Some(
+                    v.parse()
+                        .map_err(|_| format!("--latency-ms {v:?}: not a number"))?,
+                );
+            }
+            "--proxy-stats" => opts.proxy_stats = Some(value()?.into()),
             other => return Err(format!("unknown option {other:?}; try --help")),
         }
+    }
+    if opts.proxy_stats.is_some() && opts.latency_ms.is_none() {
+        return Err("--proxy-stats needs --latency-ms".into());
     }
     if opts.mirror && opts.mode != Mode::Anonymous {
         return Err("--mirror needs --mode anonymous".into());
@@ -231,6 +268,32 @@ async fn follow_token_log(server: &TokenServer, path: PathBuf) -> Result<(), Str
         }
         written += new.len();
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Keeps `path` holding the proxies' counts (rewritten atomically when they change,
+/// checked every 10 ms) until the task is dropped.
+async fn follow_proxy_stats(registry: &Registry, path: PathBuf) -> Result<(), String> {
+    let line = |name: &str, s: pullcheck_testkit::ProxyStats| {
+        format!(
+            "{name} {} {} {} {}\n",
+            s.connections, s.tls, s.plain, s.failed
+        )
+    };
+    let mut last = String::new();
+    loop {
+        let mut now = String::new();
+        if let Some(s) = registry.proxy_stats() {
+            now.push_str(&line("registry", s));
+        }
+        if let Some(s) = registry.token_proxy_stats() {
+            now.push_str(&line("token", s));
+        }
+        if now != last {
+            write_file(&path, &now)?;
+            last = now;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -292,11 +355,14 @@ async fn serve(opts: Options) -> Result<(), String> {
             Auth::Token(policy)
         }
     };
-    let registry = Registry::builder()
-        .auth(auth)
-        .start()
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut builder = Registry::builder().auth(auth);
+    if let Some(files) = opts.tls.clone() {
+        builder = builder.tls(files);
+    }
+    if let Some(ms) = opts.latency_ms {
+        builder = builder.latency(Duration::from_millis(ms));
+    }
+    let registry = builder.start().await.map_err(|e| e.to_string())?;
     let mirror = if opts.mirror {
         Some(
             Registry::builder()
@@ -354,12 +420,16 @@ async fn serve(opts: Options) -> Result<(), String> {
             users[0].username, users[0].password
         ));
     }
-    if let Some(server) = registry.token_server() {
-        env.push_str(&format!("PULLCHECK_TOKEN_REALM={}\n", server.realm()));
+    if let Some(realm) = registry.token_realm() {
+        env.push_str(&format!("PULLCHECK_TOKEN_REALM={realm}\n"));
     }
     if let Some(mirror) = &mirror {
         env.push_str(&format!("PULLCHECK_MIRROR={}\n", mirror.host()));
     }
+    env.push_str(&format!(
+        "PULLCHECK_REGISTRY_DIRECT={}\n",
+        registry.direct_host()
+    ));
     if let Some(path) = &opts.env_file {
         write_file(path, &env)?;
     }
@@ -367,10 +437,19 @@ async fn serve(opts: Options) -> Result<(), String> {
     let _ = std::io::stdout().flush();
     eprintln!("ready; stop with Ctrl-C or SIGTERM");
 
-    if let (Some(server), Some(path)) = (registry.token_server(), opts.token_log) {
-        follow_token_log(server, path).await?;
-    }
-    std::future::pending::<()>().await;
+    let token_log = async {
+        match (registry.token_server(), opts.token_log) {
+            (Some(server), Some(path)) => follow_token_log(server, path).await,
+            _ => std::future::pending().await,
+        }
+    };
+    let proxy_stats = async {
+        match opts.proxy_stats {
+            Some(path) => follow_proxy_stats(&registry, path).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::try_join!(token_log, proxy_stats)?;
     // Keep the registries alive until the future is dropped.
     drop((mirror, registry));
     Ok(())

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# pullcheck's benchmark across a simulated network (bench/run.sh --wan): the registry
+# and its token server behind the testkit's latency proxy (a fixed one-way delay each
+# way; connections counted), over TLS with a CA made here, and over plain HTTP; token
+# auth. See bench/README.md ("Across a network").
+#
+#   bench/wan.sh [--rtts "20 50"] [--sizes "10 100 1000"] [--transports "tls plain"]
+#                [--runs R] [--seq-max M] [--out DIR] [--no-build] [--no-docs]
+set -euo pipefail
+
+rtts="20 50"
+sizes="10 100 1000"
+transports="tls plain"
+runs=10
+seq_max=20
+out=""
+build=1
+docs=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rtts) rtts=${2:?}; shift ;;
+    --sizes) sizes=${2:?}; shift ;;
+    --transports) transports=${2:?}; shift ;;
+    --runs) runs=${2:?}; shift ;;
+    --seq-max) seq_max=${2:?}; shift ;;
+    --out) out=${2:?}; shift ;;
+    --no-build) build=0 ;;
+    --no-docs) docs=0 ;;
+    --wan) ;;
+    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "bench/wan.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ "$runs" -ge 3 ] 2>/dev/null || { echo "--runs must be a number >= 3" >&2; exit 2; }
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=${out:-$root/target/bench/wan}
+rm -rf "$out"
+mkdir -p "$out/hyperfine" "$out/work"
+out=$(cd "$out" && pwd)
+work=$out/work
+log() { printf '\n== %s\n' "$*"; }
+
+log "packages and build"
+scripts/install-deps.sh
+need=()
+command -v skopeo >/dev/null 2>&1 || need+=(skopeo)
+command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
+command -v docker >/dev/null 2>&1 || need+=(docker.io)
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+for tool in skopeo hyperfine curl docker openssl python3; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "bench/wan.sh: $tool is missing (bench/run.sh installs it)" >&2; exit 2; }
+done
+if [ "$build" -eq 1 ]; then
+  cargo build --release --quiet -p pullcheck-cli -p pullcheck-testkit
+fi
+pullcheck=$root/target/release/pullcheck
+testkit=$root/target/release/pullcheck-testkit
+bench/wan-certs.sh "$work/certs"
+certs=$work/certs
+
+pids=()
+registry_pid=""
+serve_pid=""
+stop_pid() {
+  if [ -n "$1" ]; then
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+  fi
+}
+cleanup() {
+  stop_pid "$serve_pid"
+  stop_pid "$registry_pid"
+  for p in "${pids[@]}"; do stop_pid "$p"; done
+}
+trap cleanup EXIT
+
+# The outside load, as bench/run.sh samples it: load averages every 5 s.
+(while :; do printf '%s %s\n' "$(date +%s)" "$(cut -d' ' -f1-3 /proc/loadavg)"; sleep 5; done) >"$out/load.txt" 2>/dev/null &
+pids+=($!)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+printf 'rtt_ms\ttransport\tn\ttool\timages\tmedian_s\tmin_s\tmax_s\tstddev_s\truns\tregistry_requests\ttoken_requests\tby_method\tregistry_connections\tregistry_tls_hellos\ttoken_connections\n' >"$out/wan.tsv"
+
+stats() { # -> "registry_conns registry_tls token_conns"
+  awk '$1 == "registry" { r = $2; t = $3 } $1 == "token" { k = $2 } END { print r + 0, t + 0, k + 0 }' "$dir/stats"
+}
+lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+
+# One counted run (requests from the logs, connections from the proxies), then hyperfine.
+measure() { # TOOL IMAGES COMMAND...
+  local tool=$1 images=$2
+  shift 2
+  local before a0 t0 after
+  sleep 0.2
+  before=$(stats)
+  a0=$(lines "$dir/access.log")
+  t0=$(lines "$dir/token.log")
+  "$@" >"$work/last.out" 2>"$work/last.err" || {
+    echo "bench/wan.sh: $tool failed:" >&2
+    tail -20 "$work/last.err" >&2
+    exit 1
+  }
+  sleep 0.4
+  after=$(stats)
+  local methods
+  methods=$(tail -n +"$((a0 + 1))" "$dir/access.log" | awk '{ c[$1 "_" $3]++ } END { for (k in c) printf "%s%s:%d", (s++ ? "," : ""), k, c[k] }')
+  local reg_req=$(($(lines "$dir/access.log") - a0)) tok_req=$(($(lines "$dir/token.log") - t0))
+  read -r b_rc b_rt b_tc <<<"$before"
+  read -r a_rc a_rt a_tc <<<"$after"
+  local json=$out/hyperfine/rtt$rtt-$transport-n$n-$tool.json
+  hyperfine -N --style basic --runs "$runs" --warmup 1 --export-json "$json" \
+    "$(printf '%q ' "$@")" >>"$out/hyperfine.log" 2>&1 || {
+    echo "bench/wan.sh: hyperfine failed for $tool; see $out/hyperfine.log" >&2
+    exit 1
+  }
+  local stat
+  stat=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(r["median"], r["min"], r["max"], r["stddev"] or 0, len(r["times"]))' "$json")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rtt" "$transport" "$n" "$tool" "$images" \
+    "$(echo "$stat" | tr ' ' '\t')" "$reg_req" "$tok_req" "${methods:--}" \
+    "$((a_rc - b_rc))" "$((a_rt - b_rt))" "$((a_tc - b_tc))" >>"$out/wan.tsv"
+  printf '  %-15s %-5s RTT %3s ms N=%-5s images=%-5s median %8.3f s  conns %s+%s  requests %s+%s\n' \
+    "$tool" "$transport" "$rtt" "$n" "$images" "${stat%% *}" "$((a_rc - b_rc))" "$((a_tc - b_tc))" "$reg_req" "$tok_req"
+}
+
+for rtt in $rtts; do
+  for transport in $transports; do
+    for n in $sizes; do
+      log "RTT $rtt ms, $transport, N=$n"
+      dir=$work/rtt$rtt-$transport-$n
+      mkdir -p "$dir"
+      args=(serve --mode token --push-many "$n" --latency-ms "$((rtt / 2))" --proxy-stats "$dir/stats"
+        --env-file "$dir/registry.env" --images-file "$dir/images" --access-log "$dir/access.log"
+        --token-log "$dir/token.log")
+      [ "$transport" = tls ] && args+=(--tls "$certs/server.pem,$certs/server.key,$certs/ca.pem")
+      "$testkit" "${args[@]}" >"$dir/serve.log" 2>&1 &
+      registry_pid=$!
+      until [ -f "$dir/registry.env" ]; do
+        kill -0 "$registry_pid" 2>/dev/null || { cat "$dir/serve.log" >&2; exit 1; }
+        sleep 0.1
+      done
+      # shellcheck disable=SC1091
+      . "$dir/registry.env"
+      export DOCKER_CONFIG=$dir/docker
+      mkdir -p "$DOCKER_CONFIG"
+      auth=$(printf '%s:%s' "$PULLCHECK_REGISTRY_USER" "$PULLCHECK_REGISTRY_PASSWORD" | base64 -w0)
+      printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$PULLCHECK_REGISTRY" "$auth" >"$DOCKER_CONFIG/config.json"
+      cut -d' ' -f1 "$dir/images" >"$dir/refs"
+      {
+        echo 'version: "1"'
+        echo 'steps:'
+        awk '{ printf "  - name: step-%d\n    image: %s\n    pull: always\n    commands: [\"true\"]\n", NR - 1, $1 }' "$dir/refs"
+      } >"$dir/.vela.yml"
+      seq_n=$n
+      seq_refs=$dir/refs
+      if [ "$seq_max" -gt 0 ] && [ "$n" -gt "$seq_max" ]; then
+        seq_n=$seq_max
+        seq_refs=$dir/refs-first
+        head -n "$seq_max" "$dir/refs" >"$seq_refs"
+      fi
+      tls_pc=()
+      skopeo_tls=(--tls-verify=false)
+      if [ "$transport" = tls ]; then
+        tls_pc=(--ca-file "$certs/ca.pem")
+        skopeo_tls=(--cert-dir "$certs/skopeo")
+      fi
+      export BENCH_USER=$PULLCHECK_REGISTRY_USER BENCH_PASSWORD=$PULLCHECK_REGISTRY_PASSWORD
+      export BENCH_SKOPEO_TLS="${skopeo_tls[*]}"
+
+      # pullcheck CLI, cold: a new process each run.
+      measure pullcheck-cli "$n" "$pullcheck" check --docker-config "$DOCKER_CONFIG" "${tls_pc[@]}" "$dir/.vela.yml"
+
+      # pullcheck serve, warm: the same check a second time through its API.
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$dir/api-token"
+      python3 -c 'import json,sys; print(json.dumps({"pipeline": open(sys.argv[1]).read(), "file_name": ".vela.yml"}))' \
+        "$dir/.vela.yml" >"$dir/body.json"
+      "$pullcheck" serve --listen "127.0.0.1:$port" --api-token-file "$dir/api-token" \
+        --docker-config "$DOCKER_CONFIG" "${tls_pc[@]}" --max-checks 4 2>"$dir/pullcheck-serve.log" &
+      serve_pid=$!
+      until curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; do
+        kill -0 "$serve_pid" 2>/dev/null || { cat "$dir/pullcheck-serve.log" >&2; exit 1; }
+        sleep 0.1
+      done
+      post=(curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$dir/api-token")" -H 'Content-Type: application/json'
+        --data "@$dir/body.json" "http://127.0.0.1:$port/v1/checks")
+      "${post[@]}" # the first (cold) check through the service
+      measure pullcheck-serve "$n" "${post[@]}"
+      # curl's own cost: a request to the service that sends nothing onwards.
+      measure curl-healthz 0 curl -sf -o /dev/null "http://127.0.0.1:$port/healthz"
+      stop_pid "$serve_pid"
+      serve_pid=""
+
+      measure skopeo-par8 "$n" bench/peer.sh skopeo-par8 "$dir/refs"
+      measure skopeo-seq "$seq_n" bench/peer.sh skopeo-seq "$seq_refs"
+      measure docker-seq "$seq_n" bench/peer.sh docker-seq "$seq_refs"
+
+      stop_pid "$registry_pid"
+      registry_pid=""
+      rm -rf "$dir"
+    done
+  done
+done
+
+# The proxy's own cost: a ping through it at 0 ms against one straight to the registry.
+log "proxy overhead (0 ms)"
+dir=$work/overhead
+mkdir -p "$dir"
+"$testkit" serve --mode anonymous --latency-ms 0 --tls "$certs/server.pem,$certs/server.key,$certs/ca.pem" \
+  --env-file "$dir/registry.env" >"$dir/serve.log" 2>&1 &
+registry_pid=$!
+until [ -f "$dir/registry.env" ]; do sleep 0.1; done
+# shellcheck disable=SC1091
+. "$dir/registry.env"
+for via in proxy direct; do
+  host=$PULLCHECK_REGISTRY
+  [ "$via" = direct ] && host=$PULLCHECK_REGISTRY_DIRECT
+  hyperfine -N --style basic --runs 50 --warmup 5 --export-json "$out/hyperfine/overhead-$via.json" \
+    "curl -sf -o /dev/null --cacert $certs/ca.pem https://$host/v2/" >>"$out/hyperfine.log" 2>&1
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(sys.argv[2], r["median"], r["min"], r["max"])' \
+    "$out/hyperfine/overhead-$via.json" "$via" >>"$out/overhead.txt"
+done
+stop_pid "$registry_pid"
+registry_pid=""
+cat "$out/overhead.txt"
+
+{
+  printf 'date\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)"
+  printf 'load_before\t%s\n' "$load_before"
+  printf 'load_after\t%s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+  printf 'nproc\t%s\n' "$(nproc)"
+  printf 'runs\t%s\n' "$runs"
+  printf 'seq_max\t%s\n' "$seq_max"
+  printf 'pullcheck\t%s\n' "$("$pullcheck" --version)"
+  printf 'commit\t%s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  printf 'skopeo\t%s\n' "$(skopeo --version)"
+  printf 'docker\t%s\n' "$(docker --version)"
+} >"$out/machine.tsv"
+
+python3 bench/wan-report.py "$out" >"$out/wan.md"
+if [ "$docs" -eq 1 ]; then
+  python3 bench/wan-report.py --splice docs/benchmarks.md "$out"
+  echo "wrote the WAN section of docs/benchmarks.md"
+fi
+echo "results: $out (wan.tsv, wan.md, hyperfine/*.json)"
