@@ -639,6 +639,21 @@ async fn check_object(
                 .to_owned(),
         );
     }
+    // A workload without imagePullSecrets pulls with its ServiceAccount's (a Pod at
+    // CREATE has them copied in already): without the API they cannot be read, and
+    // checking anonymously could refuse what the kubelet can pull.
+    if cluster.is_none()
+        && manifests
+            .workloads
+            .iter()
+            .any(|w| w.kind != "Pod" && w.pull_secrets.image_pull_secrets.is_empty())
+    {
+        return Err(
+            "pullcheck: the ServiceAccount's imagePullSecrets are not readable (no \
+                    Kubernetes API); images not verified"
+                .to_owned(),
+        );
+    }
     let chains = match &cluster {
         Some(c) => Some(
             pullcheck_kube::walk_pull_secrets_many(c, &pods)
@@ -732,6 +747,11 @@ fn detail_of(image: &ImageReport) -> String {
 struct Line {
     full: String,
     short: String,
+    /// The parts of the short form: `{container}: {reference}{tail}`, for eliding the
+    /// reference when even the short form is too long.
+    container: String,
+    reference: String,
+    tail: String,
 }
 
 /// One line per container of `image`:
@@ -763,19 +783,42 @@ fn lines_of(image: &ImageReport) -> Vec<Line> {
         .map(|c| Line {
             full: format!("{c}: image {} {reason}", image.reference),
             short: format!("{c}: {} {what}{hint}", image.reference),
+            container: c,
+            reference: image.reference.clone(),
+            tail: format!(" {what}{hint}"),
         })
         .collect()
 }
 
-/// A warning for `line`: `pullcheck: ` and the whole line if it fits, else the short one.
+/// A warning for `line`: `pullcheck: ` and the whole line if it fits, else the short one;
+/// if that is still too long, the reference loses its middle (`…`) so that the container,
+/// the status and the hint stay.
 fn warning(line: &Line) -> String {
     let full = format!("pullcheck: {}", line.full);
     if full.chars().count() <= MAX_WARNING_CHARS {
-        full
-    } else {
-        format!("pullcheck: {}", line.short)
+        return full;
     }
+    let short = format!("pullcheck: {}", line.short);
+    if short.chars().count() <= MAX_WARNING_CHARS {
+        return short;
+    }
+    let head = format!("pullcheck: {}: ", line.container);
+    let room = MAX_WARNING_CHARS
+        .saturating_sub(head.chars().count())
+        .saturating_sub(line.tail.chars().count());
+    if room < 16 {
+        return short;
+    }
+    let chars: Vec<char> = line.reference.chars().collect();
+    let keep = room - 1;
+    let front: String = chars[..keep / 2].iter().collect();
+    let back: String = chars[chars.len() - (keep - keep / 2)..].iter().collect();
+    format!("{head}{front}…{back}{}", line.tail)
 }
+
+/// The most characters of a refusal's message: a person reads it in `kubectl` or in a
+/// Vela step's error; the rest of the failing containers are counted.
+const MAX_MESSAGE_CHARS: usize = 4096;
 
 /// The answer for a report.
 fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> AdmissionResponse {
@@ -794,12 +837,23 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
         let message = match failures.as_slice() {
             [one] => format!("pullcheck: {}", one.full),
             many => {
-                let lines: Vec<&str> = many.iter().map(|l| l.full.as_str()).collect();
-                format!(
-                    "pullcheck: {} containers cannot pull their images:\n{}",
-                    many.len(),
-                    lines.join("\n")
-                )
+                let mut message = format!(
+                    "pullcheck: {} containers cannot pull their images:",
+                    many.len()
+                );
+                for (shown, line) in many.iter().enumerate() {
+                    let left = many.len() - shown;
+                    let more = format!("\n… and {left} more");
+                    if message.chars().count() + 1 + line.full.chars().count() + more.len()
+                        > MAX_MESSAGE_CHARS
+                    {
+                        message.push_str(&more);
+                        break;
+                    }
+                    message.push('\n');
+                    message.push_str(&line.full);
+                }
+                message
             }
         };
         return AdmissionResponse {
@@ -867,6 +921,31 @@ mod tests {
             capped.last().is_some_and(|w| w.contains("more")),
             "{capped:?}"
         );
+    }
+
+    /// A realistic long reference keeps the container, the status and the hint in its
+    /// warning; its middle gives way (a fresh-user review saw `…` eat the status).
+    #[test]
+    fn a_long_reference_loses_its_middle_not_its_status() {
+        let reference = "127.0.0.1:42439/platform-team/payments/api-gateway-service:build-2026-11-30-0123456789ab";
+        let line = Line {
+            full: format!("container payments-api-worker: image {reference} not found: tag x"),
+            short: format!("container payments-api-worker: {reference} not found"),
+            container: "container payments-api-worker".into(),
+            reference: reference.into(),
+            tail: " not found; did you mean build-2026-11-30?".into(),
+        };
+        let w = warning(&line);
+        assert!(w.chars().count() <= MAX_WARNING_CHARS, "{w}");
+        assert!(
+            w.starts_with("pullcheck: container payments-api-worker: 127.0.0.1"),
+            "{w}"
+        );
+        assert!(
+            w.ends_with("0123456789ab not found; did you mean build-2026-11-30?"),
+            "{w}"
+        );
+        assert!(w.contains('…'), "{w}");
     }
 
     #[test]

@@ -779,6 +779,29 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
         "{answer}"
     );
 
+    // A workload without imagePullSecrets pulls with its ServiceAccount's, which cannot
+    // be read without the API: not decided, so allowed with a warning (found by a
+    // fresh-user review: it was refused after an anonymous 401).
+    let answer = hook
+        .review(
+            "/v1/admission/deny",
+            &review(
+                "c0ffee00-0000-4000-8000-0000000000c4",
+                "CREATE",
+                ("apps", "v1", "Deployment"),
+                "deployments",
+                &deployment("private", &image, json!({"serviceAccountName": "builder"})),
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(
+        warnings(&answer)[0].contains("ServiceAccount's imagePullSecrets are not readable"),
+        "{answer}"
+    );
+
     // Malformed: not JSON, not an AdmissionReview, no request, no uid.
     for body in [
         "{not json".to_owned(),
