@@ -976,3 +976,49 @@ async fn with_a_client_ca_only_certified_clients_are_reviewed() {
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
     server.stop().await;
 }
+
+/// A refusal of a Pod with many failing containers stays readable: at most 4096
+/// characters, the rest counted (a fresh-user review saw 52,921 characters for 400).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_of_many_containers_is_capped_and_counts_the_rest() {
+    let registry = registry().await;
+    let host = registry.host().to_owned();
+    let hook = Webhook::start("many", deny(), ServeOptions::default()).await;
+    let containers: Vec<Value> = (0..120)
+        .map(|i| container(&format!("step-{i}"), &format!("{host}/team/missing-{i}:v1")))
+        .collect();
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "705ab4f5-6393-11e8-b7cc-42010a8000ff",
+                "CREATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &pod("many", &[], &containers, json!({})),
+                None,
+                false,
+            ),
+        )
+        .await;
+    let response = &answer["response"];
+    assert_eq!(response["allowed"], false, "{answer}");
+    let message = response["status"]["message"].as_str().expect("message");
+    assert!(message.chars().count() <= 4096, "{}", message.len());
+    assert!(
+        message.starts_with("pullcheck: 120 containers cannot pull their images:\n"),
+        "{message}"
+    );
+    let last = message.lines().last().expect("a last line");
+    assert!(
+        last.starts_with("… and ") && last.ends_with(" more"),
+        "{last}"
+    );
+    let shown = message.lines().count() - 2;
+    let more: usize = last
+        .trim_start_matches("… and ")
+        .trim_end_matches(" more")
+        .parse()
+        .expect("a count");
+    assert_eq!(shown + more, 120, "{message}");
+}
