@@ -622,7 +622,7 @@ async fn check_object(
 ) -> Result<Report, String> {
     let text = serde_json::to_string_pretty(&reduced)
         .map_err(|e| format!("pullcheck: the object cannot be read: {e}"))?;
-    let file = format!("{} {}", request.kind.kind, request.namespace);
+    let file = object_file(request);
     let manifests = pullcheck_kube::read_manifests(&file, &text)
         .map_err(|e| shorten(&format!("pullcheck: the object cannot be read: {e}")))?;
     let mut sets = Vec::new();
@@ -702,16 +702,23 @@ async fn check_object(
 /// container test`, `init container clone` of `Pod/p initContainer clone` (the owner,
 /// `Kind/name`, has no space).
 fn container_of(name: &str) -> String {
-    let Some((_, rest)) = name.split_once(' ') else {
-        return name.to_owned();
-    };
-    if let Some(c) = rest.strip_prefix("initContainer ") {
-        format!("init container {c}")
-    } else if let Some(c) = rest.strip_prefix("ephemeralContainer ") {
-        format!("ephemeral container {c}")
-    } else {
-        rest.to_owned()
+    // The owner may hold spaces ("document 1" for an object without metadata); a
+    // container's name cannot (a DNS label), so the last keyword starts the container.
+    for (keyword, shown) in [
+        (" initContainer ", "init container "),
+        (" ephemeralContainer ", "ephemeral container "),
+        (" container ", "container "),
+    ] {
+        if let Some(i) = name.rfind(keyword) {
+            return format!("{shown}{}", &name[i + keyword.len()..]);
+        }
     }
+    name.to_owned()
+}
+
+/// The name the object's text is read under: its kind and namespace.
+fn object_file(request: &AdmissionRequest) -> String {
+    format!("{} {}", request.kind.kind, request.namespace)
 }
 
 /// What happened to an image, in a word or three.
@@ -729,17 +736,47 @@ fn what(status: Status) -> &'static str {
 
 /// The report's detail without ` on HOST` when HOST is the reference's own registry
 /// (Docker Hub's API host for `docker.io`); a mirror's name stays.
-fn detail_of(image: &ImageReport) -> String {
+fn detail_of(image: &ImageReport, file: &str) -> String {
+    let detail = strip_position(&image.detail, file);
     let canonical = image.canonical.as_deref().unwrap_or(&image.reference);
     match &image.registry {
         Some(host)
             if canonical.starts_with(&format!("{host}/"))
                 || (host == "registry-1.docker.io" && canonical.starts_with("docker.io/")) =>
         {
-            image.detail.replace(&format!(" on {host}"), "")
+            detail.replace(&format!(" on {host}"), "")
         }
-        _ => image.detail.clone(),
+        _ => detail,
     }
+}
+
+/// `detail` without the `FILE:LINE:COLUMN: ` of pullcheck's own copy of the object (the
+/// reader names positions in the JSON it was given, which mean nothing to the person who
+/// wrote the object).
+fn strip_position(detail: &str, file: &str) -> String {
+    let mut out = String::with_capacity(detail.len());
+    let mut rest = detail;
+    let prefix = format!("{file}:");
+    while let Some(i) = rest.find(&prefix) {
+        let after = &rest[i + prefix.len()..];
+        let digits = |s: &str| s.chars().take_while(char::is_ascii_digit).count();
+        let line = digits(after);
+        let column = if after[line..].starts_with(':') {
+            digits(&after[line + 1..])
+        } else {
+            0
+        };
+        let end = line + 1 + column;
+        if line > 0 && column > 0 && after[end..].starts_with(": ") {
+            out.push_str(&rest[..i]);
+            rest = &after[end + 2..];
+        } else {
+            out.push_str(&rest[..i + prefix.len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One failing container: the whole line (for a refusal) and a short one (for a
@@ -757,9 +794,9 @@ struct Line {
 /// One line per container of `image`:
 /// `container test: image golang:1.2 not found: tag 1.2 not found in library/golang; did
 /// you mean 1.22?`; the short form keeps the status and the tag hints only.
-fn lines_of(image: &ImageReport) -> Vec<Line> {
+fn lines_of(image: &ImageReport, file: &str) -> Vec<Line> {
     let what = what(image.status);
-    let detail = detail_of(image);
+    let detail = detail_of(image, file);
     let reason = if detail.is_empty() {
         what.to_owned()
     } else {
@@ -822,13 +859,15 @@ const MAX_MESSAGE_CHARS: usize = 4096;
 
 /// The answer for a report.
 fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> AdmissionResponse {
+    // The name `check_object` gave the object's text, which positions in details use.
+    let file = object_file(request);
     let mut failures = Vec::new();
     let mut unverified = Vec::new();
     for image in &report.images {
         if image.status.is_failure() {
-            failures.extend(lines_of(image));
+            failures.extend(lines_of(image, &file));
         } else if image.status == Status::Unreachable {
-            unverified.extend(lines_of(image));
+            unverified.extend(lines_of(image, &file));
         }
     }
     let unverified: Vec<String> = unverified.iter().map(warning).collect();
@@ -949,7 +988,23 @@ mod tests {
     }
 
     #[test]
+    fn positions_in_pullcheck_s_own_copy_are_left_out() {
+        assert_eq!(
+            strip_position(
+                "Pod default:12:28: unsupported imagePullPolicy \"Sometimes\"",
+                "Pod default"
+            ),
+            "unsupported imagePullPolicy \"Sometimes\""
+        );
+        assert_eq!(
+            strip_position("Pod default: not a position", "Pod default"),
+            "Pod default: not a position"
+        );
+    }
+
+    #[test]
     fn container_names_lose_their_owner() {
+        assert_eq!(container_of("document 1 container cj"), "container cj");
         assert_eq!(container_of("Pod/p container test"), "container test");
         assert_eq!(
             container_of("Pod/p initContainer clone"),
