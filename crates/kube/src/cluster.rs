@@ -502,23 +502,36 @@ impl Cluster {
         &self,
         source: &TemplateSource,
     ) -> Result<PullSecretChain, KubeError> {
-        let pod = match source {
-            TemplateSource::None => PodPullSecrets::no_template(),
-            TemplateSource::Name(name) => self
-                .pipeline_pods_template(name)
-                .await?
-                .pull_secrets(Subject::Template { name: name.clone() }),
-            TemplateSource::File(path) => template_from_file(path)?,
-        };
-        walk_pull_secrets(self, &pod).await
+        Ok(self.build_pod(source).await?.1)
     }
-}
 
-fn template_from_file(path: &Path) -> Result<PodPullSecrets, KubeError> {
-    let template = read_template_file(path).map_err(KubeError::TemplateFile)?;
-    Ok(template.pull_secrets(Subject::TemplateFile {
-        path: path.display().to_string(),
-    }))
+    /// [`Cluster::build_pull_secrets`], also returning the template it loaded (`None` for
+    /// [`TemplateSource::None`]), so that a caller that needs more of it (the
+    /// `nodeSelector` of the placeholder's platform) does not fetch it again.
+    ///
+    /// # Errors
+    /// As [`Cluster::build_pull_secrets`].
+    pub async fn build_pod(
+        &self,
+        source: &TemplateSource,
+    ) -> Result<(Option<PipelinePodsTemplate>, PullSecretChain), KubeError> {
+        let (template, pod) = match source {
+            TemplateSource::None => (None, PodPullSecrets::no_template()),
+            TemplateSource::Name(name) => {
+                let template = self.pipeline_pods_template(name).await?;
+                let pod = template.pull_secrets(Subject::Template { name: name.clone() });
+                (Some(template), pod)
+            }
+            TemplateSource::File(path) => {
+                let template = read_template_file(path).map_err(KubeError::TemplateFile)?;
+                let pod = template.pull_secrets(Subject::TemplateFile {
+                    path: path.display().to_string(),
+                });
+                (Some(template), pod)
+            }
+        };
+        Ok((template, walk_pull_secrets(self, &pod).await?))
+    }
 }
 
 fn decode<T: DeserializeOwned>(body: &[u8], object: &ObjectRef<'_>) -> Result<T, KubeError> {

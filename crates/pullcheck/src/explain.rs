@@ -124,51 +124,48 @@ fn substitution(input: &str) -> Option<(ReferenceErrorReport, Vec<String>)> {
     ))
 }
 
+/// The explanation of an input that is not a reference (yet): its error, and the
+/// `${VAR}`s it reads, if any; nothing resolved.
+fn not_a_reference(
+    input: &str,
+    mode: String,
+    error: ReferenceErrorReport,
+    variables: Vec<String>,
+) -> Explanation {
+    Explanation {
+        input: input.to_string(),
+        ok: false,
+        canonical: None,
+        domain: None,
+        path: None,
+        tag: None,
+        digest: None,
+        familiar: None,
+        error: Some(error),
+        variables,
+        mode,
+        refused: None,
+        endpoints: Vec::new(),
+        credentials: Vec::new(),
+    }
+}
+
 /// Explains one input. An input with `${VAR}`s is not parsed as a reference: its
 /// [`Explanation::error`] (kind `substitution`) says that Vela fills it in at build time
 /// and its [`Explanation::variables`] names what it reads.
 pub fn explain(input: &str, resolver: &Resolver, credentials: &Credentials) -> Explanation {
     let mode = resolver.mirrors.mode().describe().to_string();
     if let Some((error, variables)) = substitution(input) {
-        return Explanation {
-            input: input.to_string(),
-            ok: false,
-            canonical: None,
-            domain: None,
-            path: None,
-            tag: None,
-            digest: None,
-            familiar: None,
-            error: Some(error),
-            variables,
-            mode,
-            refused: None,
-            endpoints: Vec::new(),
-            credentials: Vec::new(),
-        };
+        return not_a_reference(input, mode, error, variables);
     }
     let r = match Reference::parse_normalized(input) {
         Ok(r) => r,
         Err(e) => {
-            return Explanation {
-                input: input.to_string(),
-                ok: false,
-                canonical: None,
-                domain: None,
-                path: None,
-                tag: None,
-                digest: None,
-                familiar: None,
-                error: Some(ReferenceErrorReport {
-                    kind: e.kind().as_str(),
-                    message: e.message().to_string(),
-                }),
-                variables: Vec::new(),
-                mode,
-                refused: None,
-                endpoints: Vec::new(),
-                credentials: Vec::new(),
+            let error = ReferenceErrorReport {
+                kind: e.kind().as_str(),
+                message: e.message().to_string(),
             };
+            return not_a_reference(input, mode, error, Vec::new());
         }
     };
     // What `check` would refuse as invalid is not explained with endpoints either.

@@ -138,20 +138,24 @@ async fn ping_once(
         short: String::new(),
         retryable: false,
     };
-    let base = base_url("https", host).map_err(invalid)?;
-    let url = with_query(api_url(&base, endpoint), &endpoint.query);
-    let https_error = match http
-        .send(
-            http.client.get(url.clone()).headers(headers.clone()),
-            &Method::GET,
-            &url,
-            (RequestKind::Ping, host),
-            deadline,
-        )
-        .await
-    {
-        Ok(response) => return Ok((base, response)),
-        Err(e) => e,
+    // `GET <scheme>://host<base_path>`, with the endpoint's query and headers.
+    let get = |scheme: &'static str| async move {
+        let base = base_url(scheme, host).map_err(invalid)?;
+        let url = with_query(api_url(&base, endpoint), &endpoint.query);
+        let sent = http
+            .send(
+                http.client.get(url.clone()).headers(headers.clone()),
+                &Method::GET,
+                &url,
+                (RequestKind::Ping, host),
+                deadline,
+            )
+            .await;
+        Ok::<_, PingFailure>((base, sent))
+    };
+    let https_error = match get("https").await? {
+        (base, Ok(response)) => return Ok((base, response)),
+        (_, Err(e)) => e,
     };
     if !(endpoint.allow_http && https_error.connection_level) {
         return Err(PingFailure {
@@ -163,21 +167,10 @@ async fn ping_once(
             retryable: https_error.retryable,
         });
     }
-    let base = base_url("http", host).map_err(invalid)?;
-    let url = with_query(api_url(&base, endpoint), &endpoint.query);
     tracing::debug!(host, reason = %https_error.reason, "https failed; trying plain http");
-    match http
-        .send(
-            http.client.get(url.clone()).headers(headers.clone()),
-            &Method::GET,
-            &url,
-            (RequestKind::Ping, host),
-            deadline,
-        )
-        .await
-    {
-        Ok(response) => Ok((base, response)),
-        Err(e) => Err(PingFailure {
+    match get("http").await? {
+        (base, Ok(response)) => Ok((base, response)),
+        (_, Err(e)) => Err(PingFailure {
             message: format!(
                 "registry {host} unreachable: https: {}; http: {}",
                 https_error.reason, e.reason

@@ -415,11 +415,13 @@ pub fn node_selector_platform(
 }
 
 /// The placeholder of the build Pod whose uses are `uses`, or `None` when there is none
-/// to check (the Docker runtime, no pipeline container).
-async fn plan_placeholder(
+/// to check (the Docker runtime, no pipeline container). `loaded` is the pods template
+/// as already loaded for the pull secrets (its `nodeSelector` gives the platform);
+/// `template` says where it came from (a file names the placeholder's origin).
+fn plan_placeholder(
     uses: &[ImageUse],
     runtime: &BuildRuntime,
-    cluster: Option<&Cluster>,
+    loaded: Option<&PipelinePodsTemplate>,
     template: &TemplateSource,
     keyring: &Keyring,
 ) -> Result<Option<Placeholder>, SourceError> {
@@ -439,24 +441,10 @@ async fn plan_placeholder(
     placeholder.origin.name = "build Pod placeholder".to_owned();
     let (platform, platform_source) = match &runtime.platform {
         Some(p) => (Some(p.clone()), Some("--platform".to_owned())),
-        None => {
-            let template = match template {
-                TemplateSource::None => None,
-                TemplateSource::File(path) => Some(pullcheck_kube::read_template_file(path)?),
-                TemplateSource::Name(name) => match cluster {
-                    Some(c) => Some(
-                        c.pipeline_pods_template(name)
-                            .await
-                            .map_err(|e| e.to_string())?,
-                    ),
-                    None => None,
-                },
-            };
-            match template.as_ref().map(node_selector_platform).transpose()? {
-                Some(Some((p, source))) => (Some(p), Some(source)),
-                _ => (None, None),
-            }
-        }
+        None => match loaded.map(node_selector_platform).transpose()? {
+            Some(Some((p, source))) => (Some(p), Some(source)),
+            _ => (None, None),
+        },
     };
     if let TemplateSource::File(path) = template {
         placeholder.origin.file = Some(path.display().to_string());
@@ -587,18 +575,19 @@ pub async fn find_pull_secrets_on(
 
     // The Vela build Pod: the template's secrets, else its ServiceAccount's.
     if !build_uses.is_empty() {
-        let chain = match cluster {
-            Some(c) => Some(
-                c.build_pull_secrets(template)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            ),
+        // The template is loaded once: for its pull secrets and the placeholder's platform.
+        let (loaded, chain) = match cluster {
+            Some(c) => {
+                let (loaded, chain) = c.build_pod(template).await.map_err(|e| e.to_string())?;
+                (loaded, Some(chain))
+            }
             None => {
+                let mut loaded = None;
                 if let TemplateSource::File(path) = template {
                     // Read it anyway: a malformed template is an error, and secrets it
                     // names cannot be fetched without a cluster.
-                    let template = pullcheck_kube::read_template_file(path)?;
-                    let names = template.image_pull_secret_names();
+                    let read = pullcheck_kube::read_template_file(path)?;
+                    let names = read.image_pull_secret_names();
                     if !names.is_empty() {
                         warnings.push(format!(
                             "{}: names imagePullSecrets {names:?}; give --namespace to read them \
@@ -606,12 +595,13 @@ pub async fn find_pull_secrets_on(
                             path.display()
                         ));
                     }
+                    loaded = Some(read);
                 }
-                None
+                (loaded, None)
             }
         };
         let keyring = keyring_of(pull_secrets, chain.as_ref())?;
-        placeholder = plan_placeholder(&build_uses, runtime, cluster, template, &keyring).await?;
+        placeholder = plan_placeholder(&build_uses, runtime, loaded.as_ref(), template, &keyring)?;
         if let Some(chain) = chain {
             warnings.extend(chain.warnings.iter().cloned());
             walked.push(chain);

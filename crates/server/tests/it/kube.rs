@@ -110,6 +110,13 @@ async fn pull_secrets_come_from_the_namespace() {
         "{detail}"
     );
     assert_eq!(placeholder_report["exit_code"], 1);
+    // The template is fetched once, for its pull secrets and the placeholder's platform.
+    let template_gets = api
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with("/pipelinepodstemplates/arm"))
+        .count();
+    assert_eq!(template_gets, 1, "{:?}", api.requests());
     let (status, answer) = server
         .check(None, &json!({"pipeline": pipeline, "runtime": "podman"}))
         .await;
