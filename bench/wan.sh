@@ -4,15 +4,27 @@
 # way; connections counted), over TLS with a CA made here, and over plain HTTP; token
 # auth. See bench/README.md ("Across a network").
 #
-#   bench/wan.sh [--rtts "20 50"] [--sizes "10 100 1000"] [--transports "tls plain"]
-#                [--runs R] [--seq-max M] [--out DIR] [--no-build] [--no-docs]
+#   bench/wan.sh [--rtts "0 20 50"] [--sizes "10 100 1000"] [--transports "tls plain"]
+#                [--runs R] [--peer-runs R] [--seq-max M] [--par-max M]
+#                [--sweep "16 32 64 100"] [--sweep-sizes "100 1000"] [--sweep-runs R]
+#                [--out DIR] [--no-build] [--no-docs]
+#
+# RTT 0 runs everything through the proxies without delay: what the same commands cost
+# without a network (the registry's CPU above all), to read the other rows against.
+# --sweep: `pullcheck check --concurrency C` for each C, at each RTT but 0, for the
+# N in --sweep-sizes (the data behind the default concurrency).
 set -euo pipefail
 
-rtts="20 50"
+rtts="0 20 50"
 sizes="10 100 1000"
 transports="tls plain"
 runs=10
-seq_max=20
+peer_runs=3
+seq_max=10
+par_max=100
+sweep="16 32 64 100"
+sweep_sizes="100 1000"
+sweep_runs=5
 out=""
 build=1
 docs=1
@@ -22,17 +34,34 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=${2:?}; shift ;;
     --transports) transports=${2:?}; shift ;;
     --runs) runs=${2:?}; shift ;;
+    --peer-runs) peer_runs=${2:?}; shift ;;
     --seq-max) seq_max=${2:?}; shift ;;
+    --par-max) par_max=${2:?}; shift ;;
+    --sweep) sweep=${2?}; shift ;;
+    --sweep-sizes) sweep_sizes=${2?}; shift ;;
+    --sweep-runs) sweep_runs=${2:?}; shift ;;
     --out) out=${2:?}; shift ;;
     --no-build) build=0 ;;
     --no-docs) docs=0 ;;
     --wan) ;;
-    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench/wan.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 [ "$runs" -ge 3 ] 2>/dev/null || { echo "--runs must be a number >= 3" >&2; exit 2; }
+for v in "$peer_runs" "$sweep_runs"; do
+  [ "$v" -ge 2 ] 2>/dev/null || { echo "--peer-runs and --sweep-runs must be numbers >= 2" >&2; exit 2; }
+done
+for v in "$seq_max" "$par_max"; do
+  [ "$v" -ge 0 ] 2>/dev/null || { echo "--seq-max and --par-max must be numbers (0: all images)" >&2; exit 2; }
+done
+for v in $rtts; do
+  { [ "$v" -ge 0 ] && [ $((v % 2)) -eq 0 ]; } 2>/dev/null || { echo "--rtts: $v is not an even number of milliseconds" >&2; exit 2; }
+done
+for v in $sizes $sweep_sizes $sweep; do
+  [ "$v" -ge 1 ] 2>/dev/null || { echo "--sizes, --sweep-sizes, --sweep: $v is not a positive number" >&2; exit 2; }
+done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -64,6 +93,9 @@ if [ "$build" -eq 1 ]; then
 fi
 pullcheck=$root/target/release/pullcheck
 testkit=$root/target/release/pullcheck-testkit
+# The default concurrency, as the binary states it (the floor and the targets use it).
+concurrency=$("$pullcheck" check --help | awk '/--concurrency/ { f = 1 } f && /\[default: / { sub(/.*\[default: /, ""); sub(/\].*/, ""); print; exit }')
+[ -n "$concurrency" ] || { echo "bench/wan.sh: cannot read the default --concurrency from pullcheck check --help" >&2; exit 2; }
 bench/wan-certs.sh "$work/certs"
 certs=$work/certs
 
@@ -88,20 +120,34 @@ trap cleanup EXIT
 pids+=($!)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
-printf 'rtt_ms\ttransport\tn\ttool\timages\tmedian_s\tmin_s\tmax_s\tstddev_s\truns\tregistry_requests\ttoken_requests\tby_method\tregistry_connections\tregistry_tls_hellos\ttoken_connections\n' >"$out/wan.tsv"
+printf 'rtt_ms\ttransport\tn\ttool\timages\tmedian_s\tmin_s\tmax_s\tstddev_s\truns\tregistry_requests\ttoken_requests\tby_method\tregistry_connections\tregistry_tls_hellos\ttoken_connections\tregistry_cpu_ms\n' >"$out/wan.tsv"
 
 stats() { # -> "registry_conns registry_tls token_conns"
   awk '$1 == "registry" { r = $2; t = $3 } $1 == "token" { k = $2 } END { print r + 0, t + 0, k + 0 }' "$dir/stats"
 }
 lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+# The first MAX images of $dir/refs (all when MAX is 0 or N is smaller): "COUNT FILE".
+first_images() { # MAX NAME
+  if [ "$1" -gt 0 ] && [ "$n" -gt "$1" ]; then
+    head -n "$1" "$dir/refs" >"$dir/refs-$2"
+    echo "$1 $dir/refs-$2"
+  else
+    echo "$n $dir/refs"
+  fi
+}
+# CPU time (user + system) the registry process has used so far, in clock ticks.
+ticks() { awk '{ print $14 + $15 }' "/proc/$registry_proc/stat" 2>/dev/null || echo 0; }
 
-# One counted run (requests from the logs, connections from the proxies), then hyperfine.
+# One counted run (requests from the logs, connections from the proxies), then hyperfine
+# (R_RUNS runs, default --runs, after one warm-up).
 measure() { # TOOL IMAGES COMMAND...
-  local tool=$1 images=$2
+  local tool=$1 images=$2 r=${R_RUNS:-$runs}
   shift 2
   local before a0 t0 after
   sleep 0.2
   before=$(stats)
+  local c0
+  c0=$(ticks)
   a0=$(lines "$dir/access.log")
   t0=$(lines "$dir/token.log")
   "$@" >"$work/last.out" 2>"$work/last.err" || {
@@ -111,22 +157,23 @@ measure() { # TOOL IMAGES COMMAND...
   }
   sleep 0.4
   after=$(stats)
+  local cpu_ms=$((($(ticks) - c0) * 1000 / $(getconf CLK_TCK)))
   local methods
   methods=$(tail -n +"$((a0 + 1))" "$dir/access.log" | awk '{ c[$1 "_" $3]++ } END { for (k in c) printf "%s%s:%d", (s++ ? "," : ""), k, c[k] }')
   local reg_req=$(($(lines "$dir/access.log") - a0)) tok_req=$(($(lines "$dir/token.log") - t0))
   read -r b_rc b_rt b_tc <<<"$before"
   read -r a_rc a_rt a_tc <<<"$after"
   local json=$out/hyperfine/rtt$rtt-$transport-n$n-$tool.json
-  hyperfine -N --style basic --runs "$runs" --warmup 1 --export-json "$json" \
+  hyperfine -N --style basic --runs "$r" --warmup 1 --export-json "$json" \
     "$(printf '%q ' "$@")" >>"$out/hyperfine.log" 2>&1 || {
     echo "bench/wan.sh: hyperfine failed for $tool; see $out/hyperfine.log" >&2
     exit 1
   }
   local stat
   stat=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(r["median"], r["min"], r["max"], r["stddev"] or 0, len(r["times"]))' "$json")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rtt" "$transport" "$n" "$tool" "$images" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rtt" "$transport" "$n" "$tool" "$images" \
     "$(echo "$stat" | tr ' ' '\t')" "$reg_req" "$tok_req" "${methods:--}" \
-    "$((a_rc - b_rc))" "$((a_rt - b_rt))" "$((a_tc - b_tc))" >>"$out/wan.tsv"
+    "$((a_rc - b_rc))" "$((a_rt - b_rt))" "$((a_tc - b_tc))" "$cpu_ms" >>"$out/wan.tsv"
   printf '  %-15s %-5s RTT %3s ms N=%-5s images=%-5s median %8.3f s  conns %s+%s  requests %s+%s\n' \
     "$tool" "$transport" "$rtt" "$n" "$images" "${stat%% *}" "$((a_rc - b_rc))" "$((a_tc - b_tc))" "$reg_req" "$tok_req"
 }
@@ -149,6 +196,7 @@ for rtt in $rtts; do
       done
       # shellcheck disable=SC1091
       . "$dir/registry.env"
+      registry_proc=$(pgrep -P "$registry_pid" -f docker-registry | head -1 || true)
       export DOCKER_CONFIG=$dir/docker
       mkdir -p "$DOCKER_CONFIG"
       auth=$(printf '%s:%s' "$PULLCHECK_REGISTRY_USER" "$PULLCHECK_REGISTRY_PASSWORD" | base64 -w0)
@@ -159,13 +207,10 @@ for rtt in $rtts; do
         echo 'steps:'
         awk '{ printf "  - name: step-%d\n    image: %s\n    pull: always\n    commands: [\"true\"]\n", NR - 1, $1 }' "$dir/refs"
       } >"$dir/.vela.yml"
-      seq_n=$n
-      seq_refs=$dir/refs
-      if [ "$seq_max" -gt 0 ] && [ "$n" -gt "$seq_max" ]; then
-        seq_n=$seq_max
-        seq_refs=$dir/refs-first
-        head -n "$seq_max" "$dir/refs" >"$seq_refs"
-      fi
+      # The peers are timed over the first --seq-max (sequential) or --par-max
+      # (xargs -P 8) images and scaled to N by the report: they are linear in N.
+      read -r seq_n seq_refs <<<"$(first_images "$seq_max" seq)"
+      read -r par_n par_refs <<<"$(first_images "$par_max" par)"
       tls_pc=()
       skopeo_tls=(--tls-verify=false)
       if [ "$transport" = tls ]; then
@@ -175,8 +220,14 @@ for rtt in $rtts; do
       export BENCH_USER=$PULLCHECK_REGISTRY_USER BENCH_PASSWORD=$PULLCHECK_REGISTRY_PASSWORD
       export BENCH_SKOPEO_TLS="${skopeo_tls[*]}"
 
-      # pullcheck CLI, cold: a new process each run.
+      # pullcheck CLI, cold: a new process each run, at the default concurrency.
       measure pullcheck-cli "$n" "$pullcheck" check --docker-config "$DOCKER_CONFIG" "${tls_pc[@]}" "$dir/.vela.yml"
+      # The concurrency sweep.
+      if [ "$rtt" -gt 0 ] && [[ " $sweep_sizes " == *" $n "* ]]; then
+        for c in $sweep; do
+          R_RUNS=$sweep_runs measure "pullcheck-cli-c$c" "$n" "$pullcheck" check --concurrency "$c" --docker-config "$DOCKER_CONFIG" "${tls_pc[@]}" "$dir/.vela.yml"
+        done
+      fi
 
       # pullcheck serve, warm: the same check a second time through its API.
       port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -199,9 +250,9 @@ for rtt in $rtts; do
       stop_pid "$serve_pid"
       serve_pid=""
 
-      measure skopeo-par8 "$n" bench/peer.sh skopeo-par8 "$dir/refs"
-      measure skopeo-seq "$seq_n" bench/peer.sh skopeo-seq "$seq_refs"
-      measure docker-seq "$seq_n" bench/peer.sh docker-seq "$seq_refs"
+      R_RUNS=$peer_runs measure skopeo-par8 "$par_n" bench/peer.sh skopeo-par8 "$par_refs"
+      R_RUNS=$peer_runs measure skopeo-seq "$seq_n" bench/peer.sh skopeo-seq "$seq_refs"
+      R_RUNS=$peer_runs measure docker-seq "$seq_n" bench/peer.sh docker-seq "$seq_refs"
 
       stop_pid "$registry_pid"
       registry_pid=""
@@ -230,6 +281,21 @@ for via in proxy direct; do
 done
 stop_pid "$registry_pid"
 registry_pid=""
+# And with a delay: a TLS ping through the proxy at 10 ms each way is TCP, TLS and the GET,
+# 3 round trips (60 ms) more than the direct one; what it takes beyond is the proxy's
+# timer (tokio's millisecond wheel rounds each delayed chunk's due time up).
+"$testkit" serve --mode anonymous --latency-ms 10 --tls "$certs/server.pem,$certs/server.key,$certs/ca.pem" \
+  --env-file "$dir/registry-10.env" >"$dir/serve-10.log" 2>&1 &
+registry_pid=$!
+until [ -f "$dir/registry-10.env" ]; do sleep 0.1; done
+# shellcheck disable=SC1091
+. "$dir/registry-10.env"
+hyperfine -N --style basic --runs 30 --warmup 3 --export-json "$out/hyperfine/overhead-proxy10.json" \
+  "curl -sf -o /dev/null --cacert $certs/ca.pem https://$PULLCHECK_REGISTRY/v2/" >>"$out/hyperfine.log" 2>&1
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(sys.argv[2], r["median"], r["min"], r["max"])' \
+  "$out/hyperfine/overhead-proxy10.json" proxy10 >>"$out/overhead.txt"
+stop_pid "$registry_pid"
+registry_pid=""
 cat "$out/overhead.txt"
 
 {
@@ -238,7 +304,11 @@ cat "$out/overhead.txt"
   printf 'load_after\t%s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
   printf 'nproc\t%s\n' "$(nproc)"
   printf 'runs\t%s\n' "$runs"
+  printf 'peer_runs\t%s\n' "$peer_runs"
+  printf 'sweep_runs\t%s\n' "$sweep_runs"
   printf 'seq_max\t%s\n' "$seq_max"
+  printf 'par_max\t%s\n' "$par_max"
+  printf 'concurrency\t%s\n' "$concurrency"
   printf 'pullcheck\t%s\n' "$("$pullcheck" --version)"
   printf 'commit\t%s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   printf 'skopeo\t%s\n' "$(skopeo --version)"

@@ -166,8 +166,8 @@ struct PodArgs {
 /// How registries are asked; shared by check and serve.
 #[derive(Debug, Args)]
 struct ClientArgs {
-    /// Requests in flight at once, over all registries (serve: per check).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Requests in flight at once, over all registries (serve: over all checks together).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
     /// Timeout of each HTTP request (units ms, s, m, h: e.g. 10s, 500ms).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]

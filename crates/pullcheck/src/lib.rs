@@ -90,7 +90,13 @@ pub enum Error {
 pub struct CheckerOptions {
     /// Requests (authorizations and manifest checks) in flight at once, over all
     /// registries and over all checks of the [`Checker`] running at the same time. 0
-    /// counts as 1. Default 16.
+    /// counts as 1. Default 32: over a network a check of N images to one registry
+    /// takes about ⌈N / concurrency⌉ round trips of `HEAD`s after its ping and token,
+    /// and 32 halves those of 16 (the sweep in docs/benchmarks.md, "Default
+    /// concurrency"); over HTTP/1.1 each request in flight is a connection of its own,
+    /// so it also bounds the connections to a host (hyper's pool may open one more
+    /// while a finished connection is being put back). Registries limit requests per
+    /// time, not requests in flight, and Docker Hub does not count `HEAD`s as pulls.
     pub concurrency: usize,
     /// The registry client: request timeout, retries, tag hints, TLS files, user agent,
     /// and the platform asked for when a check names none
@@ -108,7 +114,7 @@ pub struct CheckerOptions {
 impl Default for CheckerOptions {
     fn default() -> Self {
         Self {
-            concurrency: 16,
+            concurrency: 32,
             registry: pullcheck_registry::ClientOptions::default(),
             cache_present: None,
         }

@@ -84,7 +84,8 @@ pub struct ServeOptions {
     pub node: NodeCredentials,
     /// The registry client's options (timeouts, retries, TLS files, tag hints).
     pub client: ClientOptions,
-    /// Registry requests in flight at once, per check.
+    /// Registry requests in flight at once, over all checks together (one limit for
+    /// the whole service, [`CheckerOptions::concurrency`]). Default 32.
     pub concurrency: usize,
     /// How to reach the cluster for requests that name a `namespace`: kubeconfig and
     /// context (its `namespace` is ignored). `None`: such requests get 400.
@@ -125,7 +126,7 @@ impl Default for ServeOptions {
             resolver: Resolver::default(),
             node: NodeCredentials::empty(),
             client: ClientOptions::default(),
-            concurrency: 16,
+            concurrency: 32,
             cluster: None,
             cluster_required: false,
             api_token_file: None,
