@@ -46,13 +46,15 @@ var defaultHTTP = &http.Client{Transport: http.DefaultTransport}
 
 // request is the body of POST /v1/checks (pullcheck serve's API v1).
 type request struct {
-	Build           json.RawMessage `json:"build"`
-	FileName        string          `json:"file_name,omitempty"`
-	Namespace       string          `json:"namespace,omitempty"`
-	PodsTemplate    string          `json:"pods_template,omitempty"`
-	IncludeOnStart  bool            `json:"include_on_start,omitempty"`
-	Platform        string          `json:"platform,omitempty"`
-	DeadlineSeconds float64         `json:"deadline_seconds,omitempty"`
+	Build            json.RawMessage `json:"build"`
+	FileName         string          `json:"file_name,omitempty"`
+	Namespace        string          `json:"namespace,omitempty"`
+	PodsTemplate     string          `json:"pods_template,omitempty"`
+	IncludeOnStart   bool            `json:"include_on_start,omitempty"`
+	Platform         string          `json:"platform,omitempty"`
+	Runtime          string          `json:"runtime,omitempty"`
+	PlaceholderImage string          `json:"placeholder_image,omitempty"`
+	DeadlineSeconds  float64         `json:"deadline_seconds,omitempty"`
 }
 
 // errorBody is the service's answer other than 200.
@@ -76,12 +78,14 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 		return nil, err
 	}
 	body := request{
-		Build:          build,
-		FileName:       req.FileName,
-		Namespace:      req.Namespace,
-		PodsTemplate:   req.PodsTemplate,
-		IncludeOnStart: req.IncludeOnStart,
-		Platform:       req.Platform,
+		Build:            build,
+		FileName:         req.FileName,
+		Namespace:        req.Namespace,
+		PodsTemplate:     req.PodsTemplate,
+		IncludeOnStart:   req.IncludeOnStart,
+		Platform:         req.Platform,
+		Runtime:          req.Runtime,
+		PlaceholderImage: req.PlaceholderImage,
 	}
 	if req.Deadline > 0 {
 		body.DeadlineSeconds = req.Deadline.Seconds()

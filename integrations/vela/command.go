@@ -57,6 +57,12 @@ func (c *Command) commandArgs(req CheckRequest) []string {
 	if req.Platform != "" {
 		args = append(args, "--platform", req.Platform)
 	}
+	if req.Runtime != "" {
+		args = append(args, "--runtime", req.Runtime)
+	}
+	if req.PlaceholderImage != "" {
+		args = append(args, "--placeholder-image", req.PlaceholderImage)
+	}
 	if req.Deadline > 0 {
 		ms := req.Deadline.Milliseconds()
 		if ms < 1 {

@@ -679,11 +679,10 @@ func TestServiceBusy(t *testing.T) {
 	}
 }
 
-// Platform reaches pullcheck through both transports: an index without the
-// platform is missing (platform), as a single-arch placeholder would be.
-func TestPlatform(t *testing.T) {
-	reg := startRegistry(t)
-	transports := map[string]func(t *testing.T) Checker{
+// bothTransports makes, per subtest, the binary's Checker (with reg's Docker config)
+// and the service's.
+func bothTransports(reg registry) map[string]func(t *testing.T) Checker {
+	return map[string]func(t *testing.T) Checker{
 		"command": func(t *testing.T) Checker {
 			return NewCommand(binary(t, "PULLCHECK_BIN"), "--docker-config", reg.dockerConfig)
 		},
@@ -692,6 +691,25 @@ func TestPlatform(t *testing.T) {
 			return NewClient(svc.url, svc.token)
 		},
 	}
+}
+
+// mustCheck runs one check within 30 s and fails the test on an error.
+func mustCheck(t *testing.T, checker Checker, req CheckRequest) *Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	report, err := checker.Check(ctx, req)
+	if err != nil {
+		t.Fatalf("platform %q, runtime %q: %v", req.Platform, req.Runtime, err)
+	}
+	return report
+}
+
+// Platform reaches pullcheck through both transports: an index without the
+// platform is missing (platform), as a single-arch placeholder would be.
+func TestPlatform(t *testing.T) {
+	reg := startRegistry(t)
+	transports := bothTransports(reg)
 	build := json.RawMessage(fmt.Sprintf(`{"id": "placeholder", "steps": [{"name": "placeholder",
 		"image": "%s/team/ondemand:v2", "pull": "always"}]}`, reg.host))
 	for name, transport := range transports {
@@ -699,14 +717,39 @@ func TestPlatform(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			checker := transport(t)
 			for platform, want := range map[string]string{"linux/arm64": "present", "linux/s390x": "missing/platform"} {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				report, err := checker.Check(ctx, CheckRequest{Build: build, Platform: platform})
-				cancel()
-				if err != nil {
-					t.Fatalf("%s: %v", platform, err)
-				}
+				report := mustCheck(t, checker, CheckRequest{Build: build, Platform: platform})
 				if got := statuses(t, report, reg.host)["team/ondemand:v2"]; got != want {
 					t.Errorf("%s: %s, want %s", platform, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Runtime and PlaceholderImage reach pullcheck through both transports: on the
+// Kubernetes runtime the placeholder image is checked too (a missing one fails the
+// check), on the Docker runtime it is not.
+func TestRuntimeAndPlaceholderImage(t *testing.T) {
+	reg := startRegistry(t)
+	transports := bothTransports(reg)
+	build := json.RawMessage(fmt.Sprintf(`{"id": "runtime", "steps": [{"name": "app",
+		"image": "%s/team/app:v1", "pull": "always"}]}`, reg.host))
+	placeholder := reg.host + "/team/no-pause:1"
+	for name, transport := range transports {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			checker := transport(t)
+			for runtime, want := range map[string]string{"kubernetes": "missing/repository", "docker": ""} {
+				report := mustCheck(t, checker, CheckRequest{Build: build, Runtime: runtime, PlaceholderImage: placeholder})
+				got := statuses(t, report, reg.host)
+				if got["team/app:v1"] != "present" {
+					t.Errorf("%s: team/app:v1 is %q, want present", runtime, got["team/app:v1"])
+				}
+				if got["team/no-pause:1"] != want {
+					t.Errorf("%s: the placeholder is %q, want %q (%v)", runtime, got["team/no-pause:1"], want, got)
+				}
+				if failed := len(report.Failed()) > 0; failed != (want != "") {
+					t.Errorf("%s: Failed() = %v", runtime, report.Failed())
 				}
 			}
 		})

@@ -58,6 +58,15 @@ type CheckRequest struct {
 	// Platform, such as "linux/arm64", also requires that platform in indexes.
 	// Empty: none is required (pullcheck's default).
 	Platform string
+	// Runtime is the worker's runtime, "docker" or "kubernetes" (pullcheck's
+	// --runtime). On "kubernetes" the build Pod's placeholder image is checked as
+	// well, under the strictest pull policy, since every container starts with it.
+	// Empty: "kubernetes" when Namespace or PodsTemplate is set, else "docker".
+	Runtime string
+	// PlaceholderImage is the Kubernetes runtime's placeholder image (the worker's
+	// runtime image setting). Empty: pullcheck's default,
+	// "docker.io/kubernetes/pause:latest".
+	PlaceholderImage string
 	// Deadline bounds the check: images without an answer by then are
 	// unreachable. 0: the default of the service or binary (60 s for the binary;
 	// the service caps it by its --deadline). The context's deadline, by contrast,

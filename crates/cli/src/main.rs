@@ -485,6 +485,12 @@ fn parse_any_duration(text: &str) -> Result<Duration, String> {
     let n: u64 = number.parse().map_err(|_| {
         format!("{text:?} is not a duration: a number and a unit, {DURATION_UNITS}")
     })?;
+    if unit.starts_with(['.', ',']) {
+        return Err(format!(
+            "{text:?}: a duration is a whole number and a unit ({DURATION_UNITS}): \
+             write 1.5s as 1500ms"
+        ));
+    }
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "s" => Ok(Duration::from_secs(n)),
@@ -739,8 +745,26 @@ impl PodArgs {
 
     /// The cluster's options, when it is to be asked: with a namespace, or a template to
     /// read from it.
+    /// Warns on standard error when `--kubeconfig` or `--context` is given without
+    /// either.
     fn cluster_options(&self, node: &NodeArgs) -> Option<ClusterOptions> {
         if self.namespace.is_none() && self.pods_template.is_none() {
+            let unused: Vec<String> = [
+                node.kubeconfig
+                    .as_ref()
+                    .map(|p| format!("--kubeconfig {}", p.display())),
+                node.context.as_ref().map(|c| format!("--context {c}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !unused.is_empty() {
+                eprintln!(
+                    "pullcheck: warning: {} not used: the cluster is asked only with \
+                     --namespace or --pods-template",
+                    unused.join(" and ")
+                );
+            }
             return None;
         }
         Some(ClusterOptions {
@@ -1135,6 +1159,11 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("7").unwrap_err().contains("no unit"));
+        assert!(
+            parse_duration("1.5s")
+                .unwrap_err()
+                .contains("write 1.5s as 1500ms")
+        );
         assert!(parse_duration("ten").is_err());
         assert_eq!(parse_duration("5h"), Ok(Duration::from_secs(5 * 3600)));
         assert!(parse_duration("0s").is_err());

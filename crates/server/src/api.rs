@@ -55,7 +55,7 @@ pub struct CheckRequest {
     pub runtime: Option<String>,
     /// As `--placeholder-image`; default `docker.io/kubernetes/pause:latest`.
     pub placeholder_image: Option<String>,
-    /// This check's deadline in seconds, capped by `--deadline`.
+    /// This check's deadline in seconds, at least 0.001, capped by `--deadline`.
     pub deadline_seconds: Option<f64>,
     /// As `--allow-empty`: inputs that hold no image get an empty report (exit code 0)
     /// instead of a 400 that says nothing was checked.
@@ -385,6 +385,13 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
         None => None,
     };
     let deadline = match request.deadline_seconds {
+        // Below a millisecond no request could be answered: every image would be
+        // `unreachable` for a reason the caller gave.
+        Some(s) if s.is_finite() && s > 0.0 && s < 0.001 => {
+            return Err(ApiError::bad(format!(
+                "deadline_seconds must be at least 0.001 (one millisecond), not {s}"
+            )));
+        }
         Some(s) if s.is_finite() && s > 0.0 => {
             Duration::try_from_secs_f64(s).map_or(state.deadline, |d| d.min(state.deadline))
         }

@@ -1034,3 +1034,37 @@ fn the_report_counts_uses_and_fits_the_terminal() {
     );
     assert!(!shown.contains("container \"Deployment"), "{shown}");
 }
+
+/// `--kubeconfig` and `--context` without `--namespace` or `--pods-template` are not
+/// used; that is said, instead of silently ignoring a path that may be wrong (noticed in
+/// the review of issue 16).
+#[test]
+fn an_unused_kubeconfig_is_warned_about() {
+    let dir = temp_dir("unused-kubeconfig");
+    let out = pullcheck(
+        &[
+            "explain",
+            "alpine",
+            "--kubeconfig",
+            "nosuch",
+            "--context",
+            "ci",
+        ],
+        &dir,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        stderr.contains(
+            "pullcheck: warning: --kubeconfig nosuch and --context ci not used: the cluster \
+             is asked only with --namespace or --pods-template"
+        ),
+        "{stderr}"
+    );
+    let out = pullcheck(&["explain", "alpine"], &dir);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("warning"),
+        "{}",
+        text(&out)
+    );
+}

@@ -39,6 +39,11 @@ async fn bad_requests_are_400_with_positions() {
             None,
         ),
         (
+            json!({"images": [{"reference": "alpine"}], "deadline_seconds": 1e-12}),
+            "deadline_seconds must be at least 0.001",
+            None,
+        ),
+        (
             json!({"images": [{"reference": "alpine"}], "pods_template": "t"}),
             "needs `namespace`",
             None,
