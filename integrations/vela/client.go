@@ -88,7 +88,11 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 		PlaceholderImage: req.PlaceholderImage,
 	}
 	if req.Deadline > 0 {
+		// The service takes at least a millisecond, as the Command's --deadline does.
 		body.DeadlineSeconds = req.Deadline.Seconds()
+		if req.Deadline < time.Millisecond {
+			body.DeadlineSeconds = 0.001
+		}
 	}
 	encoded, err := json.Marshal(body)
 	if err != nil {

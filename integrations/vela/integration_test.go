@@ -625,6 +625,16 @@ func TestDeadlines(t *testing.T) {
 			if report.ExitCode != 3 || len(report.Unverified()) != 1 || report.Err() != nil {
 				t.Errorf("request deadline: %+v", report)
 			}
+
+			// Below a millisecond the deadline is a millisecond (the service refuses
+			// less): still an answer, not an error.
+			report, err = checker.Check(ctx, CheckRequest{Build: hungBuild(hung), Deadline: time.Microsecond})
+			if err != nil {
+				t.Fatalf("sub-millisecond deadline: %v", err)
+			}
+			if report.ExitCode != 3 || len(report.Unverified()) != 1 {
+				t.Errorf("sub-millisecond deadline: %+v", report)
+			}
 		})
 	}
 }

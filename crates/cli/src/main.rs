@@ -744,9 +744,8 @@ impl PodArgs {
     }
 
     /// The cluster's options, when it is to be asked: with a namespace, or a template to
-    /// read from it.
-    /// Warns on standard error when `--kubeconfig` or `--context` is given without
-    /// either.
+    /// read from it. Without either, a `--kubeconfig` or `--context` is not used, and a
+    /// warning on standard error says so.
     fn cluster_options(&self, node: &NodeArgs) -> Option<ClusterOptions> {
         if self.namespace.is_none() && self.pods_template.is_none() {
             let unused: Vec<String> = [
