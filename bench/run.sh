@@ -7,8 +7,8 @@
 #   bench/run.sh            N = 10, 100, 1000; writes docs/benchmarks.{md,png}
 #   bench/run.sh --quick    N = 10, 100; writes only the results directory
 #   bench/run.sh --wan      across a simulated network (bench/wan.sh): TLS and plain,
-#                           20 and 50 ms round trips; writes the WAN section of
-#                           docs/benchmarks.md
+#                           0, 20 and 50 ms round trips, a concurrency sweep; writes
+#                           the WAN section of docs/benchmarks.md (about 40 minutes)
 set -euo pipefail
 for arg in "$@"; do
   [ "$arg" = --wan ] && exec "$(dirname "$0")/wan.sh" "$@"
@@ -27,9 +27,8 @@ usage: bench/run.sh [--quick] [--runs R] [--seq-max M] [--out DIR] [--no-docs] [
   --out DIR     results directory (default target/bench/results)
   --no-docs     do not write docs/benchmarks.md and docs/benchmarks.png
   --no-build    use the pullcheck and pullcheck-testkit already in target/release
-  --wan         the benchmark across a simulated network instead (bench/wan.sh; its
-                options: --rtts "20 50" --sizes "10 100 1000" --transports "tls plain"
-                --runs R --seq-max M --out DIR --no-build --no-docs)
+  --wan         the benchmark across a simulated network instead (bench/wan.sh
+                --help lists its options and defaults)
 EOF
 }
 

@@ -28,40 +28,57 @@ sweep_runs=5
 out=""
 build=1
 docs=1
+fail() { echo "bench/wan.sh: $*" >&2; exit 2; }
+# The value of option $1, which must be there and not empty.
+value() { [ $# -ge 2 ] && [ -n "$2" ] || fail "$1 needs a value"; printf '%s' "$2"; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --rtts) rtts=${2:?}; shift ;;
-    --sizes) sizes=${2:?}; shift ;;
-    --transports) transports=${2:?}; shift ;;
-    --runs) runs=${2:?}; shift ;;
-    --peer-runs) peer_runs=${2:?}; shift ;;
-    --seq-max) seq_max=${2:?}; shift ;;
-    --par-max) par_max=${2:?}; shift ;;
-    --sweep) sweep=${2?}; shift ;;
-    --sweep-sizes) sweep_sizes=${2?}; shift ;;
-    --sweep-runs) sweep_runs=${2:?}; shift ;;
-    --out) out=${2:?}; shift ;;
+    --rtts | --sizes | --transports | --runs | --peer-runs | --seq-max | --par-max | \
+      --sweep-runs | --out)
+      v=$(value "$@") || exit 2
+      case "$1" in
+        --rtts) rtts=$v ;; --sizes) sizes=$v ;; --transports) transports=$v ;;
+        --runs) runs=$v ;; --peer-runs) peer_runs=$v ;; --seq-max) seq_max=$v ;;
+        --par-max) par_max=$v ;; --sweep-runs) sweep_runs=$v ;; --out) out=$v ;;
+      esac
+      shift ;;
+    # May be empty: no sweep.
+    --sweep) [ $# -ge 2 ] || fail "--sweep needs a value"; sweep=$2; shift ;;
+    --sweep-sizes) [ $# -ge 2 ] || fail "--sweep-sizes needs a value"; sweep_sizes=$2; shift ;;
     --no-build) build=0 ;;
     --no-docs) docs=0 ;;
     --wan) ;;
     -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "bench/wan.sh: unknown option $1" >&2; exit 2 ;;
+    *) fail "unknown option $1" ;;
   esac
   shift
 done
-[ "$runs" -ge 3 ] 2>/dev/null || { echo "--runs must be a number >= 3" >&2; exit 2; }
+# A whole number without leading zeros (bash would read 08 as octal).
+number() { [[ $1 =~ ^(0|[1-9][0-9]{0,6})$ ]]; }
+number "$runs" && [ "$runs" -ge 3 ] || fail "--runs must be a number >= 3, not '$runs'"
 for v in "$peer_runs" "$sweep_runs"; do
-  [ "$v" -ge 2 ] 2>/dev/null || { echo "--peer-runs and --sweep-runs must be numbers >= 2" >&2; exit 2; }
+  number "$v" && [ "$v" -ge 2 ] || fail "--peer-runs and --sweep-runs must be numbers >= 2, not '$v'"
 done
 for v in "$seq_max" "$par_max"; do
-  [ "$v" -ge 0 ] 2>/dev/null || { echo "--seq-max and --par-max must be numbers (0: all images)" >&2; exit 2; }
+  number "$v" || fail "--seq-max and --par-max must be numbers (0: all images), not '$v'"
 done
+[ -n "${rtts// /}" ] || fail "--rtts needs at least one round trip"
 for v in $rtts; do
-  { [ "$v" -ge 0 ] && [ $((v % 2)) -eq 0 ]; } 2>/dev/null || { echo "--rtts: $v is not an even number of milliseconds" >&2; exit 2; }
+  number "$v" && [ $((v % 2)) -eq 0 ] || fail "--rtts: '$v' is not an even number of milliseconds"
 done
+[ -n "${sizes// /}" ] || fail "--sizes needs at least one N"
 for v in $sizes $sweep_sizes $sweep; do
-  [ "$v" -ge 1 ] 2>/dev/null || { echo "--sizes, --sweep-sizes, --sweep: $v is not a positive number" >&2; exit 2; }
+  number "$v" && [ "$v" -ge 1 ] || fail "--sizes, --sweep-sizes, --sweep: '$v' is not a positive number"
 done
+[ -n "${transports// /}" ] || fail "--transports needs tls, plain or both"
+for v in $transports; do
+  case "$v" in tls | plain) ;; *) fail "--transports: '$v' is neither tls nor plain" ;; esac
+done
+# The results directory is emptied first: only one that is empty or holds an earlier
+# run's results.
+if [ -n "$out" ] && [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ] && [ ! -f "$out/wan.tsv" ]; then
+  fail "--out $out is neither empty nor an earlier run's results (no wan.tsv there); it is not emptied"
+fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

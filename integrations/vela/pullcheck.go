@@ -61,11 +61,13 @@ type CheckRequest struct {
 	// Runtime is the worker's runtime, "docker" or "kubernetes" (pullcheck's
 	// --runtime). On "kubernetes" the build Pod's placeholder image is checked as
 	// well, under the strictest pull policy, since every container starts with it.
-	// Empty: "kubernetes" when Namespace or PodsTemplate is set, else "docker".
+	// Empty: "kubernetes" when Namespace, PodsTemplate or (through the Command)
+	// PodsTemplateFile is set, else "docker".
 	Runtime string
-	// PlaceholderImage is the Kubernetes runtime's placeholder image (the worker's
-	// runtime image setting). Empty: pullcheck's default,
-	// "docker.io/kubernetes/pause:latest".
+	// PlaceholderImage is the image the Kubernetes runtime starts every container
+	// of the build Pod with until its step runs. go-vela/worker hard-codes
+	// "kubernetes/pause:latest"; set this when a worker of yours uses another.
+	// Empty: "docker.io/kubernetes/pause:latest".
 	PlaceholderImage string
 	// Deadline bounds the check: images without an answer by then are
 	// unreachable. 0: the default of the service or binary (60 s for the binary;

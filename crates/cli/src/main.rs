@@ -465,7 +465,7 @@ struct ExplainArgs {
     pod: PodArgs,
 }
 
-/// Parses a positive duration: `10s`, `500ms`, `2m`, or a bare number of seconds.
+/// Parses a positive duration: a whole number and a unit, `500ms`, `10s`, `2m`, `1h`.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let d = parse_any_duration(text)?;
     if d.is_zero() {
@@ -477,29 +477,61 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 /// The units a duration option takes, for messages.
 const DURATION_UNITS: &str = "ms, s, m or h (e.g. 500ms, 10s, 2m, 1h)";
 
+/// The units, largest first, with their length in milliseconds.
+const DURATION_UNIT_MS: [(&str, u64); 4] =
+    [("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)];
+
 fn parse_any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit())
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
         .map_or((text, ""), |i| text.split_at(i));
-    let n: u64 = number.parse().map_err(|_| {
-        format!("{text:?} is not a duration: a number and a unit, {DURATION_UNITS}")
-    })?;
-    if unit.starts_with(['.', ',']) {
+    if number.is_empty() {
         return Err(format!(
-            "{text:?}: a duration is a whole number and a unit ({DURATION_UNITS}): \
-             write 1.5s as 1500ms"
+            "{text:?} is not a duration: a whole number and a unit, {DURATION_UNITS}"
         ));
     }
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
-        "h" => Ok(Duration::from_secs(n.saturating_mul(3600))),
-        "" => Err(format!("{text:?} has no unit; use {DURATION_UNITS}")),
-        _ => Err(format!(
-            "{text:?}: unknown unit {unit:?}; use {DURATION_UNITS}"
-        )),
+    let Some(&(_, per)) = DURATION_UNIT_MS.iter().find(|(name, _)| *name == unit) else {
+        return Err(if unit.is_empty() {
+            format!("{text:?} has no unit; use {DURATION_UNITS}")
+        } else {
+            format!("{text:?}: unknown unit {unit:?}; use {DURATION_UNITS}")
+        });
+    };
+    if number.contains(['.', ',']) {
+        return Err(format!(
+            "{text:?}: a duration is a whole number and a unit, {DURATION_UNITS}; {}",
+            whole_duration_hint(number, per)
+        ));
+    }
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is too long a duration"))?;
+    // Saturates: `18446744073709551615s` is as good as endless.
+    Ok(Duration::from_millis(n.saturating_mul(per)))
+}
+
+/// What to write instead of a fraction (`1.5` of a unit of `per` milliseconds): the
+/// same length in the largest unit that makes it whole, when a whole number of
+/// milliseconds is.
+fn whole_duration_hint(number: &str, per: u64) -> String {
+    let ms = number
+        .replace(',', ".")
+        .parse::<f64>()
+        .ok()
+        .map(|v| v * per as f64)
+        .filter(|ms| ms.is_finite() && *ms >= 1.0 && (ms - ms.round()).abs() < 1e-6);
+    match ms {
+        Some(ms) => {
+            let ms = ms.round() as u64;
+            let (name, size) = DURATION_UNIT_MS
+                .iter()
+                .find(|(_, size)| ms.is_multiple_of(*size))
+                .copied()
+                .unwrap_or(("ms", 1));
+            format!("write {}{name}", ms / size)
+        }
+        None => "the smallest step is a millisecond".to_owned(),
     }
 }
 
@@ -1097,6 +1129,14 @@ async fn run_explain(args: ExplainArgs) -> i32 {
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
     let cluster = args.pod.cluster_options(&args.node);
+    if let (None, Some(path)) = (&cluster, &args.pod.pods_template_file) {
+        // explain uses a template only for its pull secrets, which live in the cluster.
+        eprintln!(
+            "pullcheck: warning: --pods-template-file {} not used: explain reads a \
+             template's pull secrets from the cluster, with --namespace",
+            path.display()
+        );
+    }
     let template = args.pod.template_source();
     let task = tokio::spawn(async move {
         match connect(cluster.as_ref()).await? {
@@ -1158,11 +1198,29 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("7").unwrap_err().contains("no unit"));
+        for (text, hint) in [
+            ("1.5s", "write 1500ms"),
+            ("1,5s", "write 1500ms"),
+            (".5s", "write 500ms"),
+            ("1.s", "write 1s"),
+            ("2.5m", "write 150s"),
+            ("0.5h", "write 30m"),
+            ("1.5ms", "the smallest step is a millisecond"),
+        ] {
+            let message = parse_duration(text).unwrap_err();
+            assert!(message.contains(hint), "{text}: {message}");
+            assert!(message.contains("whole number"), "{text}: {message}");
+        }
         assert!(
-            parse_duration("1.5s")
+            parse_duration("99999999999999999999s")
                 .unwrap_err()
-                .contains("write 1.5s as 1500ms")
+                .contains("too long")
         );
+        assert_eq!(
+            parse_duration("18446744073709551615m"),
+            Ok(Duration::from_millis(u64::MAX))
+        );
+        assert!(parse_duration("1.5").unwrap_err().contains("no unit"));
         assert!(parse_duration("ten").is_err());
         assert_eq!(parse_duration("5h"), Ok(Duration::from_secs(5 * 3600)));
         assert!(parse_duration("0s").is_err());

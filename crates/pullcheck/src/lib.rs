@@ -84,7 +84,7 @@ pub enum Error {
     Client(String),
 }
 
-/// Settings of a [`Checker`], shared by every check it runs. Default: 16 requests in
+/// Settings of a [`Checker`], shared by every check it runs. Default: 32 requests in
 /// flight and [`pullcheck_registry::ClientOptions::default`].
 #[derive(Debug, Clone)]
 pub struct CheckerOptions {
@@ -94,8 +94,9 @@ pub struct CheckerOptions {
     /// takes about ⌈N / concurrency⌉ round trips of `HEAD`s after its ping and token,
     /// and 32 halves those of 16 (the sweep in docs/benchmarks.md, "Default
     /// concurrency"); over HTTP/1.1 each request in flight is a connection of its own,
-    /// so it also bounds the connections to a host (hyper's pool may open one more
-    /// while a finished connection is being put back). Registries limit requests per
+    /// so it also bounds the connections to a host, give or take a few: hyper's pool
+    /// opens a new one when a request comes while a finished connection is being put
+    /// back (1 to 5 more at 32 in the benchmark). Registries limit requests per
     /// time, not requests in flight, and Docker Hub does not count `HEAD`s as pulls.
     pub concurrency: usize,
     /// The registry client: request timeout, retries, tag hints, TLS files, user agent,

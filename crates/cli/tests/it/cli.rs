@@ -1061,6 +1061,18 @@ fn an_unused_kubeconfig_is_warned_about() {
         ),
         "{stderr}"
     );
+    let out = pullcheck(
+        &["explain", "alpine", "--pods-template-file", "/nonexistent"],
+        &dir,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "pullcheck: warning: --pods-template-file /nonexistent not used: explain reads a \
+             template's pull secrets from the cluster, with --namespace"
+        ),
+        "{}",
+        text(&out)
+    );
     let out = pullcheck(&["explain", "alpine"], &dir);
     assert!(
         !String::from_utf8_lossy(&out.stderr).contains("warning"),
