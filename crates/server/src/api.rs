@@ -190,6 +190,30 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Counts (`pullcheck_checks_total{result="abandoned"}`) and logs a check whose future
+/// is dropped before it answers: the client went away, or the service stopped after
+/// `--shutdown-grace` with the check still running.
+struct Unanswered<'a> {
+    metrics: &'a crate::metrics::Metrics,
+    started: Instant,
+    answered: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            let elapsed = self.started.elapsed();
+            self.metrics
+                .check_done(CheckResult::Abandoned, elapsed.as_secs_f64(), &[]);
+            tracing::warn!(
+                elapsed_ms = elapsed.as_millis() as u64,
+                "check abandoned before its answer: the client went away or the service \
+                 shut down"
+            );
+        }
+    }
+}
+
 /// `POST /v1/checks`. Checks in this order: content type (415), a free check slot
 /// (503), the body (413 over `--max-body`), the request (400), the namespace (403); then
 /// runs the check in this future (nothing is spawned: a client that goes away drops it,
@@ -235,7 +259,14 @@ pub async fn post_check(
     };
     let caller = caller.map(|c| c.0).unwrap_or_default();
     let started = Instant::now();
-    match check(&state, &caller, &body).await {
+    let mut unanswered = Unanswered {
+        metrics: &state.metrics,
+        started,
+        answered: false,
+    };
+    let result = check(&state, &caller, &body).await;
+    unanswered.answered = true;
+    match result {
         Ok((report, code)) => {
             let statuses: Vec<&'static str> =
                 report.images.iter().map(|i| i.status.as_str()).collect();

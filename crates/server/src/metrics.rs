@@ -85,6 +85,9 @@ pub enum CheckResult {
     Unverified,
     /// The check could not run: bad input, a Kubernetes lookup that failed.
     Error,
+    /// The check was dropped before its answer: the client went away, or the service
+    /// stopped after `--shutdown-grace` with the check still running.
+    Abandoned,
 }
 
 impl CheckResult {
@@ -104,6 +107,7 @@ impl CheckResult {
             CheckResult::Fail => "fail",
             CheckResult::Unverified => "unverified",
             CheckResult::Error => "error",
+            CheckResult::Abandoned => "abandoned",
         }
     }
 }
@@ -147,7 +151,7 @@ impl Metrics {
         let checks = Family::<ResultLabel, Counter>::default();
         registry.register(
             "checks",
-            "Checks answered, by result: pass, fail, unverified, error",
+            "Checks, by result: pass, fail, unverified, error, abandoned (dropped before the answer)",
             checks.clone(),
         );
         let check_duration = duration_histogram();
@@ -267,7 +271,8 @@ impl Metrics {
                 result: result.as_str(),
             })
             .inc();
-        if result != CheckResult::Error {
+        // The duration histogram is of answered checks.
+        if !matches!(result, CheckResult::Error | CheckResult::Abandoned) {
             self.check_duration.observe(seconds);
         }
         for status in statuses {

@@ -72,6 +72,19 @@ async fn over_max_checks_is_503_and_a_disconnect_cancels_the_check() {
         Hanging::wait(&hanging.closed, hanging.accepted.load(Ordering::SeqCst)).await,
         "the registry connection was closed"
     );
+    // Counted as abandoned, not as any answered result.
+    assert_eq!(
+        server
+            .metric("pullcheck_checks_total{result=\"abandoned\"} ")
+            .await,
+        1.0
+    );
+    assert_eq!(
+        server
+            .metric("pullcheck_checks_total{result=\"unverified\"} ")
+            .await,
+        0.0
+    );
     // A slot is free again.
     let (status, _, text) = server.post(None, &json!({"images": []}).to_string()).await;
     assert_eq!(status, 400, "{text}");
