@@ -102,6 +102,11 @@ def wall_of(rows, r):
     return wall, est
 
 
+def over_floor_and_own(wall, floor, rtt_ms, own):
+    """wall / (the floor's round trips at rtt_ms + the own time), all in seconds."""
+    return wall / (floor * rtt_ms / 1000 + own)
+
+
 def spread_of(rows, r):
     """(min, max) in seconds; for the service without curl's own time, as the median."""
     lo, hi = r["min_s"], r["max_s"]
@@ -195,14 +200,15 @@ def report(rows, machine, overhead, peak_load):
             in_rtts = "%.1f" % (wall * 1000 / rtt) if rtt else "–"
             times = "×%.2f" % (wall * 1000 / rtt / fl) if ours and rtt else ""
             own = own_time(rows, r) if ours and rtt else None
-            adj = "×%.2f" % (wall / (fl * rtt / 1000 + own)) if own is not None else ""
+            adj = "×%.2f" % over_floor_and_own(wall, fl, rtt, own) if own is not None else ""
             img = max(r["images"], 1)
             req = "%.2f" % ((r["registry_requests"] + r["token_requests"]) / img)
             conns = "%d + %d" % (r["registry_connections"], r["token_connections"])
+            lo, hi = spread_of(rows, r)
             cpu = "%d ms (%.1f/request)" % (r["registry_cpu_ms"], r["registry_cpu_ms"] / max(r["registry_requests"], 1))
             p("| %d | %s | %s%s | %.0f–%.0f ms (σ %.0f) | %s | %s | %s | %s | %s | %s |" % (
                 n, LABEL[r["tool"]], fmt_ms(wall), " est." if est else "",
-                spread_of(rows, r)[0] * 1e3, spread_of(rows, r)[1] * 1e3, r["stddev_s"] * 1e3, in_rtts, times, adj, req,
+                lo * 1e3, hi * 1e3, r["stddev_s"] * 1e3, in_rtts, times, adj, req,
                 conns + (" (per %d)" % r["images"] if est else ""), cpu))
         p("")
     sweep = [r for r in rows if r["tool"].startswith("pullcheck-cli-c")]
@@ -216,7 +222,7 @@ def report(rows, machine, overhead, peak_load):
             fl = floor_rtts(r["transport"], r["n"], rc)
             own = own_time(rows, r)
             wall = r["median_s"]
-            adj = "×%.2f" % (wall / (fl * r["rtt_ms"] / 1000 + own)) if own is not None else ""
+            adj = "×%.2f" % over_floor_and_own(wall, fl, r["rtt_ms"], own) if own is not None else ""
             p("| %d ms | %s | %d | %d%s | %s | %.0f–%.0f ms | %.1f | %d | ×%.2f | %s | %d |" % (
                 r["rtt_ms"], "TLS" if r["transport"] == "tls" else "plain", r["n"], rc,
                 " (default)" if rc == c else "", fmt_ms(wall), r["min_s"] * 1e3, r["max_s"] * 1e3,
@@ -256,7 +262,7 @@ def targets(rows, machine):
                     "met" if ratio <= 1.3 else "missed"))
         if own is not None:
             line += ("; the same check without delay takes %.0f ms, and against the floor plus "
-                     "that own time it is at **×%.2f**" % (own * 1e3, cli["median_s"] / (fl * 0.02 + own)))
+                     "that own time it is at **×%.2f**" % (own * 1e3, over_floor_and_own(cli["median_s"], fl, 20, own)))
         out.append(line + ".")
     warm = find(rows, 20, "tls", 10, "pullcheck-serve")
     if warm:

@@ -112,7 +112,7 @@ pullcheck=$root/target/release/pullcheck
 testkit=$root/target/release/pullcheck-testkit
 # The default concurrency, as the binary states it (the floor and the targets use it).
 concurrency=$("$pullcheck" check --help | awk '/--concurrency/ { f = 1 } f && /\[default: / { sub(/.*\[default: /, ""); sub(/\].*/, ""); print; exit }')
-[ -n "$concurrency" ] || { echo "bench/wan.sh: cannot read the default --concurrency from pullcheck check --help" >&2; exit 2; }
+[ -n "$concurrency" ] || fail "cannot read the default --concurrency from pullcheck check --help"
 bench/wan-certs.sh "$work/certs"
 certs=$work/certs
 
@@ -143,6 +143,10 @@ stats() { # -> "registry_conns registry_tls token_conns"
   awk '$1 == "registry" { r = $2; t = $3 } $1 == "token" { k = $2 } END { print r + 0, t + 0, k + 0 }' "$dir/stats"
 }
 lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+# "median min max stddev runs" (seconds) of a hyperfine JSON export.
+hyperfine_stats() {
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(r["median"], r["min"], r["max"], r["stddev"] or 0, len(r["times"]))' "$1"
+}
 # The first MAX images of $dir/refs (all when MAX is 0 or N is smaller): "COUNT FILE".
 first_images() { # MAX NAME
   if [ "$1" -gt 0 ] && [ "$n" -gt "$1" ]; then
@@ -187,7 +191,7 @@ measure() { # TOOL IMAGES COMMAND...
     exit 1
   }
   local stat
-  stat=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(r["median"], r["min"], r["max"], r["stddev"] or 0, len(r["times"]))' "$json")
+  stat=$(hyperfine_stats "$json")
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rtt" "$transport" "$n" "$tool" "$images" \
     "$(echo "$stat" | tr ' ' '\t')" "$reg_req" "$tok_req" "${methods:--}" \
     "$((a_rc - b_rc))" "$((a_rt - b_rt))" "$((a_tc - b_tc))" "$cpu_ms" >>"$out/wan.tsv"
@@ -279,40 +283,37 @@ for rtt in $rtts; do
 done
 
 # The proxy's own cost: a ping through it at 0 ms against one straight to the registry.
-log "proxy overhead (0 ms)"
+log "proxy overhead"
 dir=$work/overhead
 mkdir -p "$dir"
-"$testkit" serve --mode anonymous --latency-ms 0 --tls "$certs/server.pem,$certs/server.key,$certs/ca.pem" \
-  --env-file "$dir/registry.env" >"$dir/serve.log" 2>&1 &
-registry_pid=$!
-until [ -f "$dir/registry.env" ]; do sleep 0.1; done
-# shellcheck disable=SC1091
-. "$dir/registry.env"
-for via in proxy direct; do
-  host=$PULLCHECK_REGISTRY
-  [ "$via" = direct ] && host=$PULLCHECK_REGISTRY_DIRECT
-  hyperfine -N --style basic --runs 50 --warmup 5 --export-json "$out/hyperfine/overhead-$via.json" \
-    "curl -sf -o /dev/null --cacert $certs/ca.pem https://$host/v2/" >>"$out/hyperfine.log" 2>&1
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(sys.argv[2], r["median"], r["min"], r["max"])' \
-    "$out/hyperfine/overhead-$via.json" "$via" >>"$out/overhead.txt"
+# Times a TLS ping of HOST from a new curl process (RUNS runs, after RUNS/10 warm-ups) and
+# adds "NAME median min max" to overhead.txt.
+time_ping() { # NAME HOST RUNS
+  local json=$out/hyperfine/overhead-$1.json
+  hyperfine -N --style basic --runs "$3" --warmup "$(($3 / 10))" --export-json "$json" \
+    "curl -sf -o /dev/null --cacert $certs/ca.pem https://$2/v2/" >>"$out/hyperfine.log" 2>&1
+  echo "$1 $(hyperfine_stats "$json" | cut -d' ' -f1-3)" >>"$out/overhead.txt"
+}
+# At 0 ms: through the proxy against straight to the registry. At 10 ms each way: a
+# ping through the proxy is TCP, TLS and the GET, 3 round trips (60 ms) more than the
+# direct one; what it takes beyond is the proxy's timer (tokio's millisecond wheel
+# rounds each delayed chunk's due time up).
+for delay in 0 10; do
+  "$testkit" serve --mode anonymous --latency-ms "$delay" --tls "$certs/server.pem,$certs/server.key,$certs/ca.pem" \
+    --env-file "$dir/registry-$delay.env" >"$dir/serve-$delay.log" 2>&1 &
+  registry_pid=$!
+  until [ -f "$dir/registry-$delay.env" ]; do sleep 0.1; done
+  # shellcheck disable=SC1090
+  . "$dir/registry-$delay.env"
+  if [ "$delay" -eq 0 ]; then
+    time_ping proxy "$PULLCHECK_REGISTRY" 50
+    time_ping direct "$PULLCHECK_REGISTRY_DIRECT" 50
+  else
+    time_ping proxy10 "$PULLCHECK_REGISTRY" 30
+  fi
+  stop_pid "$registry_pid"
+  registry_pid=""
 done
-stop_pid "$registry_pid"
-registry_pid=""
-# And with a delay: a TLS ping through the proxy at 10 ms each way is TCP, TLS and the GET,
-# 3 round trips (60 ms) more than the direct one; what it takes beyond is the proxy's
-# timer (tokio's millisecond wheel rounds each delayed chunk's due time up).
-"$testkit" serve --mode anonymous --latency-ms 10 --tls "$certs/server.pem,$certs/server.key,$certs/ca.pem" \
-  --env-file "$dir/registry-10.env" >"$dir/serve-10.log" 2>&1 &
-registry_pid=$!
-until [ -f "$dir/registry-10.env" ]; do sleep 0.1; done
-# shellcheck disable=SC1091
-. "$dir/registry-10.env"
-hyperfine -N --style basic --runs 30 --warmup 3 --export-json "$out/hyperfine/overhead-proxy10.json" \
-  "curl -sf -o /dev/null --cacert $certs/ca.pem https://$PULLCHECK_REGISTRY/v2/" >>"$out/hyperfine.log" 2>&1
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(sys.argv[2], r["median"], r["min"], r["max"])' \
-  "$out/hyperfine/overhead-proxy10.json" proxy10 >>"$out/overhead.txt"
-stop_pid "$registry_pid"
-registry_pid=""
 cat "$out/overhead.txt"
 
 {

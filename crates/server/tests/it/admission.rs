@@ -13,10 +13,10 @@ use pullcheck_kube::ClusterOptions;
 use pullcheck_server::admission::{AdmissionMode, AdmissionOptions};
 use pullcheck_server::{ServeOptions, TlsFiles};
 use pullcheck_testkit::kube::{ApiServer, DockerAuth};
-use pullcheck_testkit::{Auth, ImageKind, Registry, TokenPolicy, User};
+use pullcheck_testkit::{ImageKind, Registry};
 use serde_json::{Value, json};
 
-use crate::util::{Hanging, TestServer, temp_dir};
+use crate::util::{Hanging, TestServer, temp_dir, token_registry};
 
 /// The Service's name and namespace, as deploy/admission/service.yaml names them.
 const SERVICE: &str = "pullcheck-admission";
@@ -550,17 +550,7 @@ async fn an_update_that_changes_no_image_sends_no_registry_request() {
 async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_used() {
     const PASSWORD: &str = "admission-sa-password-5e3b";
     let anonymous = registry().await;
-    let private = Registry::builder()
-        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
-            "ci", PASSWORD,
-        )])))
-        .start()
-        .await
-        .expect("token registry");
-    private
-        .push("team/private", "v2", ImageKind::OciIndex)
-        .await
-        .expect("push");
+    let private = token_registry(PASSWORD, &[("team/private", "v2", ImageKind::OciIndex)]).await;
     let api = ApiServer::start().expect("stand-in API server");
     api.add_pull_secret(
         NS,

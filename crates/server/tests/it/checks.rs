@@ -4,10 +4,10 @@
 
 use pullcheck_server::ServeOptions;
 use pullcheck_testkit::kube::{DockerAuth, pull_secret_manifest};
-use pullcheck_testkit::{Auth, ImageKind, Registry, TokenPolicy, User};
+use pullcheck_testkit::{Auth, ImageKind, Registry, User};
 use serde_json::{Value, json};
 
-use crate::util::{TestServer, statuses};
+use crate::util::{TestServer, statuses, token_registry};
 
 const PASSWORD: &str = "serve-password-canary-5b1e";
 const BUILD_TOKEN: &str = "build-token-canary-93aa";
@@ -146,17 +146,7 @@ async fn a_compiled_build_with_a_pull_secret_against_htpasswd() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn images_against_a_token_registry_and_the_warm_state() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
-            "ci", PASSWORD,
-        )])))
-        .start()
-        .await
-        .expect("registry");
-    registry
-        .push("team/app", "v1", ImageKind::OciManifest)
-        .await
-        .expect("push");
+    let registry = token_registry(PASSWORD, &[("team/app", "v1", ImageKind::OciManifest)]).await;
     let host = registry.host().to_owned();
     let server = TestServer::start(ServeOptions::default()).await;
     let request = json!({
@@ -179,21 +169,14 @@ async fn images_against_a_token_registry_and_the_warm_state() {
 /// The second identical check is answered with one HEAD per image: no ping, no token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_second_identical_check_sends_only_heads() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
-            "ci", PASSWORD,
-        )])))
-        .start()
-        .await
-        .expect("registry");
-    registry
-        .push("team/app", "v1", ImageKind::OciManifest)
-        .await
-        .expect("push");
-    registry
-        .push("team/worker", "v1", ImageKind::DockerManifest)
-        .await
-        .expect("push");
+    let registry = token_registry(
+        PASSWORD,
+        &[
+            ("team/app", "v1", ImageKind::OciManifest),
+            ("team/worker", "v1", ImageKind::DockerManifest),
+        ],
+    )
+    .await;
     let host = registry.host().to_owned();
     let server = TestServer::start(ServeOptions::default()).await;
     let request = json!({

@@ -4,28 +4,18 @@
 
 use pullcheck_kube::ClusterOptions;
 use pullcheck_server::ServeOptions;
+use pullcheck_testkit::ImageKind;
 use pullcheck_testkit::kube::{ApiServer, DockerAuth};
-use pullcheck_testkit::{Auth, ImageKind, Registry, TokenPolicy, User};
 use serde_json::json;
 
-use crate::util::{TestServer, statuses, temp_dir};
+use crate::util::{TestServer, statuses, temp_dir, token_registry};
 
 const NS: &str = "builds";
 const PASSWORD: &str = "kube-serve-password-7d21";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_secrets_come_from_the_namespace() {
-    let registry = Registry::builder()
-        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
-            "ci", PASSWORD,
-        )])))
-        .start()
-        .await
-        .expect("registry");
-    registry
-        .push("team/app", "v1", ImageKind::OciIndex)
-        .await
-        .expect("push");
+    let registry = token_registry(PASSWORD, &[("team/app", "v1", ImageKind::OciIndex)]).await;
     let host = registry.host().to_owned();
     let api = ApiServer::start().expect("stand-in API server");
     api.add_pull_secret(NS, "regcred", &[DockerAuth::new(&host, "ci", PASSWORD)]);

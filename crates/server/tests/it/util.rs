@@ -180,3 +180,23 @@ impl Drop for Hanging {
         self.task.abort();
     }
 }
+
+/// A token-auth registry whose only user is `ci` with `password`, holding `images`
+/// (repository, tag, kind).
+pub async fn token_registry(
+    password: &str,
+    images: &[(&str, &str, pullcheck_testkit::ImageKind)],
+) -> pullcheck_testkit::Registry {
+    use pullcheck_testkit::{Auth, Registry, TokenPolicy, User};
+    let registry = Registry::builder()
+        .auth(Auth::Token(TokenPolicy::new(vec![User::new(
+            "ci", password,
+        )])))
+        .start()
+        .await
+        .expect("token registry");
+    for (repository, tag, kind) in images {
+        registry.push(repository, tag, *kind).await.expect("push");
+    }
+    registry
+}
