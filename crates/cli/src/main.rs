@@ -498,16 +498,20 @@ fn parse_any_duration(text: &str) -> Result<Duration, String> {
             format!("{text:?}: unknown unit {unit:?}; use {DURATION_UNITS}")
         });
     };
+    if number.matches(['.', ',']).count() > 1 {
+        return Err(format!(
+            "{text:?} is not a duration: a whole number and a unit, {DURATION_UNITS}"
+        ));
+    }
     if number.contains(['.', ',']) {
         return Err(format!(
             "{text:?}: a duration is a whole number and a unit, {DURATION_UNITS}; {}",
             whole_duration_hint(number, per)
         ));
     }
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is too long a duration"))?;
-    // Saturates: `18446744073709551615s` is as good as endless.
+    // Saturates: a number of more digits than u64 holds, or one that overflows in
+    // milliseconds, is as good as endless (`18446744073709551615s`).
+    let n: u64 = number.parse().unwrap_or(u64::MAX);
     Ok(Duration::from_millis(n.saturating_mul(per)))
 }
 
@@ -1211,10 +1215,14 @@ mod tests {
             assert!(message.contains(hint), "{text}: {message}");
             assert!(message.contains("whole number"), "{text}: {message}");
         }
+        assert_eq!(
+            parse_duration("99999999999999999999s"),
+            Ok(Duration::from_millis(u64::MAX))
+        );
         assert!(
-            parse_duration("99999999999999999999s")
+            parse_duration("1.5.5s")
                 .unwrap_err()
-                .contains("too long")
+                .contains("is not a duration")
         );
         assert_eq!(
             parse_duration("18446744073709551615m"),

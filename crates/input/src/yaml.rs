@@ -754,9 +754,10 @@ impl Builder {
         for event in parser.by_ref() {
             let (event, span) = event.map_err(|e| {
                 let pos = Pos::from_marker(e.marker());
-                // The scanner reports a tab where the token before it began or ended;
-                // the tab itself is the first one from there on.
-                match e.info().contains("tab").then(|| first_tab_from(text, pos)) {
+                // The scanner reports a tab where the token before it began or ended,
+                // or just after the tab: the tab is on that line before the mark, else
+                // the first one from there on.
+                match e.info().contains("tab").then(|| tab_near(text, pos)) {
                     Some(Some(tab)) => LoadError {
                         pos: Some(tab),
                         message: format!(
@@ -959,11 +960,13 @@ fn scan_later(
     }
 }
 
-/// Where the first tab at or after `from` is (line and column, 1-based, in characters).
-fn first_tab_from(text: &str, from: Pos) -> Option<Pos> {
+/// Where the tab that a scanner error at `mark` is about is (line and column, 1-based,
+/// in characters): the first tab on `mark`'s line up to `mark`, else the first tab
+/// after it.
+fn tab_near(text: &str, mark: Pos) -> Option<Pos> {
     let (mut line, mut column) = (1, 1);
     for c in text.chars() {
-        if c == '\t' && (line, column) >= (from.line, from.column) {
+        if c == '\t' && (line == mark.line || (line, column) >= (mark.line, mark.column)) {
             return Some(Pos { line, column });
         }
         if c == '\n' {

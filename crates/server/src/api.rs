@@ -197,11 +197,15 @@ struct Unanswered<'a> {
     metrics: &'a crate::metrics::Metrics,
     started: Instant,
     answered: bool,
+    /// The request's span (its id, method and path), which is no longer entered when
+    /// the handler's future is dropped.
+    span: tracing::Span,
 }
 
 impl Drop for Unanswered<'_> {
     fn drop(&mut self) {
         if !self.answered {
+            let _entered = self.span.enter();
             let elapsed = self.started.elapsed();
             self.metrics
                 .check_done(CheckResult::Abandoned, elapsed.as_secs_f64(), &[]);
@@ -263,6 +267,7 @@ pub async fn post_check(
         metrics: &state.metrics,
         started,
         answered: false,
+        span: tracing::Span::current(),
     };
     let result = check(&state, &caller, &body).await;
     unanswered.answered = true;

@@ -170,6 +170,33 @@ fn a_tab_is_reported_where_it_is() {
     assert!(e.message.contains("tab"), "{e}");
 }
 
+/// A tab at the start of a line is found even when the scanner's mark is past it, and
+/// a legal tab inside a later value is not taken for it (found by a reviewer: these
+/// were reported at 8:13, 4:1 and 3:2 without the hint).
+#[test]
+fn the_bad_tab_is_found_before_the_mark_and_not_in_a_later_value() {
+    for (text, want) in [
+        (
+            "version: '1'\nsteps:\n\t- name: a\n    image: alpine\n    commands:\n      \
+             - echo\t y\n",
+            (3, 1),
+        ),
+        (
+            "version: '1'\nsteps:\n\t- name: a\n\t  image: alpine\n",
+            (3, 1),
+        ),
+        ("version: \"1\"\nsteps:\n\t- name: a\n", (3, 1)),
+    ] {
+        let e = read_pipeline_with_warnings(".vela.yml", text).unwrap_err();
+        assert_eq!(
+            (e.line, e.column),
+            (Some(want.0), Some(want.1)),
+            "{text:?}: {e}"
+        );
+        assert!(e.message.contains("a tab character"), "{text:?}: {e}");
+    }
+}
+
 #[test]
 fn misspelt_container_keys_are_warned_with_the_closest_key() {
     let text = "\
