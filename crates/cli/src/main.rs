@@ -350,10 +350,33 @@ struct ServeArgs {
     /// Checks in flight at most; more get 503 with Retry-After.
     #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_CHECKS, value_parser = parse_positive, help_heading = "Service")]
     max_checks: usize,
+    /// Request bodies being received at once, at most (read before a check slot is
+    /// taken); more get 503 with Retry-After.
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_BODY_READS, value_parser = parse_positive, help_heading = "Service")]
+    max_body_reads: usize,
+    /// How long a request head (from its first byte) and the TLS handshake may take;
+    /// the connection of a slower client is closed.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Service")]
+    header_read_timeout: Duration,
+    /// How long a request body may take to arrive whole; a slower one gets 408.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, help_heading = "Service")]
+    body_read_timeout: Duration,
+    /// How long a connection without a request in flight stays open (keep-alive).
+    #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Service")]
+    idle_timeout: Duration,
+    /// How often HTTP/2 connections are pinged; one whose ping goes unanswered for 20s
+    /// is closed.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, help_heading = "Service")]
+    http2_keep_alive_interval: Duration,
+    /// Open connections at most; over it the connection idle longest is closed (or the
+    /// new one, when every one has a request in flight).
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_CONNECTIONS, value_parser = parse_positive, help_heading = "Service")]
+    max_connections: usize,
     /// The longest deadline of a check; a request's deadline_seconds may shorten it.
     #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Service")]
     deadline: Duration,
-    /// How long checks in flight may run on after SIGTERM/SIGINT.
+    /// How long requests in flight may run on after SIGTERM/SIGINT; new ones get 503 with
+    /// Retry-After meanwhile, and those still running at its end get 503 too.
     #[arg(long, default_value = "20s", value_parser = parse_duration, help_heading = "Service")]
     shutdown_grace: Duration,
     /// TLS certificate chain (PEM); reloaded when it changes.
@@ -548,8 +571,13 @@ fn main() -> ExitCode {
                 LogFormat::Text => pullcheck_server::LogFormat::Text,
             },
             serve_log_filter(cli.verbose),
+            false,
         ),
-        _ => init_logging(cli.verbose),
+        _ => pullcheck_server::init_logging(
+            pullcheck_server::LogFormat::Text,
+            log_filter(cli.verbose),
+            std::io::stderr().is_terminal() && !no_color(),
+        ),
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -590,17 +618,6 @@ fn log_filter(verbose: u8) -> &'static str {
         2 => "pullcheck=trace",
         _ => "trace",
     }
-}
-
-fn init_logging(verbose: u8) {
-    let default = log_filter(verbose);
-    let filter = tracing_subscriber::EnvFilter::try_from_env("PULLCHECK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && !no_color())
-        .try_init();
 }
 
 /// Writes `text` to stdout. A closed pipe (`| head`) ends the output quietly and keeps
@@ -1077,6 +1094,12 @@ async fn run_serve(args: ServeArgs) -> i32 {
         allow_namespaces: args.allow_namespaces,
         max_body: args.max_body,
         max_checks: args.max_checks,
+        max_body_reads: args.max_body_reads,
+        header_read_timeout: args.header_read_timeout,
+        body_read_timeout: args.body_read_timeout,
+        idle_timeout: args.idle_timeout,
+        http2_keep_alive_interval: args.http2_keep_alive_interval,
+        max_connections: args.max_connections,
         deadline: args.deadline,
         shutdown_grace: args.shutdown_grace,
         tls: match (args.tls_cert, args.tls_key) {

@@ -35,7 +35,6 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum_server::tls::TlsInfo;
 use pullcheck::input::{Disposition, ImageUse};
 use pullcheck::report::{ImageReport, Report, Status};
 use pullcheck::{CheckOptions, ImageSet};
@@ -44,6 +43,7 @@ use serde_json::{Map, Value};
 
 use crate::AppState;
 use crate::api::ApiError;
+use crate::conn::TlsInfo;
 
 /// The `apiVersion` of the reviews this webhook answers.
 pub const API_VERSION: &str = "admission.k8s.io/v1";

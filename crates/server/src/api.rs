@@ -165,7 +165,7 @@ fn is_length_limit(error: &axum::Error) -> bool {
 }
 
 /// Whether the content type is JSON (`application/json`, parameters allowed).
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -218,8 +218,10 @@ impl Drop for Unanswered<'_> {
     }
 }
 
-/// `POST /v1/checks`. Checks in this order: content type (415), a free check slot
-/// (503), the body (413 over `--max-body`), the request (400), the namespace (403); then
+/// `POST /v1/checks`. The router's layers have already answered a missing token (401),
+/// a content type other than JSON (415), a body over `--max-body` (413) or too slow
+/// (408). Checks in this order: content type (415), a free check slot (503), the body,
+/// the request (400), the namespace (403); then
 /// runs the check in this future (nothing is spawned: a client that goes away drops it,
 /// and the check with it).
 pub async fn post_check(
@@ -248,8 +250,9 @@ pub async fn post_check(
         return e.into_response();
     };
     let _in_flight = InFlight::new(&state.metrics);
-    // Read only once a slot is held, so that at most --max-checks bodies (each at most
-    // --max-body) are in memory at once.
+    // The router's body reader (`body::read_body`) has read the body whole, under
+    // --body-read-timeout and --max-body-reads, before this slot was taken: this reads
+    // bytes already in memory.
     let body: Bytes = match axum::body::to_bytes(body, state.max_body).await {
         Ok(b) => b,
         Err(e) if is_length_limit(&e) => {

@@ -12,11 +12,14 @@
 //! - `POST /v1/admission` (and `/v1/admission/warn`, `/v1/admission/deny`), with
 //!   [`ServeOptions::admission`]: the validating admission webhook ([`admission`]); an
 //!   `admission.k8s.io/v1` `AdmissionReview` in and out, no bearer token, TLS only.
-//! - `GET /healthz` (alive), `GET /readyz` (configuration loaded and, with a cluster, its
-//!   API server answered once), `GET /metrics` ([`metrics::Metrics`]).
+//! - `GET /healthz` (alive), `GET /readyz` (JSON: ready, or what is not and why, [`ready`];
+//!   with a cluster, ready once its API server answered), `GET /metrics`
+//!   ([`metrics::Metrics`]).
 //!
-//! Built as tower layers around small handlers (request id, trace, body limit, auth,
-//! HTTP metrics); the handlers parse the request into the library's inputs
+//! Connections are served by our own accept loop ([`conn`]: header, body and idle time
+//! limits, HTTP/2 keep-alive pings, a connection cap, TLS with reload, a drain at
+//! shutdown). Built as tower layers around small handlers (request id, trace, shutdown
+//! gate, auth, body limit and body reader, HTTP metrics); the handlers parse the request into the library's inputs
 //! ([`pullcheck_sources`]), call the shared [`pullcheck::Checker`], and serialise the
 //! report. One [`AppState`] holds everything shared. Nothing a check does is spawned: a
 //! client that disconnects drops its handler's future, and the check with it.
@@ -26,14 +29,19 @@
 pub mod admission;
 pub mod api;
 pub mod auth;
+mod body;
 mod check;
+pub mod conn;
+pub mod logging;
 pub mod metrics;
+pub mod ready;
+
+pub use logging::{LogFormat, init_logging};
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use axum::Router;
@@ -46,11 +54,10 @@ use pullcheck::credentials::NodeCredentials;
 use pullcheck::registry::ClientOptions;
 use pullcheck::resolve::Resolver;
 use pullcheck::{Checker, CheckerOptions};
-use pullcheck_kube::{Cluster, ClusterOptions, KubeError};
+use pullcheck_kube::{Cluster, ClusterOptions};
 use tower::ServiceBuilder;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tower_http::trace::TraceLayer;
 
 use auth::{Caller, NamespaceGlob, TokenFile};
 use metrics::Metrics;
@@ -59,10 +66,20 @@ use metrics::Metrics;
 pub const DEFAULT_MAX_BODY: usize = 8 << 20;
 /// Default `max_checks`.
 pub const DEFAULT_MAX_CHECKS: usize = 64;
+/// Default `header_read_timeout`: 10 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `body_read_timeout`: 30 s.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default `idle_timeout`: 60 s.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default `http2_keep_alive_interval`: 30 s.
+pub const DEFAULT_HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// Default `max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default `max_body_reads`.
+pub const DEFAULT_MAX_BODY_READS: usize = 64;
 /// How often the TLS certificate and key files are looked at for a change.
 const TLS_POLL: Duration = Duration::from_secs(5);
-/// How often readiness asks the API server until it answers.
-const READY_POLL: Duration = Duration::from_secs(2);
 
 /// A certificate chain and its key, PEM files; re-read when either changes.
 #[derive(Debug, Clone)]
@@ -102,9 +119,30 @@ pub struct ServeOptions {
     pub max_body: usize,
     /// Checks in flight at most; more get 503 with `Retry-After`.
     pub max_checks: usize,
+    /// Request bodies being received at once, at most (each up to `max_body`, read
+    /// before a check slot is taken); more get 503 with `Retry-After`. Memory for bodies
+    /// stays below `(max_body_reads + max_checks) * max_body`.
+    pub max_body_reads: usize,
+    /// How long a request head (HTTP/1.1, from its first byte) and the TLS handshake may
+    /// take; a slower client's connection is closed (Go's `ReadHeaderTimeout`).
+    pub header_read_timeout: Duration,
+    /// How long a request body may take to arrive whole; a slower one gets 408 and never
+    /// holds a check slot (nginx's `client_body_timeout`, as one deadline).
+    pub body_read_timeout: Duration,
+    /// How long a connection without a request in flight stays open (HTTP/1.1
+    /// keep-alive, or HTTP/2 without streams; Go's `IdleTimeout`).
+    pub idle_timeout: Duration,
+    /// How often an HTTP/2 connection is pinged; one whose ping is unanswered for
+    /// [`conn::KEEP_ALIVE_TIMEOUT`] is closed.
+    pub http2_keep_alive_interval: Duration,
+    /// Open connections at most; a new one over the cap closes the one idle longest, or
+    /// is closed when every one has a request in flight.
+    pub max_connections: usize,
     /// The longest deadline of a check; a request's `deadline_seconds` may only shorten it.
     pub deadline: Duration,
-    /// How long checks in flight may still run after the shutdown signal.
+    /// How long requests in flight may still run after the shutdown signal; new requests
+    /// meanwhile get 503 with `Retry-After` (and `Connection: close`), and those still
+    /// running at its end are answered 503 the same way.
     pub shutdown_grace: Duration,
     /// TLS; `None`: plain HTTP.
     pub tls: Option<TlsFiles>,
@@ -133,6 +171,12 @@ impl Default for ServeOptions {
             allow_namespaces: Vec::new(),
             max_body: DEFAULT_MAX_BODY,
             max_checks: DEFAULT_MAX_CHECKS,
+            max_body_reads: DEFAULT_MAX_BODY_READS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            http2_keep_alive_interval: DEFAULT_HTTP2_KEEP_ALIVE_INTERVAL,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             deadline: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(20),
             cache_present: None,
@@ -164,8 +208,12 @@ pub struct AppState {
     checks: Arc<tokio::sync::Semaphore>,
     max_checks: usize,
     max_body: usize,
+    body_reads: Arc<tokio::sync::Semaphore>,
+    max_body_reads: usize,
+    body_read_timeout: Duration,
     deadline: Duration,
-    ready: AtomicBool,
+    readiness: ready::Readiness,
+    lifecycle: Arc<conn::Lifecycle>,
     admission: Option<admission::Admission>,
 }
 
@@ -191,12 +239,9 @@ pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     state: Arc<AppState>,
-    tls: Option<(
-        TlsFiles,
-        axum_server::tls_rustls::RustlsConfig,
-        Option<Verifier>,
-    )>,
+    tls: Option<(TlsFiles, conn::TlsConfig, Option<Verifier>)>,
     grace: Duration,
+    limits: conn::ConnLimits,
 }
 
 impl std::fmt::Debug for Server {
@@ -272,14 +317,18 @@ impl Server {
         };
         let tls = match options.tls {
             Some(files) => {
-                let config = load_tls(&files, verifier.as_ref()).await.map_err(|e| {
+                let config = load_tls(&files, verifier.as_ref()).map_err(|e| {
                     ServeError::Config(format!(
                         "TLS: {} and {}: {e}",
                         files.cert.display(),
                         files.key.display()
                     ))
                 })?;
-                Some((files, config, verifier))
+                Some((
+                    files,
+                    Arc::new(std::sync::RwLock::new(Arc::new(config))),
+                    verifier,
+                ))
             }
             None => None,
         };
@@ -315,7 +364,25 @@ impl Server {
         let addr = listener
             .local_addr()
             .map_err(|e| ServeError::Io(e.to_string()))?;
-        let ready = cluster.is_err();
+        for (value, flag) in [
+            (options.max_body_reads, "--max-body-reads"),
+            (options.max_connections, "--max-connections"),
+        ] {
+            if value == 0 {
+                return Err(ServeError::Config(format!("{flag} must be at least 1")));
+            }
+        }
+        for (value, flag) in [
+            (options.header_read_timeout, "--header-read-timeout"),
+            (options.body_read_timeout, "--body-read-timeout"),
+            (options.idle_timeout, "--idle-timeout"),
+            (options.http2_keep_alive_interval, "--http2-keep-alive-interval"),
+        ] {
+            if value.is_zero() {
+                return Err(ServeError::Config(format!("{flag} must be longer than 0")));
+            }
+        }
+        let readiness = ready::Readiness::new(cluster.is_ok());
         let state = Arc::new(AppState {
             checker,
             cluster,
@@ -325,8 +392,12 @@ impl Server {
             checks: Arc::new(tokio::sync::Semaphore::new(options.max_checks)),
             max_checks: options.max_checks,
             max_body: options.max_body,
+            body_reads: Arc::new(tokio::sync::Semaphore::new(options.max_body_reads)),
+            max_body_reads: options.max_body_reads,
+            body_read_timeout: options.body_read_timeout,
             deadline: options.deadline,
-            ready: AtomicBool::new(ready),
+            readiness,
+            lifecycle: Arc::new(conn::Lifecycle::new()),
             admission,
         });
         Ok(Server {
@@ -335,6 +406,12 @@ impl Server {
             state,
             tls,
             grace: options.shutdown_grace,
+            limits: conn::ConnLimits {
+                header_read_timeout: options.header_read_timeout,
+                idle_timeout: options.idle_timeout,
+                keep_alive_interval: options.http2_keep_alive_interval,
+                max_connections: options.max_connections,
+            },
         })
     }
 
@@ -348,12 +425,14 @@ impl Server {
         &self.state
     }
 
-    /// Serves until `shutdown` completes, then stops accepting and lets requests in
-    /// flight finish for up to the shutdown grace; returns when they have (or the grace
-    /// ran out).
+    /// Serves until `shutdown` completes; then new requests to the API routes get 503
+    /// with `Retry-After` (and `Connection: close` on HTTP/1), idle connections and
+    /// those with half-sent heads are closed, and requests in flight may finish for up
+    /// to the shutdown grace; those still running at its end are answered 503. Returns
+    /// as soon as no request is in flight (or the grace ran out).
     ///
     /// # Errors
-    /// [`ServeError::Io`] when the server fails.
+    /// [`ServeError::Io`] when the listener cannot be served.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -364,45 +443,40 @@ impl Server {
             state,
             tls,
             grace,
+            limits,
         } = self;
         let app = router(state.clone());
-        let handle = axum_server::Handle::new();
         let mut background = Vec::new();
-        {
-            let handle = handle.clone();
-            background.push(tokio::spawn(async move {
-                shutdown.await;
-                tracing::info!(
-                    grace_seconds = grace.as_secs_f64(),
-                    "shutting down: no new connections; checks in flight may finish"
-                );
-                handle.graceful_shutdown(Some(grace));
-            }));
-        }
         if let Ok(cluster) = &state.cluster {
-            background.push(tokio::spawn(probe_api_server(
+            background.push(tokio::spawn(ready::probe_api_server(
                 cluster.clone(),
                 state.clone(),
             )));
         }
-        tracing::info!(address = %addr, tls = tls.is_some(), "pullcheck serve listening");
-        let served = match tls {
+        tracing::info!(
+            address = %addr,
+            tls = tls.is_some(),
+            max_connections = limits.max_connections,
+            header_read_timeout_ms = limits.header_read_timeout.as_millis() as u64,
+            idle_timeout_ms = limits.idle_timeout.as_millis() as u64,
+            "pullcheck serve listening"
+        );
+        let config = match tls {
             Some((files, config, verifier)) => {
                 background.push(tokio::spawn(reload_tls(files, config.clone(), verifier)));
-                axum_server::from_tcp_rustls(listener, config)
-                    .map_err(|e| ServeError::Io(e.to_string()))?
-                    .handle(handle)
-                    .serve(app.into_make_service())
-                    .await
+                Some(config)
             }
-            None => {
-                axum_server::from_tcp(listener)
-                    .map_err(|e| ServeError::Io(e.to_string()))?
-                    .handle(handle)
-                    .serve(app.into_make_service())
-                    .await
-            }
+            None => None,
         };
+        let served = conn::Listener {
+            listener,
+            tls: config,
+            limits,
+            lifecycle: state.lifecycle.clone(),
+            router: app,
+        }
+        .serve(shutdown, grace)
+        .await;
         for task in background {
             task.abort();
         }
@@ -435,27 +509,6 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// Asks the API server until it answers at all (any HTTP answer, even 403), then marks
-/// the service ready.
-async fn probe_api_server(cluster: Cluster, state: Arc<AppState>) {
-    loop {
-        match cluster
-            .service_account(cluster.namespace(), pullcheck_kube::DEFAULT_SERVICE_ACCOUNT)
-            .await
-        {
-            Err(KubeError::Unreachable { .. }) | Err(KubeError::Config(_)) => {}
-            Err(e) => {
-                tracing::info!("Kubernetes API server answered: {e}");
-                break;
-            }
-            Ok(_) => break,
-        }
-        tokio::time::sleep(READY_POLL).await;
-    }
-    tracing::info!("ready: the Kubernetes API server answered");
-    state.ready.store(true, Ordering::SeqCst);
-}
-
 fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
@@ -486,33 +539,40 @@ fn client_verifier(path: &std::path::Path) -> Result<Verifier, String> {
         .map_err(|e| format!("{label}: {e}"))
 }
 
-/// The certificate and key of `files`, with `verifier` asking clients for certificates.
-async fn load_tls(
-    files: &TlsFiles,
-    verifier: Option<&Verifier>,
-) -> std::io::Result<axum_server::tls_rustls::RustlsConfig> {
-    let config =
-        axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key).await?;
-    let Some(verifier) = verifier else {
-        return Ok(config);
+/// The certificate chain and key of `files` (PEM, read with the 64 MiB file limit), with
+/// `verifier` asking clients for certificates, offering HTTP/2 and HTTP/1.1 by ALPN.
+///
+/// # Errors
+/// A file that cannot be read, holds no certificate or no key, or a key that does not
+/// fit the certificate.
+fn load_tls(files: &TlsFiles, verifier: Option<&Verifier>) -> Result<rustls::ServerConfig, String> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert_pem = pullcheck_files::read(&files.cert).map_err(|e| e.to_string())?;
+    let key_pem = pullcheck_files::read(&files.key).map_err(|e| e.to_string())?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: {e}", files.cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!("{}: no certificate in the file", files.cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
+        .map_err(|e| format!("{}: no private key: {e}", files.key.display()))?;
+    let builder = rustls::ServerConfig::builder();
+    let builder = match verifier {
+        Some(v) => builder.with_client_cert_verifier(v.clone()),
+        None => builder.with_no_client_auth(),
     };
-    let inner = config.get_inner();
-    let mut with_clients = rustls::ServerConfig::builder()
-        .with_client_cert_verifier(verifier.clone())
-        .with_cert_resolver(inner.cert_resolver.clone());
-    with_clients.alpn_protocols = inner.alpn_protocols.clone();
-    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
-        Arc::new(with_clients),
-    ))
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .map_err(|e| e.to_string())?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 /// Re-reads the certificate and key when either file changes; a bad pair is logged and
-/// the old one kept.
-async fn reload_tls(
-    files: TlsFiles,
-    config: axum_server::tls_rustls::RustlsConfig,
-    verifier: Option<Verifier>,
-) {
+/// the old one kept. New connections take the new one.
+async fn reload_tls(files: TlsFiles, config: conn::TlsConfig, verifier: Option<Verifier>) {
     let mut last = (stamp(&files.cert), stamp(&files.key));
     loop {
         tokio::time::sleep(TLS_POLL).await;
@@ -521,9 +581,9 @@ async fn reload_tls(
             continue;
         }
         last = now;
-        match load_tls(&files, verifier.as_ref()).await {
+        match load_tls(&files, verifier.as_ref()) {
             Ok(fresh) => {
-                config.reload_from_config(fresh.get_inner());
+                *config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(fresh);
                 tracing::info!(cert = %files.cert.display(), "TLS certificate reloaded");
             }
             Err(e) => tracing::warn!(
@@ -542,10 +602,17 @@ pub fn router(state: Arc<AppState>) -> Router {
             ServiceBuilder::new()
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
+                    body::shutdown_gate,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
                     authenticate,
                 ))
                 .layer(DefaultBodyLimit::disable())
-                .layer(RequestBodyLimitLayer::new(state.max_body)),
+                .layer(axum::middleware::from_fn_with_state(
+                    (state.clone(), true),
+                    body::read_body,
+                )),
         );
     // The API server sends no bearer token: the admission routes sit outside `authenticate`.
     let admission = Router::new()
@@ -553,14 +620,21 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/admission/{mode}", post(admission::post_admission_mode))
         .layer(
             ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    body::shutdown_gate,
+                ))
                 .layer(DefaultBodyLimit::disable())
-                .layer(RequestBodyLimitLayer::new(state.max_body)),
+                .layer(axum::middleware::from_fn_with_state(
+                    (state.clone(), false),
+                    body::read_body,
+                )),
         );
     Router::new()
         .merge(v1)
         .merge(admission)
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
+        .route("/readyz", get(ready::readyz))
         .route("/metrics", get(metrics_text))
         .fallback(|| async {
             api::ApiError::new(StatusCode::NOT_FOUND, "no such route").into_response()
@@ -583,7 +657,10 @@ pub fn router(state: Arc<AppState>) -> Router {
                                 path = %request.uri().path(),
                             )
                         })
-                        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+                        .on_response(log_response)
+                        // Every answer is logged once, by `log_response`; a 5xx is no
+                        // ERROR of this service (overload, a shutdown, a cluster's failure).
+                        .on_failure(()),
                 )
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(axum::middleware::from_fn_with_state(
@@ -685,15 +762,39 @@ async fn authenticate(
     }
 }
 
-async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    if state.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ready\n").into_response()
+/// One line per answer, in the request's span: INFO, or WARN for a 5xx, of which a 503
+/// (overload, shutdown, not ready) is logged at most once per interval with how many
+/// were left out.
+fn log_response(response: &Response, latency: Duration, _span: &tracing::Span) {
+    let status = response.status().as_u16();
+    let latency_ms = latency.as_millis() as u64;
+    if status == 503 {
+        static LIMIT: logging::RateLimited = logging::RateLimited::new(Duration::from_secs(10));
+        if let Some(left_out) = LIMIT.allow() {
+            tracing::warn!(
+                status,
+                latency_ms,
+                similar_since_last = left_out,
+                "answered 503 (service unavailable; at most one such line per 10s)"
+            );
+        }
+    } else if status >= 500 {
+        tracing::warn!(status, latency_ms, "finished processing request");
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the Kubernetes API server has not answered yet\n",
-        )
-            .into_response()
+        tracing::info!(status, latency_ms, "finished processing request");
+    }
+}
+
+/// Logs that a limit turned a request away, at most once per interval (the answer is
+/// 503 either way).
+pub(crate) fn log_overload(what: &str, limit: usize) {
+    static LIMIT: logging::RateLimited = logging::RateLimited::new(Duration::from_secs(10));
+    if let Some(left_out) = LIMIT.allow() {
+        tracing::warn!(
+            limit,
+            similar_since_last = left_out,
+            "overloaded: all {limit} {what} are taken; answering 503 with Retry-After"
+        );
     }
 }
 
@@ -703,31 +804,4 @@ async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
         state.metrics.encode(),
     )
         .into_response()
-}
-
-/// How logs are written on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    /// One JSON object per line (with the request's span: its id, method and path).
-    Json,
-    /// Human-readable lines.
-    Text,
-}
-
-/// Sets the process's logger: `PULLCHECK_LOG` (a tracing filter) or `default_filter`, on
-/// stderr, in `format`. Does nothing if a logger is already set.
-pub fn init_logging(format: LogFormat, default_filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("PULLCHECK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .try_init(),
-        LogFormat::Text => builder.with_ansi(false).try_init(),
-    };
 }

@@ -1,0 +1,158 @@
+//! The router's layers for bodies and the lifecycle: the body read whole under its own
+//! deadline before a handler (and its check slot) sees the request, and the answers
+//! of a service that is shutting down.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, Version, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt as _;
+
+use crate::AppState;
+use crate::api::ApiError;
+
+/// A 503 with `Retry-After: 1`, and `Connection: close` on HTTP/1.
+fn unavailable(version: Version, message: impl Into<String>) -> Response {
+    let mut response = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    close_on_http1(version, &mut response);
+    response
+}
+
+/// `Connection: close` on an HTTP/1 answer (HTTP/2 has no such header; it ends
+/// connections with GOAWAY).
+fn close_on_http1(version: Version, response: &mut Response) {
+    if version <= Version::HTTP_11 {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+}
+
+/// Reads the body whole within `--body-read-timeout`, at most `--max-body` bytes, while
+/// holding one of `--max-body-reads` read slots (so that at most that many bodies are
+/// being received into memory at once), then hands the request on with the bytes: the
+/// handler's check slot is taken only for a body that has arrived. A `Content-Length`
+/// over `--max-body` gets 413 before any of the body is read. A body still
+/// arriving at the deadline gets 408 (and the connection closed), one over the limit
+/// 413, all read slots taken 503 with `Retry-After`. With `json_only`, a content type
+/// other than JSON gets 415 before any of the body is read.
+pub(crate) async fn read_body(
+    State((state, json_only)): State<(Arc<AppState>, bool)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let version = request.version();
+    if request.method() != Method::POST {
+        // The route's own answer (405).
+        return next.run(request).await;
+    }
+    if json_only && !crate::api::is_json(request.headers()) {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the body must be JSON: Content-Type: application/json",
+        )
+        .into_response();
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > state.max_body as u64) {
+        return too_large(state.max_body);
+    }
+    let Ok(slot) = state.body_reads.clone().try_acquire_owned() else {
+        crate::log_overload("body reads", state.max_body_reads);
+        return unavailable(
+            version,
+            format!(
+                "{} request bodies are being received (--max-body-reads); try again",
+                state.max_body_reads
+            ),
+        );
+    };
+    let (parts, body) = request.into_parts();
+    let limited = http_body_util::Limited::new(body, state.max_body);
+    let read = tokio::time::timeout(state.body_read_timeout, limited.collect()).await;
+    drop(slot);
+    let bytes = match read {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if is_length_limit(e.as_ref()) => return too_large(state.max_body),
+        Ok(Err(e)) => {
+            return ApiError::new(StatusCode::BAD_REQUEST, format!("cannot read the body: {e}"))
+                .into_response();
+        }
+        Err(_) => {
+            let mut response = ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the body did not arrive within --body-read-timeout ({})",
+                    pullcheck_sources::format_duration(state.body_read_timeout)
+                ),
+            )
+            .into_response();
+            close_on_http1(version, &mut response);
+            return response;
+        }
+    };
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// 413 for a body over `--max-body` (declared by `Content-Length`, or read).
+fn too_large(max_body: usize) -> Response {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the body is over --max-body ({max_body} bytes)"),
+    )
+    .into_response()
+}
+
+/// Whether a body error is its size limit.
+fn is_length_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// The API routes during a shutdown: a new request gets 503 with `Retry-After` (and
+/// `Connection: close` on HTTP/1), so that the caller retries on another replica; one
+/// still running when `--shutdown-grace` ends is answered 503 the same way (its check
+/// is dropped and counted as abandoned).
+pub(crate) async fn shutdown_gate(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let version = request.version();
+    if state.lifecycle.is_draining() {
+        return unavailable(
+            version,
+            "the service is shutting down; try again (another replica)",
+        );
+    }
+    tokio::select! {
+        response = next.run(request) => {
+            let mut response = response;
+            if state.lifecycle.is_draining() {
+                close_on_http1(version, &mut response);
+            }
+            response
+        }
+        () = state.lifecycle.grace_over() => unavailable(
+            version,
+            "the service shut down before this request was answered (--shutdown-grace); \
+             try again",
+        ),
+    }
+}
