@@ -84,8 +84,11 @@ pub(crate) async fn read_body(
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if is_length_limit(e.as_ref()) => return too_large(state.max_body),
         Ok(Err(e)) => {
-            return ApiError::new(StatusCode::BAD_REQUEST, format!("cannot read the body: {e}"))
-                .into_response();
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the body: {e}"),
+            )
+            .into_response();
         }
         Err(_) => {
             let mut response = ApiError::new(

@@ -23,10 +23,13 @@
 //! `/healthz` from being answered.
 //!
 //! An HTTP/2 request answered before its body was read (401, 413, 415) keeps its body
-//! read and discarded in the background, up to [`DRAIN_BYTES`] and [`DRAIN_TIME`]: the
-//! stream then ends with the client's END_STREAM, where dropping it would reset it while
-//! the client is still sending, which curl 7.88 reports as a framing error instead of
-//! the answer.
+//! read and discarded in the background, up to [`DRAIN_BYTES`] and [`DRAIN_TIME`]. The
+//! handler drops the request body before the answer's END_STREAM is sent; h2 then resets
+//! the stream with CANCEL (its RST_STREAM(NO_ERROR) of RFC 9113 §8.1 is only for a body
+//! dropped after the answer was sent), and curl 7.88 (nghttp2) reports that reset as
+//! "(92) Stream error in the HTTP/2 framing layer" instead of the answer, in most tries.
+//! Kept alive, the stream ends with the client's END_STREAM, or with NO_ERROR at the
+//! bound.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -205,15 +208,17 @@ impl Conns {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Closes the connection idle longest; whether there was one.
+    /// Closes the connection idle longest, and stops counting it at once (its task
+    /// ends soon); whether there was one.
     fn evict_idle(&self) -> bool {
-        let open = self.open();
+        let mut open = self.open();
         let oldest = open
-            .values()
-            .filter_map(|c| c.idle_since().map(|t| (t, c)))
-            .min_by_key(|(t, _)| *t);
-        match oldest {
-            Some((_, conn)) => {
+            .iter()
+            .filter_map(|(id, c)| c.idle_since().map(|t| (t, *id)))
+            .min_by_key(|(t, _)| *t)
+            .map(|(_, id)| id);
+        match oldest.and_then(|id| open.remove(&id)) {
+            Some(conn) => {
                 conn.close.notify_one();
                 true
             }
@@ -486,12 +491,8 @@ impl Listener {
 
 /// Starts a connection's task unless the cap is reached and no idle one can make room.
 /// The connection counts against the cap from its accept on (TLS handshake included).
-fn admit<F, Fut>(
-    conns: &Arc<Conns>,
-    max: usize,
-    tasks: &mut tokio::task::JoinSet<()>,
-    start: F,
-) where
+fn admit<F, Fut>(conns: &Arc<Conns>, max: usize, tasks: &mut tokio::task::JoinSet<()>, start: F)
+where
     F: FnOnce(Arc<Conn>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
@@ -583,19 +584,18 @@ async fn connection(
     };
     let config = config.read().unwrap_or_else(|e| e.into_inner()).clone();
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    let stream = match tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream))
-        .await
-    {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            tracing::debug!(%peer, "TLS handshake failed: {e}");
-            return;
-        }
-        Err(_) => {
-            tracing::debug!(%peer, "TLS handshake not finished within the header read timeout");
-            return;
-        }
-    };
+    let stream =
+        match tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, "TLS handshake failed: {e}");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake not finished within the header read timeout");
+                return;
+            }
+        };
     let (_, session) = stream.get_ref();
     let h2 = session.alpn_protocol() == Some(b"h2");
     let info = TlsInfo {

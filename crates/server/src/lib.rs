@@ -376,7 +376,10 @@ impl Server {
             (options.header_read_timeout, "--header-read-timeout"),
             (options.body_read_timeout, "--body-read-timeout"),
             (options.idle_timeout, "--idle-timeout"),
-            (options.http2_keep_alive_interval, "--http2-keep-alive-interval"),
+            (
+                options.http2_keep_alive_interval,
+                "--http2-keep-alive-interval",
+            ),
         ] {
             if value.is_zero() {
                 return Err(ServeError::Config(format!("{flag} must be longer than 0")));
@@ -554,7 +557,10 @@ fn load_tls(files: &TlsFiles, verifier: Option<&Verifier>) -> Result<rustls::Ser
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{}: {e}", files.cert.display()))?;
     if chain.is_empty() {
-        return Err(format!("{}: no certificate in the file", files.cert.display()));
+        return Err(format!(
+            "{}: no certificate in the file",
+            files.cert.display()
+        ));
     }
     let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| format!("{}: no private key: {e}", files.key.display()))?;

@@ -51,8 +51,7 @@ pub fn escape(value: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The text format's field formatter: `name=value` (the message bare), values escaped.
-fn text_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static
-{
+fn text_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static {
     tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
         let text = format!("{value:?}");
         if field.name() == "message" {
@@ -98,12 +97,8 @@ pub fn init_logging(format: LogFormat, default_filter: &str, ansi: bool) {
         .ok()
         .filter(|f| tracing_subscriber::EnvFilter::try_new(f).is_ok())
         .unwrap_or_else(|| default_filter.to_owned());
-    let _ = tracing::subscriber::set_global_default(subscriber(
-        format,
-        &filter,
-        ansi,
-        std::io::stderr,
-    ));
+    let _ =
+        tracing::subscriber::set_global_default(subscriber(format, &filter, ansi, std::io::stderr));
 }
 
 /// Lets one log line through per interval and counts the others, for events an

@@ -5,6 +5,7 @@
 mod admission;
 mod checks;
 mod errors;
+mod hardening;
 mod kube;
 mod limits;
 mod tls;

@@ -85,6 +85,14 @@ impl TestServer {
             .unwrap_or(0.0)
     }
 
+    /// Sends the shutdown signal without waiting (the drain begins); [`TestServer::stop`]
+    /// then waits for the end.
+    pub fn signal_shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
