@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo need: the CNCF distribution
-# registry (docker-registry), htpasswd (apache2-utils), openssl, the CA bundle, and Go
+# registry (docker-registry), htpasswd (apache2-utils), openssl, the CA bundle, curl, and Go
 # (golang-go) for the Vela worker package in integrations/vela. skopeo is needed only by
 # the benchmark; bench/run.sh installs it itself.
 set -euo pipefail
@@ -8,6 +8,8 @@ need=()
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# curl: the server's HTTP/2 early-answer test runs Debian's curl (7.88) against it.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 [ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
 if [ "${#need[@]}" -gt 0 ]; then

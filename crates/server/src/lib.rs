@@ -77,7 +77,7 @@ pub const DEFAULT_HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
 /// Default `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// Default `max_body_reads`.
-pub const DEFAULT_MAX_BODY_READS: usize = 64;
+pub const DEFAULT_MAX_BODY_READS: usize = 16;
 /// How often the TLS certificate and key files are looked at for a change.
 const TLS_POLL: Duration = Duration::from_secs(5);
 

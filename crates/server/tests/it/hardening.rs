@@ -423,8 +423,9 @@ const TOKEN: &str = "s3cret-token-for-tests";
 const TRIES: usize = 20;
 
 impl EarlyAnswers {
-    async fn start() -> EarlyAnswers {
-        let dir = temp_dir("early-answers");
+    /// `name`: the test's own directory (the tests run at once in one process).
+    async fn start(name: &str) -> EarlyAnswers {
+        let dir = temp_dir(name);
         let pem = make_cert(&dir, "early");
         let tokens = dir.join("tokens");
         std::fs::write(&tokens, format!("{TOKEN}\n")).expect("tokens");
@@ -461,7 +462,7 @@ impl EarlyAnswers {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_early_answers_reach_a_rust_client_intact() {
-    let early = EarlyAnswers::start().await;
+    let early = EarlyAnswers::start("early-answers-rust").await;
     let http = client(&early.pem);
     let url = format!("https://{}/v1/checks", early.server.addr);
     let body = std::fs::read(&early.body).expect("body");
@@ -501,7 +502,7 @@ async fn http2_early_answers_reach_curl_intact() {
         version.contains("nghttp2"),
         "curl without HTTP/2: {version}"
     );
-    let early = EarlyAnswers::start().await;
+    let early = EarlyAnswers::start("early-answers-curl").await;
     let url = format!("https://{}/v1/checks", early.server.addr);
     for (expected, token, content_type) in EarlyAnswers::cases() {
         let (url, cert, body) = (url.clone(), early.cert.clone(), early.body.clone());
@@ -603,5 +604,64 @@ async fn text_logs_escape_request_data() {
         text.lines().filter(|l| l.contains("forged")).count(),
         1,
         "{text}"
+    );
+}
+
+/// The router's layers answer without a socket (`tower::ServiceExt::oneshot`): `/readyz`
+/// as JSON, 415 and 413 before any body is read.
+#[tokio::test]
+async fn the_router_layers_answer_through_oneshot() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt as _;
+    let server = pullcheck_server::Server::bind(ServeOptions {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        max_body: 16,
+        ..ServeOptions::default()
+    })
+    .await
+    .expect("binds");
+    let app = pullcheck_server::router(server.state().clone());
+    let answer = |request: Request<Body>| {
+        let app = app.clone();
+        async move {
+            let response = app.oneshot(request).await.expect("infallible");
+            let status = response.status().as_u16();
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .expect("body");
+            let value: Value = serde_json::from_slice(&bytes).expect("JSON");
+            (status, value)
+        }
+    };
+    let (status, ready) = answer(
+        Request::get("/readyz")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!((status, ready), (200, json!({"ready": true})));
+    let (status, error) = answer(
+        Request::post("/v1/checks")
+            .header("content-type", "text/plain")
+            .body(Body::from("{}"))
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(status, 415, "{error}");
+    let (status, error) = answer(
+        Request::post("/v1/checks")
+            .header("content-type", "application/json")
+            .header("content-length", "17")
+            .body(Body::from(r#"{"images": [{}]}"#.to_owned() + " "))
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(status, 413, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-body (16 bytes)")),
+        "{error}"
     );
 }
