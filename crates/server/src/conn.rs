@@ -18,8 +18,9 @@
 //! At most [`ConnLimits::max_connections`] are open: a new one over the cap closes the
 //! connection idle longest (no request in flight), or, when every one has a request in
 //! flight, is itself closed. `accept` failing for want of file descriptors (EMFILE,
-//! ENFILE) closes the connection idle longest too, backs off briefly and is logged once
-//! per interval; it never ends the listener. So silent connections cannot keep
+//! ENFILE) lowers the cap to 64 below what is open, closes idle
+//! connections down to it, pauses briefly and is logged once per interval; it never
+//! ends the listener. So silent connections cannot keep
 //! `/healthz` from being answered.
 //!
 //! An HTTP/2 request answered before its body was read (401, 413, 415) keeps its body
@@ -62,6 +63,12 @@ pub const DRAIN_TIME: Duration = Duration::from_secs(2);
 const FLUSH_TIME: Duration = Duration::from_secs(1);
 /// Back-off after `accept` failed (out of file descriptors, or another error).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// Connections kept below the count at which `accept` ran out of file descriptors (for
+/// registry connections, files and the next accepts).
+const FD_HEADROOM: usize = 64;
+/// The pause after closing idle connections for want of file descriptors, for their
+/// tasks to close them.
+const EVICT_PAUSE: Duration = Duration::from_millis(5);
 /// At most one log line per interval for the cap and for `accept` errors.
 const LOG_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -197,6 +204,8 @@ impl Conn {
 /// The open connections and the requests in flight over all of them.
 #[derive(Debug, Default)]
 struct Conns {
+    /// The cap learnt from `accept` running out of file descriptors (0: none yet).
+    fd_cap: AtomicUsize,
     next: AtomicU64,
     open: Mutex<HashMap<u64, Arc<Conn>>>,
     requests: AtomicUsize,
@@ -437,7 +446,7 @@ impl Listener {
                             )
                         });
                     }
-                    Err(e) => accept_failed(&conns, &e).await,
+                    Err(e) => accept_failed(&conns, limits.max_connections, &e).await,
                 },
                 () = &mut shutdown, if drain_started.is_none() => {
                     tracing::info!(
@@ -497,6 +506,10 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let open = conns.open().len();
+    let max = match conns.fd_cap.load(Ordering::Relaxed) {
+        0 => max,
+        fd_cap => max.min(fd_cap),
+    };
     if open >= max {
         let evicted = conns.evict_idle();
         if let Some(left_out) = CAP_LOG.allow() {
@@ -533,21 +546,33 @@ where
     });
 }
 
-/// `accept` failed: out of file descriptors (or another error). Makes room, backs off,
-/// and logs once per interval; the listener goes on.
-async fn accept_failed(conns: &Conns, error: &std::io::Error) {
+/// `accept` failed. Out of file descriptors (EMFILE, ENFILE): the cap is lowered to
+/// [`FD_HEADROOM`] below the connections open now (for this process's life), as many
+/// idle connections are closed, and the loop goes on after a short pause (so that the
+/// connections waiting in the backlog, a health probe among them, are reached at once);
+/// on any other error, or with nothing to close, it backs off. Logged once per
+/// interval; the listener never ends.
+async fn accept_failed(conns: &Conns, max: usize, error: &std::io::Error) {
     let out_of_files = matches!(error.raw_os_error(), Some(24 | 23)); // EMFILE, ENFILE
+    let mut closed = 0;
+    let mut cap = 0;
     if out_of_files {
-        conns.evict_idle();
+        let open = conns.open().len();
+        cap = open.saturating_sub(FD_HEADROOM).max(1).min(max);
+        conns.fd_cap.store(cap, Ordering::Relaxed);
+        while conns.open().len() > cap && conns.evict_idle() {
+            closed += 1;
+        }
     }
     if let Some(left_out) = ACCEPT_LOG.allow() {
         if out_of_files {
             tracing::warn!(
-                open_connections = conns.open().len(),
+                connection_cap = cap,
+                closed_idle = closed,
                 similar_since_last = left_out,
-                "cannot accept a connection: out of file descriptors ({error}); closed the \
-                 connection idle longest; raise the limit (ulimit -n) or lower \
-                 --max-connections"
+                "cannot accept a connection: out of file descriptors ({error}); the \
+                 connection cap is now {cap} and idle connections were closed; raise the \
+                 limit (ulimit -n) or lower --max-connections"
             );
         } else {
             tracing::warn!(
@@ -556,7 +581,12 @@ async fn accept_failed(conns: &Conns, error: &std::io::Error) {
             );
         }
     }
-    tokio::time::sleep(ACCEPT_BACKOFF).await;
+    let pause = if closed > 0 {
+        EVICT_PAUSE
+    } else {
+        ACCEPT_BACKOFF
+    };
+    tokio::time::sleep(pause).await;
 }
 
 /// The TLS handshake (if any) within the header read timeout, then the connection
