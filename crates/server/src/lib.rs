@@ -27,14 +27,16 @@ pub mod admission;
 pub mod api;
 pub mod auth;
 mod check;
+mod decode;
 pub mod metrics;
+mod reload;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
@@ -59,6 +61,8 @@ use metrics::Metrics;
 pub const DEFAULT_MAX_BODY: usize = 8 << 20;
 /// Default `max_checks`.
 pub const DEFAULT_MAX_CHECKS: usize = 64;
+/// Default `max_images`: image uses of one check.
+pub const DEFAULT_MAX_IMAGES: usize = 1_000;
 /// How often the TLS certificate and key files are looked at for a change.
 const TLS_POLL: Duration = Duration::from_secs(5);
 /// How often readiness asks the API server until it answers.
@@ -102,6 +106,10 @@ pub struct ServeOptions {
     pub max_body: usize,
     /// Checks in flight at most; more get 503 with `Retry-After`.
     pub max_checks: usize,
+    /// Image uses of one check at most, counted as the inputs are read (each container,
+    /// each `images` entry; a step reached through a YAML alias where it is used); more
+    /// get 413 before anything is planned or asked. Default [`DEFAULT_MAX_IMAGES`].
+    pub max_images: usize,
     /// The longest deadline of a check; a request's `deadline_seconds` may only shorten it.
     pub deadline: Duration,
     /// How long checks in flight may still run after the shutdown signal.
@@ -133,6 +141,7 @@ impl Default for ServeOptions {
             allow_namespaces: Vec::new(),
             max_body: DEFAULT_MAX_BODY,
             max_checks: DEFAULT_MAX_CHECKS,
+            max_images: DEFAULT_MAX_IMAGES,
             deadline: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(20),
             cache_present: None,
@@ -164,6 +173,7 @@ pub struct AppState {
     checks: Arc<tokio::sync::Semaphore>,
     max_checks: usize,
     max_body: usize,
+    max_images: usize,
     deadline: Duration,
     ready: AtomicBool,
     admission: Option<admission::Admission>,
@@ -252,8 +262,9 @@ impl Server {
                 )));
             }
         }
+        let metrics = Arc::new(Metrics::new());
         let tokens = match options.api_token_file {
-            Some(path) => Some(TokenFile::load(path).map_err(ServeError::Config)?),
+            Some(path) => Some(TokenFile::load(path, metrics.clone()).map_err(ServeError::Config)?),
             None => None,
         };
         let allow_namespaces = options
@@ -296,7 +307,6 @@ impl Server {
             },
             None => Err("no kubeconfig is configured".to_owned()),
         };
-        let metrics = Arc::new(Metrics::new());
         let checker = Checker::new(
             CheckerOptions {
                 concurrency: options.concurrency,
@@ -325,6 +335,7 @@ impl Server {
             checks: Arc::new(tokio::sync::Semaphore::new(options.max_checks)),
             max_checks: options.max_checks,
             max_body: options.max_body,
+            max_images: options.max_images,
             deadline: options.deadline,
             ready: AtomicBool::new(ready),
             admission,
@@ -388,7 +399,12 @@ impl Server {
         tracing::info!(address = %addr, tls = tls.is_some(), "pullcheck serve listening");
         let served = match tls {
             Some((files, config, verifier)) => {
-                background.push(tokio::spawn(reload_tls(files, config.clone(), verifier)));
+                background.push(tokio::spawn(reload_tls(
+                    files,
+                    config.clone(),
+                    verifier,
+                    state.metrics.clone(),
+                )));
                 axum_server::from_tcp_rustls(listener, config)
                     .map_err(|e| ServeError::Io(e.to_string()))?
                     .handle(handle)
@@ -456,9 +472,9 @@ async fn probe_api_server(cluster: Cluster, state: Arc<AppState>) {
     state.ready.store(true, Ordering::SeqCst);
 }
 
-fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
+/// The content fingerprint of a file, for the TLS reload ([`reload::file_fingerprint`]).
+fn stamp(path: &std::path::Path) -> Option<u64> {
+    reload::file_fingerprint(path)
 }
 
 /// A client-certificate verifier (`--admission-client-ca`).
@@ -506,12 +522,14 @@ async fn load_tls(
     ))
 }
 
-/// Re-reads the certificate and key when either file changes; a bad pair is logged and
-/// the old one kept.
+/// Re-reads the certificate and key when the content of either file changes; a bad pair
+/// is logged, counted (`pullcheck_config_reload_errors_total{file="tls_cert"}`) and the
+/// old one kept.
 async fn reload_tls(
     files: TlsFiles,
     config: axum_server::tls_rustls::RustlsConfig,
     verifier: Option<Verifier>,
+    metrics: Arc<Metrics>,
 ) {
     let mut last = (stamp(&files.cert), stamp(&files.key));
     loop {
@@ -526,10 +544,13 @@ async fn reload_tls(
                 config.reload_from_config(fresh.get_inner());
                 tracing::info!(cert = %files.cert.display(), "TLS certificate reloaded");
             }
-            Err(e) => tracing::warn!(
-                cert = %files.cert.display(),
-                "TLS certificate not reloaded, the old one stays: {e}"
-            ),
+            Err(e) => {
+                metrics.reload_error(metrics::ReloadFile::TlsCert);
+                tracing::warn!(
+                    cert = %files.cert.display(),
+                    "TLS certificate not reloaded, the old one stays: {e}"
+                );
+            }
         }
     }
 }
@@ -548,14 +569,12 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .layer(RequestBodyLimitLayer::new(state.max_body)),
         );
     // The API server sends no bearer token: the admission routes sit outside `authenticate`.
+    // Their body limit is --admission-max-body, applied by the handler once a review
+    // slot is held (admission::review_route).
     let admission = Router::new()
         .route("/v1/admission", post(admission::post_admission))
         .route("/v1/admission/{mode}", post(admission::post_admission_mode))
-        .layer(
-            ServiceBuilder::new()
-                .layer(DefaultBodyLimit::disable())
-                .layer(RequestBodyLimitLayer::new(state.max_body)),
-        );
+        .layer(DefaultBodyLimit::disable());
     Router::new()
         .merge(v1)
         .merge(admission)

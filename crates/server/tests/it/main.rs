@@ -3,9 +3,11 @@
 //! API. One test binary; the helpers are in `util`.
 
 mod admission;
+mod bounds;
 mod checks;
 mod errors;
 mod kube;
 mod limits;
+mod reload;
 mod tls;
 mod util;

@@ -8,7 +8,7 @@ use pullcheck_server::{ServeOptions, TlsFiles};
 use crate::util::{TestServer, temp_dir};
 
 /// A self-signed certificate for 127.0.0.1 (openssl, Debian's), its PEM.
-fn make_cert(dir: &Path, name: &str) -> Vec<u8> {
+pub(crate) fn make_cert(dir: &Path, name: &str) -> Vec<u8> {
     let (cert, key) = (
         dir.join(format!("{name}.crt")),
         dir.join(format!("{name}.key")),
@@ -36,7 +36,7 @@ fn make_cert(dir: &Path, name: &str) -> Vec<u8> {
     std::fs::read(&cert).expect("cert")
 }
 
-fn client(pem: &[u8]) -> reqwest::Client {
+pub(crate) fn client(pem: &[u8]) -> reqwest::Client {
     reqwest::Client::builder()
         .tls_certs_only([reqwest::Certificate::from_pem(pem).expect("PEM")])
         .build()
