@@ -368,7 +368,8 @@ pub async fn post_check(
     let result = check(&state, &caller, &body).await;
     unanswered.answered = true;
     match result {
-        Ok((report, code)) => {
+        Ok((mut report, code)) => {
+            cap_warnings(&mut report.warnings);
             let statuses: Vec<&'static str> =
                 report.images.iter().map(|i| i.status.as_str()).collect();
             state.metrics.check_done(
@@ -395,6 +396,20 @@ pub async fn post_check(
             e.into_response()
         }
     }
+}
+
+/// Most warnings an answer lists; the rest are counted in a last one. The inputs can hold
+/// a warning per ignored YAML document or skipped object, many more than they hold uses.
+pub const MAX_ANSWER_WARNINGS: usize = 100;
+
+/// `warnings` cut to [`MAX_ANSWER_WARNINGS`], the last one saying how many were left out.
+fn cap_warnings(warnings: &mut Vec<String>) {
+    if warnings.len() <= MAX_ANSWER_WARNINGS {
+        return;
+    }
+    let left = warnings.len() - (MAX_ANSWER_WARNINGS - 1);
+    warnings.truncate(MAX_ANSWER_WARNINGS - 1);
+    warnings.push(format!("… and {left} more warnings, not shown"));
 }
 
 /// The 200 answer: the report as `pullcheck check --format json` prints it, plus the

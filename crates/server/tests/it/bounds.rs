@@ -88,6 +88,25 @@ async fn over_max_images_is_413_before_any_registry_is_asked() {
         3.0
     );
 
+    // Warnings are not uses, but the answer lists at most 100 of them: 150 ignored YAML
+    // documents give 99 and a last one that counts the other 51.
+    let pipeline = format!(
+        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/a:v1\n{}",
+        "---\nx: 1\n".repeat(150)
+    );
+    let (status, report) = server.check(None, &json!({ "pipeline": pipeline })).await;
+    assert_eq!(status, 200, "{report}");
+    let listed = report["warnings"].as_array().map(Vec::len);
+    assert_eq!(
+        listed,
+        Some(pullcheck_server::api::MAX_ANSWER_WARNINGS),
+        "{report}"
+    );
+    assert_eq!(
+        report["warnings"][99], "… and 51 more warnings, not shown",
+        "{report}"
+    );
+
     // At the limit: checked (a refused port: unreachable).
     let images: Vec<Value> = (0..3)
         .map(|i| json!({"reference": format!("127.0.0.1:1/app-{i}:v1")}))
