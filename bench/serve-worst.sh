@@ -61,27 +61,25 @@ write("images", {"images": [{"reference": r} for r in refs]})
 long_ref = lambda i: f"{refs[i].split(':')[0]}/{'x' * 8000}-{i}:v1"
 write("images-long", {"images": [{"reference": long_ref(i)} for i in range(1000)]})
 
-def steps_yaml(filler_items):
-    lines = ['version: "1"', "steps:"]
-    for i, r in enumerate(refs):
-        lines += [f"  - name: s{i}", f"    image: {r}"]
-    lines += ["    commands: [" + ",".join(["a"] * filler_items) + "]"]
-    return "\n".join(lines) + "\n"
+def filled(head, item, filler_key, indent, nodes_per_item):
+    """`head`, then one YAML item per image (`item(i, ref)`), the last with a flow list
+    under `filler_key` holding as many nodes as fit under the reader's cap (2,000,000)
+    and within --max-body."""
+    def text(n):
+        lines = list(head)
+        for i, r in enumerate(refs):
+            lines += item(i, r)
+        lines += [" " * indent + filler_key + ": [" + ",".join(["a"] * n) + "]"]
+        return "\n".join(lines) + "\n"
+    base = len(json.dumps({"x": text(0)}))
+    return text(min(1_990_000 - nodes_per_item * len(refs), (MAX_BODY - base - 64) // 2))
 
-# The reader's cap is 2,000,000 YAML nodes; fill to just under it, within --max-body.
-base = len(json.dumps({"pipeline": steps_yaml(0)}))
-items = min(1_990_000 - 4 * len(refs), (MAX_BODY - base - 64) // 2)
-write("pipeline-filled", {"pipeline": steps_yaml(items)})
-
-def manifests_yaml(filler_items):
-    lines = ["apiVersion: v1", "kind: Pod", "metadata: {name: p}", "spec:", "  containers:"]
-    for i, r in enumerate(refs):
-        lines += [f"    - name: c{i}", f"      image: {r}"]
-    lines += ["      args: [" + ",".join(["a"] * filler_items) + "]"]
-    return "\n".join(lines) + "\n"
-base = len(json.dumps({"manifests": manifests_yaml(0)}))
-items = min(1_990_000 - 6 * len(refs), (MAX_BODY - base - 64) // 2)
-write("manifests-filled", {"manifests": manifests_yaml(items)})
+write("pipeline-filled", {"pipeline": filled(
+    ['version: "1"', "steps:"], lambda i, r: [f"  - name: s{i}", f"    image: {r}"],
+    "commands", 4, 4)})
+write("manifests-filled", {"manifests": filled(
+    ["apiVersion: v1", "kind: Pod", "metadata: {name: p}", "spec:", "  containers:"],
+    lambda i, r: [f"    - name: c{i}", f"      image: {r}"], "args", 6, 6)})
 
 bomb = ['version: "1"', "stages:", "  s0:", "    steps: &steps"]
 for i, r in enumerate(refs):

@@ -291,30 +291,28 @@ mod tests {
 
     #[test]
     fn messages_name_paths_and_json_types() {
-        assert_eq!(
-            error(r#"{"count": "x"}"#),
-            "count: expected a number, found a string"
-        );
-        assert_eq!(
-            error(r#"{"flag": 1}"#),
-            "flag: expected true or false, found a number 1"
-        );
-        assert_eq!(
-            error(r#"{"list": {}}"#),
-            "list: expected an array, found an object"
-        );
-        assert_eq!(
-            error(r#"{"list": [{"reference": "a"}, "b"]}"#),
-            "list[1]: expected an object with \"reference\", found a string"
-        );
-        assert_eq!(
-            error(r#"{"list": [{}]}"#),
-            "list[0]: missing field \"reference\""
-        );
-        assert_eq!(
-            error(r#"{"map": []}"#),
-            "map: expected an object, found an array"
-        );
+        for (body, message) in [
+            (
+                r#"{"count": "x"}"#,
+                "count: expected a number, found a string",
+            ),
+            (
+                r#"{"flag": 1}"#,
+                "flag: expected true or false, found a number 1",
+            ),
+            (
+                r#"{"list": {}}"#,
+                "list: expected an array, found an object",
+            ),
+            (
+                r#"{"list": [{"reference": "a"}, "b"]}"#,
+                "list[1]: expected an object with \"reference\", found a string",
+            ),
+            (r#"{"list": [{}]}"#, "list[0]: missing field \"reference\""),
+            (r#"{"map": []}"#, "map: expected an object, found an array"),
+        ] {
+            assert_eq!(error(body), message, "{body}");
+        }
         let unknown = error(r#"{"cuont": 1}"#);
         assert!(
             unknown.starts_with("unknown field \"cuont\"; known fields: \"count\""),

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use pullcheck_server::{ServeOptions, TlsFiles};
+use pullcheck_server::ServeOptions;
 use serde_json::json;
 
-use crate::tls::{client, make_cert};
+use crate::tls::{client, serve_first};
 use crate::util::{TestServer, temp_dir};
 
 /// The status of a check with `token`: 400 (`images` is empty) means it was let in.
@@ -100,18 +100,7 @@ async fn a_same_length_rotation_that_keeps_the_mtime_revokes_the_old_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_tls_pair_keeps_the_old_certificate_and_is_counted() {
     let dir = temp_dir("reload-tls");
-    let first = make_cert(&dir, "first");
-    let (cert, key) = (dir.join("serving.crt"), dir.join("serving.key"));
-    std::fs::copy(dir.join("first.crt"), &cert).expect("copy");
-    std::fs::copy(dir.join("first.key"), &key).expect("copy");
-    let server = TestServer::start(ServeOptions {
-        tls: Some(TlsFiles {
-            cert: cert.clone(),
-            key: key.clone(),
-        }),
-        ..ServeOptions::default()
-    })
-    .await;
+    let (server, first, cert, _) = serve_first(&dir).await;
     let metric = format!("https://{}/metrics", server.addr);
     let errors = || async {
         let text = client(&first)
