@@ -372,6 +372,10 @@ struct ServeArgs {
     /// new one, when every one has a request in flight).
     #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_CONNECTIONS, value_parser = parse_positive, help_heading = "Service")]
     max_connections: usize,
+    /// Image uses of one check at most (each container and `images` entry, counted as
+    /// read); more get 413 before anything is asked.
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_IMAGES, value_parser = parse_positive, value_name = "N", help_heading = "Service")]
+    max_images: usize,
     /// The longest deadline of a check; a request's deadline_seconds may shorten it.
     #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Service")]
     deadline: Duration,
@@ -450,6 +454,18 @@ struct ServeArgs {
         help_heading = "Admission webhook"
     )]
     admission_client_ca: Option<PathBuf>,
+    /// Largest review body, in bytes (default 3 MiB, the API server's own request
+    /// limit); more gets 413.
+    #[arg(long, default_value_t = pullcheck_server::admission::DEFAULT_MAX_BODY, value_name = "BYTES", requires = "admission", help_heading = "Admission webhook")]
+    admission_max_body: usize,
+    /// Reviews in flight at most (apart from --max-checks); more get 503 with
+    /// Retry-After (the API server then applies failurePolicy: Ignore).
+    #[arg(long, default_value_t = pullcheck_server::admission::DEFAULT_MAX_REVIEWS, value_parser = parse_positive, value_name = "N", requires = "admission", help_heading = "Admission webhook")]
+    admission_max_reviews: usize,
+    /// Containers one review checks at most; an object with more is allowed with a
+    /// warning naming this limit, unchecked.
+    #[arg(long, default_value_t = pullcheck_server::admission::DEFAULT_MAX_CONTAINERS, value_parser = parse_positive, value_name = "N", requires = "admission", help_heading = "Admission webhook")]
+    admission_max_containers: usize,
     #[command(flatten)]
     registry: RegistryArgs,
 }
@@ -1100,6 +1116,7 @@ async fn run_serve(args: ServeArgs) -> i32 {
         idle_timeout: args.idle_timeout,
         http2_keep_alive_interval: args.http2_keep_alive_interval,
         max_connections: args.max_connections,
+        max_images: args.max_images,
         deadline: args.deadline,
         shutdown_grace: args.shutdown_grace,
         tls: match (args.tls_cert, args.tls_key) {
@@ -1122,6 +1139,9 @@ async fn run_serve(args: ServeArgs) -> i32 {
                 },
                 timeout: args.admission_timeout,
                 client_ca: args.admission_client_ca,
+                max_body: args.admission_max_body,
+                max_reviews: args.admission_max_reviews,
+                max_containers: args.admission_max_containers,
             }),
     };
     let server = match pullcheck_server::Server::bind(options).await {

@@ -143,12 +143,13 @@ async fn ping_once(
         let base = base_url(scheme, host).map_err(invalid)?;
         let url = with_query(api_url(&base, endpoint), &endpoint.query);
         let sent = http
-            .send(
+            .send_or_fall_back(
                 http.client.get(url.clone()).headers(headers.clone()),
                 &Method::GET,
                 &url,
                 (RequestKind::Ping, host),
                 deadline,
+                scheme == "https" && endpoint.allow_http,
             )
             .await;
         Ok::<_, PingFailure>((base, sent))

@@ -192,8 +192,24 @@ impl Http {
         request: RequestBuilder,
         method: &Method,
         url: &Url,
+        target: (RequestKind, &str),
+        deadline: Option<Instant>,
+    ) -> Result<Response, SendError> {
+        self.send_or_fall_back(request, method, url, target, deadline, false)
+            .await
+    }
+
+    /// [`Http::send`]; with `may_fall_back` (the `https://` ping of an endpoint allowed
+    /// plain HTTP) a failure before any HTTP answer is told to the observer as
+    /// [`RequestEvent::falls_back_to_http`].
+    pub async fn send_or_fall_back(
+        &self,
+        request: RequestBuilder,
+        method: &Method,
+        url: &Url,
         (purpose, host): (RequestKind, &str),
         deadline: Option<Instant>,
+        may_fall_back: bool,
     ) -> Result<Response, SendError> {
         let started = Instant::now();
         let Some(budget) = budget(&self.limits, deadline, started) else {
@@ -220,6 +236,8 @@ impl Http {
                 duration: elapsed,
                 ratelimit_remaining: answered
                     .and_then(|r| observe::ratelimit_remaining(r.headers())),
+                falls_back_to_http: may_fall_back
+                    && result.as_ref().err().is_some_and(is_connection_level),
             });
         }
         match result {

@@ -31,8 +31,7 @@ use std::time::{Duration, Instant};
 
 use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pullcheck::input::{Disposition, ImageUse};
@@ -42,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::AppState;
-use crate::api::ApiError;
+use crate::api::{ApiError, Limit};
 use crate::conn::TlsInfo;
 
 /// The `apiVersion` of the reviews this webhook answers.
@@ -58,6 +57,13 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(8);
 pub const MAX_WARNING_CHARS: usize = 119;
 /// Most characters of all warnings of one answer together.
 pub const MAX_WARNINGS_TOTAL: usize = 4096;
+/// The default of [`AdmissionOptions::max_body`]: 3 MiB, the Kubernetes API server's
+/// own limit on a request body (`maxRequestBodyBytes`), so no review it sends is refused.
+pub const DEFAULT_MAX_BODY: usize = 3 << 20;
+/// The default of [`AdmissionOptions::max_reviews`].
+pub const DEFAULT_MAX_REVIEWS: usize = 16;
+/// The default of [`AdmissionOptions::max_containers`].
+pub const DEFAULT_MAX_CONTAINERS: usize = 500;
 
 /// What a failing image does to the review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +116,17 @@ pub struct AdmissionOptions {
     /// (probes, `/v1/checks` callers); only the admission routes refuse them, with 401.
     /// `None`: any client may call the admission routes.
     pub client_ca: Option<std::path::PathBuf>,
+    /// The largest review body, in bytes; more gets 413. Default [`DEFAULT_MAX_BODY`].
+    pub max_body: usize,
+    /// Reviews in flight at most (apart from the checks' `max_checks`); more get 503
+    /// with `Retry-After: 1`, which the API server treats as a failed call
+    /// (`failurePolicy: Ignore`: allowed). Bodies are read only once a slot is held.
+    /// Default [`DEFAULT_MAX_REVIEWS`].
+    pub max_reviews: usize,
+    /// Containers one review checks at most (at UPDATE, those whose image changed); an
+    /// object with more is allowed with a warning that names the limit, unchecked, as
+    /// anything the webhook cannot decide. Default [`DEFAULT_MAX_CONTAINERS`].
+    pub max_containers: usize,
 }
 
 impl Default for AdmissionOptions {
@@ -119,6 +136,9 @@ impl Default for AdmissionOptions {
             exempt_images: vec![DEFAULT_EXEMPT_IMAGE.to_owned()],
             timeout: DEFAULT_TIMEOUT,
             client_ca: None,
+            max_body: DEFAULT_MAX_BODY,
+            max_reviews: DEFAULT_MAX_REVIEWS,
+            max_containers: DEFAULT_MAX_CONTAINERS,
         }
     }
 }
@@ -130,6 +150,10 @@ pub(crate) struct Admission {
     exempt: globset::GlobSet,
     timeout: Duration,
     client_certificates: bool,
+    pub(crate) max_body: usize,
+    max_reviews: usize,
+    max_containers: usize,
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Admission {
@@ -161,6 +185,10 @@ impl Admission {
             exempt,
             timeout: options.timeout,
             client_certificates: options.client_ca.is_some(),
+            max_body: options.max_body,
+            max_reviews: options.max_reviews,
+            max_containers: options.max_containers,
+            slots: Arc::new(tokio::sync::Semaphore::new(options.max_reviews)),
         })
     }
 
@@ -333,9 +361,9 @@ fn operation_label(operation: &str) -> &'static str {
 pub async fn post_admission(
     State(state): State<Arc<AppState>>,
     tls: Option<Extension<Arc<TlsInfo>>>,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
-    review_route(&state, None, tls, body).await
+    review_route(&state, None, tls, request).await
 }
 
 /// `POST /v1/admission/{mode}`: `warn` or `deny` whatever the configured mode (for
@@ -344,10 +372,10 @@ pub async fn post_admission_mode(
     State(state): State<Arc<AppState>>,
     Path(mode): Path<String>,
     tls: Option<Extension<Arc<TlsInfo>>>,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
     match AdmissionMode::parse(&mode) {
-        Ok(mode) => review_route(&state, Some(mode), tls, body).await,
+        Ok(mode) => review_route(&state, Some(mode), tls, request).await,
         Err(_) => ApiError::new(
             StatusCode::NOT_FOUND,
             "no such route: the admission modes are /v1/admission/warn and /v1/admission/deny",
@@ -360,7 +388,7 @@ async fn review_route(
     state: &AppState,
     mode: Option<AdmissionMode>,
     tls: Option<Extension<Arc<TlsInfo>>>,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
     let Some(admission) = &state.admission else {
         return ApiError::new(
@@ -384,27 +412,13 @@ async fn review_route(
         .into_response();
     }
     let started = Instant::now();
-    let body = match body {
-        Ok(b) => b,
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+    let (_slot, body) = match read_body(state, admission, request).await {
+        Ok(read) => read,
+        Err(answer) => {
             state
                 .metrics
                 .admission_review("other", "other", "error", 0.0);
-            return ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the body is over --max-body ({} bytes)", state.max_body),
-            )
-            .into_response();
-        }
-        Err(e) => {
-            state
-                .metrics
-                .admission_review("other", "other", "error", 0.0);
-            return ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("cannot read the body: {e}"),
-            )
-            .into_response();
+            return answer;
         }
     };
     let parsed = match parse_review(&body) {
@@ -452,6 +466,69 @@ async fn review_route(
     (StatusCode::OK, axum::Json(answer)).into_response()
 }
 
+/// A review slot and the body, read once the slot is held (so at most
+/// `--admission-max-reviews` bodies of at most `--admission-max-body` are in memory).
+///
+/// # Errors
+/// The answer: 413 over the body limit (by `Content-Length` before the slot, or as
+/// read), 503 with `Retry-After: 1` when every slot is taken, 400 when the body cannot
+/// be read.
+async fn read_body(
+    state: &AppState,
+    admission: &Admission,
+    request: Request,
+) -> Result<(tokio::sync::OwnedSemaphorePermit, Bytes), Response> {
+    let too_large = |count: Option<usize>| {
+        state
+            .metrics
+            .over_limit(crate::metrics::LimitLabel::AdmissionMaxBody);
+        ApiError::over_limit(
+            "bytes of body",
+            Limit {
+                flag: "--admission-max-body",
+                limit: admission.max_body,
+                count,
+            },
+        )
+        .into_response()
+    };
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if let Some(length) = declared.filter(|l| *l > admission.max_body) {
+        return Err(too_large(Some(length)));
+    }
+    let Ok(slot) = admission.slots.clone().try_acquire_owned() else {
+        state
+            .metrics
+            .over_limit(crate::metrics::LimitLabel::AdmissionMaxReviews);
+        let mut answer = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{} reviews are in flight (--admission-max-reviews); try again",
+                admission.max_reviews
+            ),
+        )
+        .into_response();
+        answer.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+        return Err(answer);
+    };
+    match axum::body::to_bytes(request.into_body(), admission.max_body).await {
+        Ok(body) => Ok((slot, body)),
+        Err(e) if crate::api::is_length_limit(&e) => Err(too_large(None)),
+        Err(e) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("cannot read the body: {e}"),
+        )
+        .into_response()),
+    }
+}
+
 /// The review's `apiVersion`, `kind` and request.
 ///
 /// # Errors
@@ -474,12 +551,25 @@ fn parse_review(body: &[u8]) -> Result<(String, String, AdmissionRequest), Strin
     let Some(request) = object.get("request") else {
         return Err("the AdmissionReview has no `request`".to_owned());
     };
-    let request: AdmissionRequest = serde_json::from_value(request.clone())
-        .map_err(|e| format!("the AdmissionReview's request is malformed: {e}"))?;
+    let request: AdmissionRequest = crate::decode::value(request, "request.", request_field)
+        .map_err(|e| format!("the AdmissionReview's request is malformed: {}", e.message))?;
     if request.uid.is_empty() {
         return Err("the AdmissionReview's request has an empty `uid`".to_owned());
     }
     Ok((api_version.to_owned(), kind.to_owned(), request))
+}
+
+/// What each field of an [`AdmissionRequest`] expects, in JSON's words, for errors.
+fn request_field(path: &str) -> Option<&'static str> {
+    Some(match path {
+        "uid" | "name" | "namespace" | "operation" | "subResource" | "kind.group"
+        | "kind.version" | "kind.kind" | "resource.group" | "resource.version"
+        | "resource.resource" => "a string",
+        "kind" => "an object with group, version and kind",
+        "resource" => "an object with group, version and resource",
+        "dryRun" => "true or false",
+        _ => return None,
+    })
 }
 
 /// The answer to one request; never fails (what cannot be decided is allowed).
@@ -518,6 +608,9 @@ async fn review(
             "pullcheck: the request has no object; its images were not checked".to_owned(),
         ]);
     };
+    if let Some(warning) = missing_type_fields(object) {
+        return allow(vec![warning]);
+    }
     let old = if request.operation == "UPDATE" {
         request.old_object.as_ref().and_then(|o| pod_spec(o, path))
     } else {
@@ -527,6 +620,9 @@ async fn review(
         // No image is new: nothing to ask.
         return allow(Vec::new());
     };
+    if let Some(warning) = over_max_containers(state, admission, &reduced, path) {
+        return allow(vec![warning]);
+    }
     let deadline_start = Instant::now();
     let outcome = tokio::time::timeout(
         admission.timeout,
@@ -544,6 +640,72 @@ async fn review(
         }
     };
     decide(request, mode, &report)
+}
+
+/// The warning for an object without `apiVersion` or `kind` (the manifest reader could
+/// not tell what it is, so its images would go unchecked in silence): undecidable,
+/// allowed in both modes, with the missing fields named.
+fn missing_type_fields(object: &Map<String, Value>) -> Option<String> {
+    let missing: Vec<&str> = ["apiVersion", "kind"]
+        .into_iter()
+        .filter(|key| {
+            object
+                .get(*key)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "pullcheck: the object has no {}; its images were not checked",
+        missing
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(" and no ")
+    ))
+}
+
+/// The containers of the pod spec at `path` (every list).
+fn container_count(object: &Value, path: &[&str]) -> usize {
+    let Some(spec) = pod_spec(object, path) else {
+        return 0;
+    };
+    CONTAINER_LISTS
+        .iter()
+        .filter_map(|list| spec.get(*list).and_then(Value::as_array))
+        .map(Vec::len)
+        .sum()
+}
+
+/// The warning for an object with more containers to check than
+/// `--admission-max-containers`, counted before it is read or checked: allowed,
+/// unchecked, as anything the webhook cannot decide.
+fn over_max_containers(
+    state: &AppState,
+    admission: &Admission,
+    reduced: &Value,
+    path: &[&str],
+) -> Option<String> {
+    let count = container_count(reduced, path);
+    if count <= admission.max_containers {
+        return None;
+    }
+    state
+        .metrics
+        .over_limit(crate::metrics::LimitLabel::AdmissionMaxContainers);
+    tracing::warn!(
+        containers = count,
+        limit = admission.max_containers,
+        "admission: over --admission-max-containers; allowed unchecked"
+    );
+    Some(format!(
+        "pullcheck: {count} containers to check, over the limit of {} \
+         (--admission-max-containers); images not checked",
+        admission.max_containers
+    ))
 }
 
 /// The pod spec at `path` in `object`, if it is a mapping.

@@ -83,14 +83,72 @@ impl std::fmt::Debug for CheckRequest {
     }
 }
 
-/// One image of [`CheckRequest::images`].
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One image of [`CheckRequest::images`]: a JSON object with `reference` and optionally
+/// `policy` (an array in its place is an error, not read field by field).
+#[derive(Debug)]
 pub struct ImageArg {
     /// The reference, as written.
     pub reference: String,
     /// The pull policy, as `--image REF=POLICY` takes it; default `always`.
     pub policy: Option<String>,
+}
+
+/// What `images[]` expects, in errors.
+const IMAGE_ARG: &str = "an object with \"reference\"";
+
+impl<'de> Deserialize<'de> for ImageArg {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<ImageArg, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = ImageArg;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(IMAGE_ARG)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ImageArg, A::Error> {
+                use serde::de::Error as _;
+                let (mut reference, mut policy) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "reference" if reference.is_some() => {
+                            return Err(A::Error::duplicate_field("reference"));
+                        }
+                        "policy" if policy.is_some() => {
+                            return Err(A::Error::duplicate_field("policy"));
+                        }
+                        "reference" => reference = Some(map.next_value()?),
+                        "policy" => policy = Some(map.next_value::<Option<String>>()?),
+                        other => {
+                            return Err(A::Error::unknown_field(other, &["reference", "policy"]));
+                        }
+                    }
+                }
+                let reference = reference.ok_or_else(|| A::Error::missing_field("reference"))?;
+                Ok(ImageArg {
+                    reference,
+                    policy: policy.flatten(),
+                })
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
+/// What each field of [`CheckRequest`] expects, in JSON's words, for errors.
+fn check_field(path: &str) -> Option<&'static str> {
+    Some(match path {
+        "pipeline" | "manifests" | "file_name" | "namespace" | "pods_template" | "platform"
+        | "runtime" | "placeholder_image" | "images[].reference" | "images[].policy" => "a string",
+        "build" => "an object (a compiled Vela build)",
+        "images" => "an array of objects with \"reference\"",
+        "images[]" => IMAGE_ARG,
+        "pull_secrets" => "an array of Secret objects",
+        "include_on_start" | "allow_empty" => "true or false",
+        "deadline_seconds" => "a number (seconds)",
+        _ => return None,
+    })
 }
 
 /// An answer other than a report: a status and `{"error": {...}}`.
@@ -101,6 +159,18 @@ pub struct ApiError {
     line: Option<usize>,
     column: Option<usize>,
     retry_after: Option<u64>,
+    limit: Option<Limit>,
+}
+
+/// A cost limit a request went over: `{"limit", "count", "flag"}` in its error.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limit {
+    /// The option that sets it (`--max-images`).
+    pub flag: &'static str,
+    /// Its value.
+    pub limit: usize,
+    /// What the request had, when it was counted.
+    pub count: Option<usize>,
 }
 
 impl ApiError {
@@ -112,7 +182,26 @@ impl ApiError {
             line: None,
             column: None,
             retry_after: None,
+            limit: None,
         }
+    }
+
+    /// 413 for a request over a cost limit: the message names the count, the limit and
+    /// its option; the body has them as `count`, `limit` and `flag`.
+    pub(crate) fn over_limit(what: &str, limit: Limit) -> ApiError {
+        let count = limit
+            .count
+            .map(|c| format!("{c} {what}"))
+            .unwrap_or_else(|| format!("more {what}"));
+        let mut e = ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "{count}: over the limit of {} ({}); split the request or raise the limit",
+                limit.limit, limit.flag
+            ),
+        );
+        e.limit = Some(limit);
+        e
     }
 
     fn bad(message: impl Into<String>) -> ApiError {
@@ -141,6 +230,13 @@ impl IntoResponse for ApiError {
         if let Some(column) = self.column {
             error["column"] = json!(column);
         }
+        if let Some(limit) = self.limit {
+            error["limit"] = json!(limit.limit);
+            error["flag"] = json!(limit.flag);
+            if let Some(count) = limit.count {
+                error["count"] = json!(count);
+            }
+        }
         let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
         if let Some(seconds) = self.retry_after {
             response
@@ -153,7 +249,7 @@ impl IntoResponse for ApiError {
 
 /// Whether reading a body failed on its size limit (`--max-body`), as opposed to the
 /// connection.
-fn is_length_limit(error: &axum::Error) -> bool {
+pub(crate) fn is_length_limit(error: &axum::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = source {
         if e.is::<http_body_util::LengthLimitError>() {
@@ -275,7 +371,8 @@ pub async fn post_check(
     let result = check(&state, &caller, &body).await;
     unanswered.answered = true;
     match result {
-        Ok((report, code)) => {
+        Ok((mut report, code)) => {
+            cap_warnings(&mut report.warnings);
             let statuses: Vec<&'static str> =
                 report.images.iter().map(|i| i.status.as_str()).collect();
             state.metrics.check_done(
@@ -304,6 +401,20 @@ pub async fn post_check(
     }
 }
 
+/// Most warnings an answer lists; the rest are counted in a last one. The inputs can hold
+/// a warning per ignored YAML document or skipped object, many more than they hold uses.
+pub const MAX_ANSWER_WARNINGS: usize = 100;
+
+/// `warnings` cut to [`MAX_ANSWER_WARNINGS`], the last one saying how many were left out.
+fn cap_warnings(warnings: &mut Vec<String>) {
+    if warnings.len() <= MAX_ANSWER_WARNINGS {
+        return;
+    }
+    let left = warnings.len() - (MAX_ANSWER_WARNINGS - 1);
+    warnings.truncate(MAX_ANSWER_WARNINGS - 1);
+    warnings.push(format!("… and {left} more warnings, not shown"));
+}
+
 /// The 200 answer: the report as `pullcheck check --format json` prints it, plus the
 /// exit code the CLI would exit with.
 #[derive(serde::Serialize)]
@@ -325,11 +436,11 @@ struct Parsed {
 }
 
 fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed), ApiError> {
-    let request: CheckRequest = serde_json::from_slice(body).map_err(|e| {
-        let (line, column) = (e.line(), e.column());
-        ApiError::bad(format!("the request is not a check request: {e}"))
-            .at((line > 0).then_some(line), (column > 0).then_some(column))
-    })?;
+    let request: CheckRequest = crate::decode::object(body, check_field)
+        .map_err(|e| ApiError::bad(e.message).at(e.line, e.column))?;
+    if let Some(images) = &request.images {
+        check_image_count(state, images.len())?;
+    }
     let given = [
         request.pipeline.is_some(),
         request.build.is_some(),
@@ -476,6 +587,26 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
     ))
 }
 
+/// 413 when a request holds more image uses than `--max-images`, counted as read (an
+/// image used in three steps, or a step reached through an alias from ten stages, counts
+/// each time: each use is planned and reported), before anything is planned or asked.
+fn check_image_count(state: &AppState, count: usize) -> Result<(), ApiError> {
+    if count <= state.max_images {
+        return Ok(());
+    }
+    state
+        .metrics
+        .over_limit(crate::metrics::LimitLabel::MaxImages);
+    Err(ApiError::over_limit(
+        "image uses",
+        Limit {
+            flag: "--max-images",
+            limit: state.max_images,
+            count: Some(count),
+        },
+    ))
+}
+
 async fn check(
     state: &AppState,
     caller: &Caller,
@@ -502,6 +633,7 @@ async fn check(
         None => pullcheck_sources::read_inputs(&parsed.texts, parsed.images)?,
     };
     drop(parsed.texts);
+    check_image_count(state, inputs.use_count())?;
     if !request.allow_empty
         && let Some(message) = inputs.nothing_to_check()
     {

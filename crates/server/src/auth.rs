@@ -1,4 +1,4 @@
-//! Who may ask: bearer tokens from `--api-token-file`, re-read when the file changes, and
+//! Who may ask: bearer tokens from `--api-token-file`, re-read when its content changes, and
 //! the namespaces a request may name (`--allow-namespace` globs, and a token line's own
 //! list).
 //!
@@ -7,12 +7,14 @@
 //! lines starting with `#` are skipped. Tokens are compared in constant time; neither a
 //! token nor the file's content is ever logged.
 
-use std::path::PathBuf;
-use std::sync::Mutex;
-use std::time::SystemTime;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use globset::{Glob, GlobMatcher};
 use subtle::ConstantTimeEq as _;
+
+use crate::metrics::{Metrics, ReloadFile};
 
 /// A namespace pattern: a glob (`*`, `?`, `[...]`) matched against the whole name.
 #[derive(Debug, Clone)]
@@ -53,17 +55,33 @@ struct Entry {
 }
 
 struct Loaded {
-    /// The file's modification time and length when read.
+    /// The file's modification time and length when last looked at: a change makes the
+    /// next request read the file at once.
     stamp: Option<(SystemTime, u64)>,
+    /// When the content was last read: it is read again after [`RECHECK`] even when the
+    /// stamp is the same (a same-length copy that keeps the modification time).
+    checked: Instant,
+    /// The fingerprint of the content in use.
+    good: u64,
+    /// The fingerprint of the content last read (`None`: the file could not be read), so
+    /// that a bad file is logged and counted once, not on every request.
+    seen: Option<u64>,
     entries: Vec<Entry>,
 }
 
-/// The token file: stat'ed on each request, re-read when its modification time or length
-/// changed. A file that cannot be read lets nobody in (and says why in the log, without
-/// its content).
+/// How often the content is read again when the file's stamp has not changed.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// The token file: stat'ed on each request, and its content read when the stat changed
+/// or [`RECHECK`] has passed; what is in use changes only when the content's fingerprint
+/// does ([`crate::reload::fingerprint`]). A changed file that cannot be read or parsed,
+/// or holds no token, keeps the last good tokens in use: the file, the line and the
+/// reason are logged (never a token) and counted in
+/// `pullcheck_config_reload_errors_total{file="api_token_file"}`.
 pub struct TokenFile {
     path: PathBuf,
     loaded: Mutex<Loaded>,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for TokenFile {
@@ -74,7 +92,15 @@ impl std::fmt::Debug for TokenFile {
     }
 }
 
-fn parse(text: &str) -> Result<Vec<Entry>, String> {
+/// A line of the token file that is not `TOKEN` or `TOKEN ns1,ns2`: its number (1-based)
+/// and why. Never holds a token.
+#[derive(Debug)]
+struct BadLine {
+    line: usize,
+    reason: String,
+}
+
+fn parse(text: &str) -> Result<Vec<Entry>, BadLine> {
     let mut entries = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -89,15 +115,20 @@ fn parse(text: &str) -> Result<Vec<Entry>, String> {
                     .filter(|s| !s.is_empty())
                     .map(NamespaceGlob::new)
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("line {}: {e}", i + 1))?,
+                    .map_err(|reason| BadLine {
+                        line: i + 1,
+                        reason,
+                    })?,
             ),
             None => None,
         };
         if parts.next().is_some() {
-            return Err(format!(
-                "line {}: expected `TOKEN` or `TOKEN ns1,ns2`, found more fields",
-                i + 1
-            ));
+            return Err(BadLine {
+                line: i + 1,
+                reason: "expected `TOKEN` or `TOKEN ns1,ns2` (no space in the list), found \
+                         more fields"
+                    .to_owned(),
+            });
         }
         entries.push(Entry {
             token: token.as_bytes().to_vec(),
@@ -107,40 +138,105 @@ fn parse(text: &str) -> Result<Vec<Entry>, String> {
     Ok(entries)
 }
 
+/// Why the token file's content cannot be used.
+enum Unusable {
+    /// Cannot be read (or not UTF-8): the message.
+    Unreadable(String),
+    /// A bad line.
+    Line(BadLine),
+    /// No token in it.
+    Empty,
+}
+
 impl TokenFile {
-    /// Reads the file once.
+    /// Reads the file once; reload errors are counted in `metrics`.
     ///
     /// # Errors
     /// The file cannot be read, is not UTF-8, has a bad line, or holds no token.
-    pub fn load(path: PathBuf) -> Result<TokenFile, String> {
-        let file = TokenFile {
+    pub fn load(path: PathBuf, metrics: Arc<Metrics>) -> Result<TokenFile, String> {
+        let stamp = stamp(&path);
+        let shown = path.display().to_string();
+        let (good, entries) = match read(&path) {
+            Ok(found) => found,
+            Err(Unusable::Unreadable(e)) => return Err(format!("{shown}: cannot read: {e}")),
+            Err(Unusable::Line(bad)) => {
+                return Err(format!("{shown}: line {}: {}", bad.line, bad.reason));
+            }
+            Err(Unusable::Empty) => return Err(format!("{shown}: holds no token")),
+        };
+        Ok(TokenFile {
             path,
             loaded: Mutex::new(Loaded {
-                stamp: None,
-                entries: Vec::new(),
+                stamp,
+                checked: Instant::now(),
+                good,
+                seen: Some(good),
+                entries,
             }),
+            metrics,
+        })
+    }
+
+    /// Reads the file again when due; a usable new content replaces the tokens.
+    fn refresh(&self, loaded: &mut Loaded) {
+        let stamp = stamp(&self.path);
+        if stamp.is_some() && stamp == loaded.stamp && loaded.checked.elapsed() < RECHECK {
+            return;
+        }
+        loaded.stamp = stamp;
+        loaded.checked = Instant::now();
+        let bytes = match pullcheck_files::read(&self.path) {
+            Ok(b) => b,
+            Err(e) => {
+                if loaded.seen.take().is_some() {
+                    self.reject(&Unusable::Unreadable(e.to_string()));
+                }
+                return;
+            }
         };
-        let loaded = file.read()?;
-        if loaded.entries.is_empty() {
-            return Err(format!("{}: holds no token", file.path.display()));
+        let fingerprint = crate::reload::fingerprint(&bytes);
+        if loaded.seen == Some(fingerprint) {
+            return;
         }
-        if let Ok(mut l) = file.loaded.lock() {
-            *l = loaded;
+        loaded.seen = Some(fingerprint);
+        if fingerprint == loaded.good {
+            return;
         }
-        Ok(file)
+        match entries_of(&bytes) {
+            Ok(entries) => {
+                tracing::info!(
+                    path = %self.path.display(),
+                    tokens = entries.len(),
+                    "API token file re-read"
+                );
+                loaded.entries = entries;
+                loaded.good = fingerprint;
+            }
+            Err(why) => self.reject(&why),
+        }
     }
 
-    fn stamp(&self) -> Option<(SystemTime, u64)> {
-        let meta = std::fs::metadata(&self.path).ok()?;
-        Some((meta.modified().ok()?, meta.len()))
-    }
-
-    fn read(&self) -> Result<Loaded, String> {
-        let stamp = self.stamp();
-        let text = pullcheck_files::read_to_string(&self.path)
-            .map_err(|e| format!("{}: cannot read: {e}", self.path.display()))?;
-        let entries = parse(&text).map_err(|e| format!("{}: {e}", self.path.display()))?;
-        Ok(Loaded { stamp, entries })
+    /// Logs (never a token) and counts a changed file that cannot be used.
+    fn reject(&self, why: &Unusable) {
+        self.metrics.reload_error(ReloadFile::ApiTokenFile);
+        let path = self.path.display();
+        match why {
+            Unusable::Unreadable(e) => tracing::warn!(
+                path = %path,
+                "API token file cannot be read: {e}; the last good tokens stay in use"
+            ),
+            Unusable::Line(bad) => tracing::warn!(
+                path = %path,
+                line = bad.line,
+                "API token file not reloaded: line {}: {}; the last good tokens stay in use",
+                bad.line,
+                bad.reason
+            ),
+            Unusable::Empty => tracing::warn!(
+                path = %path,
+                "API token file not reloaded: it holds no token; the last good tokens stay in use"
+            ),
+        }
     }
 
     /// The caller whose token is `presented`, if a line of the file holds it. Every
@@ -149,24 +245,7 @@ impl TokenFile {
         let Ok(mut loaded) = self.loaded.lock() else {
             return None;
         };
-        let stamp = self.stamp();
-        if stamp.is_none() || stamp != loaded.stamp {
-            match self.read() {
-                Ok(l) => {
-                    tracing::info!(
-                        path = %self.path.display(),
-                        tokens = l.entries.len(),
-                        "API token file re-read"
-                    );
-                    *loaded = l;
-                }
-                Err(e) => {
-                    tracing::warn!("API token file: {e}; no request is let in until it is fixed");
-                    loaded.entries.clear();
-                    loaded.stamp = stamp;
-                }
-            }
-        }
+        self.refresh(&mut loaded);
         let mut found: Option<&Entry> = None;
         for entry in &loaded.entries {
             if bool::from(entry.token.as_slice().ct_eq(presented)) && found.is_none() {
@@ -177,6 +256,28 @@ impl TokenFile {
             namespaces: e.namespaces.clone(),
         })
     }
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// The file's fingerprint and tokens.
+fn read(path: &Path) -> Result<(u64, Vec<Entry>), Unusable> {
+    let bytes = pullcheck_files::read(path).map_err(|e| Unusable::Unreadable(e.to_string()))?;
+    Ok((crate::reload::fingerprint(&bytes), entries_of(&bytes)?))
+}
+
+/// The tokens of the file's bytes: UTF-8, every line well formed, at least one token.
+fn entries_of(bytes: &[u8]) -> Result<Vec<Entry>, Unusable> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| Unusable::Unreadable(format!("not UTF-8: {e}")))?;
+    let entries = parse(text).map_err(Unusable::Line)?;
+    if entries.is_empty() {
+        return Err(Unusable::Empty);
+    }
+    Ok(entries)
 }
 
 /// Whether `namespace` may be named: allowed by `allow` (when not empty) and by the

@@ -58,13 +58,36 @@ pub(crate) async fn read_body(
         )
         .into_response();
     }
+    // The API routes take `--max-body`; the admission routes `--admission-max-body`.
+    let (max_body, flag, label) = match (&state.admission, json_only) {
+        (Some(admission), false) => (
+            admission.max_body,
+            "--admission-max-body",
+            Some(crate::metrics::LimitLabel::AdmissionMaxBody),
+        ),
+        _ => (state.max_body, "--max-body", None),
+    };
+    let too_large = |count: Option<usize>| {
+        if let Some(label) = label {
+            state.metrics.over_limit(label);
+        }
+        ApiError::over_limit(
+            "bytes of body",
+            crate::api::Limit {
+                flag,
+                limit: max_body,
+                count,
+            },
+        )
+        .into_response()
+    };
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > state.max_body as u64) {
-        return too_large(state.max_body);
+    if let Some(length) = declared.filter(|n| *n > max_body as u64) {
+        return too_large(Some(usize::try_from(length).unwrap_or(usize::MAX)));
     }
     let Ok(slot) = state.body_reads.clone().try_acquire_owned() else {
         crate::log_overload("body reads", state.max_body_reads);
@@ -77,12 +100,12 @@ pub(crate) async fn read_body(
         );
     };
     let (parts, body) = request.into_parts();
-    let limited = http_body_util::Limited::new(body, state.max_body);
+    let limited = http_body_util::Limited::new(body, max_body);
     let read = tokio::time::timeout(state.body_read_timeout, limited.collect()).await;
     drop(slot);
     let bytes = match read {
         Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if is_length_limit(e.as_ref()) => return too_large(state.max_body),
+        Ok(Err(e)) if is_length_limit(e.as_ref()) => return too_large(None),
         Ok(Err(e)) => {
             return ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -105,15 +128,6 @@ pub(crate) async fn read_body(
     };
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
-}
-
-/// 413 for a body over `--max-body` (declared by `Content-Length`, or read).
-fn too_large(max_body: usize) -> Response {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!("the body is over --max-body ({max_body} bytes)"),
-    )
-    .into_response()
 }
 
 /// Whether a body error is its size limit.

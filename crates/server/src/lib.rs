@@ -32,9 +32,11 @@ pub mod auth;
 mod body;
 mod check;
 pub mod conn;
+mod decode;
 pub mod logging;
 pub mod metrics;
 pub mod ready;
+mod reload;
 
 pub use logging::{LogFormat, init_logging};
 
@@ -42,7 +44,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
@@ -78,6 +80,8 @@ pub const DEFAULT_HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// Default `max_body_reads`.
 pub const DEFAULT_MAX_BODY_READS: usize = 16;
+/// Default `max_images`: image uses of one check.
+pub const DEFAULT_MAX_IMAGES: usize = 1_000;
 /// How often the TLS certificate and key files are looked at for a change.
 const TLS_POLL: Duration = Duration::from_secs(5);
 
@@ -138,6 +142,10 @@ pub struct ServeOptions {
     /// Open connections at most; a new one over the cap closes the one idle longest, or
     /// is closed when every one has a request in flight.
     pub max_connections: usize,
+    /// Image uses of one check at most, counted as the inputs are read (each container,
+    /// each `images` entry; a step reached through a YAML alias where it is used); more
+    /// get 413 before anything is planned or asked. Default [`DEFAULT_MAX_IMAGES`].
+    pub max_images: usize,
     /// The longest deadline of a check; a request's `deadline_seconds` may only shorten it.
     pub deadline: Duration,
     /// How long requests in flight may still run after the shutdown signal; new requests
@@ -177,6 +185,7 @@ impl Default for ServeOptions {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             http2_keep_alive_interval: DEFAULT_HTTP2_KEEP_ALIVE_INTERVAL,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_images: DEFAULT_MAX_IMAGES,
             deadline: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(20),
             cache_present: None,
@@ -211,6 +220,7 @@ pub struct AppState {
     body_reads: Arc<tokio::sync::Semaphore>,
     max_body_reads: usize,
     body_read_timeout: Duration,
+    max_images: usize,
     deadline: Duration,
     readiness: ready::Readiness,
     lifecycle: Arc<conn::Lifecycle>,
@@ -297,8 +307,9 @@ impl Server {
                 )));
             }
         }
+        let metrics = Arc::new(Metrics::new());
         let tokens = match options.api_token_file {
-            Some(path) => Some(TokenFile::load(path).map_err(ServeError::Config)?),
+            Some(path) => Some(TokenFile::load(path, metrics.clone()).map_err(ServeError::Config)?),
             None => None,
         };
         let allow_namespaces = options
@@ -345,7 +356,6 @@ impl Server {
             },
             None => Err("no kubeconfig is configured".to_owned()),
         };
-        let metrics = Arc::new(Metrics::new());
         let checker = Checker::new(
             CheckerOptions {
                 concurrency: options.concurrency,
@@ -398,6 +408,7 @@ impl Server {
             body_reads: Arc::new(tokio::sync::Semaphore::new(options.max_body_reads)),
             max_body_reads: options.max_body_reads,
             body_read_timeout: options.body_read_timeout,
+            max_images: options.max_images,
             deadline: options.deadline,
             readiness,
             lifecycle: Arc::new(conn::Lifecycle::new()),
@@ -466,7 +477,12 @@ impl Server {
         );
         let config = match tls {
             Some((files, config, verifier)) => {
-                background.push(tokio::spawn(reload_tls(files, config.clone(), verifier)));
+                background.push(tokio::spawn(reload_tls(
+                    files,
+                    config.clone(),
+                    verifier,
+                    state.metrics.clone(),
+                )));
                 Some(config)
             }
             None => None,
@@ -512,9 +528,9 @@ pub async fn shutdown_signal() {
     }
 }
 
-fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
+/// The content fingerprint of a file, for the TLS reload ([`reload::file_fingerprint`]).
+fn stamp(path: &std::path::Path) -> Option<u64> {
+    reload::file_fingerprint(path)
 }
 
 /// A client-certificate verifier (`--admission-client-ca`).
@@ -576,9 +592,15 @@ fn load_tls(files: &TlsFiles, verifier: Option<&Verifier>) -> Result<rustls::Ser
     Ok(config)
 }
 
-/// Re-reads the certificate and key when either file changes; a bad pair is logged and
-/// the old one kept. New connections take the new one.
-async fn reload_tls(files: TlsFiles, config: conn::TlsConfig, verifier: Option<Verifier>) {
+/// Re-reads the certificate and key when the content of either file changes; a bad pair
+/// is logged, counted (`pullcheck_config_reload_errors_total{file="tls_cert"}`) and the
+/// old one kept. New connections take the new one.
+async fn reload_tls(
+    files: TlsFiles,
+    config: conn::TlsConfig,
+    verifier: Option<Verifier>,
+    metrics: Arc<Metrics>,
+) {
     let mut last = (stamp(&files.cert), stamp(&files.key));
     loop {
         tokio::time::sleep(TLS_POLL).await;
@@ -592,10 +614,13 @@ async fn reload_tls(files: TlsFiles, config: conn::TlsConfig, verifier: Option<V
                 *config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(fresh);
                 tracing::info!(cert = %files.cert.display(), "TLS certificate reloaded");
             }
-            Err(e) => tracing::warn!(
-                cert = %files.cert.display(),
-                "TLS certificate not reloaded, the old one stays: {e}"
-            ),
+            Err(e) => {
+                metrics.reload_error(metrics::ReloadFile::TlsCert);
+                tracing::warn!(
+                    cert = %files.cert.display(),
+                    "TLS certificate not reloaded, the old one stays: {e}"
+                );
+            }
         }
     }
 }
@@ -621,6 +646,8 @@ pub fn router(state: Arc<AppState>) -> Router {
                 )),
         );
     // The API server sends no bearer token: the admission routes sit outside `authenticate`.
+    // Their body limit is --admission-max-body (body::read_body); the review slot is
+    // taken once the body has arrived (admission::review_route).
     let admission = Router::new()
         .route("/v1/admission", post(admission::post_admission))
         .route("/v1/admission/{mode}", post(admission::post_admission_mode))

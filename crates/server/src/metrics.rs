@@ -3,7 +3,10 @@
 //!
 //! No label takes unbounded values: no image, repository or namespace label; the
 //! `registry` label is the registry host, capped at [`MAX_REGISTRY_LABELS`] distinct
-//! values (the rest count as `other`); `route` is the matched route, never the raw path.
+//! values (the rest count as `other`); `route` is the matched route, never the raw path;
+//! a registry's `code` is one of [`REGISTRY_CODES`]. Counters whose label values are
+//! known in advance (checks and images by result and status, reload errors by file,
+//! requests over a limit by limit) are exported at zero from the start.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -16,8 +19,109 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+/// Every image status of a report ([`pullcheck::report::Status`]), the `status` label
+/// values of `pullcheck_images_total`.
+const IMAGE_STATUSES: [pullcheck::report::Status; 10] = {
+    use pullcheck::report::Status::*;
+    [
+        Present,
+        Missing,
+        NoAccess,
+        Denied,
+        Blocked,
+        Unreachable,
+        Unresolved,
+        Invalid,
+        Deferred,
+        Skipped,
+    ]
+};
+
 /// Distinct `registry` label values kept; later hosts are counted as `other`.
 pub const MAX_REGISTRY_LABELS: usize = 64;
+
+/// The `code` label values of `pullcheck_registry_requests_total`: the statuses a
+/// registry sends that mean something to the check (OK, authentication, access, not
+/// found, rate limit, server errors and gateways), `other` for any other status,
+/// `error` for a request that got no HTTP answer, and `fallback` for the expected
+/// failure of the `https://` ping of a registry allowed plain HTTP (the ping then asks
+/// over `http://`, counted on its own).
+pub const REGISTRY_CODES: [&str; 12] = [
+    "200", "401", "403", "404", "429", "500", "502", "503", "504", "other", "error", "fallback",
+];
+
+/// The bounded `code` label for a registry's answer: the status when it is one of
+/// [`REGISTRY_CODES`], else `other`.
+fn registry_code(code: &str) -> &'static str {
+    REGISTRY_CODES
+        .iter()
+        .find(|known| **known == code)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// A configuration file the service re-reads while it runs: the `file` label of
+/// `pullcheck_config_reload_errors_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadFile {
+    /// `--api-token-file`.
+    ApiTokenFile,
+    /// `--tls-cert` and `--tls-key` (read as a pair).
+    TlsCert,
+}
+
+impl ReloadFile {
+    const ALL: [ReloadFile; 2] = [ReloadFile::ApiTokenFile, ReloadFile::TlsCert];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            ReloadFile::ApiTokenFile => "api_token_file",
+            ReloadFile::TlsCert => "tls_cert",
+        }
+    }
+}
+
+/// A cost limit a request went over: the `limit` label of
+/// `pullcheck_requests_over_limit_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitLabel {
+    /// `--max-images`: image uses of a check.
+    MaxImages,
+    /// `--admission-max-containers`: containers of a review.
+    AdmissionMaxContainers,
+    /// `--admission-max-body`: an admission review's body.
+    AdmissionMaxBody,
+    /// `--admission-max-reviews`: reviews in flight.
+    AdmissionMaxReviews,
+}
+
+impl LimitLabel {
+    const ALL: [LimitLabel; 4] = [
+        LimitLabel::MaxImages,
+        LimitLabel::AdmissionMaxContainers,
+        LimitLabel::AdmissionMaxBody,
+        LimitLabel::AdmissionMaxReviews,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            LimitLabel::MaxImages => "max_images",
+            LimitLabel::AdmissionMaxContainers => "admission_max_containers",
+            LimitLabel::AdmissionMaxBody => "admission_max_body",
+            LimitLabel::AdmissionMaxReviews => "admission_max_reviews",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FileLabel {
+    file: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabels {
+    limit: &'static str,
+}
 
 /// Buckets of the duration histograms, in seconds: 5 ms to 60 s.
 const DURATION_BUCKETS: [f64; 14] = [
@@ -38,7 +142,7 @@ struct StatusLabel {
 struct RequestLabels {
     registry: String,
     kind: String,
-    code: String,
+    code: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -101,6 +205,14 @@ impl CheckResult {
         }
     }
 
+    const ALL: [CheckResult; 5] = [
+        CheckResult::Pass,
+        CheckResult::Fail,
+        CheckResult::Unverified,
+        CheckResult::Error,
+        CheckResult::Abandoned,
+    ];
+
     fn as_str(self) -> &'static str {
         match self {
             CheckResult::Pass => "pass",
@@ -128,6 +240,8 @@ pub struct Metrics {
     http_requests: Family<HttpLabels, Counter>,
     admission_reviews: Family<ReviewLabels, Counter>,
     admission_duration: Histogram,
+    reload_errors: Family<FileLabel, Counter>,
+    over_limit: Family<LimitLabels, Counter>,
     registries_seen: Mutex<BTreeSet<String>>,
 }
 
@@ -175,7 +289,7 @@ impl Metrics {
         let registry_requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "registry_requests",
-            "Requests sent to registries, by registry host, kind (ping, token, manifest, tags, blob) and HTTP code (or `error`)",
+            "Requests sent to registries, by registry host, kind (ping, token, manifest, tags, blob) and code (200, 401, 403, 404, 429, 500, 502, 503, 504, other; error without an answer; fallback for the https ping of a registry allowed plain HTTP)",
             registry_requests.clone(),
         );
         let registry_duration = Family::<KindLabels, Histogram>::new_with_constructor(
@@ -222,6 +336,39 @@ impl Metrics {
             "Time of an admission review, from the body read to the answer",
             admission_duration.clone(),
         );
+        let reload_errors = Family::<FileLabel, Counter>::default();
+        registry.register(
+            "config_reload_errors",
+            "Re-reads of a changed configuration file that failed (the last good content stays in use), by file: api_token_file, tls_cert",
+            reload_errors.clone(),
+        );
+        let over_limit = Family::<LimitLabels, Counter>::default();
+        registry.register(
+            "requests_over_limit",
+            "Requests refused for a cost limit, by limit: max_images, admission_max_containers, admission_max_body, admission_max_reviews",
+            over_limit.clone(),
+        );
+        // Known label sets at zero, so that rates and alerts see them before the first event.
+        for result in CheckResult::ALL {
+            let _ = checks.get_or_create(&ResultLabel {
+                result: result.as_str(),
+            });
+        }
+        for status in IMAGE_STATUSES {
+            let _ = images.get_or_create(&StatusLabel {
+                status: status.as_str(),
+            });
+        }
+        for file in ReloadFile::ALL {
+            let _ = reload_errors.get_or_create(&FileLabel {
+                file: file.as_str(),
+            });
+        }
+        for limit in LimitLabel::ALL {
+            let _ = over_limit.get_or_create(&LimitLabels {
+                limit: limit.as_str(),
+            });
+        }
         registry.register(
             "build",
             "The version of pullcheck serving",
@@ -243,6 +390,8 @@ impl Metrics {
             http_requests,
             admission_reviews,
             admission_duration,
+            reload_errors,
+            over_limit,
             registries_seen: Mutex::new(BTreeSet::new()),
         }
     }
@@ -291,15 +440,16 @@ impl Metrics {
     }
 
     /// One request to a registry: `host` (host[:port]), `kind` (`ping`, `token`,
-    /// `manifest`, `tags`, `blob`), `code` (the HTTP status, or `error` without an
-    /// answer), and its time in seconds. For the registry client's request observer.
+    /// `manifest`, `tags`, `blob`), `code` (the HTTP status, `error` without an answer,
+    /// `fallback`; counted as `other` when not one of [`REGISTRY_CODES`]), and its time
+    /// in seconds. For the registry client's request observer.
     pub fn registry_request(&self, host: &str, kind: &str, code: &str, seconds: f64) {
         let registry = self.registry_label(host);
         self.registry_requests
             .get_or_create(&RequestLabels {
                 registry: registry.clone(),
                 kind: kind.to_owned(),
-                code: code.to_owned(),
+                code: registry_code(code),
             })
             .inc();
         self.registry_duration
@@ -359,6 +509,24 @@ impl Metrics {
         }
     }
 
+    /// A changed configuration file that could not be used: the last good content stays.
+    pub fn reload_error(&self, file: ReloadFile) {
+        self.reload_errors
+            .get_or_create(&FileLabel {
+                file: file.as_str(),
+            })
+            .inc();
+    }
+
+    /// A request refused for a cost limit.
+    pub fn over_limit(&self, limit: LimitLabel) {
+        self.over_limit
+            .get_or_create(&LimitLabels {
+                limit: limit.as_str(),
+            })
+            .inc();
+    }
+
     /// Every metric in the OpenMetrics text format.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -379,9 +547,11 @@ pub struct RegistryObserver(pub std::sync::Arc<Metrics>);
 
 impl pullcheck::registry::Observer for RegistryObserver {
     fn request(&self, event: &pullcheck::registry::RequestEvent<'_>) {
-        let code = event
-            .code
-            .map_or_else(|| "error".to_owned(), |c| c.to_string());
+        let code = match event.code {
+            Some(c) => c.to_string(),
+            None if event.falls_back_to_http => "fallback".to_owned(),
+            None => "error".to_owned(),
+        };
         self.0.registry_request(
             event.host,
             event.kind.as_str(),

@@ -125,6 +125,13 @@ impl Inputs {
         self.build_uses.is_empty() && self.workloads.is_empty()
     }
 
+    /// The image uses read: the build Pod's and every workload's, each container once
+    /// (an image in three containers counts three; a container reached through a YAML
+    /// alias counts where it is used). What a check plans and reports grows with it.
+    pub fn use_count(&self) -> usize {
+        self.build_uses.len() + self.workloads.iter().map(|w| w.images.len()).sum::<usize>()
+    }
+
     /// Adds `other`'s uses, workloads and warnings after this one's (the CLI reads and
     /// parses one file after the other).
     pub fn append(&mut self, other: Inputs) {

@@ -3,10 +3,12 @@
 //! API. One test binary; the helpers are in `util`.
 
 mod admission;
+mod bounds;
 mod checks;
 mod errors;
 mod hardening;
 mod kube;
 mod limits;
+mod reload;
 mod tls;
 mod util;

@@ -1,6 +1,6 @@
 //! TLS with rustls: the certificate is served, and replaced when its files change.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pullcheck_server::{ServeOptions, TlsFiles};
@@ -43,11 +43,10 @@ pub(crate) fn client(pem: &[u8]) -> reqwest::Client {
         .expect("client")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tls_is_served_and_reloaded_when_the_files_change() {
-    let dir = temp_dir("tls");
-    let first = make_cert(&dir, "first");
-    let second = make_cert(&dir, "second");
+/// A service over TLS with the certificate `first` made in `dir`, served from the files
+/// `serving.crt` and `serving.key` there: the server, `first`'s PEM, and the two paths.
+pub(crate) async fn serve_first(dir: &Path) -> (TestServer, Vec<u8>, PathBuf, PathBuf) {
+    let first = make_cert(dir, "first");
     let (cert, key) = (dir.join("serving.crt"), dir.join("serving.key"));
     std::fs::copy(dir.join("first.crt"), &cert).expect("copy");
     std::fs::copy(dir.join("first.key"), &key).expect("copy");
@@ -59,6 +58,14 @@ async fn tls_is_served_and_reloaded_when_the_files_change() {
         ..ServeOptions::default()
     })
     .await;
+    (server, first, cert, key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_is_served_and_reloaded_when_the_files_change() {
+    let dir = temp_dir("tls");
+    let second = make_cert(&dir, "second");
+    let (server, first, cert, key) = serve_first(&dir).await;
     let url = format!("https://{}/healthz", server.addr);
     let answer = client(&first).get(&url).send().await.expect("TLS answer");
     assert_eq!(answer.status().as_u16(), 200);
