@@ -554,6 +554,7 @@ async fn text_logs_escape_request_data() {
             exempt_images: Vec::new(),
             timeout: Duration::from_secs(5),
             client_ca: None,
+            ..AdmissionOptions::default()
         }),
         ..ServeOptions::default()
     })
@@ -658,10 +659,13 @@ async fn the_router_layers_answer_through_oneshot() {
     )
     .await;
     assert_eq!(status, 413, "{error}");
-    assert!(
-        error["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("--max-body (16 bytes)")),
+    assert_eq!(
+        (
+            &error["error"]["flag"],
+            &error["error"]["limit"],
+            &error["error"]["count"]
+        ),
+        (&json!("--max-body"), &json!(16), &json!(17)),
         "{error}"
     );
 }
