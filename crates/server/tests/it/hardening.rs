@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
+use crate::limits::{send_raw, slow_options};
 use crate::tls::{client, make_cert};
 use crate::util::{Hanging, TestServer, statuses, temp_dir};
 
@@ -352,21 +353,10 @@ async fn the_drain_answers_503_with_retry_after_and_ends_running_checks_with_503
     let hanging = Hanging::start().await;
     let mut server = TestServer::start(ServeOptions {
         shutdown_grace: Duration::from_secs(1),
-        client: pullcheck::registry::ClientOptions {
-            request_timeout: Duration::from_secs(120),
-            max_attempts: 1,
-            ..Default::default()
-        },
-        deadline: Duration::from_secs(120),
-        ..ServeOptions::default()
+        ..slow_options()
     })
     .await;
-    let mut running = connect(&server).await;
-    let body = json!({"images": [{"reference": format!("{}/slow:v1", hanging.host)}]});
-    running
-        .write_all(check_request(&body.to_string()).as_bytes())
-        .await
-        .expect("send");
+    let mut running = send_raw(&server, &hanging.host).await;
     assert!(Hanging::wait(&hanging.accepted, 1).await, "the check runs");
     server.signal_shutdown();
     // /readyz says why it is not ready any more.
