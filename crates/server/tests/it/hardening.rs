@@ -655,3 +655,40 @@ async fn the_router_layers_answer_through_oneshot() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http2_a_check_running_at_the_end_of_the_grace_gets_503() {
+    let hanging = Hanging::start().await;
+    let dir = temp_dir("drain-h2");
+    let pem = make_cert(&dir, "drain");
+    let mut server = TestServer::start(ServeOptions {
+        shutdown_grace: Duration::from_secs(1),
+        tls: Some(TlsFiles {
+            cert: dir.join("drain.crt"),
+            key: dir.join("drain.key"),
+        }),
+        ..slow_options()
+    })
+    .await;
+    let request = client(&pem)
+        .post(format!("https://{}/v1/checks", server.addr))
+        .header("content-type", "application/json")
+        .body(json!({"images": [{"reference": format!("{}/slow:v1", hanging.host)}]}).to_string())
+        .send();
+    let running = tokio::spawn(request);
+    assert!(Hanging::wait(&hanging.accepted, 1).await, "the check runs");
+    server.signal_shutdown();
+    let response = tokio::time::timeout(BOUND, running)
+        .await
+        .expect("answered within the bound")
+        .expect("joins")
+        .expect("an answer, not a cut stream");
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let text = response.text().await.expect("the whole body");
+    assert!(text.contains("--shutdown-grace"), "{text}");
+    tokio::time::timeout(BOUND, server.stop())
+        .await
+        .expect("stopped");
+}
