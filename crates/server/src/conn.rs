@@ -483,9 +483,11 @@ impl Listener {
             );
         }
         lifecycle.grace_over.send_replace(true);
-        // Idle connections close now; the others get a moment to write their answers.
+        // Connections that never had a request (silent, or a half-sent head) close now;
+        // the others get a moment to write their last answers.
         for conn in conns.open().values() {
-            if conn.in_flight.load(Ordering::SeqCst) == 0 {
+            if conn.in_flight.load(Ordering::SeqCst) == 0 && conn.served.load(Ordering::SeqCst) == 0
+            {
                 conn.close.notify_one();
             }
         }

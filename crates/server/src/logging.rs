@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tracing_subscriber::field::MakeExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// How logs are written on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,10 +24,11 @@ pub enum LogFormat {
 }
 
 /// `value` with what could break a log line out of its line or reach a terminal
-/// written as escapes: `\n`, `\r`, `\t`, `\\`-free backslash escapes for the other C0
-/// and C1 control characters and DEL (`\u{1b}` for ESC), and Unicode's bidirectional
-/// overrides and isolates (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F), which can make
-/// a line read as another. Everything else is kept as is.
+/// written as escapes: `\n`, `\r` and `\t`; `\u{..}` (hexadecimal, as Rust writes
+/// them) for the other C0 and C1 control characters and DEL (`\u{1b}` for ESC) and for
+/// Unicode's bidirectional marks, overrides and isolates (U+200E, U+200F,
+/// U+202A–U+202E, U+2066–U+2069), which can make a line read as another. Everything
+/// else is kept as is (a backslash too: the text format is for people, not parsers).
 pub fn escape(value: &str) -> std::borrow::Cow<'_, str> {
     let special = |c: char| {
         c.is_control()
@@ -97,8 +99,8 @@ pub fn init_logging(format: LogFormat, default_filter: &str, ansi: bool) {
         .ok()
         .filter(|f| tracing_subscriber::EnvFilter::try_new(f).is_ok())
         .unwrap_or_else(|| default_filter.to_owned());
-    let _ =
-        tracing::subscriber::set_global_default(subscriber(format, &filter, ansi, std::io::stderr));
+    // `try_init` also forwards the `log` records of libraries that use `log`.
+    let _ = subscriber(format, &filter, ansi, std::io::stderr).try_init();
 }
 
 /// Lets one log line through per interval and counts the others, for events an

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
+use crate::limits::{send_raw, slow_options};
 use crate::tls::{client, make_cert};
 use crate::util::{Hanging, TestServer, statuses, temp_dir};
 
@@ -352,21 +353,10 @@ async fn the_drain_answers_503_with_retry_after_and_ends_running_checks_with_503
     let hanging = Hanging::start().await;
     let mut server = TestServer::start(ServeOptions {
         shutdown_grace: Duration::from_secs(1),
-        client: pullcheck::registry::ClientOptions {
-            request_timeout: Duration::from_secs(120),
-            max_attempts: 1,
-            ..Default::default()
-        },
-        deadline: Duration::from_secs(120),
-        ..ServeOptions::default()
+        ..slow_options()
     })
     .await;
-    let mut running = connect(&server).await;
-    let body = json!({"images": [{"reference": format!("{}/slow:v1", hanging.host)}]});
-    running
-        .write_all(check_request(&body.to_string()).as_bytes())
-        .await
-        .expect("send");
+    let mut running = send_raw(&server, &hanging.host).await;
     assert!(Hanging::wait(&hanging.accepted, 1).await, "the check runs");
     server.signal_shutdown();
     // /readyz says why it is not ready any more.
@@ -668,4 +658,41 @@ async fn the_router_layers_answer_through_oneshot() {
         (&json!("--max-body"), &json!(16), &json!(17)),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http2_a_check_running_at_the_end_of_the_grace_gets_503() {
+    let hanging = Hanging::start().await;
+    let dir = temp_dir("drain-h2");
+    let pem = make_cert(&dir, "drain");
+    let mut server = TestServer::start(ServeOptions {
+        shutdown_grace: Duration::from_secs(1),
+        tls: Some(TlsFiles {
+            cert: dir.join("drain.crt"),
+            key: dir.join("drain.key"),
+        }),
+        ..slow_options()
+    })
+    .await;
+    let request = client(&pem)
+        .post(format!("https://{}/v1/checks", server.addr))
+        .header("content-type", "application/json")
+        .body(json!({"images": [{"reference": format!("{}/slow:v1", hanging.host)}]}).to_string())
+        .send();
+    let running = tokio::spawn(request);
+    assert!(Hanging::wait(&hanging.accepted, 1).await, "the check runs");
+    server.signal_shutdown();
+    let response = tokio::time::timeout(BOUND, running)
+        .await
+        .expect("answered within the bound")
+        .expect("joins")
+        .expect("an answer, not a cut stream");
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let text = response.text().await.expect("the whole body");
+    assert!(text.contains("--shutdown-grace"), "{text}");
+    tokio::time::timeout(BOUND, server.stop())
+        .await
+        .expect("stopped");
 }

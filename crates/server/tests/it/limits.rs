@@ -10,7 +10,8 @@ use tokio::io::AsyncWriteExt as _;
 
 use crate::util::{Hanging, TestServer};
 
-fn slow_options() -> ServeOptions {
+/// One check slot, and registry requests that wait (for a [`Hanging`] registry).
+pub(crate) fn slow_options() -> ServeOptions {
     ServeOptions {
         max_checks: 1,
         client: pullcheck::registry::ClientOptions {
@@ -24,7 +25,7 @@ fn slow_options() -> ServeOptions {
 }
 
 /// Sends a check of an image on `host` over a raw connection and returns it (unread).
-async fn send_raw(server: &TestServer, host: &str) -> tokio::net::TcpStream {
+pub(crate) async fn send_raw(server: &TestServer, host: &str) -> tokio::net::TcpStream {
     let body = json!({"images": [{"reference": format!("{host}/slow:v1")}]}).to_string();
     let mut stream = tokio::net::TcpStream::connect(server.addr)
         .await
