@@ -88,6 +88,7 @@ mod auth;
 mod challenge;
 mod classify;
 mod client;
+mod egress;
 mod errcode;
 mod hints;
 mod observe;
@@ -106,6 +107,10 @@ mod urls;
 pub mod fuzzing;
 
 pub use client::Client;
+pub use egress::{
+    DEFAULT_DENY, EgressMatch, EgressPatternError, EgressPolicy, EgressRefusal, EgressRule,
+    RefusalRule,
+};
 pub use observe::{Observer, RequestEvent, RequestKind};
 /// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
 /// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
@@ -316,6 +321,14 @@ pub struct ClientOptions {
     /// Told of every HTTP request sent and every token served from the cache
     /// ([`Observer`]), e.g. for a service's metrics. Default `None`.
     pub observer: Option<Arc<dyn Observer>>,
+    /// Where the client may connect: checked for every URL before it is sent
+    /// (registry, token realm, blob), for every redirect before it is followed, and
+    /// for the addresses a host name resolves to, which are the only ones the
+    /// connection then uses (no second lookup). A refused host gets nothing: the
+    /// answer is [`Status::Refused`] with [`AuthorizeError::refusal`] or
+    /// [`Answer::refusal`] naming the rule. Default [`EgressPolicy::default`]: the
+    /// [`DEFAULT_DENY`] list (link-local and cloud metadata addresses) only.
+    pub egress: EgressPolicy,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -336,6 +349,7 @@ impl fmt::Debug for ClientOptions {
             .field("certs_dir", &self.certs_dir)
             .field("platform", &self.platform)
             .field("observer", &self.observer.as_ref().map(|_| "set"))
+            .field("egress", &self.egress)
             .finish()
     }
 }
@@ -358,6 +372,7 @@ impl Default for ClientOptions {
             certs_dir: None,
             platform: None,
             observer: None,
+            egress: EgressPolicy::default(),
         }
     }
 }
@@ -425,6 +440,10 @@ pub enum Status {
     /// `Content-Type` nor a `Docker-Content-Digest`: a web server, proxy or captive
     /// portal, not a registry).
     Unreachable,
+    /// The egress policy ([`ClientOptions::egress`]) refuses the registry, its token
+    /// realm or a redirect target; nothing was sent to that host. The refusal
+    /// ([`Answer::refusal`], [`AuthorizeError::refusal`]) names the rule.
+    Refused,
 }
 
 /// What is missing, for [`Status::Missing`].
@@ -464,6 +483,8 @@ pub struct Answer {
     /// [`ClientOptions::max_attempts`]. When an attempt failed, [`Answer::detail`] lists
     /// why each failed attempt failed, and why retrying stopped early if it did.
     pub attempts: u32,
+    /// For [`Status::Refused`]: the egress rule and what it matched.
+    pub refusal: Option<EgressRefusal>,
 }
 
 /// A failure to ping or authenticate against a registry, which applies to every image on
@@ -475,4 +496,26 @@ pub struct AuthorizeError {
     pub status: Status,
     /// What happened, naming the host. Never a secret.
     pub message: String,
+    /// For [`Status::Refused`]: the egress rule and what it matched.
+    pub refusal: Option<EgressRefusal>,
+}
+
+impl AuthorizeError {
+    /// An error of `status` with `message` and no refusal.
+    pub fn new(status: Status, message: impl Into<String>) -> AuthorizeError {
+        AuthorizeError {
+            status,
+            message: message.into(),
+            refusal: None,
+        }
+    }
+
+    /// [`Status::Refused`]: `{what}: {refusal}; nothing was sent to it`.
+    pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> AuthorizeError {
+        AuthorizeError {
+            status: Status::Refused,
+            message: format!("{what}: {refusal}; nothing was sent to it"),
+            refusal: Some(refusal),
+        }
+    }
 }
