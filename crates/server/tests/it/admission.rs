@@ -47,14 +47,18 @@ fn make_certs(dir: &Path) -> PathBuf {
 
 /// A webhook served over TLS, and a client that trusts only the generated CA and
 /// reaches it as `pullcheck-admission.pullcheck.svc`.
-struct Webhook {
+pub(crate) struct Webhook {
     server: TestServer,
     client: reqwest::Client,
     host: String,
 }
 
 impl Webhook {
-    async fn start(name: &str, admission: AdmissionOptions, options: ServeOptions) -> Webhook {
+    pub(crate) async fn start(
+        name: &str,
+        admission: AdmissionOptions,
+        options: ServeOptions,
+    ) -> Webhook {
         let dir = temp_dir(&format!("admission-{name}"));
         let ca = make_certs(&dir);
         let server = TestServer::start(ServeOptions {
@@ -99,7 +103,7 @@ impl Webhook {
     }
 
     /// POSTs a review to `path`; the whole answer, after checking its envelope.
-    async fn review(&self, path: &str, review: &Value) -> Value {
+    pub(crate) async fn review(&self, path: &str, review: &Value) -> Value {
         let (status, text) = self.post_raw(path, &review.to_string()).await;
         assert_eq!(status, 200, "{text}");
         let answer: Value = serde_json::from_str(&text).expect("JSON");
@@ -123,7 +127,7 @@ impl Webhook {
         answer.text().await.expect("text")
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.server.stop().await;
     }
 }
@@ -132,7 +136,7 @@ impl Webhook {
 /// `AdmissionRequest`: uid, kind, resource, subResource, requestKind, requestResource,
 /// requestSubResource, name, namespace, operation, userInfo, object, oldObject, dryRun,
 /// options. `resource` may name a subresource: `pods/ephemeralcontainers`.
-fn review(
+pub(crate) fn review(
     uid: &str,
     operation: &str,
     gvk: (&str, &str, &str),
@@ -179,7 +183,7 @@ fn review(
 }
 
 /// A container as the API server has defaulted it before validating webhooks see it.
-fn container(name: &str, image: &str) -> Value {
+pub(crate) fn container(name: &str, image: &str) -> Value {
     let policy = if image.ends_with(":latest") {
         "Always"
     } else {
@@ -196,7 +200,7 @@ fn container(name: &str, image: &str) -> Value {
 }
 
 /// A Pod as stored: metadata, a defaulted spec and a status.
-fn pod(name: &str, init: &[Value], containers: &[Value], labels: Value) -> Value {
+pub(crate) fn pod(name: &str, init: &[Value], containers: &[Value], labels: Value) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -272,14 +276,14 @@ async fn registry() -> Registry {
     registry
 }
 
-fn deny() -> AdmissionOptions {
+pub(crate) fn deny() -> AdmissionOptions {
     AdmissionOptions {
         mode: AdmissionMode::Deny,
         ..AdmissionOptions::default()
     }
 }
 
-fn warnings(answer: &Value) -> Vec<String> {
+pub(crate) fn warnings(answer: &Value) -> Vec<String> {
     answer["response"]["warnings"]
         .as_array()
         .map(|w| {

@@ -4,6 +4,7 @@
 
 mod admission;
 mod checks;
+mod egress;
 mod errors;
 mod kube;
 mod limits;
