@@ -42,6 +42,12 @@
 //! - **Credentials stay where they belong.** `Authorization` is dropped when a redirect
 //!   changes host; no redirect from https to http; no plain-HTTP token realm for a
 //!   verified registry; client certificates go only to their host.
+//! - **Connects only where allowed.** [`ClientOptions::egress`] ([`EgressPolicy`]) is
+//!   applied to every URL before it is sent, to every redirect and to the addresses a
+//!   name resolves to (the connection uses exactly those); link-local and cloud
+//!   metadata addresses ([`DEFAULT_DENY`]) are always refused. A refusal is
+//!   [`Status::Refused`] with an [`EgressRefusal`] naming the rule; nothing is sent
+//!   to that host.
 //! - **Hostile answers are answers.** Garbage, oversized headers, truncated or
 //!   malformed bodies and unknown error codes are classified, never a panic.
 //! - **Built for a service too.** One [`Client`] serves many `authorize` calls: tokens
@@ -52,7 +58,8 @@
 //!
 //! Code map (containerd's `remotes/docker` split), in import order: each module uses
 //! only those above it (and the value types of this file), so imports run one way.
-//! - Pure: `challenge` parses `WWW-Authenticate`; `scope` builds token scopes and
+//! - Pure: `egress` parses and matches the egress rules; `challenge` parses
+//!   `WWW-Authenticate`; `scope` builds token scopes and
 //!   batches; `errcode` reads the error envelope; `urls` builds request URLs; `retry`
 //!   decides whether and when to try again (its `Attempts::retry` only sleeps) and reads
 //!   `Retry-After`.
