@@ -8,10 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pullcheck::registry::{ClientOptions, EgressPolicy, EgressRule};
 use pullcheck_server::ServeOptions;
-use pullcheck_testkit::{ImageKind, Registry};
 use serde_json::{Value, json};
 
-use crate::admission::{Webhook, container, deny, pod, review};
+use crate::admission::{Webhook, container, deny, pod, registry, review};
 use crate::util::{TestServer, statuses};
 
 /// A listener on 127.0.0.2 that counts the connections it accepts and never answers.
@@ -65,15 +64,6 @@ fn denying_127_0_0_2() -> ServeOptions {
         },
         ..ServeOptions::default()
     }
-}
-
-async fn registry() -> Registry {
-    let registry = Registry::anonymous().await.expect("registry");
-    registry
-        .push("team/app", "v1", ImageKind::OciManifest)
-        .await
-        .expect("push");
-    registry
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
