@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pullcheck::credentials::{HelperOptions, NodeCredentials, NodeEnv, NodeOptions};
 use pullcheck::mirrors::{MirrorConfig, NodeProfile};
-use pullcheck::registry::{ClientOptions, Platform};
+use pullcheck::registry::{ClientOptions, EgressPolicy, EgressRule, Platform};
 use pullcheck::report::EXIT_USAGE;
 use pullcheck::resolve::{Credentials, Resolver};
 use pullcheck::{CheckOptions, Checker, CheckerOptions};
@@ -187,6 +187,24 @@ struct ClientArgs {
     /// client.cert + client.key for mutual TLS.
     #[arg(long, value_name = "DIR")]
     certs_dir: Option<PathBuf>,
+    /// Only these registries may be connected to, token realms and redirects included
+    /// (repeatable): a host with an optional port and `*` as whole labels
+    /// (registry.example.com:5000, *.example.com), an IP address, or a CIDR block
+    /// (127.0.0.0/8, ::1/128), also matched against the addresses a name resolves to.
+    /// Default: any registry not denied.
+    #[arg(long = "allow-registry", value_name = "PATTERN", value_parser = parse_egress_rule)]
+    allow_registry: Vec<EgressRule>,
+    /// Never connect to these (repeatable; the same patterns; wins over
+    /// --allow-registry). Link-local and cloud metadata addresses (169.254.0.0/16,
+    /// fe80::/10, metadata.google.internal, ...) are always denied.
+    #[arg(long = "deny-registry", value_name = "PATTERN", value_parser = parse_egress_rule)]
+    deny_registry: Vec<EgressRule>,
+}
+
+/// One --allow-registry or --deny-registry pattern; clap names the option and the
+/// pattern in the error.
+fn parse_egress_rule(pattern: &str) -> Result<EgressRule, String> {
+    EgressRule::parse(pattern).map_err(|e| e.reason)
 }
 
 /// The registry, credential, mirror and Kubernetes options of check and serve: what one
@@ -222,6 +240,10 @@ impl RegistryArgs {
             platform,
             ca_file: self.client.ca_file.clone(),
             certs_dir: self.client.certs_dir.clone(),
+            egress: EgressPolicy::new(
+                self.client.allow_registry.clone(),
+                self.client.deny_registry.clone(),
+            ),
             ..ClientOptions::default()
         };
         Ok(Setup {

@@ -316,6 +316,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         credential: None,
         error: None,
         cached: false,
+        egress: None,
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
@@ -327,6 +328,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.detail = o.detail.clone();
                 image.credential = o.credential.clone();
                 image.cached = o.cached;
+                image.egress = o.egress.clone();
             }
             None => {
                 image.status = Status::Unreachable;

@@ -22,7 +22,9 @@ pub enum Status {
     NoAccess,
     /// Access refused (HTTP 403, or the credentials were rejected).
     Denied,
-    /// The mirror configuration blocks the reference; nothing was sent.
+    /// The mirror configuration blocks the reference, or the registry client's egress
+    /// policy refuses the registry, its token realm or a redirect
+    /// ([`ImageReport::egress`] names the rule); nothing was sent there.
     Blocked,
     /// No answer could be had: network error, timeout, 5xx, the deadline.
     Unreachable,
@@ -155,6 +157,12 @@ pub struct ImageReport {
     /// the detail says how old it is. In JSON only when true.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// For `blocked` by the egress policy (`pullcheck_registry::ClientOptions::egress`):
+    /// what the rule matched and which rule, e.g. `{"matched": {"kind": "address",
+    /// "address": "169.254.169.254", "port": 80, "name": null}, "rule": {"kind": "deny",
+    /// "pattern": "169.254.0.0/16", "default": true}}`. In JSON only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<pullcheck_registry::EgressRefusal>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -510,6 +518,7 @@ mod tests {
             credential: None,
             error: None,
             cached: false,
+            egress: None,
         }
     }
 

@@ -40,7 +40,11 @@ pub(crate) struct Ping<'a> {
 }
 
 fn fail(status: Status, message: String) -> Result<Auth, AuthorizeError> {
-    Err(AuthorizeError { status, message })
+    Err(AuthorizeError {
+        status,
+        message,
+        refusal: None,
+    })
 }
 
 /// Decides from the ping answer (pure).
@@ -213,6 +217,7 @@ pub(crate) fn token_failure(
                     "token server {realm} refused anonymous access to {host} (HTTP {status}); \
                      credentials are needed"
                 ),
+                refusal: None,
             },
             _ => AuthorizeError {
                 status: Status::Denied,
@@ -220,20 +225,27 @@ pub(crate) fn token_failure(
                     "token server {realm} rejected the credentials of {} for {host} (HTTP {status})",
                     who(credential)
                 ),
+                refusal: None,
             },
         },
         TokenFailure::Status { status, .. } => AuthorizeError {
             status: Status::Unreachable,
             message: format!("token server {realm} for {host} answered HTTP {status}"),
+            refusal: None,
         },
         TokenFailure::Transport { reason, .. } => AuthorizeError {
             status: Status::Unreachable,
             message: format!("token server {realm} for {host} unreachable: {reason}"),
+            refusal: None,
         },
         TokenFailure::BadReply(reason) => AuthorizeError {
             status: Status::Unreachable,
             message: format!("token server {realm} for {host}: {reason}"),
+            refusal: None,
         },
+        TokenFailure::Refused(refusal) => {
+            AuthorizeError::refused(&format!("token server {realm} for {host}"), refusal.clone())
+        }
     }
 }
 
@@ -251,10 +263,12 @@ pub(crate) fn basic_check(
                 "registry {host} rejected the credentials of {} (HTTP {status})",
                 who(credential)
             ),
+            refusal: None,
         }),
         status => Some(AuthorizeError {
             status: Status::Unreachable,
             message: format!("registry {host} answered HTTP {status} to the credential check"),
+            refusal: None,
         }),
     }
 }

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use crate::errcode::{self, Code, RegistryError};
-use crate::{Answer, Missing, Status};
+use crate::transport::SendError;
+use crate::{Answer, EgressRefusal, Missing, Status};
 
 /// A manifest reference: a tag or a digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +143,7 @@ pub(crate) fn answer(status: Status, http_status: u16, detail: String) -> Answer
         http_status: Some(http_status),
         media_type: None,
         attempts: 1,
+        refusal: None,
     }
 }
 
@@ -269,6 +271,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                 http_status: Some(status),
                 media_type,
                 attempts: 1,
+                refusal: None,
             })
         }
         404 => {
@@ -397,19 +400,39 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
         http_status: None,
         media_type: None,
         attempts: 1,
+        refusal: err.refusal.clone(),
     }
 }
 
-/// The answer for a request that got no HTTP answer.
-pub(crate) fn transport_failure(host: &str, method: Method, reason: &str) -> Answer {
+/// The answer for a request that got no HTTP answer: [`Status::Refused`] when the
+/// egress policy refused it (or its redirect), else [`Status::Unreachable`].
+pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError) -> Answer {
+    if let Some(refusal) = &failure.refusal {
+        return refused(&format!("{} to {host}", method.as_str()), refusal.clone());
+    }
     Answer {
         status: Status::Unreachable,
         missing: None,
         digest: None,
-        detail: format!("{} to {host} failed: {reason}", method.as_str()),
+        detail: format!("{} to {host} failed: {}", method.as_str(), failure.reason),
         http_status: None,
         media_type: None,
         attempts: 1,
+        refusal: None,
+    }
+}
+
+/// [`Status::Refused`]: `{what}: {refusal}; nothing was sent to it`.
+pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> Answer {
+    Answer {
+        status: Status::Refused,
+        missing: None,
+        digest: None,
+        detail: format!("{what}: {refusal}; nothing was sent to it"),
+        http_status: None,
+        media_type: None,
+        attempts: 1,
+        refusal: Some(refusal),
     }
 }
 

@@ -186,6 +186,7 @@ impl Client {
         let headers = header_map(&endpoint.headers).map_err(|e| AuthorizeError {
             status: Status::Unreachable,
             message: format!("registry {host}: {e}"),
+            refusal: None,
         })?;
         let http = self
             .shared
@@ -369,7 +370,10 @@ impl Client {
                 deadline,
             )
             .await
-            .map_err(|e| unreachable_error(host, &e.reason))?;
+            .map_err(|e| match e.refusal {
+                Some(refusal) => AuthorizeError::refused(&format!("registry {host}"), refusal),
+                None => unreachable_error(host, &e.reason),
+            })?;
         match auth::basic_check(host, response.status().as_u16(), credential) {
             None => Ok(()),
             Some(e) => Err(e),
@@ -381,6 +385,7 @@ fn unreachable_error(host: &str, reason: &str) -> AuthorizeError {
     AuthorizeError {
         status: Status::Unreachable,
         message: format!("registry {host} unreachable: {reason}"),
+        refusal: None,
     }
 }
 

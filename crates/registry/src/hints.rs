@@ -27,6 +27,7 @@ pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str
         http_status: Some(404),
         media_type: None,
         attempts: 1,
+        refusal: None,
     }
 }
 

@@ -42,6 +42,12 @@
 //! - **Credentials stay where they belong.** `Authorization` is dropped when a redirect
 //!   changes host; no redirect from https to http; no plain-HTTP token realm for a
 //!   verified registry; client certificates go only to their host.
+//! - **Connects only where allowed.** [`ClientOptions::egress`] ([`EgressPolicy`]) is
+//!   applied to every URL before it is sent, to every redirect and to the addresses a
+//!   name resolves to (the connection uses exactly those); link-local and cloud
+//!   metadata addresses ([`DEFAULT_DENY`]) are always refused. A refusal is
+//!   [`Status::Refused`] with an [`EgressRefusal`] naming the rule; nothing is sent
+//!   to that host.
 //! - **Hostile answers are answers.** Garbage, oversized headers, truncated or
 //!   malformed bodies and unknown error codes are classified, never a panic.
 //! - **Built for a service too.** One [`Client`] serves many `authorize` calls: tokens
@@ -52,7 +58,8 @@
 //!
 //! Code map (containerd's `remotes/docker` split), in import order: each module uses
 //! only those above it (and the value types of this file), so imports run one way.
-//! - Pure: `challenge` parses `WWW-Authenticate`; `scope` builds token scopes and
+//! - Pure: `egress` parses and matches the egress rules; `challenge` parses
+//!   `WWW-Authenticate`; `scope` builds token scopes and
 //!   batches; `errcode` reads the error envelope; `urls` builds request URLs; `retry`
 //!   decides whether and when to try again (its `Attempts::retry` only sleeps) and reads
 //!   `Retry-After`.
@@ -88,6 +95,7 @@ mod auth;
 mod challenge;
 mod classify;
 mod client;
+mod egress;
 mod errcode;
 mod hints;
 mod observe;
@@ -106,6 +114,10 @@ mod urls;
 pub mod fuzzing;
 
 pub use client::Client;
+pub use egress::{
+    DEFAULT_DENY, EgressMatch, EgressPatternError, EgressPolicy, EgressRefusal, EgressRule,
+    RefusalRule,
+};
 pub use observe::{Observer, RequestEvent, RequestKind};
 /// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
 /// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
@@ -316,6 +328,14 @@ pub struct ClientOptions {
     /// Told of every HTTP request sent and every token served from the cache
     /// ([`Observer`]), e.g. for a service's metrics. Default `None`.
     pub observer: Option<Arc<dyn Observer>>,
+    /// Where the client may connect: checked for every URL before it is sent
+    /// (registry, token realm, blob), for every redirect before it is followed, and
+    /// for the addresses a host name resolves to, which are the only ones the
+    /// connection then uses (no second lookup). A refused host gets nothing: the
+    /// answer is [`Status::Refused`] with [`AuthorizeError::refusal`] or
+    /// [`Answer::refusal`] naming the rule. Default [`EgressPolicy::default`]: the
+    /// [`DEFAULT_DENY`] list (link-local and cloud metadata addresses) only.
+    pub egress: EgressPolicy,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -336,6 +356,7 @@ impl fmt::Debug for ClientOptions {
             .field("certs_dir", &self.certs_dir)
             .field("platform", &self.platform)
             .field("observer", &self.observer.as_ref().map(|_| "set"))
+            .field("egress", &self.egress)
             .finish()
     }
 }
@@ -358,6 +379,7 @@ impl Default for ClientOptions {
             certs_dir: None,
             platform: None,
             observer: None,
+            egress: EgressPolicy::default(),
         }
     }
 }
@@ -425,6 +447,10 @@ pub enum Status {
     /// `Content-Type` nor a `Docker-Content-Digest`: a web server, proxy or captive
     /// portal, not a registry).
     Unreachable,
+    /// The egress policy ([`ClientOptions::egress`]) refuses the registry, its token
+    /// realm or a redirect target; nothing was sent to that host. The refusal
+    /// ([`Answer::refusal`], [`AuthorizeError::refusal`]) names the rule.
+    Refused,
 }
 
 /// What is missing, for [`Status::Missing`].
@@ -464,6 +490,8 @@ pub struct Answer {
     /// [`ClientOptions::max_attempts`]. When an attempt failed, [`Answer::detail`] lists
     /// why each failed attempt failed, and why retrying stopped early if it did.
     pub attempts: u32,
+    /// For [`Status::Refused`]: the egress rule and what it matched.
+    pub refusal: Option<EgressRefusal>,
 }
 
 /// A failure to ping or authenticate against a registry, which applies to every image on
@@ -475,4 +503,26 @@ pub struct AuthorizeError {
     pub status: Status,
     /// What happened, naming the host. Never a secret.
     pub message: String,
+    /// For [`Status::Refused`]: the egress rule and what it matched.
+    pub refusal: Option<EgressRefusal>,
+}
+
+impl AuthorizeError {
+    /// An error of `status` with `message` and no refusal.
+    pub fn new(status: Status, message: impl Into<String>) -> AuthorizeError {
+        AuthorizeError {
+            status,
+            message: message.into(),
+            refusal: None,
+        }
+    }
+
+    /// [`Status::Refused`]: `{what}: {refusal}; nothing was sent to it`.
+    pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> AuthorizeError {
+        AuthorizeError {
+            status: Status::Refused,
+            message: format!("{what}: {refusal}; nothing was sent to it"),
+            refusal: Some(refusal),
+        }
+    }
 }

@@ -15,7 +15,7 @@ use crate::auth::{self, Auth};
 use crate::retry::{self, Attempts};
 use crate::transport::Http;
 use crate::urls::{api_url, base_url, with_query};
-use crate::{AuthorizeError, Credential, Endpoint, Status};
+use crate::{AuthorizeError, Credential, EgressRefusal, Endpoint, Status};
 
 /// What a ping learned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,12 +105,20 @@ pub(crate) async fn ping(
                 });
             }
             Err(failure) => {
+                if let Some(refusal) = failure.refusal {
+                    let host = &endpoint.host;
+                    return Err(AuthorizeError::refused(
+                        &format!("registry {host}"),
+                        refusal,
+                    ));
+                }
                 if failure.retryable && attempts.retry(failure.short, None).await {
                     continue;
                 }
                 return Err(AuthorizeError {
                     status: Status::Unreachable,
                     message: failure.message,
+                    refusal: None,
                 });
             }
         }
@@ -124,6 +132,8 @@ struct PingFailure {
     /// The reason alone, for the attempt history.
     short: String,
     retryable: bool,
+    /// The egress policy refused the host (or a redirect of the ping).
+    refusal: Option<EgressRefusal>,
 }
 
 async fn ping_once(
@@ -137,6 +147,7 @@ async fn ping_once(
         message,
         short: String::new(),
         retryable: false,
+        refusal: None,
     };
     // `GET <scheme>://host<base_path>`, with the endpoint's query and headers.
     let get = |scheme: &'static str| async move {
@@ -166,6 +177,7 @@ async fn ping_once(
             ),
             short: format!("https: {}", https_error.reason),
             retryable: https_error.retryable,
+            refusal: https_error.refusal,
         });
     }
     tracing::debug!(host, reason = %https_error.reason, "https failed; trying plain http");
@@ -178,6 +190,7 @@ async fn ping_once(
             ),
             short: format!("https: {}, then http: {}", https_error.reason, e.reason),
             retryable: e.retryable,
+            refusal: e.refusal,
         }),
     }
 }

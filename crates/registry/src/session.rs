@@ -25,7 +25,7 @@ use crate::shared::Shared;
 use crate::token::{BearerHeader, CacheKey, Secret};
 use crate::transport::{self, Body, Http};
 use crate::urls::{blob_url, manifest_url, tags_url, with_query};
-use crate::{Answer, Credential, Endpoint, Missing, Platform, RequestKind, Status};
+use crate::{Answer, Credential, EgressRefusal, Endpoint, Missing, Platform, RequestKind, Status};
 
 /// The `Accept` list of every manifest request: OCI index and manifest, Docker manifest
 /// list and schema 2 manifest. A shorter list makes some registries (distribution
@@ -413,7 +413,7 @@ impl Session {
                     if e.retryable && attempts.retry(e.reason.clone(), None).await {
                         continue;
                     }
-                    return classify::transport_failure(&inner.endpoint.host, method, &e.reason);
+                    return classify::transport_failure(&inner.endpoint.host, method, &e);
                 }
             };
             let status = response.status().as_u16();
@@ -772,6 +772,9 @@ impl Session {
                     .await
             }
         };
+        if let Fetched::Refused(what, refusal) = fetched {
+            return classify::refused(&what, refusal);
+        }
         if is_index {
             return platform::check(query, present, want, fetched.reply());
         }
@@ -796,6 +799,9 @@ impl Session {
                 attempts,
             )
             .await;
+        if let Fetched::Refused(what, refusal) = blob {
+            return classify::refused(&what, refusal);
+        }
         platform::check_config(
             query,
             present,
@@ -838,6 +844,9 @@ impl Session {
                             .await
                     {
                         continue;
+                    }
+                    if let Some(refusal) = e.refusal {
+                        return Fetched::Refused(format!("{what} GET"), refusal);
                     }
                     return Fetched::Failed(e.reason);
                 }
@@ -969,6 +978,8 @@ enum Fetched {
     Status(u16, Vec<RegistryError>),
     /// No answer: the reason.
     Failed(String),
+    /// The egress policy refused the GET or its redirect: what was asked, and why.
+    Refused(String, EgressRefusal),
 }
 
 impl Fetched {
@@ -980,6 +991,8 @@ impl Fetched {
                 errors,
             },
             Fetched::Failed(why) => IndexReply::Failed(why),
+            // Answered as refused before it is read (`check_platform`).
+            Fetched::Refused(what, _) => IndexReply::Failed(what),
         }
     }
 }

@@ -69,6 +69,7 @@ impl Shared {
         let fail = |what: String| AuthorizeError {
             status: Status::Unreachable,
             message: format!("cannot build the HTTP client: {what}"),
+            refusal: None,
         };
         let extra_roots = match &options.ca_file {
             Some(path) => tls::read_roots(path).map_err(|e| fail(format!("ca_file: {e}")))?,
@@ -238,12 +239,20 @@ fn build_http(
     counters: &Arc<Counters>,
     tls: TlsSetup,
 ) -> Result<Http, String> {
-    transport::build_client(&options.user_agent, limits, options.max_redirects, tls)
-        .map(|client| Http {
-            client,
-            limits,
-            counters: Arc::clone(counters),
-            observer: options.observer.clone(),
-        })
-        .map_err(|e| transport::describe(&e, &limits, limits.total, Default::default()))
+    let egress = Arc::new(options.egress.clone());
+    transport::build_client(
+        &options.user_agent,
+        limits,
+        options.max_redirects,
+        &egress,
+        tls,
+    )
+    .map(|client| Http {
+        client,
+        limits,
+        counters: Arc::clone(counters),
+        observer: options.observer.clone(),
+        egress,
+    })
+    .map_err(|e| transport::describe(&e, &limits, limits.total, Default::default()))
 }

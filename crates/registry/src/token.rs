@@ -248,6 +248,9 @@ pub(crate) enum TokenFailure {
     Transport { reason: String, retryable: bool },
     /// A success status with a body that holds no token.
     BadReply(String),
+    /// The egress policy refused the realm's host (or a redirect of it); nothing was
+    /// sent there.
+    Refused(crate::EgressRefusal),
 }
 
 impl TokenFailure {
@@ -372,9 +375,12 @@ async fn send(
             deadline,
         )
         .await
-        .map_err(|e| TokenFailure::Transport {
-            reason: e.reason,
-            retryable: e.retryable,
+        .map_err(|e| match e.refusal {
+            Some(refusal) => TokenFailure::Refused(refusal),
+            None => TokenFailure::Transport {
+                reason: e.reason,
+                retryable: e.retryable,
+            },
         })?;
     let status = response.status().as_u16();
     if response.status().is_success() {
@@ -500,21 +506,60 @@ impl CacheKey {
 
 type Slot = Arc<tokio::sync::Mutex<Option<Token>>>;
 
+/// At most this many tokens are kept by one client (about 3 KiB each: a JWT and its
+/// key): a service asked about many distinct repositories holds at most ~30 MiB.
+pub(crate) const MAX_TOKENS: usize = 10_000;
+
+/// Every this many new keys, the tokens no longer fresh are dropped.
+const SWEEP_EVERY: u32 = 1024;
+
 /// The tokens of one client, per [`CacheKey`], kept until shortly before they expire.
 /// A fetch holds its key's slot, so concurrent users of one key fetch it once.
-#[derive(Default)]
+///
+/// Bounded: every [`SWEEP_EVERY`] new keys, and whenever a new key would make more than
+/// the capacity ([`MAX_TOKENS`]), the slots not in use whose token is no longer fresh
+/// (or that hold none: a failed fetch) are dropped; if that is not enough, those that
+/// expire soonest. A slot being fetched is never dropped.
 pub(crate) struct Cache {
-    slots: Mutex<HashMap<CacheKey, Slot>>,
+    slots: Mutex<Slots>,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct Slots {
+    map: HashMap<CacheKey, Slot>,
+    /// New keys since the last sweep.
+    added: u32,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache::with_capacity(MAX_TOKENS)
+    }
 }
 
 impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.slots.lock().map(|s| s.len()).unwrap_or_default();
-        f.debug_struct("TokenCache").field("keys", &n).finish()
+        f.debug_struct("TokenCache")
+            .field("keys", &self.len())
+            .finish()
     }
 }
 
 impl Cache {
+    /// A cache of at most `capacity` tokens (at least 1).
+    pub fn with_capacity(capacity: usize) -> Cache {
+        Cache {
+            slots: Mutex::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// How many keys the cache holds.
+    pub fn len(&self) -> usize {
+        self.slots.lock().map(|s| s.map.len()).unwrap_or_default()
+    }
+
     /// The token stored for `key`, fresh or not, without waiting or fetching; `None`
     /// while it is being fetched or when there is none.
     pub fn peek(&self, key: &CacheKey) -> Option<BearerHeader> {
@@ -522,10 +567,28 @@ impl Cache {
             .slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .map
             .get(key)
             .cloned()?;
         let held = slot.try_lock().ok()?;
         held.as_ref().map(|t| t.value.clone())
+    }
+
+    /// The slot of `key`, made (after pruning, when due) if there is none.
+    fn slot(&self, key: &CacheKey) -> Slot {
+        let mut slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(slot) = slots.map.get(key) {
+            return Arc::clone(slot);
+        }
+        slots.added += 1;
+        if slots.added >= SWEEP_EVERY || slots.map.len() >= self.capacity {
+            slots.added = 0;
+            prune(&mut slots.map, self.capacity - 1, Instant::now());
+        }
+        Arc::clone(slots.map.entry(key.clone()).or_default())
     }
 
     /// A fresh token for `key`: the cached one (told to the observer as a cache hit),
@@ -537,13 +600,7 @@ impl Cache {
         params: &BearerParams,
         attempts: &mut Attempts,
     ) -> Result<BearerHeader, TokenFailure> {
-        let slot: Slot = {
-            let mut slots = self
-                .slots
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            slots.entry(key.clone()).or_default().clone()
-        };
+        let slot = self.slot(&key);
         let mut held = slot.lock().await;
         if let Some(token) = held.as_ref().filter(|t| t.is_fresh(Instant::now())) {
             if let Some(observer) = &http.observer {
@@ -555,6 +612,32 @@ impl Cache {
         let value = token.value.clone();
         *held = Some(token);
         Ok(value)
+    }
+}
+
+/// Drops from `map` the slots not in use whose token is not fresh at `now` (or that
+/// hold none), then, while more than `keep` remain, the unused ones that expire soonest.
+fn prune(map: &mut HashMap<CacheKey, Slot>, keep: usize, now: Instant) {
+    map.retain(|_, slot| match slot.try_lock() {
+        Ok(held) => held.as_ref().is_some_and(|t| t.is_fresh(now)),
+        Err(_) => true,
+    });
+    if map.len() <= keep {
+        return;
+    }
+    let mut by_expiry: Vec<(Option<Instant>, CacheKey)> = map
+        .iter()
+        .filter_map(|(key, slot)| {
+            let held = slot.try_lock().ok()?;
+            let token = held.as_ref()?;
+            Some((token.obtained.checked_add(token.lifetime), key.clone()))
+        })
+        .collect();
+    // `None` (never expires) sorts first as `Option`; it should go last.
+    by_expiry.sort_by_key(|(expires, _)| (expires.is_none(), *expires));
+    let excess = map.len() - keep;
+    for (_, key) in by_expiry.into_iter().take(excess) {
+        map.remove(&key);
     }
 }
 
@@ -744,6 +827,83 @@ mod tests {
             ..t
         };
         assert!(forever.is_fresh(now + Duration::from_secs(1 << 40)));
+    }
+
+    fn cache_key(i: usize) -> CacheKey {
+        CacheKey {
+            host: "registry.example.com".into(),
+            realm: Url::parse("https://auth.example/token").unwrap(),
+            service: None,
+            credential: Credential::Anonymous,
+            scopes: Arc::from(vec![format!("repository:r{i}:pull")]),
+        }
+    }
+
+    /// Stores a token for `key` as a fetch would.
+    fn store(cache: &Cache, key: &CacheKey, obtained: Instant, lifetime: Duration) {
+        let slot = cache.slot(key);
+        *slot.try_lock().unwrap() = Some(Token {
+            value: BearerHeader::new("t").unwrap(),
+            obtained,
+            lifetime,
+        });
+    }
+
+    #[test]
+    fn cache_is_capped_evicting_the_soonest_to_expire() {
+        let cache = Cache::with_capacity(3);
+        let now = Instant::now();
+        let minutes = |m: u64| Duration::from_secs(60 * m);
+        for (i, lifetime) in [10, 2, 30, 5, 20].into_iter().enumerate() {
+            store(&cache, &cache_key(i), now, minutes(lifetime));
+            assert!(cache.len() <= 3, "after {i}: {}", cache.len());
+        }
+        // The fourth evicted the 2-minute token, the fifth the 5-minute one: what is
+        // left expires last (10, 30 and 20 minutes).
+        let kept: Vec<usize> = (0..5)
+            .filter(|i| cache.peek(&cache_key(*i)).is_some())
+            .collect();
+        assert_eq!(kept, [0, 2, 4]);
+    }
+
+    #[test]
+    fn cache_drops_tokens_no_longer_fresh() {
+        let cache = Cache::with_capacity(3);
+        let now = Instant::now();
+        let Some(long_ago) = now.checked_sub(Duration::from_secs(600)) else {
+            return; // the clock started less than 10 minutes ago
+        };
+        store(&cache, &cache_key(0), long_ago, Duration::from_secs(60));
+        store(&cache, &cache_key(1), long_ago, Duration::from_secs(60));
+        store(&cache, &cache_key(2), now, Duration::MAX);
+        store(&cache, &cache_key(3), now, Duration::from_secs(60));
+        // Both expired ones went, not the fresh ones, though one fits under the cap.
+        assert_eq!(cache.len(), 2);
+        assert!(cache.peek(&cache_key(0)).is_none() && cache.peek(&cache_key(1)).is_none());
+        assert!(cache.peek(&cache_key(2)).is_some() && cache.peek(&cache_key(3)).is_some());
+        // A key being fetched (its slot held) is never dropped, and a never-expiring
+        // token goes last.
+        let held = cache.slot(&cache_key(4));
+        let _fetching = held.try_lock().unwrap();
+        store(&cache, &cache_key(5), now, Duration::from_secs(120));
+        store(&cache, &cache_key(6), now, Duration::from_secs(180));
+        assert_eq!(cache.len(), 3);
+        assert!(cache.peek(&cache_key(2)).is_some(), "never expires");
+        assert!(cache.slots.lock().unwrap().map.contains_key(&cache_key(4)));
+    }
+
+    #[test]
+    fn cache_sweeps_expired_tokens_under_the_cap() {
+        let cache = Cache::with_capacity(MAX_TOKENS);
+        let now = Instant::now();
+        let Some(long_ago) = now.checked_sub(Duration::from_secs(600)) else {
+            return;
+        };
+        for i in 0..(SWEEP_EVERY as usize) {
+            store(&cache, &cache_key(i), long_ago, Duration::from_secs(60));
+        }
+        // The sweep ran as the last of these was added: only it is left.
+        assert_eq!(cache.len(), 1);
     }
 
     #[test]

@@ -4,7 +4,11 @@
 //! secret-free reason and a retry verdict.
 //!
 //! Invariant: nothing here knows the registry protocol; every byte that leaves or enters
-//! the process through this crate goes through [`Http::send`].
+//! the process through this crate goes through [`Http::send`], which sends nothing to a
+//! host the egress policy ([`crate::egress`]) refuses: it checks the URL's host first,
+//! the redirect policy checks each redirect's, and the client's resolver checks the
+//! addresses a name resolves to and hands the connector exactly those (so a name cannot
+//! resolve to one address when checked and another when connected).
 //!
 //! Limits: each request has a total timeout (and optional connect and read timeouts),
 //! shortened to what is left before the deadline; at most `max_redirects` redirects,
@@ -21,8 +25,8 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, RequestBuilder, Response};
 use url::Url;
 
-use crate::ClientOptions;
 use crate::observe::{self, Observer, RequestEvent, RequestKind};
+use crate::{ClientOptions, EgressPolicy, EgressRefusal};
 
 /// At most this much of an error body is read.
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -72,6 +76,8 @@ pub(crate) struct Http {
     pub counters: Arc<Counters>,
     /// [`crate::ClientOptions::observer`].
     pub observer: Option<Arc<dyn Observer>>,
+    /// [`crate::ClientOptions::egress`], checked before each request is sent.
+    pub egress: Arc<EgressPolicy>,
 }
 
 impl std::fmt::Debug for Http {
@@ -95,12 +101,14 @@ pub(crate) struct TlsSetup {
 }
 
 /// Builds a client: rustls with the platform verifier (system roots, plus `extra_roots`),
-/// HTTP/2 when ALPN offers it, keep-alive pooling, the timeouts of `limits`, and the
-/// redirect policy described in the module docs.
+/// HTTP/2 when ALPN offers it, keep-alive pooling, the timeouts of `limits`, the
+/// redirect policy described in the module docs, and a resolver that applies `egress`
+/// to the addresses of every name.
 pub(crate) fn build_client(
     user_agent: &str,
     limits: Limits,
     max_redirects: usize,
+    egress: &Arc<EgressPolicy>,
     tls: TlsSetup,
 ) -> reqwest::Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
@@ -111,7 +119,10 @@ pub(crate) fn build_client(
         .tcp_nodelay(true)
         .http1_max_headers(MAX_HEADER_FIELDS)
         .http2_max_header_list_size(MAX_HTTP2_HEADER_BYTES)
-        .redirect(redirect_policy(max_redirects))
+        .redirect(redirect_policy(max_redirects, Arc::clone(egress)))
+        .dns_resolver(PolicyResolver {
+            egress: Arc::clone(egress),
+        })
         .tls_danger_accept_invalid_certs(tls.skip_verify);
     if let Some(read) = limits.read {
         builder = builder.read_timeout(read);
@@ -125,10 +136,15 @@ pub(crate) fn build_client(
     builder.build()
 }
 
-/// At most `max` redirects; none from `https` to `http`. reqwest itself drops
-/// `Authorization` (and cookies) when a redirect changes host, port or scheme.
-fn redirect_policy(max: usize) -> reqwest::redirect::Policy {
+/// At most `max` redirects; none from `https` to `http`; none to a host `egress`
+/// refuses (the error is the [`EgressRefusal`], found again by [`refusal_of`]). reqwest
+/// itself drops `Authorization` (and cookies) when a redirect changes host, port or
+/// scheme.
+fn redirect_policy(max: usize, egress: Arc<EgressPolicy>) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
+        if let Err(refusal) = check_url(&egress, attempt.url()) {
+            return attempt.error(refusal);
+        }
         // `previous` holds the first URL and every URL redirected from so far.
         if attempt.previous().len() > max {
             let message = format!("too many redirects (more than {max})");
@@ -150,6 +166,56 @@ fn redirect_policy(max: usize) -> reqwest::redirect::Policy {
     })
 }
 
+/// Applies `egress` to a URL's host and port (its scheme's default when it has none).
+/// A URL without a host is left to reqwest, which refuses it.
+pub(crate) fn check_url(egress: &EgressPolicy, url: &Url) -> Result<(), EgressRefusal> {
+    let port = url.port_or_known_default().unwrap_or(0);
+    match url.host() {
+        Some(url::Host::Domain(name)) => egress.check_host(name, port),
+        Some(url::Host::Ipv4(v4)) => egress.check_host(&v4.to_string(), port),
+        Some(url::Host::Ipv6(v6)) => egress.check_host(&v6.to_string(), port),
+        None => Ok(()),
+    }
+}
+
+/// The resolver of every client: the system's (`getaddrinfo`, through tokio), then the
+/// egress policy over every address; a name with a refused address fails with the
+/// [`EgressRefusal`], and otherwise the connector gets exactly the addresses checked.
+/// reqwest does not call it for IP literal hosts (checked by [`check_url`]).
+struct PolicyResolver {
+    egress: Arc<EgressPolicy>,
+}
+
+impl reqwest::dns::Resolve for PolicyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let egress = Arc::clone(&self.egress);
+        let name = name.as_str().to_string();
+        Box::pin(async move {
+            // Port 0: the connector puts the URL's port in.
+            let found: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let addresses: Vec<std::net::IpAddr> = found.iter().map(|a| a.ip()).collect();
+            egress
+                .check_resolved(&name, &addresses)
+                .map_err(|refusal| {
+                    tracing::debug!(host = %name, %refusal, "refused after resolving");
+                    Box::new(refusal) as Box<dyn std::error::Error + Send + Sync>
+                })?;
+            let addrs: reqwest::dns::Addrs = Box::new(found.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// The [`EgressRefusal`] under a reqwest error: a redirect or a resolved address the
+/// policy refused.
+fn refusal_of(err: &reqwest::Error) -> Option<EgressRefusal> {
+    causes(err)
+        .into_iter()
+        .find_map(|e| e.downcast_ref::<EgressRefusal>())
+        .cloned()
+}
+
 /// When a request was sent and the time it had, kept in its response's extensions for
 /// the wording of a timeout while its body is read.
 #[derive(Debug, Clone, Copy)]
@@ -168,6 +234,21 @@ pub(crate) struct SendError {
     /// Failed before any HTTP answer (DNS, TCP, TLS, connect timeout), which allows the
     /// plain-HTTP fallback of the ping.
     pub connection_level: bool,
+    /// The egress policy refused the host (of the URL, a redirect, or the addresses its
+    /// name resolved to); nothing was sent to it.
+    pub refusal: Option<EgressRefusal>,
+}
+
+impl SendError {
+    /// A failure that is neither retryable, nor at the connection level, nor a refusal.
+    fn final_failure(reason: String) -> SendError {
+        SendError {
+            reason,
+            retryable: false,
+            connection_level: false,
+            refusal: None,
+        }
+    }
 }
 
 /// The time a request may take: the total timeout, or less when the deadline is nearer.
@@ -212,12 +293,19 @@ impl Http {
         may_fall_back: bool,
     ) -> Result<Response, SendError> {
         let started = Instant::now();
-        let Some(budget) = budget(&self.limits, deadline, started) else {
+        if let Err(refusal) = check_url(&self.egress, url) {
+            tracing::debug!(url = %loggable_url(url), %refusal, ?purpose, "not sent");
             return Err(SendError {
-                reason: "the deadline passed before the request could be sent".to_string(),
+                reason: refusal.to_string(),
                 retryable: false,
                 connection_level: false,
+                refusal: Some(refusal),
             });
+        }
+        let Some(budget) = budget(&self.limits, deadline, started) else {
+            return Err(SendError::final_failure(
+                "the deadline passed before the request could be sent".to_string(),
+            ));
         };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         if purpose == RequestKind::Token {
@@ -277,10 +365,15 @@ impl Http {
                 Ok(response)
             }
             Err(e) => {
+                let refusal = refusal_of(&e);
                 let failure = SendError {
-                    reason: describe(&e, &self.limits, budget, elapsed),
-                    retryable: is_retryable(&e),
-                    connection_level: is_connection_level(&e),
+                    reason: match &refusal {
+                        Some(r) => r.to_string(),
+                        None => describe(&e, &self.limits, budget, elapsed),
+                    },
+                    retryable: refusal.is_none() && is_retryable(&e),
+                    connection_level: refusal.is_none() && is_connection_level(&e),
+                    refusal,
                 };
                 tracing::debug!(
                     method = %method,
@@ -356,6 +449,7 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
                     reason: describe(&e, limits, sent.budget, sent.started.elapsed()),
                     retryable: is_retryable(&e),
                     connection_level: false,
+                    refusal: None,
                 });
                 return out;
             }

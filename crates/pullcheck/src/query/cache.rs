@@ -139,6 +139,7 @@ mod tests {
             detail: "found".into(),
             credential: None,
             cached: false,
+            egress: None,
         }
     }
 

@@ -41,7 +41,9 @@ use std::time::Duration;
 use futures::future::join_all;
 use pullcheck_credentials::CredentialError;
 use pullcheck_reference::Reference;
-use pullcheck_registry::{Answer, AuthorizeError, Credential, Endpoint, Missing, Platform};
+use pullcheck_registry::{
+    Answer, AuthorizeError, Credential, EgressRefusal, Endpoint, Missing, Platform,
+};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
@@ -110,6 +112,9 @@ pub(crate) struct Outcome {
     pub credential: Option<CredentialSource>,
     /// The answer came from the [`AnswerCache`], not from a request of this check.
     pub cached: bool,
+    /// For `blocked` by the registry client's egress policy: the rule and what it
+    /// matched.
+    pub egress: Option<EgressRefusal>,
 }
 
 /// One (route, credential) pair to try.
@@ -402,6 +407,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                     },
                     credential: None,
                     cached: false,
+                    egress: None,
                 },
             ));
             self.finished.insert(p.key, choose(failures));
@@ -460,6 +466,7 @@ fn failure(status: Status, detail: String) -> Outcome {
         detail,
         credential: None,
         cached: false,
+        egress: None,
     }
 }
 
@@ -493,6 +500,7 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
             detail: "no endpoint to ask".into(),
             credential: None,
             cached: false,
+            egress: None,
         };
     }
     let others: Vec<String> = attempts
@@ -590,6 +598,7 @@ async fn ask_group<R: Registry>(
                         detail: e.message.clone(),
                         credential: group.source.clone(),
                         cached: false,
+                        egress: e.refusal.clone(),
                     }),
                 ));
             }
@@ -657,6 +666,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         detail: answer.detail,
         credential,
         cached: false,
+        egress: answer.refusal,
     }
 }
 
@@ -698,5 +708,7 @@ fn map_status(status: pullcheck_registry::Status) -> Status {
         S::NoAccess => Status::NoAccess,
         S::Denied => Status::Denied,
         S::Unreachable => Status::Unreachable,
+        // Nothing was sent to the refused host, as for a blocked reference.
+        S::Refused => Status::Blocked,
     }
 }

@@ -22,6 +22,7 @@ fn outcome(status: Status, detail: &str) -> Outcome {
         detail: detail.into(),
         credential: None,
         cached: false,
+        egress: None,
     }
 }
 
@@ -131,6 +132,7 @@ impl Registry for Scripted {
             Some((_, _, status)) => Err(AuthorizeError {
                 status: *status,
                 message: format!("{} refused {user}", endpoint.host),
+                refusal: None,
             }),
             None => Ok(FakeSession {
                 host: endpoint.host.clone(),
@@ -170,6 +172,7 @@ impl Registry for Scripted {
             http_status: None,
             media_type: None,
             attempts: 1,
+            refusal: None,
         }
     }
 }

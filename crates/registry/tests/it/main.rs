@@ -1,5 +1,6 @@
 //! The integration tests of `pullcheck-registry`, one binary (`cargo test -p pullcheck-registry --test it`).
 
+mod egress;
 mod faults;
 mod no_secrets;
 mod registries;

@@ -263,7 +263,7 @@ fn deployment(name: &str, image: &str, pod_spec_extra: Value) -> Value {
 }
 
 /// An anonymous registry with `library/golang:1.22` and `team/app:v1`.
-async fn registry() -> Registry {
+pub(crate) async fn registry() -> Registry {
     let registry = Registry::anonymous().await.expect("registry");
     registry
         .push("library/golang", "1.22", ImageKind::OciIndex)
@@ -276,7 +276,7 @@ async fn registry() -> Registry {
     registry
 }
 
-fn deny() -> AdmissionOptions {
+pub(crate) fn deny() -> AdmissionOptions {
     AdmissionOptions {
         mode: AdmissionMode::Deny,
         ..AdmissionOptions::default()

@@ -5,6 +5,7 @@
 mod admission;
 mod bounds;
 mod checks;
+mod egress;
 mod errors;
 mod hardening;
 mod kube;

@@ -120,7 +120,15 @@ impl Server {
 /// Serves `script` on a loopback port (keep-alive, Content-Length bodies only). TLS
 /// client hellos get a plain-HTTP 400 and a close, as a plain server would send.
 pub async fn serve(script: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Server {
-    serve_with(script, None).await
+    serve_with("127.0.0.1:0", script, None).await
+}
+
+/// [`serve`] on another loopback address (`127.0.0.2:0`, ...), with `host` naming it.
+pub async fn serve_at(
+    bind: &str,
+    script: impl Fn(&Request) -> Response + Send + Sync + 'static,
+) -> Server {
+    serve_with(bind, script, None).await
 }
 
 /// [`serve`] behind TLS with this server configuration (the scripted faults but
@@ -129,15 +137,16 @@ pub async fn serve_tls(
     script: impl Fn(&Request) -> Response + Send + Sync + 'static,
     config: Arc<rustls::ServerConfig>,
 ) -> Server {
-    serve_with(script, Some(config)).await
+    serve_with("127.0.0.1:0", script, Some(config)).await
 }
 
 async fn serve_with(
+    bind: &str,
     script: impl Fn(&Request) -> Response + Send + Sync + 'static,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> Server {
     let script: Script = Arc::new(script);
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = TcpListener::bind(bind).await.expect("bind");
     let host = listener.local_addr().expect("addr").to_string();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let connections = Arc::new(AtomicUsize::new(0));
