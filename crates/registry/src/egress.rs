@@ -34,7 +34,8 @@
 //!
 //! [`EgressPolicy::default`] holds only [`DEFAULT_DENY`]: link-local and cloud
 //! metadata addresses, which no registry should live on and which hand out cloud
-//! credentials to whoever asks (OWASP's Server-Side Request Forgery Prevention Cheat
+//! credentials to whoever asks, and the unspecified addresses, which reach the local
+//! host (OWASP's Server-Side Request Forgery Prevention Cheat
 //! Sheet; the clouds' instance metadata documentation).
 
 use std::fmt;
@@ -54,7 +55,14 @@ use serde::Serialize;
 /// | `168.63.129.16/32` | Azure's WireServer (platform agent and health probes) |
 /// | `metadata.google.internal` | GCP metadata by name (resolves to `169.254.169.254`; the name rule also holds where a proxy resolves it) |
 /// | `metadata.goog` | GCP metadata by name |
+/// | `0.0.0.0/8`, `::/128` | "this host" and the unspecified address: a connection to them reaches the local host on Linux, which would sidestep a deny rule for `127.0.0.0/8` |
+///
+/// An address in the NAT64 prefix `64:ff9b::/96` (RFC 6052) is matched as the IPv4
+/// address it embeds, as an IPv4-mapped one is, so that a NAT64 gateway is no way
+/// around an IPv4 rule.
 pub const DEFAULT_DENY: &[&str] = &[
+    "0.0.0.0/8",
+    "::/128",
     "169.254.0.0/16",
     "fe80::/10",
     "fd00:ec2::254/128",
@@ -457,10 +465,21 @@ impl Host {
     }
 }
 
-/// An IPv4-mapped IPv6 address as its IPv4 address; any other address as it is.
+/// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`), or one in the NAT64 well-known
+/// prefix (`64:ff9b::a.b.c.d`, RFC 6052), as the IPv4 address it carries; any other
+/// address as it is.
 fn canonical(address: IpAddr) -> IpAddr {
     match address {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return IpAddr::V4(v4);
+            }
+            let bits = u128::from(v6);
+            if bits >> 32 == 0x0064_ff9b_0000_0000_0000_0000 {
+                return IpAddr::V4(Ipv4Addr::from(bits as u32));
+            }
+            IpAddr::V6(v6)
+        }
         v4 => v4,
     }
 }
@@ -597,6 +616,9 @@ mod tests {
             ("metadata.goog", "metadata.goog"),
             // IPv4-mapped IPv6 is the IPv4 address.
             ("[::ffff:169.254.169.254]", "169.254.0.0/16"),
+            ("64:ff9b::a9fe:a9fe", "169.254.0.0/16"),
+            ("0.0.0.0", "0.0.0.0/8"),
+            ("::", "::/128"),
         ] {
             assert_eq!(
                 deny_pattern(p.check_host(host, 443)).as_deref(),
@@ -609,6 +631,16 @@ mod tests {
         assert_eq!(p.check_host("registry.example.com", 443), Ok(()));
         assert_eq!(p.check_host("169.253.255.255", 80), Ok(()));
         assert_eq!(p.check_host("169.255.0.0", 80), Ok(()));
+        assert_eq!(
+            p.check_host("64:ff9b::7f00:1", 80),
+            Ok(()),
+            "NAT64 of 127.0.0.1"
+        );
+        assert_eq!(
+            p.check_host("64:ff9c::a9fe:a9fe", 80),
+            Ok(()),
+            "not the NAT64 prefix"
+        );
     }
 
     #[test]
