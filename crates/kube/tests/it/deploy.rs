@@ -336,6 +336,7 @@ fn the_admission_manifests_are_complete_and_agree() {
         [
             "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration",
             "apps/v1 Deployment",
+            "networking.k8s.io/v1 NetworkPolicy",
             "rbac.authorization.k8s.io/v1 ClusterRole",
             "rbac.authorization.k8s.io/v1 ClusterRoleBinding",
             "v1 Service",
@@ -436,6 +437,20 @@ fn the_admission_manifests_are_complete_and_agree() {
     // over TLS.
     let deployment = find("Deployment");
     let pod = &deployment["spec"]["template"];
+    // The sample NetworkPolicy selects the Deployment's Pods and lets callers reach the
+    // container's port.
+    let policy = find("NetworkPolicy");
+    for (key, value) in policy["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .expect("podSelector")
+    {
+        assert_eq!(&pod["metadata"]["labels"][key], value, "podSelector {key}");
+    }
+    assert_eq!(
+        policy["spec"]["ingress"][0]["ports"][0]["port"],
+        pod["spec"]["containers"][0]["ports"][0]["containerPort"],
+        "NetworkPolicy ingress port"
+    );
     for (key, value) in service["spec"]["selector"].as_object().expect("selector") {
         assert_eq!(&pod["metadata"]["labels"][key], value, "selector {key}");
     }
