@@ -1,5 +1,7 @@
 //! The `pullcheck` command: a thin layer over the `pullcheck` library.
 
+mod render;
+
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -815,7 +817,7 @@ impl PodArgs {
 async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, String> {
     match options {
         Some(o) => Cluster::connect(o).await.map(Some).map_err(|e| {
-            let message = e.to_string();
+            let message = render::kube_error(&e);
             let about_file = message
                 .strip_prefix("Kubernetes configuration: ")
                 .filter(|m| {
@@ -949,7 +951,8 @@ async fn run_check(args: CheckArgs) -> i32 {
         deadline_start: Some(deadline_start),
         platform: args.platform.clone(),
     };
-    let report = pullcheck_sources::check_gathered(&checker, gathered, &options).await;
+    let report =
+        render::report(pullcheck_sources::check_gathered(&checker, gathered, &options).await);
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {

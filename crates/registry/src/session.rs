@@ -413,7 +413,12 @@ impl Session {
                     if e.retryable && attempts.retry(e.reason.clone(), None).await {
                         continue;
                     }
-                    return classify::transport_failure(&inner.endpoint.host, method, &e.reason);
+                    return classify::transport_failure(
+                        &inner.endpoint.host,
+                        method,
+                        e.kind,
+                        &e.reason,
+                    );
                 }
             };
             let status = response.status().as_u16();

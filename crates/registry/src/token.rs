@@ -245,7 +245,11 @@ pub(crate) enum TokenFailure {
         retry_after: Option<Duration>,
     },
     /// No answer: the described network, TLS or timeout error.
-    Transport { reason: String, retryable: bool },
+    Transport {
+        reason: String,
+        kind: crate::Reason,
+        retryable: bool,
+    },
     /// A success status with a body that holds no token.
     BadReply(String),
 }
@@ -263,6 +267,7 @@ impl TokenFailure {
             TokenFailure::Transport {
                 reason,
                 retryable: true,
+                ..
             } => Some((format!("token server: {reason}"), None)),
             _ => None,
         }
@@ -374,6 +379,7 @@ async fn send(
         .await
         .map_err(|e| TokenFailure::Transport {
             reason: e.reason,
+            kind: e.kind,
             retryable: e.retryable,
         })?;
     let status = response.status().as_u16();
@@ -384,6 +390,7 @@ async fn send(
         if let Some(e) = body.error {
             return Err(TokenFailure::Transport {
                 reason: format!("reading the token reply: {}", e.reason),
+                kind: e.kind,
                 retryable: e.retryable,
             });
         }

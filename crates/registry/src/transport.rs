@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, RequestBuilder, Response};
 use url::Url;
 
-use crate::ClientOptions;
 use crate::observe::{self, Observer, RequestEvent, RequestKind};
+use crate::{ClientOptions, Reason};
 
 /// At most this much of an error body is read.
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -163,6 +163,8 @@ struct Sent {
 pub(crate) struct SendError {
     /// The precise reason, without URL or secrets.
     pub reason: String,
+    /// The same as data: [`Reason::Timeout`], [`Reason::TlsUntrusted`], …
+    pub kind: Reason,
     /// Worth another attempt: the connection was refused, reset or closed early.
     pub retryable: bool,
     /// Failed before any HTTP answer (DNS, TCP, TLS, connect timeout), which allows the
@@ -199,6 +201,7 @@ impl Http {
         let Some(budget) = budget(&self.limits, deadline, started) else {
             return Err(SendError {
                 reason: "the deadline passed before the request could be sent".to_string(),
+                kind: Reason::DeadlineExceeded,
                 retryable: false,
                 connection_level: false,
             });
@@ -261,6 +264,11 @@ impl Http {
             Err(e) => {
                 let failure = SendError {
                     reason: describe(&e, &self.limits, budget, elapsed),
+                    // A timeout cut short by the deadline is the deadline's.
+                    kind: match kind_of(&e) {
+                        Reason::Timeout if budget < self.limits.total => Reason::DeadlineExceeded,
+                        kind => kind,
+                    },
                     retryable: is_retryable(&e),
                     connection_level: is_connection_level(&e),
                 };
@@ -336,6 +344,7 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
             Err(e) => {
                 out.error = Some(SendError {
                     reason: describe(&e, limits, sent.budget, sent.started.elapsed()),
+                    kind: kind_of(&e),
                     retryable: is_retryable(&e),
                     connection_level: false,
                 });
@@ -374,6 +383,33 @@ fn is_retryable(err: &reqwest::Error) -> bool {
                 | io::ErrorKind::UnexpectedEof
         )
     })
+}
+
+/// What [`describe`] says, as data: the [`Reason`] of a request that got no answer.
+pub(crate) fn kind_of(err: &reqwest::Error) -> Reason {
+    if let Some(tls) = tls_error(err) {
+        return match tls {
+            rustls::Error::InvalidCertificate(_) => Reason::TlsUntrusted,
+            _ => Reason::TlsFailed,
+        };
+    }
+    if err.is_timeout() {
+        return Reason::Timeout;
+    }
+    if err.is_redirect() {
+        return Reason::NotARegistry;
+    }
+    if err.is_dns() {
+        return Reason::NameNotResolved;
+    }
+    if hyper_error(err).is_some_and(hyper::Error::is_parse) {
+        return Reason::NotARegistry;
+    }
+    match io_error(err).map(io::Error::kind) {
+        Some(io::ErrorKind::ConnectionRefused) => Reason::ConnectionRefused,
+        Some(io::ErrorKind::TimedOut) => Reason::Timeout,
+        _ => Reason::ConnectionFailed,
+    }
 }
 
 /// A precise reason, without URL or secrets: "connection refused", "timed out after

@@ -676,7 +676,7 @@ async fn check_object(
             .into_iter()
             .map(|mut u| {
                 if matches!(u.disposition, Disposition::Check) && admission.is_exempt(&u.image) {
-                    u.disposition = Disposition::Skip("exempt (--admission-exempt-image)".into());
+                    u.disposition = Disposition::Skip(pullcheck::input::Skip::Exempt);
                 }
                 u
             })

@@ -28,6 +28,7 @@ pub mod api;
 pub mod auth;
 mod check;
 pub mod metrics;
+mod render;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -51,7 +51,7 @@ pub(crate) use registry::Registry;
 use cache::AnswerKey;
 
 use crate::plan::query_key;
-use crate::report::{MissingPart, Status};
+use crate::report::{AttemptReport, MissingPart, Reason, Remedy, Status};
 use crate::resolve::{CredentialSource, Credentials, Resolution, Resolver, Route, resolve};
 
 /// Settings of one run of the query stage.
@@ -98,6 +98,8 @@ impl QueryKey {
 pub(crate) struct Outcome {
     /// The status.
     pub status: Status,
+    /// Why, as data.
+    pub reason: Reason,
     /// What is missing.
     pub missing: Option<MissingPart>,
     /// The manifest digest, when present.
@@ -110,6 +112,12 @@ pub(crate) struct Outcome {
     pub credential: Option<CredentialSource>,
     /// The answer came from the [`AnswerCache`], not from a request of this check.
     pub cached: bool,
+    /// For a missing tag, the repository's tags close to it.
+    pub close_tags: Vec<String>,
+    /// What the user can do about it, as data.
+    pub remedies: Vec<Remedy>,
+    /// Every attempt, when more than one was made.
+    pub attempts: Vec<AttemptReport>,
 }
 
 /// One (route, credential) pair to try.
@@ -189,6 +197,7 @@ fn helpers_timed_out(
         .map(|&(set, reference)| {
             let outcome = failure(
                 Status::Unreachable,
+                Reason::CredentialHelperFailed,
                 format!(
                     "credential helpers did not answer within the overall deadline of {} ms",
                     deadline.as_millis()
@@ -252,13 +261,19 @@ impl<S: Clone + Send + Sync> Rounds<S> {
         options: &QueryOptions<'_>,
     ) {
         let outcome = match resolution {
-            Err(e) => failure(Status::Unreachable, format!("not checked: {e}")),
+            Err(e) => failure(
+                Status::Unreachable,
+                Reason::CredentialHelperFailed,
+                format!("not checked: {e}"),
+            ),
             Ok(Resolution::Blocked { rule }) => failure(
                 Status::Blocked,
+                Reason::BlockedByConfig,
                 format!("blocked by {rule}; no request was sent"),
             ),
             Ok(Resolution::Unresolvable { rule, reason }) => failure(
                 Status::Invalid,
+                Reason::UnpullableByConfig,
                 format!("the runtime cannot pull this: {reason} ({rule}); no request was sent"),
             ),
             Ok(Resolution::Routes(routes)) => {
@@ -391,17 +406,16 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             failures.push((
                 host.clone(),
                 Outcome {
-                    status: Status::Unreachable,
-                    missing: None,
-                    digest: None,
                     registry: Some(host.clone()),
-                    detail: if self.timed_out {
-                        format!("{waited} from {host}")
-                    } else {
-                        format!("no answer from {host}")
-                    },
-                    credential: None,
-                    cached: false,
+                    ..failure(
+                        Status::Unreachable,
+                        Reason::DeadlineExceeded,
+                        if self.timed_out {
+                            format!("{waited} from {host}")
+                        } else {
+                            format!("no answer from {host}")
+                        },
+                    )
                 },
             ));
             self.finished.insert(p.key, choose(failures));
@@ -451,15 +465,34 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
 }
 
 /// An outcome without an answer from any registry.
-fn failure(status: Status, detail: String) -> Outcome {
+fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
     Outcome {
         status,
+        reason,
         missing: None,
         digest: None,
         registry: None,
         detail,
         credential: None,
         cached: false,
+        close_tags: Vec::new(),
+        remedies: Vec::new(),
+        attempts: Vec::new(),
+    }
+}
+
+/// The outcome of a reference whose registry `host` the service's egress policy refuses
+/// (`rule`, and `matched`, what of the host matched it): `unreachable`, reason
+/// [`Reason::EgressDenied`], nothing sent. For the egress policy to finish a query with.
+#[allow(dead_code)]
+pub(crate) fn egress_denied(host: &str, rule: &str, matched: &str) -> Outcome {
+    Outcome {
+        registry: Some(host.to_owned()),
+        ..failure(
+            Status::Unreachable,
+            Reason::EgressDenied,
+            format!("not asked: the egress policy refuses {host} ({rule} matches {matched})"),
+        )
     }
 }
 
@@ -485,16 +518,26 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
         .max_by_key(|(i, (_, o))| (rank(o.status), std::cmp::Reverse(*i)))
         .map_or(0, |(i, _)| i);
     if attempts.is_empty() {
-        return Outcome {
-            status: Status::Unreachable,
-            missing: None,
-            digest: None,
-            registry: None,
-            detail: "no endpoint to ask".into(),
-            credential: None,
-            cached: false,
-        };
+        return failure(
+            Status::Unreachable,
+            Reason::NoEndpoint,
+            "no endpoint to ask".into(),
+        );
     }
+    let listed: Vec<AttemptReport> = if attempts.len() > 1 {
+        attempts
+            .iter()
+            .map(|(place, o)| AttemptReport {
+                registry: place.clone(),
+                credential: o.credential.clone(),
+                status: o.status,
+                reason: o.reason,
+                detail: o.detail.clone(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let others: Vec<String> = attempts
         .iter()
         .enumerate()
@@ -510,6 +553,7 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
         };
         chosen.detail = format!("{}; {verb}: {}", chosen.detail, others.join("; "));
     }
+    chosen.attempts = listed;
     chosen
 }
 
@@ -583,13 +627,9 @@ async fn ask_group<R: Registry>(
                     job.index,
                     place.clone(),
                     certificate_denied(Outcome {
-                        status: map_status(e.status),
-                        missing: None,
-                        digest: None,
                         registry: Some(host.clone()),
-                        detail: e.message.clone(),
                         credential: group.source.clone(),
-                        cached: false,
+                        ..failure(map_status(e.status), e.reason.into(), e.message.clone())
                     }),
                 ));
             }
@@ -611,7 +651,8 @@ async fn ask_group<R: Registry>(
                             )
                             .await
                     };
-                    let outcome = outcome_of(answer, host, group.source.clone());
+                    let outcome =
+                        certificate_denied(outcome_of(answer, host, group.source.clone()));
                     if let Some(cache) = options.cache {
                         let key = AnswerKey {
                             endpoint: endpoint.clone(),
@@ -646,6 +687,7 @@ async fn ask_group<R: Registry>(
 fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
     Outcome {
         status: map_status(answer.status),
+        reason: answer.reason.into(),
         missing: answer.missing.map(|m| match m {
             Missing::Tag => MissingPart::Tag,
             Missing::Digest => MissingPart::Digest,
@@ -657,6 +699,9 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         detail: answer.detail,
         credential,
         cached: false,
+        close_tags: answer.close_tags,
+        remedies: Vec::new(),
+        attempts: Vec::new(),
     }
 }
 
@@ -671,20 +716,22 @@ fn answer_key(attempt: &Attempt, reference: &Reference, platform: Option<&Platfo
     }
 }
 
-/// An `unreachable` outcome whose https certificate is not valid for the host becomes
-/// `denied`, its detail naming the fix: the registry as reached is not the one named,
-/// which is a failure, not a registry that could not be asked.
+/// An outcome whose https certificate is not valid for the host ([`Reason::TlsUntrusted`])
+/// is `denied`, with the remedies as data (trust its CA, or allow unverified TLS): the
+/// registry as reached is not the one named, which is a failure, not a registry that
+/// could not be asked. The front ends word the remedies.
 fn certificate_denied(mut outcome: Outcome) -> Outcome {
-    if outcome.status == Status::Unreachable
-        && pullcheck_registry::is_certificate_failure(&outcome.detail)
-    {
+    if outcome.reason == Reason::TlsUntrusted {
         let host = outcome.registry.clone().unwrap_or_default();
         outcome.status = Status::Denied;
         outcome.detail = format!(
-            "{}; {}",
-            outcome.detail,
-            pullcheck_registry::certificate_fix(&host)
+            "{}; the registry as reached is not the one named",
+            outcome.detail
         );
+        outcome.remedies = vec![
+            Remedy::TrustCa { host: host.clone() },
+            Remedy::AllowInsecure { host },
+        ];
     }
     outcome
 }

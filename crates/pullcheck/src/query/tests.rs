@@ -14,15 +14,14 @@ use super::*;
 use crate::resolve::{Credentials, ResolvedEndpoint, Resolver, Route};
 
 fn outcome(status: Status, detail: &str) -> Outcome {
-    Outcome {
-        status,
-        missing: None,
-        digest: None,
-        registry: None,
-        detail: detail.into(),
-        credential: None,
-        cached: false,
-    }
+    let reason = match status {
+        Status::Present => Reason::Found,
+        Status::Missing => Reason::TagNotFound,
+        Status::NoAccess => Reason::UnauthorizedAnonymous,
+        Status::Denied => Reason::AccessDenied,
+        _ => Reason::ConnectionRefused,
+    };
+    failure(status, reason, detail.into())
 }
 
 #[test]
@@ -130,6 +129,7 @@ impl Registry for Scripted {
         {
             Some((_, _, status)) => Err(AuthorizeError {
                 status: *status,
+                reason: pullcheck_registry::Reason::CredentialsRejected,
                 message: format!("{} refused {user}", endpoint.host),
             }),
             None => Ok(FakeSession {
@@ -165,6 +165,14 @@ impl Registry for Scripted {
         Answer {
             status,
             missing: None,
+            reason: match status {
+                pullcheck_registry::Status::Present => pullcheck_registry::Reason::Found,
+                pullcheck_registry::Status::Missing => pullcheck_registry::Reason::TagNotFound,
+                pullcheck_registry::Status::NoAccess => pullcheck_registry::Reason::Unauthorized,
+                pullcheck_registry::Status::Denied => pullcheck_registry::Reason::AccessDenied,
+                pullcheck_registry::Status::Unreachable => pullcheck_registry::Reason::Timeout,
+            },
+            close_tags: Vec::new(),
             digest: None,
             detail: format!("{status:?} at {}", session.host),
             http_status: None,
