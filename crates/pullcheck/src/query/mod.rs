@@ -439,6 +439,14 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
             });
         }
         for c in route.credentials {
+            // The same credential found twice (a pull secret and the node's config with
+            // the same user and password) would get the same answer: asked once.
+            let seen = attempts
+                .iter()
+                .any(|a| a.endpoint == route.endpoint.endpoint && a.credential == c.credential);
+            if seen {
+                continue;
+            }
             attempts.push_back(Attempt {
                 endpoint: route.endpoint.endpoint.clone(),
                 repository: route.repository.clone(),

@@ -269,8 +269,21 @@ async fn a_mirror_that_misses_falls_back_to_the_primary() {
     )
     .await;
     let o = of(&outcomes, &app);
-    assert_eq!(o.status, Status::Present);
+    assert_eq!((o.status, o.reason), (Status::Present, Reason::Found));
     assert_eq!(o.registry.as_deref(), Some("registry.local"));
+    // Every attempt as data, in order.
+    let attempts: Vec<(&str, Status, Reason)> = o
+        .attempts
+        .iter()
+        .map(|a| (a.registry.as_str(), a.status, a.reason))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("mirror.local", Status::Missing, Reason::TagNotFound),
+            ("registry.local", Status::Present, Reason::Found),
+        ]
+    );
     // The detail keeps every attempt: the mirror's miss too.
     assert_eq!(
         o.detail,
@@ -545,6 +558,23 @@ async fn a_registry_that_never_answers_is_unreachable_at_the_deadline() {
     );
     // The answer that came in before the deadline counts.
     assert_eq!(of(&outcomes, &fine).status, Status::Missing);
+}
+
+#[test]
+fn the_same_credential_twice_is_one_attempt() {
+    let app = reference("registry.local/team/app:v1");
+    // A pull secret and the node's config with the same user and password.
+    let attempts = attempts_of(
+        &app,
+        vec![route(
+            "registry.local",
+            false,
+            "team/app",
+            &["alice", "alice", "bob"],
+        )],
+    );
+    let users: Vec<String> = attempts.iter().map(|a| user_of(&a.credential)).collect();
+    assert_eq!(users, ["alice", "bob"]);
 }
 
 #[test]
