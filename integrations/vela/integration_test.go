@@ -246,6 +246,25 @@ func wantReport(t *testing.T, r *Report, host string, includeOnStart bool) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("statuses:\n got %v\nwant %v", got, want)
 	}
+	wantReasons := map[string]string{
+		"#init":               ReasonInitStep,
+		"library/postgres:16": ReasonFound,
+		"team/app:v1":         ReasonFound,
+		"team/app:v9":         ReasonTagNotFound,
+		"team/nothing:v1":     ReasonRepositoryNotFound,
+		"team/ondemand:v2":    ReasonDeferredOnStart,
+		"vela/vault:1.4":      ReasonFound,
+	}
+	if includeOnStart {
+		wantReasons["team/ondemand:v2"] = ReasonFound
+	}
+	gotReasons := map[string]string{}
+	for _, image := range r.Images {
+		gotReasons[strings.TrimPrefix(image.Reference, host+"/")] = image.Reason
+	}
+	if fmt.Sprint(gotReasons) != fmt.Sprint(wantReasons) {
+		t.Errorf("reasons:\n got %v\nwant %v", gotReasons, wantReasons)
+	}
 	if r.ExitCode != 1 || r.Summary.Failed != 2 || r.Summary.Total != 7 {
 		t.Errorf("exit code %d, summary %+v", r.ExitCode, r.Summary)
 	}

@@ -110,6 +110,9 @@ type Image struct {
 	// unresolved (depends on a ${VAR} known only when the build runs), invalid,
 	// deferred, skipped.
 	Status string `json:"status"`
+	// Reason says why, from a closed set documented in docs/reasons.md: one of the
+	// Reason* constants. Act on it rather than on Detail, whose words may change.
+	Reason string `json:"reason"`
 	// Missing says what is missing, for status missing: tag, digest, repository or
 	// platform.
 	Missing string `json:"missing"`
@@ -130,7 +133,80 @@ type Image struct {
 	// Cached is true when the answer came from the service's answer cache
 	// (pullcheck serve --cache-present), not from a request of this check.
 	Cached bool `json:"cached"`
+	// CloseTags are, for ReasonTagNotFound, the repository's tags close to the one
+	// asked for, best first.
+	CloseTags []string `json:"close_tags"`
+	// Remedies are what can be done about the failure, as data (Detail words them).
+	Remedies []Remedy `json:"remedies"`
+	// Attempts are every endpoint and credential asked, when more than one was.
+	Attempts []Attempt `json:"attempts"`
 }
+
+// Remedy is one thing that can be done about a failure: Kind is one of trust_ca,
+// allow_insecure (Host is the registry's host[:port]) or include_on_start.
+type Remedy struct {
+	// Kind names the remedy.
+	Kind string `json:"kind"`
+	// Host is the registry, for trust_ca and allow_insecure.
+	Host string `json:"host"`
+}
+
+// Attempt is one endpoint and credential asked about an image.
+type Attempt struct {
+	// Registry is the endpoint asked (host[:port], with its API path when not /v2/).
+	Registry string `json:"registry"`
+	// Credential is the credential it was asked with; nil for anonymous.
+	Credential *Credential `json:"credential"`
+	// Status is the answer's status.
+	Status string `json:"status"`
+	// Reason is the answer's reason (a Reason* constant).
+	Reason string `json:"reason"`
+	// Detail is the answer in words.
+	Detail string `json:"detail"`
+}
+
+// The values of Image.Reason and Attempt.Reason (docs/reasons.md says what each
+// means). New values may be added; a value's name never changes.
+const (
+	ReasonFound                  = "found"
+	ReasonCached                 = "cached"
+	ReasonTagNotFound            = "tag_not_found"
+	ReasonDigestNotFound         = "digest_not_found"
+	ReasonRepositoryNotFound     = "repository_not_found"
+	ReasonPlatformNotFound       = "platform_not_found"
+	ReasonUnauthorizedAnonymous  = "unauthorized_anonymous"
+	ReasonUnauthorized           = "unauthorized"
+	ReasonCredentialsRequired    = "credentials_required"
+	ReasonUnsupportedAuth        = "unsupported_auth"
+	ReasonCredentialsRejected    = "credentials_rejected"
+	ReasonAccessDenied           = "access_denied"
+	ReasonTLSUntrusted           = "tls_untrusted"
+	ReasonRateLimited            = "rate_limited"
+	ReasonServerError            = "server_error"
+	ReasonNotARegistry           = "not_a_registry"
+	ReasonDigestMismatch         = "digest_mismatch"
+	ReasonTLSFailed              = "tls_failed"
+	ReasonConnectionRefused      = "connection_refused"
+	ReasonConnectionFailed       = "connection_failed"
+	ReasonTimeout                = "timeout"
+	ReasonNameNotResolved        = "name_not_resolved"
+	ReasonDeadlineExceeded       = "deadline_exceeded"
+	ReasonClientConfig           = "client_config"
+	ReasonCredentialHelperFailed = "credential_helper_failed"
+	ReasonNoEndpoint             = "no_endpoint"
+	ReasonEgressDenied           = "egress_denied"
+	ReasonBlockedByConfig        = "blocked_by_config"
+	ReasonUnpullableByConfig     = "unpullable_by_config"
+	ReasonInvalidReference       = "invalid_reference"
+	ReasonUnknownPullPolicy      = "unknown_pull_policy"
+	ReasonInvalidContainer       = "invalid_container"
+	ReasonUnresolvedVariable     = "unresolved_variable"
+	ReasonTemplateStep           = "template_step"
+	ReasonInitStep               = "init_step"
+	ReasonNeverPulled            = "never_pulled"
+	ReasonExempt                 = "exempt"
+	ReasonDeferredOnStart        = "deferred_on_start"
+)
 
 // Origin is one container that uses an image.
 type Origin struct {

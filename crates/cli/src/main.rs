@@ -1,5 +1,7 @@
 //! The `pullcheck` command: a thin layer over the `pullcheck` library.
 
+mod render;
+
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -870,7 +872,7 @@ impl PodArgs {
 async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, String> {
     match options {
         Some(o) => Cluster::connect(o).await.map(Some).map_err(|e| {
-            let message = e.to_string();
+            let message = render::kube_error(&e);
             let about_file = message
                 .strip_prefix("Kubernetes configuration: ")
                 .filter(|m| {
@@ -1004,7 +1006,8 @@ async fn run_check(args: CheckArgs) -> i32 {
         deadline_start: Some(deadline_start),
         platform: args.platform.clone(),
     };
-    let report = pullcheck_sources::check_gathered(&checker, gathered, &options).await;
+    let report =
+        render::report(pullcheck_sources::check_gathered(&checker, gathered, &options).await);
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {

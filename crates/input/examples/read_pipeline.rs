@@ -19,8 +19,11 @@ fn main() {
                     );
                     let what = match &u.disposition {
                         Disposition::Check => "check".to_owned(),
-                        Disposition::Skip(reason) => format!("skip: {reason}"),
+                        Disposition::Skip(reason) => format!("skip: {reason:?}"),
                         Disposition::Invalid(message) => format!("invalid: {message}"),
+                        Disposition::UnknownPolicy { written, message } => {
+                            format!("unknown pull policy {written:?}: {message}")
+                        }
                         Disposition::Unresolved(message) => format!("unresolved: {message}"),
                     };
                     let stage = o

@@ -92,7 +92,7 @@ fn closest_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
         .min_by_key(|&(d, _)| d)
         .map(|(_, k)| k)
 }
-use crate::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy};
+use crate::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy, Skip};
 
 /// The image Vela gives its injected init step; not an image at all.
 pub(crate) const INIT_IMAGE: &str = "#init";
@@ -327,6 +327,8 @@ impl<'a> Reader<'a> {
         let template = self.get_set(node, "template")?;
         let pull_node = self.get_set(node, "pull")?;
         let mut problems = Vec::new();
+        // The `pull:` value as written when it is not a known policy.
+        let mut unknown_policy: Option<String> = None;
         let mut image_not_text = false;
 
         let image = match image_node {
@@ -389,6 +391,7 @@ impl<'a> Reader<'a> {
                         _ => text,
                     };
                     PullPolicy::from_vela(text).unwrap_or_else(|| {
+                        unknown_policy = Some(text.to_owned());
                         problems.push(format!(
                             "{}: unknown pull value {text:?} for {what} `{name}`; allowed values: \
                          {VELA_PULL_VALUES}",
@@ -424,14 +427,11 @@ impl<'a> Reader<'a> {
         };
 
         let disposition = if let Some(template_name) = template_name {
-            Disposition::Skip(format!(
-                "not checked: uses template {template_name}; its images are known only after \
-                 the server expands the template"
-            ))
+            Disposition::Skip(Skip::Template {
+                name: template_name.to_string(),
+            })
         } else if image == INIT_IMAGE {
-            Disposition::Skip(
-                "not checked: `#init` is the init step Vela injects, not an image".to_owned(),
-            )
+            Disposition::Skip(Skip::Init)
         } else {
             if image.is_empty() && !image_not_text {
                 let missing = match template {
@@ -441,7 +441,12 @@ impl<'a> Reader<'a> {
                 };
                 problems.insert(0, format!("{}: {what} `{name}` {missing}", self.loc(at)));
             }
-            if !problems.is_empty() {
+            if let Some(written) = unknown_policy.filter(|_| !problems.is_empty()) {
+                Disposition::UnknownPolicy {
+                    written,
+                    message: problems.join("; "),
+                }
+            } else if !problems.is_empty() {
                 Disposition::Invalid(problems.join("; "))
             } else if !unresolved.is_empty() {
                 Disposition::Unresolved(format!(

@@ -59,10 +59,13 @@ pub(crate) fn parse_lenient(arg: &str) -> Result<ImageUse, InputError> {
     match parse(arg) {
         Ok(u) => Ok(u),
         Err(e) => match arg.rsplit_once('=') {
-            Some((reference, _)) if !reference.is_empty() => {
+            Some((reference, written)) if !reference.is_empty() => {
                 let mut u = parse(reference)?;
                 u.policy = PullPolicy::NotPresent;
-                u.disposition = Disposition::Invalid(e.message);
+                u.disposition = Disposition::UnknownPolicy {
+                    written: written.to_owned(),
+                    message: e.message,
+                };
                 Ok(u)
             }
             _ => Err(e),
@@ -141,7 +144,7 @@ mod empty_policy_tests {
         let u = super::parse_lenient("alpine=sometimes").unwrap();
         assert_eq!(u.image, "alpine");
         assert!(
-            matches!(&u.disposition, crate::Disposition::Invalid(m) if m.contains("sometimes"))
+            matches!(&u.disposition, crate::Disposition::UnknownPolicy { written, .. } if written == "sometimes")
         );
         assert!(super::parse_lenient("=sometimes").is_err());
         assert!(super::parse_lenient("alpine=never").is_ok());

@@ -95,17 +95,41 @@ pub struct Origin {
 pub enum Disposition {
     /// An image to plan (its policy decides whether it is checked).
     Check,
-    /// Not an image that can be checked, with the reason (a `template:` step, `#init`).
-    Skip(String),
-    /// The container is malformed (an unknown `pull:` value, no image, a `${` that
-    /// Vela's substitution refuses); the message names the file, line and column.
+    /// Not an image that can be checked, and why ([`Skip`]); the report words it.
+    Skip(Skip),
+    /// The container is malformed (no image, a `${` that Vela's substitution refuses, a
+    /// `pull:` that is not a string); the message names the file, line and column.
     Invalid(String),
+    /// The pull policy is not one of the known values: `written` is the value as
+    /// written (`""` for `--image ref=`), `message` names the file, line and column (or
+    /// the argument) and the allowed values, with any other problem of the container.
+    UnknownPolicy {
+        /// The policy as written.
+        written: String,
+        /// The whole problem, positioned.
+        message: String,
+    },
     /// The image (or its `pull:`) depends on a value known only when the build runs: a
     /// `${VAR}` that is the target of one of the container's secrets, or, in pipeline
     /// source, a `VELA_*` variable the server sets or a variable set nowhere. Never
     /// checked; the message names `file:line:column`, each variable and where its value
     /// would come from.
     Unresolved(String),
+}
+
+/// Why a use is not checked ([`Disposition::Skip`]), as data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// A Vela step that uses a `template:` (its name): its images are known only after
+    /// the server expands the template.
+    Template {
+        /// The template's `name`.
+        name: String,
+    },
+    /// The `#init` step Vela injects, which is not an image.
+    Init,
+    /// The caller exempted the image (the admission webhook's exempt patterns).
+    Exempt,
 }
 
 /// One container's use of an image.
@@ -376,46 +400,8 @@ pub fn parse_image_arg(arg: &str) -> Result<ImageUse, InputError> {
     image_arg::parse(arg)
 }
 
-/// The pull policy as written, when `message` (a [`Disposition::Invalid`] message of this
-/// crate, of [`image_arg_use`], or of `pullcheck-kube`'s manifests) is about an unknown
-/// pull policy: the value quoted after `unknown pull value `, `unknown pull policy ` or
-/// `unsupported imagePullPolicy ` (Rust's debug quoting, undone), or `""` for an `empty
-/// pull policy`. `None` when the problem is another one.
-pub fn unknown_pull_policy(message: &str) -> Option<String> {
-    if message.contains("empty pull policy after `=`") {
-        return Some(String::new());
-    }
-    let rest = [
-        "unknown pull value \"",
-        "unknown pull policy \"",
-        "unsupported imagePullPolicy \"",
-    ]
-    .iter()
-    .find_map(|m| message.find(m).map(|i| &message[i + m.len()..]))?;
-    let mut value = String::new();
-    let mut chars = rest.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return Some(value),
-            '\\' => match chars.next()? {
-                'n' => value.push('\n'),
-                't' => value.push('\t'),
-                'r' => value.push('\r'),
-                '0' => value.push('\0'),
-                'u' => {
-                    let hex: String = chars.by_ref().skip(1).take_while(|c| *c != '}').collect();
-                    value.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
-                }
-                other => value.push(other),
-            },
-            c => value.push(c),
-        }
-    }
-    None
-}
-
 /// As [`parse_image_arg`], but an unknown or empty policy is an invalid use of that image,
-/// as an unknown `pull:` in a pipeline is: [`Disposition::Invalid`] with the message
+/// as an unknown `pull:` in a pipeline is: [`Disposition::UnknownPolicy`] with the message
 /// naming the argument and the allowed values, policy `not_present` (the CLI reports it
 /// `invalid`, exit 1).
 ///
@@ -424,27 +410,4 @@ pub fn unknown_pull_policy(message: &str) -> Option<String> {
 /// no image to report.
 pub fn image_arg_use(arg: &str) -> Result<ImageUse, InputError> {
     image_arg::parse_lenient(arg)
-}
-
-#[cfg(test)]
-mod unknown_pull_policy_tests {
-    #[test]
-    fn the_written_value_is_recovered() {
-        let u = crate::image_arg_use("alpine=some\"t\u{1b}imes").unwrap();
-        let crate::Disposition::Invalid(m) = &u.disposition else {
-            panic!("{u:?}")
-        };
-        assert_eq!(
-            super::unknown_pull_policy(m).as_deref(),
-            Some("some\"t\u{1b}imes")
-        );
-        assert_eq!(
-            super::unknown_pull_policy(
-                "a.yml:3:9: unsupported imagePullPolicy \"Sometimes\": must be"
-            )
-            .as_deref(),
-            Some("Sometimes")
-        );
-        assert_eq!(super::unknown_pull_policy("a.yml:3:9: no image"), None);
-    }
 }

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::KubeError;
 use crate::chain::{ObjectSource, PodPullSecrets, PullSecretChain, Subject, walk_pull_secrets};
-use crate::error::NotKubernetesAnswer;
+use crate::error::{ConfigGap, NotKubernetesAnswer};
 use crate::template::{
     PipelinePodsTemplate, TEMPLATE_GROUP, TEMPLATE_PLURAL, TEMPLATE_VERSION, TemplateSource,
     read_template_file,
@@ -598,24 +598,22 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
                             format!("it has no context {context:?}")
                         }
                         (kube::config::KubeconfigError::CurrentContextNotSet, None) => {
-                            "it sets no current-context; name one (--context)".to_owned()
+                            return KubeError::Incomplete(ConfigGap::NoCurrentContext {
+                                kubeconfig: origin.clone(),
+                            });
                         }
                         _ => error_chain(&e),
                     };
                     KubeError::Config(format!("kubeconfig {origin}: {problem}"))
                 })
         }
-        None if options.context.is_some() => Err(KubeError::Config(
-            "a context was given but there is no kubeconfig (--kubeconfig, $KUBECONFIG, \
-             ~/.kube/config)"
-                .to_owned(),
-        )),
+        None if options.context.is_some() => {
+            Err(KubeError::Incomplete(ConfigGap::NoKubeconfigForContext))
+        }
         None => kube::Config::incluster().map_err(|e| {
-            KubeError::Config(format!(
-                "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a \
-                 cluster: {}",
-                error_chain(&e)
-            ))
+            KubeError::Incomplete(ConfigGap::NoKubeconfig {
+                in_cluster: error_chain(&e),
+            })
         }),
     }
 }

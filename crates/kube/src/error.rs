@@ -17,6 +17,11 @@ pub enum KubeError {
     #[error("Kubernetes configuration: {0}")]
     Config(String),
 
+    /// No usable cluster configuration, for a reason the caller can fix by naming a
+    /// context or a kubeconfig ([`ConfigGap`]); each front end names its own option.
+    #[error("Kubernetes configuration: {0}")]
+    Incomplete(ConfigGap),
+
     /// The API server did not answer: connection refused, DNS, TLS, or no answer within the
     /// request timeout. `url` is the API server's URL as configured.
     #[error("cannot reach the Kubernetes API server at {url}: {reason}")]
@@ -175,4 +180,28 @@ impl std::fmt::Display for NotKubernetesAnswer {
             self.url
         )
     }
+}
+
+/// What the cluster configuration lacks ([`KubeError::Incomplete`]), as data. `Display`
+/// says it without naming any option.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigGap {
+    /// The kubeconfig (`kubeconfig`, its path or origin) sets no `current-context`, and
+    /// no context was given.
+    #[error("kubeconfig {kubeconfig}: it sets no current-context; name a context")]
+    NoCurrentContext {
+        /// Where the kubeconfig came from (its path).
+        kubeconfig: String,
+    },
+    /// A context was given, but there is no kubeconfig (none given, no `$KUBECONFIG`, no
+    /// `~/.kube/config`).
+    #[error("a context was given but there is no kubeconfig ($KUBECONFIG, ~/.kube/config)")]
+    NoKubeconfigForContext,
+    /// There is no kubeconfig, and the process is not in a cluster (`in_cluster` says why
+    /// the in-cluster configuration failed).
+    #[error("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a cluster: {in_cluster}")]
+    NoKubeconfig {
+        /// Why the in-cluster configuration is unusable.
+        in_cluster: String,
+    },
 }

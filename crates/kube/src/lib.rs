@@ -72,7 +72,7 @@ pub use chain::{
     Subject, walk_pull_secrets, walk_pull_secrets_many,
 };
 pub use cluster::{Cluster, ClusterOptions};
-pub use error::{KubeError, NotKubernetesAnswer};
+pub use error::{ConfigGap, KubeError, NotKubernetesAnswer};
 pub use template::{
     PipelineContainer, PipelineContainerSecurityContext, PipelinePodSecurityContext,
     PipelinePodTemplate, PipelinePodTemplateMeta, PipelinePodTemplateSpec, PipelinePodsTemplate,

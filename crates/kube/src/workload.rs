@@ -813,11 +813,14 @@ impl Reader<'_> {
             Some(value) => match kubernetes_pull_policy(value) {
                 Some(policy) => policy,
                 None => {
-                    disposition = Disposition::Invalid(format!(
-                        "{}: unsupported imagePullPolicy {value:?}: must be Always, \
-                         IfNotPresent or Never",
-                        self.at(policy_node.unwrap_or(container))
-                    ));
+                    disposition = Disposition::UnknownPolicy {
+                        written: value.to_owned(),
+                        message: format!(
+                            "{}: unsupported imagePullPolicy {value:?}: must be Always, \
+                             IfNotPresent or Never",
+                            self.at(policy_node.unwrap_or(container))
+                        ),
+                    };
                     PullPolicy::NotPresent
                 }
             },

@@ -308,6 +308,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         canonical,
         policy: item.policy.into(),
         status: Status::Skipped,
+        reason: report::Reason::NeverPulled,
         missing: None,
         digest: None,
         registry: None,
@@ -317,11 +318,15 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         error: None,
         cached: false,
         egress: None,
+        close_tags: Vec::new(),
+        remedies: Vec::new(),
+        attempts: Vec::new(),
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
             Some(o) => {
                 image.status = o.status;
+                image.reason = o.reason;
                 image.missing = o.missing;
                 image.digest = o.digest.clone();
                 image.registry = o.registry.clone();
@@ -329,35 +334,45 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.credential = o.credential.clone();
                 image.cached = o.cached;
                 image.egress = o.egress.clone();
+                image.close_tags = o.close_tags.clone();
+                image.remedies = o.remedies.clone();
+                image.attempts = o.attempts.clone();
             }
             None => {
                 image.status = Status::Unreachable;
+                image.reason = report::Reason::NoEndpoint;
                 image.detail = "no endpoint resolved for this reference".into();
             }
         },
         Action::Defer(_) => {
             image.status = Status::Deferred;
-            image.detail = "pull policy `on_start`: pulled when its container \
-                            starts (check now with --include-on-start)"
-                .into();
+            image.reason = report::Reason::DeferredOnStart;
+            image.detail = "pull policy `on_start`: pulled when its container starts".into();
+            image.remedies = vec![report::Remedy::IncludeOnStart];
         }
-        Action::Skip(reason) => {
+        Action::Skip { reason, detail } => {
             image.status = Status::Skipped;
-            image.detail = reason;
+            image.reason = reason;
+            image.detail = detail;
         }
         Action::Unresolved(message) => {
             image.status = Status::Unresolved;
+            image.reason = report::Reason::UnresolvedVariable;
             image.detail = message;
         }
-        Action::Invalid { message, error } => {
+        Action::Invalid {
+            reason,
+            written_policy,
+            message,
+            error,
+        } => {
             image.status = Status::Invalid;
+            image.reason = reason;
             image.error = error.map(|e| ReferenceErrorReport {
                 kind: e.kind().as_str(),
                 message: e.message().to_string(),
             });
-            if image.error.is_none()
-                && let Some(written) = input::unknown_pull_policy(&message)
-            {
+            if let Some(written) = written_policy {
                 image.policy = report::ReportedPolicy::Unknown(written);
                 image.error = Some(ReferenceErrorReport {
                     kind: "pull_policy",

@@ -7,7 +7,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use pullcheck_input::{Disposition, ImageUse, Origin, PullPolicy};
+use pullcheck_input::{Disposition, ImageUse, Origin, PullPolicy, Skip};
+
+use crate::report::Reason;
 use pullcheck_reference::{Reference, ReferenceError, RegistryHost};
 
 /// Settings of the plan.
@@ -25,13 +27,24 @@ pub enum Action {
     Check(Reference),
     /// `on_start`: pulled when its container starts, so not checked now.
     Defer(Reference),
-    /// Not checked, with the reason (`never`, a template step, `#init`).
-    Skip(String),
+    /// Not checked, and why: [`Reason::NeverPulled`], [`Reason::TemplateStep`],
+    /// [`Reason::InitStep`], [`Reason::Exempt`]; `detail` words it.
+    Skip {
+        /// Why, as data.
+        reason: Reason,
+        /// The words for the report.
+        detail: String,
+    },
     /// The image depends on a value known only when the build runs (a secret, a
     /// server-set or unset variable); the message names each variable.
     Unresolved(String),
     /// The reference or its container is invalid.
     Invalid {
+        /// [`Reason::InvalidReference`], [`Reason::UnknownPullPolicy`] or
+        /// [`Reason::InvalidContainer`].
+        reason: Reason,
+        /// The pull policy as written, for [`Reason::UnknownPullPolicy`].
+        written_policy: Option<String>,
         /// The message, naming the file, line and column where known.
         message: String,
         /// The reference error, when the reference itself did not parse.
@@ -190,10 +203,30 @@ pub fn plan_sets(sets: Vec<Vec<ImageUse>>, options: PlanOptions) -> Plan {
 
 fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
     match &u.disposition {
-        Disposition::Skip(reason) => return Action::Skip(reason.clone()),
+        Disposition::Skip(skip) => {
+            let reason = match skip {
+                Skip::Template { .. } => Reason::TemplateStep,
+                Skip::Init => Reason::InitStep,
+                Skip::Exempt => Reason::Exempt,
+            };
+            return Action::Skip {
+                reason,
+                detail: crate::report::skip_detail(skip),
+            };
+        }
         Disposition::Unresolved(message) => return Action::Unresolved(message.clone()),
         Disposition::Invalid(message) => {
             return Action::Invalid {
+                reason: Reason::InvalidContainer,
+                written_policy: None,
+                message: message.clone(),
+                error: None,
+            };
+        }
+        Disposition::UnknownPolicy { written, message } => {
+            return Action::Invalid {
+                reason: Reason::UnknownPullPolicy,
+                written_policy: Some(written.clone()),
                 message: message.clone(),
                 error: None,
             };
@@ -209,6 +242,8 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
         Ok(r) => r,
         Err(e) => {
             return Action::Invalid {
+                reason: Reason::InvalidReference,
+                written_policy: None,
                 message: format!("invalid reference {shown}: {e}"),
                 error: Some(e),
             };
@@ -216,6 +251,8 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
     };
     if let Some((_, why)) = unusable(&reference) {
         return Action::Invalid {
+            reason: Reason::InvalidReference,
+            written_policy: None,
             message: format!("invalid reference {shown}: {why}"),
             error: None,
         };
@@ -224,7 +261,10 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
         PullPolicy::Always | PullPolicy::NotPresent => Action::Check(reference),
         PullPolicy::OnStart if options.include_on_start => Action::Check(reference),
         PullPolicy::OnStart => Action::Defer(reference),
-        PullPolicy::Never => Action::Skip("pull policy `never`: the image is not pulled".into()),
+        PullPolicy::Never => Action::Skip {
+            reason: Reason::NeverPulled,
+            detail: "pull policy `never`: the image is not pulled".into(),
+        },
     }
 }
 
@@ -262,7 +302,13 @@ mod tests {
         assert!(matches!(p.items[0].action, Action::Check(_)));
         assert!(matches!(p.items[1].action, Action::Check(_)));
         assert!(matches!(p.items[2].action, Action::Defer(_)));
-        assert!(matches!(&p.items[3].action, Action::Skip(r) if r.contains("never")));
+        assert!(matches!(
+            &p.items[3].action,
+            Action::Skip {
+                reason: Reason::NeverPulled,
+                ..
+            }
+        ));
         let p = plan(
             uses,
             PlanOptions {
@@ -344,7 +390,7 @@ mod tests {
     fn invalid_and_skipped_uses_stay_apart() {
         let mut bad = step("Alpine", PullPolicy::Always, 1);
         let mut template = step("", PullPolicy::NotPresent, 2);
-        template.disposition = Disposition::Skip("template".into());
+        template.disposition = Disposition::Skip(Skip::Template { name: "t".into() });
         let mut broken = step("alpine", PullPolicy::NotPresent, 3);
         broken.disposition = Disposition::Invalid(".vela.yml:3:9: bad pull".into());
         let p = plan(
@@ -358,7 +404,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(p.items[1].action, Action::Skip(_)));
+        assert!(matches!(
+            p.items[1].action,
+            Action::Skip {
+                reason: Reason::TemplateStep,
+                ..
+            }
+        ));
         assert!(matches!(
             &p.items[2].action,
             Action::Invalid { error: None, .. }

@@ -80,6 +80,225 @@ pub enum MissingPart {
     Platform,
 }
 
+/// Why an image has its status: the closed set of reasons every report row carries
+/// (JSON `reason`, snake_case), so that a program acts on a result without reading
+/// [`ImageReport::detail`]. The registry client's own reasons
+/// ([`pullcheck_registry::Reason`]) keep their names; the plan, the resolution and the
+/// query add theirs. The set only grows; a value's name never changes. `docs/reasons.md`
+/// documents each value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// `present`: an endpoint served the manifest.
+    Found,
+    /// `present`: a recent answer of the checker's answer cache says so (no request).
+    Cached,
+    /// `missing`: the repository exists, the tag does not.
+    TagNotFound,
+    /// `missing`: the digest does not exist.
+    DigestNotFound,
+    /// `missing`: the repository does not exist.
+    RepositoryNotFound,
+    /// `missing`: the manifest exists, not for the platform asked for.
+    PlatformNotFound,
+    /// `no_access`: 401 anonymously (missing, or credentials are needed).
+    UnauthorizedAnonymous,
+    /// `no_access`: 401 with a credential (missing, or no access with it).
+    Unauthorized,
+    /// `no_access`: the registry asks for a user name and password, none is usable.
+    CredentialsRequired,
+    /// `no_access`: the registry's challenge cannot be answered.
+    UnsupportedAuth,
+    /// `denied`: the registry or its token server rejected the credential.
+    CredentialsRejected,
+    /// `denied`: 403.
+    AccessDenied,
+    /// `denied`: the https certificate is not valid for the host; see
+    /// [`ImageReport::remedies`].
+    TlsUntrusted,
+    /// `unreachable`: 429 after the retries.
+    RateLimited,
+    /// `unreachable`: a 5xx or an unexpected HTTP status.
+    ServerError,
+    /// `unreachable`: the answer is not a registry's.
+    NotARegistry,
+    /// `unreachable`: the registry named another digest than the one asked for.
+    DigestMismatch,
+    /// `unreachable`: another TLS failure (handshake, client certificate).
+    TlsFailed,
+    /// `unreachable`: connection refused.
+    ConnectionRefused,
+    /// `unreachable`: connection reset or closed, host or network unreachable.
+    ConnectionFailed,
+    /// `unreachable`: a request timed out.
+    Timeout,
+    /// `unreachable`: the host name did not resolve.
+    NameNotResolved,
+    /// `unreachable`: the overall deadline passed before an answer.
+    DeadlineExceeded,
+    /// `unreachable`: the client's configuration for this host is unusable.
+    ClientConfig,
+    /// `unreachable`: a credential helper failed or did not answer; nothing was asked.
+    CredentialHelperFailed,
+    /// `unreachable`: no endpoint to ask.
+    NoEndpoint,
+    /// `blocked`: the mirror configuration blocks the reference; nothing was sent.
+    BlockedByConfig,
+    /// `blocked`: the egress policy (`pullcheck_registry::ClientOptions::egress`)
+    /// refused the registry, its token server or a redirect; nothing was sent there.
+    /// [`ImageReport::egress`] names the rule.
+    EgressDenied,
+    /// `invalid`: the mirror configuration makes the reference unpullable.
+    UnpullableByConfig,
+    /// `invalid`: the reference does not parse, or names no usable registry.
+    InvalidReference,
+    /// `invalid`: the pull policy is not a known one (`policy` is as written).
+    UnknownPullPolicy,
+    /// `invalid`: the container is malformed (no image, a `${` that cannot be
+    /// substituted, a `pull:` that is not a string).
+    InvalidContainer,
+    /// `unresolved`: the image depends on a `${VAR}` known only when the build runs.
+    UnresolvedVariable,
+    /// `skipped`: a step that uses a `template:`.
+    TemplateStep,
+    /// `skipped`: Vela's `#init` step.
+    InitStep,
+    /// `skipped`: pull policy `never`.
+    NeverPulled,
+    /// `skipped`: exempted by the caller (the admission webhook's exempt patterns).
+    Exempt,
+    /// `deferred`: pull policy `on_start`.
+    DeferredOnStart,
+}
+
+impl Reason {
+    /// The snake_case name, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Found => "found",
+            Reason::Cached => "cached",
+            Reason::TagNotFound => "tag_not_found",
+            Reason::DigestNotFound => "digest_not_found",
+            Reason::RepositoryNotFound => "repository_not_found",
+            Reason::PlatformNotFound => "platform_not_found",
+            Reason::UnauthorizedAnonymous => "unauthorized_anonymous",
+            Reason::Unauthorized => "unauthorized",
+            Reason::CredentialsRequired => "credentials_required",
+            Reason::UnsupportedAuth => "unsupported_auth",
+            Reason::CredentialsRejected => "credentials_rejected",
+            Reason::AccessDenied => "access_denied",
+            Reason::TlsUntrusted => "tls_untrusted",
+            Reason::RateLimited => "rate_limited",
+            Reason::ServerError => "server_error",
+            Reason::NotARegistry => "not_a_registry",
+            Reason::DigestMismatch => "digest_mismatch",
+            Reason::TlsFailed => "tls_failed",
+            Reason::ConnectionRefused => "connection_refused",
+            Reason::ConnectionFailed => "connection_failed",
+            Reason::Timeout => "timeout",
+            Reason::NameNotResolved => "name_not_resolved",
+            Reason::DeadlineExceeded => "deadline_exceeded",
+            Reason::ClientConfig => "client_config",
+            Reason::CredentialHelperFailed => "credential_helper_failed",
+            Reason::NoEndpoint => "no_endpoint",
+            Reason::EgressDenied => "egress_denied",
+            Reason::BlockedByConfig => "blocked_by_config",
+            Reason::UnpullableByConfig => "unpullable_by_config",
+            Reason::InvalidReference => "invalid_reference",
+            Reason::UnknownPullPolicy => "unknown_pull_policy",
+            Reason::InvalidContainer => "invalid_container",
+            Reason::UnresolvedVariable => "unresolved_variable",
+            Reason::TemplateStep => "template_step",
+            Reason::InitStep => "init_step",
+            Reason::NeverPulled => "never_pulled",
+            Reason::Exempt => "exempt",
+            Reason::DeferredOnStart => "deferred_on_start",
+        }
+    }
+}
+
+impl From<pullcheck_registry::Reason> for Reason {
+    fn from(reason: pullcheck_registry::Reason) -> Reason {
+        use pullcheck_registry::Reason as R;
+        match reason {
+            R::Found => Reason::Found,
+            R::TagNotFound => Reason::TagNotFound,
+            R::DigestNotFound => Reason::DigestNotFound,
+            R::RepositoryNotFound => Reason::RepositoryNotFound,
+            R::PlatformNotFound => Reason::PlatformNotFound,
+            R::UnauthorizedAnonymous => Reason::UnauthorizedAnonymous,
+            R::Unauthorized => Reason::Unauthorized,
+            R::CredentialsRequired => Reason::CredentialsRequired,
+            R::UnsupportedAuth => Reason::UnsupportedAuth,
+            R::CredentialsRejected => Reason::CredentialsRejected,
+            R::AccessDenied => Reason::AccessDenied,
+            R::RateLimited => Reason::RateLimited,
+            R::ServerError => Reason::ServerError,
+            R::NotARegistry => Reason::NotARegistry,
+            R::DigestMismatch => Reason::DigestMismatch,
+            R::TlsUntrusted => Reason::TlsUntrusted,
+            R::TlsFailed => Reason::TlsFailed,
+            R::ConnectionRefused => Reason::ConnectionRefused,
+            R::ConnectionFailed => Reason::ConnectionFailed,
+            R::Timeout => Reason::Timeout,
+            R::NameNotResolved => Reason::NameNotResolved,
+            R::DeadlineExceeded => Reason::DeadlineExceeded,
+            R::ClientConfig => Reason::ClientConfig,
+            R::EgressDenied => Reason::EgressDenied,
+        }
+    }
+}
+
+/// What the user can do about a failure, as data: each front end words it with its own
+/// options (the CLI's flags, the service's fields and serve options), through
+/// [`Report::word_remedies`]. In JSON, `remedies` is a list of objects tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Remedy {
+    /// Trust the CA of `host` (a CA file, or a certificates directory holding
+    /// `<host>/ca.crt`).
+    TrustCa {
+        /// `host[:port]` as in the URL.
+        host: String,
+    },
+    /// Allow unverified TLS for `host` (an insecure registry).
+    AllowInsecure {
+        /// `host[:port]` as in the URL.
+        host: String,
+    },
+    /// Check `on_start` images now too (they are deferred by default).
+    IncludeOnStart,
+}
+
+/// The words for a skipped use ([`pullcheck_input::Skip`]).
+pub(crate) fn skip_detail(skip: &pullcheck_input::Skip) -> String {
+    match skip {
+        pullcheck_input::Skip::Template { name } => format!(
+            "not checked: uses template {name}; its images are known only after the server \
+             expands the template"
+        ),
+        pullcheck_input::Skip::Init => {
+            "not checked: `#init` is the init step Vela injects, not an image".to_owned()
+        }
+        pullcheck_input::Skip::Exempt => "exempt".to_owned(),
+    }
+}
+
+/// One (endpoint, credential) pair asked about an image, for [`ImageReport::attempts`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptReport {
+    /// The endpoint asked: `host[:port]`, with its API path when it is not `/v2/`.
+    pub registry: String,
+    /// The credential it was asked with; `null` for anonymous.
+    pub credential: Option<CredentialSource>,
+    /// The answer's status.
+    pub status: Status,
+    /// The answer's reason.
+    pub reason: Reason,
+    /// The answer in words.
+    pub detail: String,
+}
+
 /// A reference parse error, as in `explain`, or an unknown pull policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReferenceErrorReport {
@@ -138,6 +357,8 @@ pub struct ImageReport {
     pub policy: ReportedPolicy,
     /// The status.
     pub status: Status,
+    /// Why, as data: one of [`Reason`]'s values.
+    pub reason: Reason,
     /// What is missing, for `missing`.
     pub missing: Option<MissingPart>,
     /// The manifest digest the registry reported, for `present`.
@@ -163,6 +384,18 @@ pub struct ImageReport {
     /// "pattern": "169.254.0.0/16", "default": true}}`. In JSON only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub egress: Option<pullcheck_registry::EgressRefusal>,
+    /// For reason `tag_not_found`: the repository's tags close to the one asked for,
+    /// best first (the detail's "did you mean"); in JSON only when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub close_tags: Vec<String>,
+    /// What the user can do about it, as data (worded into `detail` by the front end);
+    /// in JSON only when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remedies: Vec<Remedy>,
+    /// Every endpoint and credential asked, in order, when more than one was; in JSON
+    /// only when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptReport>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -244,6 +477,26 @@ impl Report {
             EXIT_UNVERIFIED
         } else {
             EXIT_OK
+        }
+    }
+
+    /// Words every row's [`ImageReport::remedies`] into its detail with `words` (each
+    /// front end's own option names), once: `detail; words` (`detail (words)` when the
+    /// only remedy is [`Remedy::IncludeOnStart`]). The remedies stay in the row as data.
+    pub fn word_remedies(&mut self, words: impl Fn(&[Remedy]) -> String) {
+        for image in &mut self.images {
+            if image.remedies.is_empty() {
+                continue;
+            }
+            let text = words(&image.remedies);
+            if text.is_empty() {
+                continue;
+            }
+            image.detail = if image.remedies == [Remedy::IncludeOnStart] {
+                format!("{} ({text})", image.detail)
+            } else {
+                format!("{}; {text}", image.detail)
+            };
         }
     }
 
@@ -503,6 +756,7 @@ mod tests {
             canonical: Some("docker.io/library/alpine:3.19".into()),
             policy: PullPolicy::Always.into(),
             status,
+            reason: Reason::Found,
             missing: None,
             digest: None,
             registry: None,
@@ -519,6 +773,9 @@ mod tests {
             error: None,
             cached: false,
             egress: None,
+            close_tags: Vec::new(),
+            remedies: Vec::new(),
+            attempts: Vec::new(),
         }
     }
 

@@ -5,7 +5,7 @@
 use crate::challenge::{self, Challenge};
 use crate::scope;
 use crate::token::{BearerError, BearerParams, TokenFailure};
-use crate::{AuthorizeError, Credential, Status};
+use crate::{AuthorizeError, Credential, Reason, Status};
 
 /// How requests to one registry authenticate, as its ping (or, on an open registry,
 /// the first 401 to a manifest) asked: the one auth state of this crate. [`plan`]
@@ -39,9 +39,10 @@ pub(crate) struct Ping<'a> {
     pub allow_http_realm: bool,
 }
 
-fn fail(status: Status, message: String) -> Result<Auth, AuthorizeError> {
+fn fail(status: Status, reason: Reason, message: String) -> Result<Auth, AuthorizeError> {
     Err(AuthorizeError {
         status,
+        reason,
         message,
         refusal: None,
     })
@@ -61,10 +62,12 @@ pub(crate) fn plan(ping: &Ping<'_>, credential: &Credential) -> Result<Auth, Aut
         }
         403 => fail(
             Status::Denied,
+            Reason::AccessDenied,
             format!("registry {host} refused access to {} (HTTP 403)", ping.url),
         ),
         404 => fail(
             Status::Unreachable,
+            Reason::NotARegistry,
             format!(
                 "{} answered HTTP 404: {host} does not serve the registry API (/v2/)",
                 ping.url
@@ -72,6 +75,7 @@ pub(crate) fn plan(ping: &Ping<'_>, credential: &Credential) -> Result<Auth, Aut
         ),
         429 => fail(
             Status::Unreachable,
+            Reason::RateLimited,
             format!(
                 "registry {host} is rate limiting (HTTP 429 on {})",
                 ping.url
@@ -79,6 +83,7 @@ pub(crate) fn plan(ping: &Ping<'_>, credential: &Credential) -> Result<Auth, Aut
         ),
         status => fail(
             Status::Unreachable,
+            Reason::ServerError,
             format!("registry {host} answered HTTP {status} on {}", ping.url),
         ),
     }
@@ -96,6 +101,7 @@ fn plan_for_challenges(
             Ok(params) => Ok(Auth::Bearer(params)),
             Err(BearerError::InsecureRealm(realm)) => fail(
                 Status::Unreachable,
+                Reason::NotARegistry,
                 format!(
                     "registry {host} sends tokens from a plain-HTTP realm ({}://{}); \
                      refused because {host} is not configured as insecure",
@@ -105,6 +111,7 @@ fn plan_for_challenges(
             ),
             Err(BearerError::BadRealm(why)) => fail(
                 Status::Unreachable,
+                Reason::NotARegistry,
                 format!("registry {host} sent an unusable Bearer challenge: {why}"),
             ),
         };
@@ -122,6 +129,7 @@ fn plan_for_challenges(
     };
     fail(
         Status::NoAccess,
+        Reason::UnsupportedAuth,
         format!("registry {host} {reason}; its images cannot be checked"),
     )
 }
@@ -213,6 +221,7 @@ pub(crate) fn token_failure(
         TokenFailure::Rejected { status } => match credential {
             Credential::Anonymous => AuthorizeError {
                 status: Status::NoAccess,
+                reason: Reason::UnauthorizedAnonymous,
                 message: format!(
                     "token server {realm} refused anonymous access to {host} (HTTP {status}); \
                      credentials are needed"
@@ -221,6 +230,7 @@ pub(crate) fn token_failure(
             },
             _ => AuthorizeError {
                 status: Status::Denied,
+                reason: Reason::CredentialsRejected,
                 message: format!(
                     "token server {realm} rejected the credentials of {} for {host} (HTTP {status})",
                     who(credential)
@@ -230,16 +240,23 @@ pub(crate) fn token_failure(
         },
         TokenFailure::Status { status, .. } => AuthorizeError {
             status: Status::Unreachable,
+            reason: if *status == 429 {
+                Reason::RateLimited
+            } else {
+                Reason::ServerError
+            },
             message: format!("token server {realm} for {host} answered HTTP {status}"),
             refusal: None,
         },
-        TokenFailure::Transport { reason, .. } => AuthorizeError {
+        TokenFailure::Transport { reason, kind, .. } => AuthorizeError {
             status: Status::Unreachable,
+            reason: *kind,
             message: format!("token server {realm} for {host} unreachable: {reason}"),
             refusal: None,
         },
         TokenFailure::BadReply(reason) => AuthorizeError {
             status: Status::Unreachable,
+            reason: Reason::NotARegistry,
             message: format!("token server {realm} for {host}: {reason}"),
             refusal: None,
         },
@@ -259,6 +276,7 @@ pub(crate) fn basic_check(
         200..=299 => None,
         401 | 403 => Some(AuthorizeError {
             status: Status::Denied,
+            reason: Reason::CredentialsRejected,
             message: format!(
                 "registry {host} rejected the credentials of {} (HTTP {status})",
                 who(credential)
@@ -267,6 +285,7 @@ pub(crate) fn basic_check(
         }),
         status => Some(AuthorizeError {
             status: Status::Unreachable,
+            reason: Reason::ServerError,
             message: format!("registry {host} answered HTTP {status} to the credential check"),
             refusal: None,
         }),
@@ -473,10 +492,12 @@ mod tests {
             &basic(),
             &TokenFailure::Transport {
                 reason: "connection refused".into(),
+                kind: Reason::ConnectionRefused,
                 retryable: true,
             },
         );
         assert_eq!(e.status, Status::Unreachable);
+        assert_eq!(e.reason, Reason::ConnectionRefused);
         assert!(e.message.ends_with("connection refused"));
     }
 

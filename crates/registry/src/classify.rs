@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::errcode::{self, Code, RegistryError};
 use crate::transport::SendError;
-use crate::{Answer, EgressRefusal, Missing, Status};
+use crate::{Answer, EgressRefusal, Missing, Reason, Status};
 
 /// A manifest reference: a tag or a digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,10 +134,12 @@ pub(crate) enum Decision {
 }
 
 /// An answer with no digest, media type or missing kind, after one attempt.
-pub(crate) fn answer(status: Status, http_status: u16, detail: String) -> Answer {
+pub(crate) fn answer(status: Status, reason: Reason, http_status: u16, detail: String) -> Answer {
     Answer {
         status,
         missing: None,
+        reason,
+        close_tags: Vec::new(),
         digest: None,
         detail,
         http_status: Some(http_status),
@@ -230,6 +232,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                 }
                 return Decision::Done(answer(
                     Status::Unreachable,
+                    Reason::NotARegistry,
                     status,
                     not_a_manifest_answer(host, method, status, media_type.as_deref()),
                 ));
@@ -244,6 +247,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
             if let Some((wanted, got)) = mismatch {
                 return Decision::Done(answer(
                     Status::Unreachable,
+                    Reason::DigestMismatch,
                     status,
                     format!(
                         "registry {host} returned digest {got} for {wanted}: \
@@ -266,6 +270,8 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
             Decision::Done(Answer {
                 status: Status::Present,
                 missing: None,
+                reason: Reason::Found,
+                close_tags: Vec::new(),
                 digest: digest.map(str::to_string),
                 detail,
                 http_status: Some(status),
@@ -278,6 +284,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
             if errcode::has(reply.errors, Code::NameUnknown) {
                 let mut a = answer(
                     Status::Missing,
+                    Reason::RepositoryNotFound,
                     status,
                     with_errors(
                         format!("repository {repository} not found on {host}"),
@@ -292,6 +299,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
             }
             let mut a = answer(
                 Status::Missing,
+                reference.missing().into(),
                 status,
                 with_errors(
                     format!(
@@ -308,11 +316,13 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
         }
         401 => Decision::Done(answer(
             Status::NoAccess,
+            no_access_reason(&query.who),
             status,
             with_errors(no_access(query), reply.errors),
         )),
         403 => Decision::Done(answer(
             Status::Denied,
+            Reason::AccessDenied,
             status,
             with_errors(
                 format!("access to {repository} denied by {host} (HTTP 403)"),
@@ -331,6 +341,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
             Decision::Retryable {
                 answer: answer(
                     Status::Unreachable,
+                    Reason::RateLimited,
                     status,
                     with_errors(detail, reply.errors),
                 ),
@@ -341,6 +352,11 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
         408 | 502 | 503 | 504 => Decision::Retryable {
             answer: answer(
                 Status::Unreachable,
+                if status == 408 {
+                    Reason::Timeout
+                } else {
+                    Reason::ServerError
+                },
                 status,
                 with_errors(
                     format!("registry {host} answered HTTP {status} to {method}"),
@@ -352,6 +368,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
         },
         500..=599 => Decision::Done(answer(
             Status::Unreachable,
+            Reason::ServerError,
             status,
             with_errors(
                 format!("registry {host} answered HTTP {status} to {method}"),
@@ -360,6 +377,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
         )),
         _ => Decision::Done(answer(
             Status::Unreachable,
+            Reason::ServerError,
             status,
             with_errors(
                 format!(
@@ -368,6 +386,15 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                 reply.errors,
             ),
         )),
+    }
+}
+
+/// The reason of a 401 on a manifest.
+pub(crate) fn no_access_reason(who: &Who) -> Reason {
+    match who {
+        Who::NoCredentials | Who::Unusable(_) => Reason::CredentialsRequired,
+        Who::Anonymous => Reason::UnauthorizedAnonymous,
+        Who::Credential(_) => Reason::Unauthorized,
     }
 }
 
@@ -395,6 +422,8 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
     Answer {
         status: err.status,
         missing: None,
+        reason: err.reason,
+        close_tags: Vec::new(),
         digest: None,
         detail: err.message.clone(),
         http_status: None,
@@ -413,6 +442,8 @@ pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError)
     Answer {
         status: Status::Unreachable,
         missing: None,
+        reason: failure.kind,
+        close_tags: Vec::new(),
         digest: None,
         detail: format!("{} to {host} failed: {}", method.as_str(), failure.reason),
         http_status: None,
@@ -427,6 +458,8 @@ pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> Answer {
     Answer {
         status: Status::Refused,
         missing: None,
+        reason: Reason::EgressDenied,
+        close_tags: Vec::new(),
         digest: None,
         detail: format!("{what}: {refusal}; nothing was sent to it"),
         http_status: None,
@@ -501,7 +534,7 @@ pub(crate) mod tests {
             ..reply(Method::Head, 200)
         };
         let a = done(manifest(&query("3.19"), &r));
-        assert_eq!(a.status, Status::Present);
+        assert_eq!((a.status, a.reason), (Status::Present, Reason::Found));
         assert_eq!(a.digest.as_deref(), Some(D1));
         assert_eq!(
             a.media_type.as_deref(),
@@ -651,6 +684,7 @@ pub(crate) mod tests {
         };
         let a = done(manifest(&query(D1), &r));
         assert_eq!(a.status, Status::Unreachable);
+        assert_eq!(a.reason, Reason::DigestMismatch);
         assert!(
             a.detail.contains(&format!(
                 "registry reg.example returned digest {D2} for {D1}"
@@ -699,6 +733,7 @@ pub(crate) mod tests {
         let a = done(manifest(&q, &reply(Method::Head, 404)));
         assert_eq!(a.status, Status::Missing);
         assert_eq!(a.missing, Some(Missing::Tag));
+        assert_eq!(a.reason, Reason::TagNotFound);
         assert!(a.detail.contains("was not checked"), "{}", a.detail);
         let q = Query {
             tag_hints: false,
@@ -721,24 +756,32 @@ pub(crate) mod tests {
         };
         let a = done(manifest(&query("3.19"), &r));
         assert_eq!(a.missing, Some(Missing::Repository));
+        assert_eq!(a.reason, Reason::RepositoryNotFound);
         assert!(a.detail.contains("NAME_UNKNOWN"));
     }
 
     #[test]
     fn unauthorized_is_never_missing() {
-        for (who, needle) in [
-            (Who::Anonymous, "missing, or no access anonymously"),
+        for (who, needle, reason) in [
+            (
+                Who::Anonymous,
+                "missing, or no access anonymously",
+                Reason::UnauthorizedAnonymous,
+            ),
             (
                 Who::Credential("user \"alice\"".into()),
                 "missing, or no access with these credentials (user \"alice\"",
+                Reason::Unauthorized,
             ),
             (
                 Who::NoCredentials,
                 "authentication required and no credentials are configured for reg.example",
+                Reason::CredentialsRequired,
             ),
             (
                 Who::Unusable("the configured registry token".into()),
                 "asks for a user name and password, and the configured registry token is not one",
+                Reason::CredentialsRequired,
             ),
         ] {
             let q = Query {
@@ -747,6 +790,7 @@ pub(crate) mod tests {
             };
             let a = done(manifest(&q, &reply(Method::Head, 401)));
             assert_eq!(a.status, Status::NoAccess);
+            assert_eq!(a.reason, reason);
             assert_eq!(a.missing, None);
             assert!(a.detail.contains(needle), "{}", a.detail);
         }
@@ -760,7 +804,7 @@ pub(crate) mod tests {
             ..reply(Method::Get, 403)
         };
         let a = done(manifest(&query("3.19"), &r));
-        assert_eq!(a.status, Status::Denied);
+        assert_eq!((a.status, a.reason), (Status::Denied, Reason::AccessDenied));
         assert!(a.detail.contains("DENIED: requested access"));
     }
 

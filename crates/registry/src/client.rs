@@ -22,7 +22,7 @@ use crate::shared::Shared;
 use crate::token::{BearerParams, CacheKey, TokenFailure};
 use crate::transport::Http;
 use crate::urls::with_query;
-use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Status};
+use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Reason, Status};
 
 /// One client per run, shared by every registry: connections are pooled and kept
 /// alive, HTTP/2 is used where TLS offers it (ALPN), certificates are verified against
@@ -185,13 +185,14 @@ impl Client {
         let host = endpoint.host.as_str();
         let headers = header_map(&endpoint.headers).map_err(|e| AuthorizeError {
             status: Status::Unreachable,
+            reason: Reason::ClientConfig,
             message: format!("registry {host}: {e}"),
             refusal: None,
         })?;
         let http = self
             .shared
             .http_for_endpoint(endpoint)
-            .map_err(|e| unreachable_error(host, &e))?;
+            .map_err(|e| unreachable_error(host, Reason::ClientConfig, &e))?;
         let batches = scope::token_batches(repositories.iter().map(String::as_str));
         let cached = self.shared.cached_ping(endpoint);
         let warm = cached.is_some();
@@ -298,7 +299,7 @@ impl Client {
                 let realm_http = self
                     .shared
                     .realm_http(endpoint, &params.realm)
-                    .map_err(|e| unreachable_error(host, &e))?;
+                    .map_err(|e| unreachable_error(host, Reason::ClientConfig, &e))?;
                 self.prefetch_tokens(endpoint, params, credential, &realm_http, batches, attempts)
                     .await
                     .map_err(|f| auth::token_failure(host, params, credential, &f))?;
@@ -372,7 +373,7 @@ impl Client {
             .await
             .map_err(|e| match e.refusal {
                 Some(refusal) => AuthorizeError::refused(&format!("registry {host}"), refusal),
-                None => unreachable_error(host, &e.reason),
+                None => unreachable_error(host, e.kind, &e.reason),
             })?;
         match auth::basic_check(host, response.status().as_u16(), credential) {
             None => Ok(()),
@@ -381,9 +382,10 @@ impl Client {
     }
 }
 
-fn unreachable_error(host: &str, reason: &str) -> AuthorizeError {
+fn unreachable_error(host: &str, kind: Reason, reason: &str) -> AuthorizeError {
     AuthorizeError {
         status: Status::Unreachable,
+        reason: kind,
         message: format!("registry {host} unreachable: {reason}"),
         refusal: None,
     }

@@ -8,13 +8,15 @@ use pullcheck_reference::grammar::is_tag;
 
 use crate::classify::{Query, Ref, answer, with_errors};
 use crate::errcode::RegistryError;
-use crate::{Answer, Missing, Status};
+use crate::{Answer, Missing, Reason, Status};
 
 /// The verdict on a 404 when the tag list request got no HTTP answer.
 pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str) -> Answer {
     Answer {
         status: Status::Missing,
         missing: Some(missing),
+        reason: missing.into(),
+        close_tags: Vec::new(),
         digest: None,
         detail: format!(
             "{} {} not found in {} on {}; the tag list request failed ({reason}), \
@@ -55,9 +57,10 @@ pub(crate) fn tags_list(
     } = query;
     let noun = reference.noun();
     let wanted = reference.as_str();
-    let mut out = answer(Status::Missing, 404, String::new());
+    let mut out = answer(Status::Missing, missing.into(), 404, String::new());
     if status == 404 {
         out.missing = Some(Missing::Repository);
+        out.reason = Reason::RepositoryNotFound;
         out.detail = with_errors(
             format!("repository {repository} not found on {host}"),
             errors,
@@ -106,6 +109,7 @@ pub(crate) fn tags_list(
             if close.is_empty() {
                 format!("tag {tag} not found in {repository} on {host} ({count}, none close)")
             } else {
+                out.close_tags = close.iter().map(|t| (*t).to_string()).collect();
                 format!(
                     "tag {tag} not found in {repository} on {host}; did you mean {}?",
                     or_list(&close)
@@ -208,6 +212,8 @@ mod tests {
         let body = br#"{"name":"library/alpine","tags":["3.18","3.19","3.20","edge","latest"]}"#;
         let a = tags_list(&query("3.91"), Missing::Tag, 200, body, &[], false);
         assert_eq!(a.missing, Some(Missing::Tag));
+        assert_eq!(a.reason, Reason::TagNotFound);
+        assert_eq!(a.close_tags, ["3.18", "3.19", "3.20"]);
         assert_eq!(
             a.detail,
             "tag 3.91 not found in library/alpine on reg.example; did you mean 3.18, 3.19 or 3.20?"
@@ -216,6 +222,7 @@ mod tests {
         assert!(a.detail.ends_with("did you mean 3.19?"), "{}", a.detail);
         let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], false);
         assert!(a.detail.contains("(5 tags, none close)"), "{}", a.detail);
+        assert!(a.close_tags.is_empty());
         let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], true);
         assert!(a.detail.contains("(at least 5 tags"), "{}", a.detail);
     }

@@ -101,6 +101,7 @@ mod hints;
 mod observe;
 mod ping;
 mod platform;
+mod reason;
 mod retry;
 mod scope;
 mod session;
@@ -122,32 +123,8 @@ pub use observe::{Observer, RequestEvent, RequestKind};
 /// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
 /// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
 pub use pullcheck_credentials::Credential;
+pub use reason::Reason;
 pub use session::{MANIFEST_ACCEPT, Session};
-
-/// Whether an `unreachable` failure's message says that the registry's https
-/// certificate is not valid for the host (`https: TLS: certificate signed by an unknown
-/// authority`, `… expired`, `… not yet valid`, `… is for another host`, `… revoked`,
-/// `TLS: bad certificate signature`, `TLS: invalid certificate`): the registry as reached
-/// is then not the one named, so callers report it as a failure, not as unverified.
-pub fn is_certificate_failure(message: &str) -> bool {
-    [
-        "https: TLS: certificate ",
-        "https: TLS: bad certificate",
-        "https: TLS: invalid certificate",
-    ]
-    .iter()
-    .any(|p| message.contains(p))
-}
-
-/// What to do about a certificate failure of `host` ([`is_certificate_failure`]): the
-/// options that trust its CA or skip verification, for the report's detail.
-pub fn certificate_fix(host: &str) -> String {
-    format!(
-        "the registry as reached is not the one named; trust its CA with --ca-file PEM or \
-         --certs-dir DIR (DIR/{host}/ca.crt), or allow unverified TLS with \
-         --insecure-registry {host}"
-    )
-}
 
 /// How to reach one registry host: where its API is, and what every request to it
 /// carries. Build it with [`Endpoint::new`] and struct update syntax, so that new fields
@@ -474,6 +451,11 @@ pub struct Answer {
     pub status: Status,
     /// What is missing, when known.
     pub missing: Option<Missing>,
+    /// Why, as data ([`Reason`]); the detail says the same in words.
+    pub reason: Reason,
+    /// For [`Reason::TagNotFound`]: the repository's tags close to the one asked for
+    /// (edit distance), best first, as the detail's "did you mean"; else empty.
+    pub close_tags: Vec<String>,
     /// `Docker-Content-Digest` of a present manifest, when the registry sent it.
     pub digest: Option<String>,
     /// Human detail: HTTP status, error code, suggestion ("did you mean 3.19?"). Never a secret.
@@ -501,6 +483,8 @@ pub struct Answer {
 pub struct AuthorizeError {
     /// How the images on this registry are classified.
     pub status: Status,
+    /// Why, as data ([`Reason`]).
+    pub reason: Reason,
     /// What happened, naming the host. Never a secret.
     pub message: String,
     /// For [`Status::Refused`]: the egress rule and what it matched.
@@ -508,10 +492,11 @@ pub struct AuthorizeError {
 }
 
 impl AuthorizeError {
-    /// An error of `status` with `message` and no refusal.
-    pub fn new(status: Status, message: impl Into<String>) -> AuthorizeError {
+    /// An error of `status`, for `reason`, with `message` and no refusal.
+    pub fn new(status: Status, reason: Reason, message: impl Into<String>) -> AuthorizeError {
         AuthorizeError {
             status,
+            reason,
             message: message.into(),
             refusal: None,
         }
@@ -521,6 +506,7 @@ impl AuthorizeError {
     pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> AuthorizeError {
         AuthorizeError {
             status: Status::Refused,
+            reason: Reason::EgressDenied,
             message: format!("{what}: {refusal}; nothing was sent to it"),
             refusal: Some(refusal),
         }

@@ -15,7 +15,7 @@ use crate::auth::{self, Auth};
 use crate::retry::{self, Attempts};
 use crate::transport::Http;
 use crate::urls::{api_url, base_url, with_query};
-use crate::{AuthorizeError, Credential, EgressRefusal, Endpoint, Status};
+use crate::{AuthorizeError, Credential, EgressRefusal, Endpoint, Reason, Status};
 
 /// What a ping learned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +117,7 @@ pub(crate) async fn ping(
                 }
                 return Err(AuthorizeError {
                     status: Status::Unreachable,
+                    reason: failure.kind,
                     message: failure.message,
                     refusal: None,
                 });
@@ -131,6 +132,8 @@ struct PingFailure {
     message: String,
     /// The reason alone, for the attempt history.
     short: String,
+    /// The reason as data.
+    kind: Reason,
     retryable: bool,
     /// The egress policy refused the host (or a redirect of the ping).
     refusal: Option<EgressRefusal>,
@@ -146,6 +149,7 @@ async fn ping_once(
     let invalid = |message: String| PingFailure {
         message,
         short: String::new(),
+        kind: Reason::ClientConfig,
         retryable: false,
         refusal: None,
     };
@@ -176,6 +180,7 @@ async fn ping_once(
                 https_error.reason
             ),
             short: format!("https: {}", https_error.reason),
+            kind: https_error.kind,
             retryable: https_error.retryable,
             refusal: https_error.refusal,
         });
@@ -189,6 +194,13 @@ async fn ping_once(
                 https_error.reason, e.reason
             ),
             short: format!("https: {}, then http: {}", https_error.reason, e.reason),
+            // A certificate not valid for the host says more than the plain-HTTP
+            // fallback's failure: the registry as reached over https is another one.
+            kind: if https_error.kind == Reason::TlsUntrusted {
+                Reason::TlsUntrusted
+            } else {
+                e.kind
+            },
             retryable: e.retryable,
             refusal: e.refusal,
         }),

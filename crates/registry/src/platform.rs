@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use crate::classify::{Query, Ref, with_errors};
 use crate::errcode::RegistryError;
-use crate::{Answer, Missing, Platform, Status};
+use crate::{Answer, Missing, Platform, Reason, Status};
 
 /// The media types whose manifests list other manifests by platform.
 pub(crate) const INDEX_TYPES: [&str; 2] = [
@@ -176,6 +176,7 @@ pub(crate) fn check(
     let unreadable = |why: String| Answer {
         status: Status::Unreachable,
         missing: None,
+        reason: Reason::NotARegistry,
         detail: format!(
             "{what} exists on {host} as an index, but the platform {want} could not be checked: {why}"
         ),
@@ -201,6 +202,7 @@ pub(crate) fn check(
         None => Answer {
             status: Status::Missing,
             missing: Some(Missing::Platform),
+            reason: Reason::PlatformNotFound,
             detail: format!(
                 "platform {want} not in the index of {what} on {host}; it lists {}",
                 list(&platforms)
@@ -336,6 +338,7 @@ pub(crate) fn check_config(
     let unreadable = |why: String, status: Option<u16>| Answer {
         status: Status::Unreachable,
         missing: None,
+        reason: Reason::NotARegistry,
         detail: format!(
             "{what} exists on {host} as a single-platform image, but the platform {want} \
              could not be checked: {why}"
@@ -359,6 +362,7 @@ pub(crate) fn check_config(
         Answer {
             status: Status::Missing,
             missing: Some(Missing::Platform),
+            reason: Reason::PlatformNotFound,
             detail: format!(
                 "platform {want} not served by {what} on {host}: it is a single-platform \
                  image for {have}"

@@ -68,6 +68,7 @@ impl Shared {
     pub fn new(options: ClientOptions) -> Result<Shared, AuthorizeError> {
         let fail = |what: String| AuthorizeError {
             status: Status::Unreachable,
+            reason: crate::Reason::ClientConfig,
             message: format!("cannot build the HTTP client: {what}"),
             refusal: None,
         };

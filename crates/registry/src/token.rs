@@ -245,7 +245,11 @@ pub(crate) enum TokenFailure {
         retry_after: Option<Duration>,
     },
     /// No answer: the described network, TLS or timeout error.
-    Transport { reason: String, retryable: bool },
+    Transport {
+        reason: String,
+        kind: crate::Reason,
+        retryable: bool,
+    },
     /// A success status with a body that holds no token.
     BadReply(String),
     /// The egress policy refused the realm's host (or a redirect of it); nothing was
@@ -266,6 +270,7 @@ impl TokenFailure {
             TokenFailure::Transport {
                 reason,
                 retryable: true,
+                ..
             } => Some((format!("token server: {reason}"), None)),
             _ => None,
         }
@@ -379,6 +384,7 @@ async fn send(
             Some(refusal) => TokenFailure::Refused(refusal),
             None => TokenFailure::Transport {
                 reason: e.reason,
+                kind: e.kind,
                 retryable: e.retryable,
             },
         })?;
@@ -390,6 +396,7 @@ async fn send(
         if let Some(e) = body.error {
             return Err(TokenFailure::Transport {
                 reason: format!("reading the token reply: {}", e.reason),
+                kind: e.kind,
                 retryable: e.retryable,
             });
         }

@@ -26,7 +26,7 @@ use reqwest::{Method, RequestBuilder, Response};
 use url::Url;
 
 use crate::observe::{self, Observer, RequestEvent, RequestKind};
-use crate::{ClientOptions, EgressPolicy, EgressRefusal};
+use crate::{ClientOptions, EgressPolicy, EgressRefusal, Reason};
 
 /// At most this much of an error body is read.
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -229,6 +229,8 @@ struct Sent {
 pub(crate) struct SendError {
     /// The precise reason, without URL or secrets.
     pub reason: String,
+    /// The same as data: [`Reason::Timeout`], [`Reason::TlsUntrusted`], …
+    pub kind: Reason,
     /// Worth another attempt: the connection was refused, reset or closed early.
     pub retryable: bool,
     /// Failed before any HTTP answer (DNS, TCP, TLS, connect timeout), which allows the
@@ -241,9 +243,10 @@ pub(crate) struct SendError {
 
 impl SendError {
     /// A failure that is neither retryable, nor at the connection level, nor a refusal.
-    fn final_failure(reason: String) -> SendError {
+    fn final_failure(reason: String, kind: Reason) -> SendError {
         SendError {
             reason,
+            kind,
             retryable: false,
             connection_level: false,
             refusal: None,
@@ -297,6 +300,7 @@ impl Http {
             tracing::debug!(url = %loggable_url(url), %refusal, ?purpose, "not sent");
             return Err(SendError {
                 reason: refusal.to_string(),
+                kind: Reason::EgressDenied,
                 retryable: false,
                 connection_level: false,
                 refusal: Some(refusal),
@@ -305,6 +309,7 @@ impl Http {
         let Some(budget) = budget(&self.limits, deadline, started) else {
             return Err(SendError::final_failure(
                 "the deadline passed before the request could be sent".to_string(),
+                Reason::DeadlineExceeded,
             ));
         };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -370,6 +375,14 @@ impl Http {
                     reason: match &refusal {
                         Some(r) => r.to_string(),
                         None => describe(&e, &self.limits, budget, elapsed),
+                    },
+                    // A timeout cut short by the deadline is the deadline's.
+                    kind: match (&refusal, kind_of(&e)) {
+                        (Some(_), _) => Reason::EgressDenied,
+                        (None, Reason::Timeout) if budget < self.limits.total => {
+                            Reason::DeadlineExceeded
+                        }
+                        (None, kind) => kind,
                     },
                     retryable: refusal.is_none() && is_retryable(&e),
                     connection_level: refusal.is_none() && is_connection_level(&e),
@@ -447,6 +460,7 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
             Err(e) => {
                 out.error = Some(SendError {
                     reason: describe(&e, limits, sent.budget, sent.started.elapsed()),
+                    kind: kind_of(&e),
                     retryable: is_retryable(&e),
                     connection_level: false,
                     refusal: None,
@@ -486,6 +500,33 @@ fn is_retryable(err: &reqwest::Error) -> bool {
                 | io::ErrorKind::UnexpectedEof
         )
     })
+}
+
+/// What [`describe`] says, as data: the [`Reason`] of a request that got no answer.
+pub(crate) fn kind_of(err: &reqwest::Error) -> Reason {
+    if let Some(tls) = tls_error(err) {
+        return match tls {
+            rustls::Error::InvalidCertificate(_) => Reason::TlsUntrusted,
+            _ => Reason::TlsFailed,
+        };
+    }
+    if err.is_timeout() {
+        return Reason::Timeout;
+    }
+    if err.is_redirect() {
+        return Reason::NotARegistry;
+    }
+    if err.is_dns() {
+        return Reason::NameNotResolved;
+    }
+    if hyper_error(err).is_some_and(hyper::Error::is_parse) {
+        return Reason::NotARegistry;
+    }
+    match io_error(err).map(io::Error::kind) {
+        Some(io::ErrorKind::ConnectionRefused) => Reason::ConnectionRefused,
+        Some(io::ErrorKind::TimedOut) => Reason::Timeout,
+        _ => Reason::ConnectionFailed,
+    }
 }
 
 /// A precise reason, without URL or secrets: "connection refused", "timed out after

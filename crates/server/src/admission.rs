@@ -838,7 +838,7 @@ async fn check_object(
             .into_iter()
             .map(|mut u| {
                 if matches!(u.disposition, Disposition::Check) && admission.is_exempt(&u.image) {
-                    u.disposition = Disposition::Skip("exempt (--admission-exempt-image)".into());
+                    u.disposition = Disposition::Skip(pullcheck::input::Skip::Exempt);
                 }
                 u
             })
@@ -964,10 +964,12 @@ fn lines_of(image: &ImageReport, file: &str) -> Vec<Line> {
     } else {
         format!("{what}: {detail}")
     };
-    let hint = detail
-        .find("; did you mean")
-        .map(|i| detail[i..].to_owned())
-        .unwrap_or_default();
+    // The close tags come as data, not from the detail's words.
+    let hint = match image.close_tags.as_slice() {
+        [] => String::new(),
+        [one] => format!("; did you mean {one}?"),
+        [init @ .., last] => format!("; did you mean {} or {last}?", init.join(", ")),
+    };
     let mut containers: Vec<String> = image
         .origins
         .iter()

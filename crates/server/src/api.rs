@@ -684,17 +684,19 @@ async fn check(
             ));
         }
     };
-    let report = crate::check::run_gathered(
-        state,
-        gathered,
-        &crate::check::PerCheck {
-            include_on_start: request.include_on_start,
-            deadline: parsed.deadline,
-            deadline_start,
-            platform: parsed.platform,
-        },
-    )
-    .await;
+    let report = crate::render::report(
+        crate::check::run_gathered(
+            state,
+            gathered,
+            &crate::check::PerCheck {
+                include_on_start: request.include_on_start,
+                deadline: parsed.deadline,
+                deadline_start,
+                platform: parsed.platform,
+            },
+        )
+        .await,
+    );
     let code = report.exit_code();
     Ok((report, code))
 }

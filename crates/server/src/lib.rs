@@ -37,6 +37,7 @@ pub mod logging;
 pub mod metrics;
 pub mod ready;
 mod reload;
+mod render;
 
 pub use logging::{LogFormat, init_logging};
 

@@ -64,6 +64,7 @@ fn a_bad_pattern_names_the_option_and_a_denied_registry_gets_no_connection() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let row = &report["images"][0];
     assert_eq!(row["status"], "blocked", "{report}");
+    assert_eq!(row["reason"], "egress_denied", "{report}");
     assert_eq!(
         row["egress"]["rule"],
         serde_json::json!({"kind": "deny", "pattern": "127.0.0.0/8", "default": false}),

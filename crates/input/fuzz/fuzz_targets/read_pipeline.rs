@@ -17,7 +17,9 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(u.origin.line.is_some(), u.origin.column.is_some());
                 assert!(u.origin.line.is_none_or(|l| l >= 1));
                 assert!(u.origin.column.is_none_or(|c| c >= 1));
-                if let Disposition::Invalid(message) = &u.disposition {
+                if let Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } =
+                    &u.disposition
+                {
                     assert!(message.starts_with("fuzz.yml"), "{message}");
                 }
             }

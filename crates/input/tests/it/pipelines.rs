@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use pullcheck_input::{
-    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, VELA_PULL_VALUES, read_pipeline,
-    read_pipeline_file,
+    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, Skip, VELA_PULL_VALUES,
+    read_pipeline, read_pipeline_file,
 };
 
 fn fixture_path(name: &str) -> PathBuf {
@@ -62,12 +62,12 @@ fn row(u: &ImageUse) -> Row<'_> {
 
 fn invalid(u: &ImageUse) -> &str {
     match &u.disposition {
-        Disposition::Invalid(message) => message,
+        Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } => message,
         other => panic!("{} should be invalid, is {other:?}", u.origin.name),
     }
 }
 
-fn skipped(u: &ImageUse) -> &str {
+fn skipped(u: &ImageUse) -> &Skip {
     match &u.disposition {
         Disposition::Skip(reason) => reason,
         other => panic!("{} should be skipped, is {other:?}", u.origin.name),
@@ -456,6 +456,10 @@ fn invalid_pull_values_are_reported_at_the_value_and_kept() {
     let unknown = &uses[0];
     assert_eq!(unknown.image, "alpine");
     assert_eq!(at(unknown), (6, 12));
+    assert!(
+        matches!(&unknown.disposition, Disposition::UnknownPolicy { written, .. } if written == "sometimes"),
+        "{unknown:?}"
+    );
     let message = invalid(unknown);
     assert!(message.starts_with("invalid.yml:5:11: "), "{message}");
     assert!(message.contains("\"sometimes\""), "{message}");
@@ -500,14 +504,11 @@ fn template_steps_are_skipped_with_their_template_name() {
     assert_eq!(build.origin.name, "build");
     assert_eq!(build.image, "");
     assert_eq!(at(build), (9, 5));
-    let reason = skipped(build);
-    assert!(
-        reason.starts_with("not checked: uses template go_build;"),
-        "{reason}"
-    );
-    assert!(
-        reason.contains("after the server expands the template"),
-        "{reason}"
+    assert_eq!(
+        skipped(build),
+        &Skip::Template {
+            name: "go_build".into()
+        }
     );
 
     assert_eq!(uses[1].disposition, Disposition::Check);
@@ -527,7 +528,7 @@ fn a_template_step_with_an_image_keeps_it_but_is_skipped() {
     let text = "version: '1'\nsteps:\n  - name: t\n    image: alpine\n    pull: bogus\n    template:\n      name: tpl\n";
     let uses = read_pipeline("t.yml", text).unwrap();
     assert_eq!(uses[0].image, "alpine");
-    assert!(skipped(&uses[0]).contains("template tpl"));
+    assert_eq!(skipped(&uses[0]), &Skip::Template { name: "tpl".into() });
 }
 
 #[test]
@@ -605,7 +606,7 @@ fn compiled_build_json_with_init_stage_and_secret_origin() {
             u.origin.name
         );
     }
-    assert!(skipped(&uses[1]).contains("#init"));
+    assert!(skipped(&uses[1]) == &Skip::Init);
     assert_eq!(uses[2].disposition, Disposition::Check);
     assert_eq!(uses[3].disposition, Disposition::Check);
     // Compiled pull values are validated too.
@@ -638,7 +639,7 @@ fn compiled_build_json_indented_with_tabs() {
             ("echo", "alpine:3.20", PullPolicy::OnStart),
         ]
     );
-    assert!(skipped(&uses[0]).contains("#init"));
+    assert!(skipped(&uses[0]) == &Skip::Init);
     assert_eq!(at(&uses[1]), locate(&text, "\"target/vela-git-slim"));
     assert_eq!(at(&uses[2]), (7, locate(&text, "\"alpine:3.20\"").1));
 }
@@ -665,7 +666,7 @@ stages:
 ";
     let uses = read_pipeline("compiled.yml", text).unwrap();
     assert_eq!(uses.len(), 2);
-    assert!(skipped(&uses[0]).contains("#init"));
+    assert!(skipped(&uses[0]) == &Skip::Init);
     assert_eq!(uses[1].origin.stage.as_deref(), Some("test"));
     assert_eq!(
         (uses[1].policy, at(&uses[1])),

@@ -267,9 +267,16 @@ spec:
     let uses: &[ImageUse] = &m.workloads[0].images;
     assert_eq!(uses.len(), 4);
     let invalid = |u: &ImageUse| match &u.disposition {
-        Disposition::Invalid(message) => message.clone(),
+        Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } => {
+            message.clone()
+        }
         other => panic!("expected invalid, got {other:?}"),
     };
+    assert!(
+        matches!(&uses[0].disposition, Disposition::UnknownPolicy { written, .. } if written == "always"),
+        "{:?}",
+        uses[0].disposition
+    );
     let message = invalid(&uses[0]);
     assert!(
         message.starts_with("m.yaml:8:22: unsupported imagePullPolicy \"always\""),
@@ -547,7 +554,7 @@ fn hostile_manifests_end_in_bounded_time() {
 
 fn invalid_message(u: &ImageUse) -> &str {
     match &u.disposition {
-        Disposition::Invalid(message) => message,
+        Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } => message,
         other => panic!("{} should be invalid, is {other:?}", u.origin.name),
     }
 }

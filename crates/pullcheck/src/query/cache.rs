@@ -82,6 +82,7 @@ impl AnswerCache {
         }
         let mut outcome = outcome.clone();
         outcome.cached = true;
+        outcome.reason = crate::report::Reason::Cached;
         outcome.detail = format!("{} (answer cached {} s ago)", outcome.detail, age.as_secs());
         Some(outcome)
     }
@@ -133,6 +134,7 @@ mod tests {
     fn outcome(status: Status) -> Outcome {
         Outcome {
             status,
+            reason: crate::report::Reason::Found,
             missing: None,
             digest: None,
             registry: Some("registry.example.com".into()),
@@ -140,6 +142,9 @@ mod tests {
             credential: None,
             cached: false,
             egress: None,
+            close_tags: Vec::new(),
+            remedies: Vec::new(),
+            attempts: Vec::new(),
         }
     }
 

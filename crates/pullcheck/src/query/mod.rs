@@ -53,7 +53,7 @@ pub(crate) use registry::Registry;
 use cache::AnswerKey;
 
 use crate::plan::query_key;
-use crate::report::{MissingPart, Status};
+use crate::report::{AttemptReport, MissingPart, Reason, Remedy, Status};
 use crate::resolve::{CredentialSource, Credentials, Resolution, Resolver, Route, resolve};
 
 /// Settings of one run of the query stage.
@@ -100,6 +100,8 @@ impl QueryKey {
 pub(crate) struct Outcome {
     /// The status.
     pub status: Status,
+    /// Why, as data.
+    pub reason: Reason,
     /// What is missing.
     pub missing: Option<MissingPart>,
     /// The manifest digest, when present.
@@ -115,6 +117,12 @@ pub(crate) struct Outcome {
     /// For `blocked` by the registry client's egress policy: the rule and what it
     /// matched.
     pub egress: Option<EgressRefusal>,
+    /// For a missing tag, the repository's tags close to it.
+    pub close_tags: Vec<String>,
+    /// What the user can do about it, as data.
+    pub remedies: Vec<Remedy>,
+    /// Every attempt, when more than one was made.
+    pub attempts: Vec<AttemptReport>,
 }
 
 /// One (route, credential) pair to try.
@@ -194,6 +202,7 @@ fn helpers_timed_out(
         .map(|&(set, reference)| {
             let outcome = failure(
                 Status::Unreachable,
+                Reason::CredentialHelperFailed,
                 format!(
                     "credential helpers did not answer within the overall deadline of {} ms",
                     deadline.as_millis()
@@ -257,13 +266,19 @@ impl<S: Clone + Send + Sync> Rounds<S> {
         options: &QueryOptions<'_>,
     ) {
         let outcome = match resolution {
-            Err(e) => failure(Status::Unreachable, format!("not checked: {e}")),
+            Err(e) => failure(
+                Status::Unreachable,
+                Reason::CredentialHelperFailed,
+                format!("not checked: {e}"),
+            ),
             Ok(Resolution::Blocked { rule }) => failure(
                 Status::Blocked,
+                Reason::BlockedByConfig,
                 format!("blocked by {rule}; no request was sent"),
             ),
             Ok(Resolution::Unresolvable { rule, reason }) => failure(
                 Status::Invalid,
+                Reason::UnpullableByConfig,
                 format!("the runtime cannot pull this: {reason} ({rule}); no request was sent"),
             ),
             Ok(Resolution::Routes(routes)) => {
@@ -396,18 +411,16 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             failures.push((
                 host.clone(),
                 Outcome {
-                    status: Status::Unreachable,
-                    missing: None,
-                    digest: None,
                     registry: Some(host.clone()),
-                    detail: if self.timed_out {
-                        format!("{waited} from {host}")
-                    } else {
-                        format!("no answer from {host}")
-                    },
-                    credential: None,
-                    cached: false,
-                    egress: None,
+                    ..failure(
+                        Status::Unreachable,
+                        Reason::DeadlineExceeded,
+                        if self.timed_out {
+                            format!("{waited} from {host}")
+                        } else {
+                            format!("no answer from {host}")
+                        },
+                    )
                 },
             ));
             self.finished.insert(p.key, choose(failures));
@@ -431,6 +444,14 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
             });
         }
         for c in route.credentials {
+            // The same credential found twice (a pull secret and the node's config with
+            // the same user and password) would get the same answer: asked once.
+            let seen = attempts
+                .iter()
+                .any(|a| a.endpoint == route.endpoint.endpoint && a.credential == c.credential);
+            if seen {
+                continue;
+            }
             attempts.push_back(Attempt {
                 endpoint: route.endpoint.endpoint.clone(),
                 repository: route.repository.clone(),
@@ -457,15 +478,19 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
 }
 
 /// An outcome without an answer from any registry.
-fn failure(status: Status, detail: String) -> Outcome {
+fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
     Outcome {
         status,
+        reason,
         missing: None,
         digest: None,
         registry: None,
         detail,
         credential: None,
         cached: false,
+        close_tags: Vec::new(),
+        remedies: Vec::new(),
+        attempts: Vec::new(),
         egress: None,
     }
 }
@@ -492,17 +517,26 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
         .max_by_key(|(i, (_, o))| (rank(o.status), std::cmp::Reverse(*i)))
         .map_or(0, |(i, _)| i);
     if attempts.is_empty() {
-        return Outcome {
-            status: Status::Unreachable,
-            missing: None,
-            digest: None,
-            registry: None,
-            detail: "no endpoint to ask".into(),
-            credential: None,
-            cached: false,
-            egress: None,
-        };
+        return failure(
+            Status::Unreachable,
+            Reason::NoEndpoint,
+            "no endpoint to ask".into(),
+        );
     }
+    let listed: Vec<AttemptReport> = if attempts.len() > 1 {
+        attempts
+            .iter()
+            .map(|(place, o)| AttemptReport {
+                registry: place.clone(),
+                credential: o.credential.clone(),
+                status: o.status,
+                reason: o.reason,
+                detail: o.detail.clone(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let others: Vec<String> = attempts
         .iter()
         .enumerate()
@@ -518,6 +552,7 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
         };
         chosen.detail = format!("{}; {verb}: {}", chosen.detail, others.join("; "));
     }
+    chosen.attempts = listed;
     chosen
 }
 
@@ -591,14 +626,10 @@ async fn ask_group<R: Registry>(
                     job.index,
                     place.clone(),
                     certificate_denied(Outcome {
-                        status: map_status(e.status),
-                        missing: None,
-                        digest: None,
                         registry: Some(host.clone()),
-                        detail: e.message.clone(),
                         credential: group.source.clone(),
-                        cached: false,
                         egress: e.refusal.clone(),
+                        ..failure(map_status(e.status), e.reason.into(), e.message.clone())
                     }),
                 ));
             }
@@ -620,7 +651,8 @@ async fn ask_group<R: Registry>(
                             )
                             .await
                     };
-                    let outcome = outcome_of(answer, host, group.source.clone());
+                    let outcome =
+                        certificate_denied(outcome_of(answer, host, group.source.clone()));
                     if let Some(cache) = options.cache {
                         let key = AnswerKey {
                             endpoint: endpoint.clone(),
@@ -655,6 +687,7 @@ async fn ask_group<R: Registry>(
 fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
     Outcome {
         status: map_status(answer.status),
+        reason: answer.reason.into(),
         missing: answer.missing.map(|m| match m {
             Missing::Tag => MissingPart::Tag,
             Missing::Digest => MissingPart::Digest,
@@ -666,6 +699,9 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         detail: answer.detail,
         credential,
         cached: false,
+        close_tags: answer.close_tags,
+        remedies: Vec::new(),
+        attempts: Vec::new(),
         egress: answer.refusal,
     }
 }
@@ -681,20 +717,22 @@ fn answer_key(attempt: &Attempt, reference: &Reference, platform: Option<&Platfo
     }
 }
 
-/// An `unreachable` outcome whose https certificate is not valid for the host becomes
-/// `denied`, its detail naming the fix: the registry as reached is not the one named,
-/// which is a failure, not a registry that could not be asked.
+/// An outcome whose https certificate is not valid for the host ([`Reason::TlsUntrusted`])
+/// is `denied`, with the remedies as data (trust its CA, or allow unverified TLS): the
+/// registry as reached is not the one named, which is a failure, not a registry that
+/// could not be asked. The front ends word the remedies.
 fn certificate_denied(mut outcome: Outcome) -> Outcome {
-    if outcome.status == Status::Unreachable
-        && pullcheck_registry::is_certificate_failure(&outcome.detail)
-    {
+    if outcome.reason == Reason::TlsUntrusted {
         let host = outcome.registry.clone().unwrap_or_default();
         outcome.status = Status::Denied;
         outcome.detail = format!(
-            "{}; {}",
-            outcome.detail,
-            pullcheck_registry::certificate_fix(&host)
+            "{}; the registry as reached is not the one named",
+            outcome.detail
         );
+        outcome.remedies = vec![
+            Remedy::TrustCa { host: host.clone() },
+            Remedy::AllowInsecure { host },
+        ];
     }
     outcome
 }

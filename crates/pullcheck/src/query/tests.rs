@@ -14,16 +14,14 @@ use super::*;
 use crate::resolve::{Credentials, ResolvedEndpoint, Resolver, Route};
 
 fn outcome(status: Status, detail: &str) -> Outcome {
-    Outcome {
-        status,
-        missing: None,
-        digest: None,
-        registry: None,
-        detail: detail.into(),
-        credential: None,
-        cached: false,
-        egress: None,
-    }
+    let reason = match status {
+        Status::Present => Reason::Found,
+        Status::Missing => Reason::TagNotFound,
+        Status::NoAccess => Reason::UnauthorizedAnonymous,
+        Status::Denied => Reason::AccessDenied,
+        _ => Reason::ConnectionRefused,
+    };
+    failure(status, reason, detail.into())
 }
 
 #[test]
@@ -131,6 +129,7 @@ impl Registry for Scripted {
         {
             Some((_, _, status)) => Err(AuthorizeError {
                 status: *status,
+                reason: pullcheck_registry::Reason::CredentialsRejected,
                 message: format!("{} refused {user}", endpoint.host),
                 refusal: None,
             }),
@@ -167,6 +166,15 @@ impl Registry for Scripted {
         Answer {
             status,
             missing: None,
+            reason: match status {
+                pullcheck_registry::Status::Present => pullcheck_registry::Reason::Found,
+                pullcheck_registry::Status::Missing => pullcheck_registry::Reason::TagNotFound,
+                pullcheck_registry::Status::NoAccess => pullcheck_registry::Reason::Unauthorized,
+                pullcheck_registry::Status::Denied => pullcheck_registry::Reason::AccessDenied,
+                pullcheck_registry::Status::Unreachable => pullcheck_registry::Reason::Timeout,
+                pullcheck_registry::Status::Refused => pullcheck_registry::Reason::EgressDenied,
+            },
+            close_tags: Vec::new(),
             digest: None,
             detail: format!("{status:?} at {}", session.host),
             http_status: None,
@@ -264,8 +272,21 @@ async fn a_mirror_that_misses_falls_back_to_the_primary() {
     )
     .await;
     let o = of(&outcomes, &app);
-    assert_eq!(o.status, Status::Present);
+    assert_eq!((o.status, o.reason), (Status::Present, Reason::Found));
     assert_eq!(o.registry.as_deref(), Some("registry.local"));
+    // Every attempt as data, in order.
+    let attempts: Vec<(&str, Status, Reason)> = o
+        .attempts
+        .iter()
+        .map(|a| (a.registry.as_str(), a.status, a.reason))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("mirror.local", Status::Missing, Reason::TagNotFound),
+            ("registry.local", Status::Present, Reason::Found),
+        ]
+    );
     // The detail keeps every attempt: the mirror's miss too.
     assert_eq!(
         o.detail,
@@ -543,6 +564,23 @@ async fn a_registry_that_never_answers_is_unreachable_at_the_deadline() {
 }
 
 #[test]
+fn the_same_credential_twice_is_one_attempt() {
+    let app = reference("registry.local/team/app:v1");
+    // A pull secret and the node's config with the same user and password.
+    let attempts = attempts_of(
+        &app,
+        vec![route(
+            "registry.local",
+            false,
+            "team/app",
+            &["alice", "alice", "bob"],
+        )],
+    );
+    let users: Vec<String> = attempts.iter().map(|a| user_of(&a.credential)).collect();
+    assert_eq!(users, ["alice", "bob"]);
+}
+
+#[test]
 fn anonymous_is_an_attempt_only_on_a_route_without_credentials() {
     let app = reference("registry.local/team/app:v1");
     let attempts: VecDeque<Attempt> = attempts_of(
@@ -635,4 +673,33 @@ async fn a_cached_present_answer_asks_nothing_and_misses_are_asked_again() {
     );
     assert_eq!(of(&second, &missing).status, Status::Missing);
     assert!(!of(&second, &missing).cached);
+}
+
+#[test]
+fn an_egress_refusal_is_blocked_with_reason_egress_denied_and_the_refusal() {
+    let refusal = pullcheck_registry::EgressRefusal {
+        matched: pullcheck_registry::EgressMatch::Address {
+            address: std::net::Ipv4Addr::new(169, 254, 169, 254).into(),
+            port: Some(80),
+            name: None,
+        },
+        rule: pullcheck_registry::RefusalRule::NoAllowRule,
+    };
+    let answer = Answer {
+        status: pullcheck_registry::Status::Refused,
+        missing: None,
+        reason: pullcheck_registry::Reason::EgressDenied,
+        close_tags: Vec::new(),
+        digest: None,
+        detail: "refused".into(),
+        http_status: None,
+        media_type: None,
+        attempts: 1,
+        refusal: Some(refusal.clone()),
+    };
+    let outcome = outcome_of(answer, "169.254.169.254".into(), None);
+    assert_eq!(
+        (outcome.status, outcome.reason, outcome.egress),
+        (Status::Blocked, Reason::EgressDenied, Some(refusal))
+    );
 }

@@ -47,7 +47,7 @@ pub fn from_mirror(e: &pullcheck_mirrors::Endpoint, insecure: &[String]) -> Reso
     let plain_http = e.url.starts_with("http://");
     let mut rule = e.rule.clone();
     if marked {
-        rule.push_str("; insecure by --insecure-registry");
+        rule.push_str("; insecure: listed as an insecure registry");
     } else if local && !e.http_fallback && !plain_http {
         rule.push_str("; loopback may use plain HTTP");
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::util::temp_dir;
 use pullcheck::credentials::{NodeCredentials, NodeEnv, NodeOptions};
 use pullcheck::input::parse_image_arg;
-use pullcheck::report::{MissingPart, Report, Status};
+use pullcheck::report::{MissingPart, Reason, Report, Status};
 use pullcheck::resolve::Resolver;
 use pullcheck::{CheckOptions, Checker, CheckerOptions};
 use pullcheck_testkit::{Auth, ImageKind, PushedImage, Registry, Repos, TokenPolicy, User};
@@ -96,6 +96,7 @@ async fn matrix(registry: &Registry, config: Option<&Path>) -> Report {
     for p in &pushed[..4] {
         let i = status_of(&report, &p.reference());
         assert_eq!(i.status, Status::Present, "{}: {}", p.reference(), i.detail);
+        assert_eq!(i.reason, Reason::Found);
         assert_eq!(i.digest.as_deref(), Some(p.digest.as_str()), "{:?}", p.kind);
         assert_eq!(i.registry.as_deref(), Some(host));
     }
@@ -109,6 +110,12 @@ async fn matrix(registry: &Registry, config: Option<&Path>) -> Report {
     let typo = status_of(&report, &format!("{host}/team/app:v9"));
     assert_eq!(typo.status, Status::Missing, "{}", typo.detail);
     assert_eq!(typo.missing, Some(MissingPart::Tag));
+    assert_eq!(typo.reason, Reason::TagNotFound);
+    assert!(
+        !typo.close_tags.is_empty() && typo.close_tags.iter().all(|t| t.starts_with('v')),
+        "{:?}",
+        typo.close_tags
+    );
     assert!(
         typo.detail.contains("v0") || typo.detail.contains("v1"),
         "{}",
@@ -117,15 +124,18 @@ async fn matrix(registry: &Registry, config: Option<&Path>) -> Report {
     let repo = status_of(&report, &format!("{host}/team/nope:v1"));
     assert_eq!(repo.status, Status::Missing, "{}", repo.detail);
     assert_eq!(repo.missing, Some(MissingPart::Repository));
+    assert_eq!(repo.reason, Reason::RepositoryNotFound);
     let digest = status_of(
         &report,
         &format!("{host}/team/app@sha256:{}", "0".repeat(64)),
     );
     assert_eq!(digest.status, Status::Missing, "{}", digest.detail);
     assert_eq!(digest.missing, Some(MissingPart::Digest));
+    assert_eq!(digest.reason, Reason::DigestNotFound);
     let invalid = status_of(&report, &format!("{host}/Team/App:v1"));
     assert_eq!(invalid.status, Status::Invalid);
     assert_eq!(invalid.error.as_ref().map(|e| e.kind), Some("uppercase"));
+    assert_eq!(invalid.reason, Reason::InvalidReference);
     assert_eq!(report.summary.total, images.len());
     assert_eq!(report.summary.present, 6);
     assert_eq!(report.summary.failed, 4);
@@ -258,12 +268,14 @@ async fn unreachable_registry_is_unverified_within_the_deadline() {
     drop(listener);
     let report = check(&[format!("127.0.0.1:{port}/team/app:v1")], None).await;
     assert_eq!(
-        report.images[0].status,
-        Status::Unreachable,
+        (report.images[0].status, report.images[0].reason),
+        (Status::Unreachable, Reason::ConnectionRefused),
         "{}",
         report.images[0].detail
     );
     assert_eq!(report.exit_code(), 3);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(json["images"][0]["reason"], "connection_refused");
 }
 
 #[tokio::test]
@@ -295,10 +307,100 @@ async fn hanging_registry_hits_the_overall_deadline() {
         )
         .await;
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    assert_eq!(report.images[0].status, Status::Unreachable);
+    assert_eq!(
+        (report.images[0].status, report.images[0].reason),
+        (Status::Unreachable, Reason::DeadlineExceeded)
+    );
     assert!(
         report.images[0].detail.contains("deadline"),
         "{}",
         report.images[0].detail
+    );
+}
+
+/// Every situation that sends no request gets its own reason, in the row and in JSON
+/// (no network: nothing here is checked).
+#[tokio::test]
+async fn situations_without_a_request_have_distinct_reasons() {
+    let text = "\
+version: \"1\"
+steps:
+  - name: unknown-policy
+    image: registry.example.com/app:1
+    pull: sometimes
+  - name: secret
+    image: registry.example.com/app:${APP_TAG}
+    secrets: [ app_tag ]
+  - name: never
+    image: registry.example.com/app:2
+    pull: never
+  - name: later
+    image: registry.example.com/app:3
+    pull: on_start
+  - name: templated
+    template:
+      name: go_build
+  - name: bad
+    image: registry.example.com/App:4
+";
+    let mut uses = pullcheck::input::read_pipeline(".vela.yml", text).unwrap();
+    uses.push(pullcheck::input::image_arg_use("registry.example.com/app:5=whenever").unwrap());
+    let checker = Checker::new(
+        CheckerOptions::default(),
+        Resolver::default(),
+        NodeCredentials::empty(),
+    )
+    .unwrap();
+    let report = checker.check(uses, &CheckOptions::default()).await;
+    let facts: Vec<(Status, Reason, &str)> = report
+        .images
+        .iter()
+        .map(|i| (i.status, i.reason, i.policy.as_str()))
+        .collect();
+    assert_eq!(
+        facts,
+        [
+            (Status::Invalid, Reason::UnknownPullPolicy, "sometimes"),
+            (
+                Status::Unresolved,
+                Reason::UnresolvedVariable,
+                "not_present"
+            ),
+            (Status::Skipped, Reason::NeverPulled, "never"),
+            (Status::Deferred, Reason::DeferredOnStart, "on_start"),
+            (Status::Skipped, Reason::TemplateStep, "not_present"),
+            (Status::Invalid, Reason::InvalidReference, "not_present"),
+            (Status::Invalid, Reason::UnknownPullPolicy, "whenever"),
+        ],
+        "{}",
+        report.to_text(false)
+    );
+    let deferred = &report.images[3];
+    assert_eq!(
+        deferred.remedies,
+        [pullcheck::report::Remedy::IncludeOnStart]
+    );
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let reasons: Vec<&str> = json["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "unknown_pull_policy",
+            "unresolved_variable",
+            "never_pulled",
+            "deferred_on_start",
+            "template_step",
+            "invalid_reference",
+            "unknown_pull_policy"
+        ]
+    );
+    assert_eq!(
+        json["images"][3]["remedies"],
+        serde_json::json!([{"kind": "include_on_start"}])
     );
 }

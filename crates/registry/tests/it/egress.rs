@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use pullcheck_registry::{
-    Client, ClientOptions, Credential, EgressMatch, EgressPolicy, EgressRule, Endpoint,
+    Client, ClientOptions, Credential, EgressMatch, EgressPolicy, EgressRule, Endpoint, Reason,
     RefusalRule, Status,
 };
 use support::guarded;
@@ -110,6 +110,7 @@ async fn a_denied_registry_gets_no_connection() {
         .await
         .expect_err("refused");
     assert_eq!(err.status, Status::Refused, "{err:?}");
+    assert_eq!(err.reason, Reason::EgressDenied, "{err:?}");
     let refusal = err.refusal.expect("refusal");
     // https is tried first: the port is the URL's.
     assert_eq!(refusal.matched, address("127.0.0.2", Some(port)));
@@ -128,6 +129,7 @@ async fn a_denied_registry_gets_no_connection() {
     let mapped = format!("[::ffff:127.0.0.2]:{port}");
     let err = authorize(&refusing, &mapped).await.expect_err("refused");
     assert_eq!(err.status, Status::Refused, "{err:?}");
+    assert_eq!(err.reason, Reason::EgressDenied, "{err:?}");
     assert_eq!(denied.connections(), 0);
 
     // An allow list that does not name it refuses it too, and lets the named one in.
@@ -164,6 +166,7 @@ async fn a_redirect_to_a_denied_address_is_not_followed() {
         .expect("authorize");
     let (answer, _) = guarded(BOUND, session.check("app", "v1")).await;
     assert_eq!(answer.status, Status::Refused, "{answer:?}");
+    assert_eq!(answer.reason, Reason::EgressDenied, "{answer:?}");
     let refusal = answer.refusal.expect("refusal");
     assert_eq!(
         refusal.matched,
@@ -197,6 +200,7 @@ async fn a_token_realm_on_a_denied_address_gets_no_token_request() {
         .await
         .expect_err("refused");
     assert_eq!(err.status, Status::Refused, "{err:?}");
+    assert_eq!(err.reason, Reason::EgressDenied, "{err:?}");
     let refusal = err.refusal.expect("refusal");
     assert_eq!(
         refusal.matched,
@@ -227,6 +231,7 @@ async fn a_name_is_refused_by_the_addresses_it_resolves_to() {
     let refusing = client(&["127.0.0.1/32", "::1/128"], &[]);
     let err = authorize(&refusing, &by_name).await.expect_err("refused");
     assert_eq!(err.status, Status::Refused, "{err:?}");
+    assert_eq!(err.reason, Reason::EgressDenied, "{err:?}");
     let refusal = err.refusal.expect("refusal");
     match &refusal.matched {
         EgressMatch::Address {

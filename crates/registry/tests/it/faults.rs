@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use pullcheck_registry::{
-    Answer, Client, ClientOptions, Credential, Endpoint, Missing, Platform, Session, Status,
+    Answer, Client, ClientOptions, Credential, Endpoint, Missing, Platform, Reason, Session, Status,
 };
 use support::guarded;
 use support::server::{Fault, Request, Response, Server, fault, respond, serve};
@@ -94,6 +94,7 @@ async fn slow_answer_hits_the_read_timeout() {
         (a.status, a.http_status, a.attempts),
         (Status::Unreachable, None, 1)
     );
+    assert_eq!(a.reason, Reason::Timeout);
     assert!(
         a.detail.starts_with(&format!(
             "HEAD to {} failed: no data for 300 ms (the read timeout) after ",
@@ -117,7 +118,10 @@ async fn hung_registry_ends_at_the_request_timeout_and_at_the_deadline() {
     )
     .await;
     let (a, took) = check(&s, "v1").await;
-    assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
+    assert_eq!(
+        (a.status, a.reason, a.attempts),
+        (Status::Unreachable, Reason::Timeout, 1)
+    );
     assert_eq!(
         a.detail,
         format!("HEAD to {} failed: timed out after 400 ms", server.host)
@@ -128,14 +132,20 @@ async fn hung_registry_ends_at_the_request_timeout_and_at_the_deadline() {
     let s = session(&server, options()).await;
     let deadline = Instant::now() + Duration::from_millis(300);
     let (a, took) = guarded(BOUND, s.check_before("app", "v1", deadline)).await;
-    assert_eq!(a.status, Status::Unreachable);
+    assert_eq!(
+        (a.status, a.reason),
+        (Status::Unreachable, Reason::DeadlineExceeded)
+    );
     assert!(a.detail.ends_with(", at the deadline"), "{}", a.detail);
     assert!(took < Duration::from_secs(2), "{took:?}");
 
     // A deadline already passed sends nothing.
     let before = server.requests().len();
     let (a, _) = guarded(BOUND, s.check_before("app", "v1", Instant::now())).await;
-    assert_eq!(a.status, Status::Unreachable);
+    assert_eq!(
+        (a.status, a.reason),
+        (Status::Unreachable, Reason::DeadlineExceeded)
+    );
     assert!(
         a.detail
             .ends_with("failed: the deadline passed before the request could be sent"),
@@ -201,8 +211,8 @@ async fn always_unavailable_is_unreachable_listing_every_attempt() {
     let s = session(&server, options()).await;
     let (a, took) = check(&s, "v1").await;
     assert_eq!(
-        (a.status, a.http_status, a.attempts),
-        (Status::Unreachable, Some(502), 3)
+        (a.status, a.reason, a.http_status, a.attempts),
+        (Status::Unreachable, Reason::ServerError, Some(502), 3)
     );
     assert_eq!(
         a.detail,
@@ -289,8 +299,8 @@ async fn rate_limit_beyond_the_cap_or_the_deadline_is_not_waited_for() {
     let s = session(&server, options()).await;
     let (a, took) = check(&s, "long").await;
     assert_eq!(
-        (a.status, a.http_status, a.attempts),
-        (Status::Unreachable, Some(429), 1)
+        (a.status, a.reason, a.http_status, a.attempts),
+        (Status::Unreachable, Reason::RateLimited, Some(429), 1)
     );
     assert_eq!(
         a.detail,
@@ -333,8 +343,8 @@ async fn connection_reset_is_retried_then_unreachable() {
     let s = session(&server, options()).await;
     let (a, took) = check(&s, "v1").await;
     assert_eq!(
-        (a.status, a.http_status, a.attempts),
-        (Status::Unreachable, None, 3)
+        (a.status, a.reason, a.http_status, a.attempts),
+        (Status::Unreachable, Reason::ConnectionFailed, None, 3)
     );
     let reset = "connection reset by peer";
     assert_eq!(
@@ -389,7 +399,10 @@ async fn garbage_answer_is_not_http_and_not_retried() {
         open_registry(|_| fault(Fault::Raw(b"SSH-2.0-OpenSSH_9.6\r\n\r\n".to_vec()))).await;
     let s = session(&server, options()).await;
     let (a, took) = check(&s, "v1").await;
-    assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
+    assert_eq!(
+        (a.status, a.reason, a.attempts),
+        (Status::Unreachable, Reason::NotARegistry, 1)
+    );
     assert_eq!(
         a.detail,
         format!(

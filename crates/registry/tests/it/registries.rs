@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use pullcheck_registry::{
-    Answer, AuthorizeError, Client, ClientOptions, Credential, Endpoint, Missing, Platform,
+    Answer, AuthorizeError, Client, ClientOptions, Credential, Endpoint, Missing, Platform, Reason,
     Session, Status,
 };
 use pullcheck_testkit::{
@@ -65,6 +65,12 @@ fn assert_status(answer: &Answer, status: Status, missing: Option<Missing>) {
         (status, missing),
         "{answer:?}"
     );
+    // The reason agrees with the facts: a missing part has its own reason.
+    match (status, missing) {
+        (Status::Present, _) => assert_eq!(answer.reason, Reason::Found, "{answer:?}"),
+        (_, Some(m)) => assert_eq!(answer.reason, Reason::from(m), "{answer:?}"),
+        _ => {}
+    }
 }
 
 /// Present tags of all four kinds, a present digest, tag+digest, a missing tag with a
@@ -168,6 +174,7 @@ async fn htpasswd_registry_matrix() {
         .expect("authorize");
     let a = session.check(APP, "3.19").await;
     assert_status(&a, Status::NoAccess, None);
+    assert_eq!(a.reason, Reason::CredentialsRequired);
     assert_eq!(
         a.detail,
         format!(
@@ -263,6 +270,7 @@ async fn token_registry_matrix() {
         .expect("authorize");
     let a = session.check(APP, "3.19").await;
     assert_status(&a, Status::NoAccess, None);
+    assert_eq!(a.reason, Reason::UnauthorizedAnonymous);
     assert!(
         a.detail.starts_with("missing, or no access anonymously"),
         "{}",

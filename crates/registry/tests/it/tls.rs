@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
+use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Reason, Status};
 use pullcheck_testkit::{ImageKind, Registry, TempDir};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use support::guarded;
@@ -123,7 +123,10 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
         )
         .await
         .expect_err("self-signed");
-    assert_eq!(err.status, Status::Unreachable);
+    assert_eq!(
+        (err.status, err.reason),
+        (Status::Unreachable, Reason::TlsUntrusted)
+    );
     assert_eq!(
         err.message,
         format!(
@@ -230,7 +233,10 @@ async fn expired_certificate_is_named() {
     )
     .await
     .expect_err("expired");
-    assert_eq!(err.status, Status::Unreachable);
+    assert_eq!(
+        (err.status, err.reason),
+        (Status::Unreachable, Reason::TlsUntrusted)
+    );
     assert!(
         err.message.starts_with(&format!(
             "registry {} unreachable over https: TLS: certificate expired",
@@ -255,6 +261,7 @@ async fn certificate_for_another_host_is_named() {
     )
     .await
     .expect_err("wrong host");
+    assert_eq!(err.reason, Reason::TlsUntrusted);
     assert!(
         err.message.starts_with(&format!(
             "registry {} unreachable over https: TLS: certificate is for another host",
@@ -331,7 +338,10 @@ async fn mutual_tls_presents_the_client_certificate_of_certs_dir() {
     let err = authorize(options.clone(), &server.host)
         .await
         .expect_err("no client certificate");
-    assert_eq!(err.status, Status::Unreachable);
+    assert_eq!(
+        (err.status, err.reason),
+        (Status::Unreachable, Reason::TlsFailed)
+    );
     assert!(
         err.message
             .contains("TLS: the registry requires a client certificate"),

@@ -95,6 +95,12 @@ async fn a_check_naming_a_denied_registry_is_blocked_and_connects_nowhere() {
         ]
     );
     assert_eq!(report["exit_code"], 1, "{report}");
+    let reasons: Vec<&Value> = (0..3).map(|i| &report["images"][i]["reason"]).collect();
+    assert_eq!(
+        reasons,
+        ["found", "egress_denied", "egress_denied"],
+        "{report}"
+    );
     assert_eq!(
         report["images"][1]["egress"],
         json!({
