@@ -37,7 +37,8 @@
 
 mod request;
 
-pub use request::{CheckRequest, Input, Prepared, Ready, RequestError, image_use};
+pub use pullcheck::input::image_use;
+pub use request::{CheckRequest, Input, Prepared, Ready, RequestError};
 
 use std::collections::BTreeMap;
 use std::fmt;

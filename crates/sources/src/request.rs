@@ -12,7 +12,9 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use pullcheck::credentials::PullSecret;
-use pullcheck::input::{ContainerKind, Disposition, ImageUse, Origin, PullPolicy};
+use pullcheck::input::ImageUse;
+#[cfg(test)]
+use pullcheck::input::{PullPolicy, image_use};
 use pullcheck::registry::Platform;
 use pullcheck::report::Report;
 use pullcheck::{CheckOptions, Checker};
@@ -42,7 +44,7 @@ pub struct CheckRequest {
     /// Kubernetes manifests, in order.
     pub inputs: Vec<Input>,
     /// Images to check as the build Pod's, beside the pipelines' (the CLI's `--image`,
-    /// the service's `images`); see [`image_use`].
+    /// the service's `images`); see [`pullcheck::input::image_use`].
     pub images: Vec<ImageUse>,
     /// Pull secrets every Pod gets, beside the cluster's.
     pub pull_secrets: Vec<PullSecret>,
@@ -111,26 +113,6 @@ impl fmt::Debug for CheckRequest {
             .field("include_on_start", &self.include_on_start)
             .field("allow_empty", &self.allow_empty)
             .finish_non_exhaustive()
-    }
-}
-
-/// An image to check as written, under `policy`, with origin kind `image` (what the
-/// CLI's `--image REF=POLICY` gives, for surfaces that take reference and policy apart).
-/// The reference is taken whole: an `=` in it is part of it.
-pub fn image_use(reference: &str, policy: PullPolicy) -> ImageUse {
-    ImageUse {
-        image: reference.to_owned(),
-        substituted: None,
-        policy,
-        origin: Origin {
-            file: None,
-            line: None,
-            column: None,
-            kind: ContainerKind::Image,
-            name: reference.to_owned(),
-            stage: None,
-        },
-        disposition: Disposition::Check,
     }
 }
 
