@@ -13,11 +13,11 @@ use pullcheck::mirrors::{MirrorConfig, NodeProfile};
 use pullcheck::registry::{ClientOptions, EgressPolicy, EgressRule, Platform};
 use pullcheck::report::EXIT_USAGE;
 use pullcheck::resolve::{Credentials, Resolver};
-use pullcheck::{CheckOptions, Checker, CheckerOptions};
+use pullcheck::{Checker, CheckerOptions};
 
 use pullcheck::credentials::PullSecret;
 use pullcheck_kube::{Cluster, ClusterOptions, TemplateSource};
-use pullcheck_sources::{NamedText, SourceError};
+use pullcheck_sources::{NamedText, RequestError, SourceError};
 
 /// Checks, before a build starts, that every image it will pull exists in its registry,
 /// as the node's kubelet and container runtime will see it.
@@ -320,26 +320,11 @@ enum RuntimeArg {
     Kubernetes,
 }
 
-impl CheckArgs {
-    /// How the build runs: `--runtime`, else kubernetes when a namespace or pods template
-    /// is given.
-    fn build_runtime(&self) -> pullcheck_sources::BuildRuntime {
-        let kubernetes = match self.runtime {
-            Some(r) => r == RuntimeArg::Kubernetes,
-            None => {
-                self.pod.namespace.is_some()
-                    || self.pod.pods_template.is_some()
-                    || self.pod.pods_template_file.is_some()
-            }
-        };
-        pullcheck_sources::BuildRuntime {
-            runtime: if kubernetes {
-                pullcheck_sources::Runtime::Kubernetes
-            } else {
-                pullcheck_sources::Runtime::Docker
-            },
-            placeholder_image: self.placeholder_image.clone(),
-            platform: self.platform.clone(),
+impl RuntimeArg {
+    fn runtime(self) -> pullcheck_sources::Runtime {
+        match self {
+            RuntimeArg::Docker => pullcheck_sources::Runtime::Docker,
+            RuntimeArg::Kubernetes => pullcheck_sources::Runtime::Kubernetes,
         }
     }
 }
@@ -911,38 +896,31 @@ fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> 
     }
 }
 
-/// Reads and parses the pipeline files and manifests one after the other (`-`: standard
-/// input, at most once), then adds the `--image`s. Every file is read: the error names
-/// each one that cannot be read or parsed, one per line.
-fn read_inputs(
-    files: &[PathBuf],
-    images: Vec<pullcheck::input::ImageUse>,
-) -> Result<pullcheck_sources::Inputs, String> {
+/// Reads the pipeline files and manifests one after the other (`-`: standard input, at
+/// most once), each into its text or the error that names it.
+fn read_files(files: &[PathBuf]) -> Result<Vec<Result<NamedText, String>>, String> {
     if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         return Err("`-` (standard input) is given more than once".into());
     }
-    let mut inputs = pullcheck_sources::Inputs::default();
-    let mut errors = Vec::new();
-    for file in files {
-        let read = if file.as_os_str() == "-" {
-            read_stdin().map(|text| ("<stdin>".to_string(), text))
-        } else {
-            read(file).map(|text| (file.display().to_string(), text))
-        };
-        let parsed = read.and_then(|(name, text)| {
-            pullcheck_sources::read_inputs(&[NamedText { name, text }], Vec::new())
-                .map_err(|e| e.message)
-        });
-        match parsed {
-            Ok(i) => inputs.append(i),
-            Err(e) => errors.push(e),
-        }
+    Ok(files
+        .iter()
+        .map(|file| {
+            let (name, read) = if file.as_os_str() == "-" {
+                ("<stdin>".to_string(), read_stdin())
+            } else {
+                (file.display().to_string(), read(file))
+            };
+            read.map(|text| NamedText { name, text })
+        })
+        .collect())
+}
+
+/// A request's error as the CLI says it: a bad placeholder image is named by its option.
+fn request_error(e: RequestError) -> String {
+    match e {
+        RequestError::PlaceholderImage(message) => format!("--placeholder-image: {message}"),
+        other => other.to_string(),
     }
-    if !errors.is_empty() {
-        return Err(errors.join(&format!("\n{ERROR_PREFIX}")));
-    }
-    inputs.append(pullcheck_sources::read_inputs(&[], images).map_err(|e| e.message)?);
-    Ok(inputs)
 }
 
 fn read(path: &std::path::Path) -> Result<String, String> {
@@ -984,11 +962,11 @@ async fn run_check(args: CheckArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let (gathered, deadline_start) = match gather_within_deadline(&args, images).await {
-        Ok(g) => g,
+    let ready = match gather_within_deadline(&args, images).await {
+        Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    for chain in &gathered.walked {
+    for chain in &ready.gathered.walked {
         tracing::debug!("pull secrets: {chain}");
     }
     let checker_options = CheckerOptions {
@@ -1000,14 +978,7 @@ async fn run_check(args: CheckArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let options = CheckOptions {
-        include_on_start: args.include_on_start,
-        deadline: args.deadline,
-        deadline_start: Some(deadline_start),
-        platform: args.platform.clone(),
-    };
-    let report =
-        render::report(pullcheck_sources::check_gathered(&checker, gathered, &options).await);
+    let report = render::report(ready.check(&checker).await);
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {
@@ -1035,7 +1006,7 @@ async fn run_check(args: CheckArgs) -> i32 {
 async fn gather_within_deadline(
     args: &CheckArgs,
     images: Vec<pullcheck::input::ImageUse>,
-) -> Result<(pullcheck_sources::Gathered, std::time::Instant), String> {
+) -> Result<pullcheck_sources::Ready, String> {
     // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
     // Every file is read before any error is shown, so that all bad ones are named.
     let pull_secrets = read_pull_secret_files(&args.pod.pull_secret);
@@ -1050,11 +1021,65 @@ async fn gather_within_deadline(
             )
         })
     });
-    let inputs = read_inputs(&args.files, images);
+    let files = read_files(&args.files);
+    // Each file's error, in file order: its reading, or its parsing below.
+    let mut file_errors: Vec<Option<String>> = Vec::new();
+    // The file of each of the request's inputs.
+    let mut file_of = Vec::new();
+    let mut inputs = Vec::new();
+    for (i, read) in files.iter().flatten().enumerate() {
+        match read {
+            Ok(text) => {
+                file_of.push(i);
+                inputs.push(pullcheck_sources::Input {
+                    text: text.clone(),
+                    kind: None,
+                });
+                file_errors.push(None);
+            }
+            Err(e) => file_errors.push(Some(e.clone())),
+        }
+    }
+    let request = pullcheck_sources::CheckRequest {
+        inputs,
+        images,
+        pull_secrets: pull_secrets.as_ref().cloned().unwrap_or_default(),
+        namespace: args.pod.namespace.clone(),
+        template: args.pod.template_source(),
+        runtime: args.runtime.map(RuntimeArg::runtime),
+        placeholder_image: Some(args.placeholder_image.clone()),
+        platform: args.platform.clone(),
+        deadline: args.deadline,
+        deadline_start: None,
+        include_on_start: args.include_on_start,
+        allow_empty: args.allow_empty,
+    };
+    let mut nothing_to_check = None;
+    let prepared = match request.read() {
+        Ok(p) => Some(p),
+        Err(RequestError::Inputs(errors)) => {
+            for (i, e) in errors {
+                file_errors[file_of[i]] = Some(e.message);
+            }
+            None
+        }
+        Err(RequestError::NothingToCheck(message)) => {
+            nothing_to_check = Some(message);
+            None
+        }
+        Err(e) => return Err(request_error(e)),
+    };
+    let inputs_error = match &files {
+        Ok(_) => {
+            let errors: Vec<String> = file_errors.into_iter().flatten().collect();
+            (!errors.is_empty()).then(|| errors.join(&format!("\n{ERROR_PREFIX}")))
+        }
+        Err(e) => Some(e.clone()),
+    };
     let errors: Vec<String> = [
         pull_secrets.as_ref().err(),
         template_file.as_ref().and_then(|t| t.as_ref().err()),
-        inputs.as_ref().err(),
+        inputs_error.as_ref(),
     ]
     .into_iter()
     .flatten()
@@ -1063,32 +1088,25 @@ async fn gather_within_deadline(
     if !errors.is_empty() {
         return Err(errors.join(&format!("\n{ERROR_PREFIX}")));
     }
-    let (Ok(pull_secrets), Ok(inputs)) = (pull_secrets, inputs) else {
-        return Err("the inputs could not be read".into());
-    };
-    if !args.allow_empty
-        && let Some(message) = inputs.nothing_to_check()
-    {
+    if let Some(message) = nothing_to_check {
         return Err(format!("{message} (--allow-empty passes anyway)"));
     }
-    let started = std::time::Instant::now();
+    let Some(prepared) = prepared else {
+        return Err("the inputs could not be read".into());
+    };
+    let started = prepared
+        .options()
+        .deadline_start
+        .unwrap_or_else(std::time::Instant::now);
     let cluster = args.pod.cluster_options(&args.registry.node);
-    let template = args.pod.template_source();
-    let runtime = args.build_runtime();
     let task = tokio::spawn(async move {
         let cluster = connect(cluster.as_ref()).await?;
-        pullcheck_sources::find_pull_secrets_on(
-            inputs,
-            &pull_secrets,
-            cluster.as_ref(),
-            &template,
-            &runtime,
-        )
-        .await
-        .map_err(|e| e.message)
+        prepared
+            .gather(cluster.as_ref())
+            .await
+            .map_err(request_error)
     });
-    let gathered = await_lookups(task, started, args.deadline).await?;
-    Ok((gathered, started))
+    await_lookups(task, started, args.deadline).await
 }
 
 /// Awaits `task`, Kubernetes lookups on a runtime worker, until `deadline` after

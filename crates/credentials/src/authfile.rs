@@ -386,13 +386,14 @@ fn entry(key: &str, value: &Node) -> Result<AuthEntry, String> {
     }
     let password = password.trim_matches('\0').to_string();
     let credential = if let Some(token) = registry.filter(|t| !t.is_empty()) {
-        Some(Credential::RegistryToken(token))
+        Some(Credential::RegistryToken(token.into()))
     } else if let Some(token) = identity.filter(|t| !t.is_empty()) {
-        Some(Credential::IdentityToken(token))
+        Some(Credential::IdentityToken(token.into()))
     } else {
-        username
-            .clone()
-            .map(|username| Credential::Basic { username, password })
+        username.clone().map(|username| Credential::Basic {
+            username,
+            password: password.into(),
+        })
     };
     Ok(AuthEntry {
         key: key.to_string(),

@@ -24,7 +24,7 @@ pub(crate) struct KubeletEntry {
     /// The key as written, e.g. `https://index.docker.io/v1/`.
     pub key: String,
     pub username: String,
-    pub password: String,
+    pub password: crate::Secret,
 }
 
 impl std::fmt::Debug for KubeletEntry {
@@ -90,7 +90,7 @@ pub(crate) fn parse(bytes: &[u8], format: Format) -> Result<Vec<KubeletEntry>, S
         entries.push(KubeletEntry {
             key: key.to_string(),
             username,
-            password,
+            password: password.into(),
         });
     }
     Ok(entries)
@@ -188,12 +188,12 @@ mod tests {
         let e =
             one(r#"{"username": "foo", "password": "bar", "email": "foo@example.com"}"#).unwrap();
         assert_eq!(
-            (e[0].username.as_str(), e[0].password.as_str()),
+            (e[0].username.as_str(), e[0].password.expose()),
             ("foo", "bar")
         );
         let e = one(r#"{"auth": "Zm9vOmJhcg==", "email": "foo@example.com"}"#).unwrap();
         assert_eq!(
-            (e[0].username.as_str(), e[0].password.as_str()),
+            (e[0].username.as_str(), e[0].password.expose()),
             ("foo", "bar")
         );
         let e = one(
@@ -201,17 +201,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (e[0].username.as_str(), e[0].password.as_str()),
+            (e[0].username.as_str(), e[0].password.expose()),
             ("ping", "pong")
         );
         assert!(one(r#"{"auth": "pants", "email": "foo@example.com"}"#).is_err());
         assert!(one(r#"{"email": false}"#).is_err());
         // Go matches field names case-insensitively and ignores the rest.
         let e = one(r#"{"Username": "u", "PASSWORD": "p", "identitytoken": "t"}"#).unwrap();
-        assert_eq!((e[0].username.as_str(), e[0].password.as_str()), ("u", "p"));
+        assert_eq!((e[0].username.as_str(), e[0].password.expose()), ("u", "p"));
         // A `null` entry is an empty one.
         let e = one("null").unwrap();
-        assert_eq!((e[0].username.as_str(), e[0].password.as_str()), ("", ""));
+        assert_eq!((e[0].username.as_str(), e[0].password.expose()), ("", ""));
     }
 
     #[test]

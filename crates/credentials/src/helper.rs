@@ -271,7 +271,7 @@ pub async fn run_helper(
     let (username, secret) = (username.unwrap_or_default(), secret.unwrap_or_default());
     Ok(if username == TOKEN_USERNAME {
         Some(HelperAnswer {
-            credential: Credential::IdentityToken(secret),
+            credential: Credential::IdentityToken(secret.into()),
             username: None,
         })
     } else if username.is_empty() && secret.is_empty() {
@@ -280,7 +280,7 @@ pub async fn run_helper(
         Some(HelperAnswer {
             credential: Credential::Basic {
                 username: username.clone(),
-                password: secret,
+                password: secret.into(),
             },
             username: Some(username),
         })

@@ -71,7 +71,7 @@ pub mod secret;
 mod tree;
 
 pub use authfile::{AuthEntry, AuthFile, AuthFileKind};
-pub use credential::Credential;
+pub use credential::{Credential, Secret};
 pub use error::{CredentialError, HelperFailure};
 pub use helper::{HelperAnswer, HelperCall, HelperOptions};
 pub use keyring::Keyring;

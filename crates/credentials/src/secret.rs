@@ -43,8 +43,8 @@ pub struct SecretEntry {
     pub key: String,
     /// The user name; empty when the entry has none.
     pub username: String,
-    /// The password; never printed by `Debug`.
-    pub password: String,
+    /// The password; never printed.
+    pub password: crate::Secret,
 }
 
 impl std::fmt::Debug for SecretEntry {

@@ -38,7 +38,12 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
             }
         )));
     }
-    Ok(ImageUse {
+    Ok(image_use(reference, policy))
+}
+
+/// See [`crate::image_use`].
+pub(crate) fn image_use(reference: &str, policy: PullPolicy) -> ImageUse {
+    ImageUse {
         image: reference.to_owned(),
         substituted: None,
         policy,
@@ -51,7 +56,7 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
             stage: None,
         },
         disposition: Disposition::Check,
-    })
+    }
 }
 
 /// See [`crate::image_arg_use`].

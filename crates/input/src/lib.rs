@@ -385,6 +385,13 @@ pub fn read_file(path: &Path) -> Result<(String, String), InputError> {
     }
 }
 
+/// An image to check as written, under `policy`, with origin kind `image`: what
+/// `--image REF=POLICY` gives, for callers that take reference and policy apart (the
+/// service's `images`). The reference is taken whole: an `=` in it is part of it.
+pub fn image_use(reference: &str, policy: PullPolicy) -> ImageUse {
+    image_arg::image_use(reference, policy)
+}
+
 /// Parses a `--image REF[=POLICY]` argument; the default policy is `always`.
 ///
 /// The argument is split at its last `=` (a reference never contains one). The policy is

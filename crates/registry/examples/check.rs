@@ -24,7 +24,9 @@ async fn main() {
     let credential = match rest.first() {
         Some(user) => Credential::Basic {
             username: user.clone(),
-            password: std::env::var("REGISTRY_PASSWORD").unwrap_or_default(),
+            password: std::env::var("REGISTRY_PASSWORD")
+                .unwrap_or_default()
+                .into(),
         },
         None => Credential::Anonymous,
     };

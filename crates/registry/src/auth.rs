@@ -179,10 +179,13 @@ pub(crate) fn redact(text: &str, credential: &Credential, bearer: Option<&str>) 
     let mut secrets: Vec<String> = match credential {
         Credential::Anonymous => Vec::new(),
         Credential::Basic { username, password } => vec![
-            base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}")),
-            password.clone(),
+            base64::engine::general_purpose::STANDARD
+                .encode(format!("{username}:{}", password.expose())),
+            password.expose().to_owned(),
         ],
-        Credential::IdentityToken(t) | Credential::RegistryToken(t) => vec![t.clone()],
+        Credential::IdentityToken(t) | Credential::RegistryToken(t) => {
+            vec![t.expose().to_owned()]
+        }
     };
     secrets.extend(bearer.map(str::to_string));
     // Longest first, so that a secret inside another is not left half shown.

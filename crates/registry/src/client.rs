@@ -361,7 +361,7 @@ impl Client {
             .client
             .get(ping_url.clone())
             .headers(headers)
-            .basic_auth(username, Some(password));
+            .basic_auth(username, Some(password.expose()));
         let response = http
             .send(
                 request,

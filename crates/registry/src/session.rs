@@ -711,7 +711,7 @@ impl Session {
             Auth::Basic => match &inner.credential {
                 Credential::Basic { username, password } => Ok(Some(Authorization::Basic(
                     username.clone(),
-                    Secret::new(password.clone()),
+                    password.clone(),
                 ))),
                 _ => Ok(None),
             },

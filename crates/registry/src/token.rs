@@ -26,26 +26,7 @@ pub(crate) const CLIENT_ID: &str = "pullcheck";
 /// The lifetime assumed when a reply has no `expires_in` (token-auth spec).
 pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
 
-/// A secret string whose `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Secret(String);
-
-impl Secret {
-    pub fn new(s: impl Into<String>) -> Secret {
-        Secret(s.into())
-    }
-
-    /// The secret itself, for an `Authorization` header or a form field only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
+pub(crate) use pullcheck_credentials::Secret;
 
 /// Where and for which service to ask for tokens: the `realm` and `service` of a
 /// `Bearer` challenge.
@@ -202,16 +183,16 @@ pub(crate) enum TokenPlan {
 /// The first request for `scopes` with `credential` (pure).
 pub(crate) fn plan(params: &BearerParams, credential: &Credential, scopes: &[String]) -> TokenPlan {
     match credential {
-        Credential::RegistryToken(t) => TokenPlan::Ready(Secret::new(t.clone())),
+        Credential::RegistryToken(t) => TokenPlan::Ready(t.clone()),
         Credential::IdentityToken(t) => TokenPlan::Request(TokenRequest::OAuthRefresh {
             url: params.realm.clone(),
-            refresh_token: Secret::new(t.clone()),
+            refresh_token: t.clone(),
             service: params.service.clone(),
             scope: scope::oauth_scope(scopes),
         }),
         Credential::Basic { username, password } => TokenPlan::Request(TokenRequest::Get {
             url: scope::token_url(&params.realm, params.service.as_deref(), scopes),
-            basic: Some((username.clone(), Secret::new(password.clone()))),
+            basic: Some((username.clone(), password.clone())),
         }),
         Credential::Anonymous => TokenPlan::Request(TokenRequest::Get {
             url: scope::token_url(&params.realm, params.service.as_deref(), scopes),

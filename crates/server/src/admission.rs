@@ -34,9 +34,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use pullcheck::input::{Disposition, ImageUse};
+use pullcheck::input::Disposition;
 use pullcheck::report::{ImageReport, Report, Status};
-use pullcheck::{CheckOptions, ImageSet};
+use pullcheck_sources::RequestError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -784,17 +784,45 @@ async fn check_object(
 ) -> Result<Report, String> {
     let text = serde_json::to_string_pretty(&reduced)
         .map_err(|e| format!("pullcheck: the object cannot be read: {e}"))?;
-    let file = object_file(request);
-    let manifests = pullcheck_kube::read_manifests(&file, &text)
-        .map_err(|e| shorten(&format!("pullcheck: the object cannot be read: {e}")))?;
-    let mut sets = Vec::new();
-    let namespace = (!request.namespace.is_empty()).then_some(request.namespace.as_str());
-    let cluster = match (&state.cluster, namespace) {
-        (Ok(c), Some(ns)) => Some(c.with_namespace(ns)),
-        _ => None,
+    let namespace = (!request.namespace.is_empty()).then(|| request.namespace.clone());
+    let check = pullcheck_sources::CheckRequest {
+        inputs: vec![pullcheck_sources::Input {
+            text: pullcheck_sources::NamedText {
+                name: object_file(request),
+                text,
+            },
+            kind: Some(pullcheck_sources::InputKind::Manifests),
+        }],
+        namespace,
+        // A workload has no placeholder; say so rather than leave it to the default.
+        runtime: Some(pullcheck_sources::Runtime::Docker),
+        // The registries' part ends a little before the review's own timeout, so that
+        // what they did not answer is reported as `unreachable`, image by image.
+        deadline: admission.timeout.mul_f64(0.9),
+        deadline_start: Some(deadline_start),
+        include_on_start: true,
+        allow_empty: true,
+        ..pullcheck_sources::CheckRequest::default()
     };
-    let pods = manifests.pull_secrets();
-    if cluster.is_none() && pods.iter().any(|p| !p.image_pull_secrets.is_empty()) {
+    let prepared = check
+        .read()
+        .map_err(|e| shorten(&format!("pullcheck: the object cannot be read: {e}")))?;
+    // The review's own timeout bounds the lookups.
+    let mut ready = prepared
+        .gather(state.cluster.as_ref().ok())
+        .await
+        .map_err(|e| match e {
+            RequestError::PullSecret(e) => {
+                tracing::warn!("admission: a pull secret is malformed: {}", e.message);
+                "pullcheck: a pull secret is malformed; images not verified".to_owned()
+            }
+            other => {
+                tracing::warn!("admission: pull secrets not read: {other}");
+                "pullcheck: pull secrets not readable; images not verified".to_owned()
+            }
+        })?;
+    let unread = &ready.gathered.unread;
+    if unread.iter().any(|u| !u.names.is_empty()) {
         // Checking without the secrets it names could refuse what the kubelet can pull.
         return Err(
             "pullcheck: imagePullSecrets not readable (no Kubernetes API); images not verified"
@@ -804,60 +832,21 @@ async fn check_object(
     // A workload without imagePullSecrets pulls with its ServiceAccount's (a Pod at
     // CREATE has them copied in already): without the API they cannot be read, and
     // checking anonymously could refuse what the kubelet can pull.
-    if cluster.is_none()
-        && manifests
-            .workloads
-            .iter()
-            .any(|w| w.kind != "Pod" && w.pull_secrets.image_pull_secrets.is_empty())
-    {
+    if unread.iter().any(|u| u.kind != "Pod") {
         return Err(
             "pullcheck: the ServiceAccount's imagePullSecrets are not readable (no \
                     Kubernetes API); images not verified"
                 .to_owned(),
         );
     }
-    let chains = match &cluster {
-        Some(c) => Some(
-            pullcheck_kube::walk_pull_secrets_many(c, &pods)
-                .await
-                .map_err(|e| {
-                    tracing::warn!("admission: pull secrets not read: {e}");
-                    "pullcheck: pull secrets not readable; images not verified".to_owned()
-                })?,
-        ),
-        None => None,
-    };
-    for (i, workload) in manifests.workloads.into_iter().enumerate() {
-        let chain = chains.as_ref().and_then(|c| c.get(i));
-        let keyring = pullcheck_sources::keyring_of(&[], chain).map_err(|e| {
-            tracing::warn!("admission: a pull secret is malformed: {}", e.message);
-            "pullcheck: a pull secret is malformed; images not verified".to_owned()
-        })?;
-        let uses: Vec<ImageUse> = workload
-            .images
-            .into_iter()
-            .map(|mut u| {
-                if matches!(u.disposition, Disposition::Check) && admission.is_exempt(&u.image) {
-                    u.disposition = Disposition::Skip(pullcheck::input::Skip::Exempt);
-                }
-                u
-            })
-            .collect();
-        sets.push(ImageSet {
-            uses,
-            pull_secrets: keyring,
-            warnings: chain.map(|c| c.warnings.clone()).unwrap_or_default(),
-        });
+    for set in &mut ready.gathered.sets {
+        for u in &mut set.uses {
+            if matches!(u.disposition, Disposition::Check) && admission.is_exempt(&u.image) {
+                u.disposition = Disposition::Skip(pullcheck::input::Skip::Exempt);
+            }
+        }
     }
-    // The registries' part ends a little before the review's own timeout, so that what
-    // they did not answer is reported as `unreachable`, image by image.
-    let options = CheckOptions {
-        include_on_start: true,
-        deadline: admission.timeout.mul_f64(0.9),
-        deadline_start: Some(deadline_start),
-        platform: None,
-    };
-    Ok(state.checker.check_sets(sets, &options).await)
+    Ok(crate::check::run(state, ready).await)
 }
 
 /// The container part of an origin's name, for people: `container test` of `Pod/p

@@ -10,10 +10,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pullcheck::credentials::PullSecret;
-use pullcheck::input::ImageUse;
 use pullcheck::registry::Platform;
 use pullcheck_kube::TemplateSource;
-use pullcheck_sources::{InputKind, NamedText, SourceError};
+use pullcheck_sources::{Input, InputKind, NamedText, RequestError, SourceError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -424,18 +423,12 @@ struct Answer<'a> {
     exit_code: i32,
 }
 
-/// The parsed inputs of a request.
-struct Parsed {
-    texts: Vec<NamedText>,
-    kind: Option<InputKind>,
-    images: Vec<ImageUse>,
-    pull_secrets: Vec<PullSecret>,
-    platform: Option<Platform>,
-    runtime: pullcheck_sources::BuildRuntime,
-    deadline: Duration,
-}
-
-fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed), ApiError> {
+/// The body's request, and the library's [`pullcheck_sources::CheckRequest`] filled
+/// from it. A 413 already here when `images` alone holds more than `--max-images`.
+fn parse_request(
+    state: &AppState,
+    body: &[u8],
+) -> Result<pullcheck_sources::CheckRequest, ApiError> {
     let request: CheckRequest = crate::decode::object(body, check_field)
         .map_err(|e| ApiError::bad(e.message).at(e.line, e.column))?;
     if let Some(images) = &request.images {
@@ -455,36 +448,38 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
             "give exactly one of `pipeline`, `build`, `images` and `manifests` ({given} given)"
         )));
     }
-    let name = request
-        .file_name
-        .clone()
-        .unwrap_or_else(|| "request".to_owned());
-    let mut texts = Vec::new();
-    let mut kind = None;
-    if let Some(text) = &request.pipeline {
-        texts.push(NamedText {
-            name: name.clone(),
-            text: text.clone(),
+    let name = request.file_name.unwrap_or_else(|| "request".to_owned());
+    let mut inputs = Vec::new();
+    if let Some(text) = request.pipeline {
+        inputs.push(Input {
+            text: NamedText {
+                name: name.clone(),
+                text,
+            },
+            kind: None,
         });
     }
-    if let Some(text) = &request.manifests {
-        texts.push(NamedText {
-            name: name.clone(),
-            text: text.clone(),
+    if let Some(text) = request.manifests {
+        inputs.push(Input {
+            text: NamedText {
+                name: name.clone(),
+                text,
+            },
+            kind: Some(InputKind::Manifests),
         });
-        kind = Some(InputKind::Manifests);
     }
-    if let Some(build) = &request.build {
-        let mut build = build.clone();
+    if let Some(mut build) = request.build {
         // The worker's build token: never read, never echoed.
         build.remove("token");
         let text = serde_json::to_string_pretty(&Value::Object(build))
             .map_err(|e| ApiError::bad(format!("`build`: {e}")))?;
-        texts.push(NamedText {
-            name: name.clone(),
-            text,
+        inputs.push(Input {
+            text: NamedText {
+                name: name.clone(),
+                text,
+            },
+            kind: Some(InputKind::Pipeline),
         });
-        kind = Some(InputKind::Pipeline);
     }
     let mut images = Vec::new();
     for (i, image) in request.images.iter().flatten().enumerate() {
@@ -504,20 +499,7 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
             })?,
             None => pullcheck::input::PullPolicy::Always,
         };
-        images.push(ImageUse {
-            image: image.reference.clone(),
-            substituted: None,
-            policy,
-            origin: pullcheck::input::Origin {
-                file: None,
-                line: None,
-                column: None,
-                kind: pullcheck::input::ContainerKind::Image,
-                name: image.reference.clone(),
-                stage: None,
-            },
-            disposition: pullcheck::input::Disposition::Check,
-        });
+        images.push(pullcheck_sources::image_use(&image.reference, policy));
     }
     if request.images.as_ref().is_some_and(Vec::is_empty) {
         return Err(ApiError::bad("nothing to check: `images` is empty"));
@@ -552,39 +534,36 @@ fn parse_request(state: &AppState, body: &[u8]) -> Result<(CheckRequest, Parsed)
         }
         None => state.deadline,
     };
-    let kubernetes = match &request.runtime {
-        Some(r) => pullcheck_sources::Runtime::parse(r)
-            .map_err(|e| ApiError::bad(format!("runtime: {e}")))?,
-        None if request.namespace.is_some() || request.pods_template.is_some() => {
-            pullcheck_sources::Runtime::Kubernetes
-        }
-        None => pullcheck_sources::Runtime::Docker,
-    };
-    let runtime = pullcheck_sources::BuildRuntime {
-        runtime: kubernetes,
-        placeholder_image: request
-            .placeholder_image
-            .clone()
-            .unwrap_or_else(|| pullcheck_sources::DEFAULT_PLACEHOLDER_IMAGE.to_owned()),
-        platform: platform.clone(),
+    let runtime = match &request.runtime {
+        Some(r) => Some(
+            pullcheck_sources::Runtime::parse(r)
+                .map_err(|e| ApiError::bad(format!("runtime: {e}")))?,
+        ),
+        None => None,
     };
     if request.pods_template.is_some() && request.namespace.is_none() {
         return Err(ApiError::bad(
             "`pods_template` needs `namespace`: the template is read from the build namespace",
         ));
     }
-    Ok((
-        request,
-        Parsed {
-            texts,
-            kind,
-            images,
-            pull_secrets,
-            platform,
-            runtime,
-            deadline,
+    Ok(pullcheck_sources::CheckRequest {
+        inputs,
+        images,
+        pull_secrets,
+        namespace: request.namespace,
+        template: match request.pods_template {
+            Some(name) => TemplateSource::Name(name),
+            None => TemplateSource::None,
         },
-    ))
+        runtime,
+        placeholder_image: request.placeholder_image,
+        platform,
+        deadline,
+        // Once the inputs are read.
+        deadline_start: None,
+        include_on_start: request.include_on_start,
+        allow_empty: request.allow_empty,
+    })
 }
 
 /// 413 when a request holds more image uses than `--max-images`, counted as read (an
@@ -612,8 +591,9 @@ async fn check(
     caller: &Caller,
     body: &[u8],
 ) -> Result<(pullcheck::report::Report, i32), ApiError> {
-    let (request, parsed) = parse_request(state, body)?;
-    if let Some(ns) = &request.namespace
+    let request = parse_request(state, body)?;
+    let namespace = request.namespace.clone();
+    if let Some(ns) = &namespace
         && !namespace_allowed(ns, &state.allow_namespaces, caller)
     {
         return Err(ApiError::new(
@@ -621,30 +601,21 @@ async fn check(
             format!("namespace {ns:?} is not allowed for this caller"),
         ));
     }
-    let inputs = match parsed.kind {
-        Some(kind) => {
-            let mut inputs = pullcheck_sources::Inputs::default();
-            for text in &parsed.texts {
-                inputs.append(pullcheck_sources::read_text(text, kind)?);
-            }
-            inputs.append(pullcheck_sources::read_inputs(&[], parsed.images)?);
-            inputs
+    let prepared = request.read().map_err(|e| match e {
+        // One text at most: its error, with its position.
+        RequestError::Inputs(mut errors) if !errors.is_empty() => {
+            ApiError::from(errors.remove(0).1)
         }
-        None => pullcheck_sources::read_inputs(&parsed.texts, parsed.images)?,
-    };
-    drop(parsed.texts);
-    check_image_count(state, inputs.use_count())?;
-    if !request.allow_empty
-        && let Some(message) = inputs.nothing_to_check()
-    {
-        return Err(ApiError::bad(format!(
-            "{message} (`\"allow_empty\": true` passes anyway)"
-        )));
-    }
-    let deadline_start = Instant::now();
-    let cluster = match &request.namespace {
-        Some(ns) => match &state.cluster {
-            Ok(c) => Some(c.with_namespace(ns)),
+        RequestError::NothingToCheck(message) => {
+            ApiError::bad(format!("{message} (`\"allow_empty\": true` passes anyway)"))
+        }
+        other => ApiError::bad(other.to_string()),
+    })?;
+    // Counted as read, before anything is gathered, planned or asked.
+    check_image_count(state, prepared.use_count())?;
+    let cluster = match &namespace {
+        Some(_) => match &state.cluster {
+            Ok(c) => Some(c),
             Err(e) => {
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
@@ -654,49 +625,19 @@ async fn check(
         },
         None => None,
     };
-    let template = match &request.pods_template {
-        Some(name) => TemplateSource::Name(name.clone()),
-        None => TemplateSource::None,
-    };
-    let watch =
-        tokio::time::Instant::from_std(pullcheck::deadline_at(deadline_start, parsed.deadline));
-    let gathered = match tokio::time::timeout_at(
-        watch,
-        pullcheck_sources::find_pull_secrets_on(
-            inputs,
-            &parsed.pull_secrets,
-            cluster.as_ref(),
-            &template,
-            &parsed.runtime,
-        ),
-    )
-    .await
-    {
-        Ok(g) => g.map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.message))?,
-        Err(_) => {
-            return Err(ApiError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                format!(
-                    "the Kubernetes lookups of the pull secrets did not finish within the \
-                     deadline of {}",
-                    pullcheck_sources::format_duration(parsed.deadline)
-                ),
-            ));
-        }
-    };
-    let report = crate::render::report(
-        crate::check::run_gathered(
-            state,
-            gathered,
-            &crate::check::PerCheck {
-                include_on_start: request.include_on_start,
-                deadline: parsed.deadline,
-                deadline_start,
-                platform: parsed.platform,
-            },
-        )
-        .await,
-    );
+    let ready = prepared
+        .gather_within_deadline(cluster)
+        .await
+        .map_err(|e| match e {
+            RequestError::LookupDeadline(_) => {
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, e.to_string())
+            }
+            RequestError::PlaceholderImage(message) => {
+                ApiError::bad(format!("`placeholder_image`: {message}"))
+            }
+            other => ApiError::new(StatusCode::BAD_GATEWAY, other.to_string()),
+        })?;
+    let report = crate::render::report(crate::check::run(state, ready).await);
     let code = report.exit_code();
     Ok((report, code))
 }

@@ -9,12 +9,36 @@
 //! [`read_inputs`] parses the texts (no IO), then [`find_pull_secrets`] asks the cluster
 //! and builds the sets. [`gather`] runs both.
 //!
+//! [`CheckRequest`] is the whole check as one value, which the CLI, the service and the
+//! admission webhook each fill from their own surface: read, gathered and checked once,
+//! with the runtime default and the empty-input rule applied here.
+//!
+//! ```no_run
+//! # async fn demo(checker: &pullcheck::Checker) -> Result<(), pullcheck_sources::RequestError> {
+//! use pullcheck::input::PullPolicy;
+//! use pullcheck_sources::{CheckRequest, image_use};
+//!
+//! let request = CheckRequest {
+//!     images: vec![image_use("registry.example.com/app:1.0", PullPolicy::Always)],
+//!     ..CheckRequest::default()
+//! };
+//! let report = request.run(checker, None).await?;
+//! println!("{}", report.to_text(false));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! For a build on the Kubernetes runtime ([`BuildRuntime`]), the sets come with the
 //! runtime's placeholder image ([`Placeholder`]): every container of the build Pod starts
 //! on it, so it is pulled at Pod creation. [`check_gathered`] checks it beside the sets,
 //! with its own platform, and reports it as its own entry (origin kind `placeholder`).
 
 #![warn(missing_docs)]
+
+mod request;
+
+pub use pullcheck::input::image_use;
+pub use request::{CheckRequest, Input, Prepared, Ready, RequestError};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -293,6 +317,23 @@ pub struct Gathered {
     /// The build Pod's placeholder image, on the Kubernetes runtime when the inputs hold
     /// a pipeline's containers; check it with [`check_gathered`].
     pub placeholder: Option<Placeholder>,
+    /// Without a cluster: each Pod whose pull secrets could not be read, in input order
+    /// (the build Pod's pods template file when it names `imagePullSecrets`, and every
+    /// workload). The CLI and the API check anyway (with a warning where a Pod names
+    /// secrets); the admission webhook does not check what they would refuse wrongly.
+    pub unread: Vec<UnreadPullSecrets>,
+}
+
+/// A Pod whose pull secrets were not read, for want of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadPullSecrets {
+    /// The Pod: `Kind/name` of a workload, or the pods template file's path.
+    pub pod: String,
+    /// The object's kind (`Pod`, `Deployment`, ..., `PipelinePodsTemplate`).
+    pub kind: String,
+    /// The `imagePullSecrets` it names; empty: it pulls with its ServiceAccount's (a
+    /// Pod at creation gets them copied in by the ServiceAccount admission plugin).
+    pub names: Vec<String>,
 }
 
 /// The Vela runtime a build runs on (the worker's `VELA_RUNTIME_DRIVER`).
@@ -431,7 +472,7 @@ fn plan_placeholder(
     loaded: Option<&PipelinePodsTemplate>,
     template: &TemplateSource,
     keyring: &Keyring,
-) -> Result<Option<Placeholder>, SourceError> {
+) -> Result<Option<Placeholder>, RequestError> {
     if runtime.runtime != Runtime::Kubernetes {
         return Ok(None);
     }
@@ -443,12 +484,16 @@ fn plan_placeholder(
         runtime.placeholder_image,
         policy.as_str()
     ))
-    .map_err(|e| SourceError::new(format!("--placeholder-image: {}", e.message)))?;
+    .map_err(|e| RequestError::PlaceholderImage(e.message))?;
     placeholder.origin.kind = ContainerKind::Placeholder;
     placeholder.origin.name = "build Pod placeholder".to_owned();
     let (platform, platform_source) = match &runtime.platform {
         Some(p) => (Some(p.clone()), Some("--platform".to_owned())),
-        None => match loaded.map(node_selector_platform).transpose()? {
+        None => match loaded
+            .map(node_selector_platform)
+            .transpose()
+            .map_err(|e| RequestError::Template(SourceError::new(e)))?
+        {
             Some(Some((p, source))) => (Some(p), Some(source)),
             _ => (None, None),
         },
@@ -569,6 +614,29 @@ pub async fn find_pull_secrets_on(
     template: &TemplateSource,
     runtime: &BuildRuntime,
 ) -> Result<Gathered, SourceError> {
+    gather_sets(inputs, pull_secrets, cluster, template, runtime)
+        .await
+        .map_err(|e| match e {
+            RequestError::Template(e) | RequestError::PullSecret(e) => e,
+            RequestError::PlaceholderImage(message) => {
+                SourceError::new(format!("--placeholder-image: {message}"))
+            }
+            other => SourceError::new(other.to_string()),
+        })
+}
+
+/// [`find_pull_secrets_on`] with its errors typed: a template file that cannot be read
+/// or whose `nodeSelector` is not a platform ([`RequestError::Template`]), a Kubernetes
+/// lookup ([`RequestError::Lookup`]), a malformed Secret ([`RequestError::PullSecret`]),
+/// a placeholder that is not a reference ([`RequestError::PlaceholderImage`]). Without a
+/// cluster, each Pod whose pull secrets could not be read is in [`Gathered::unread`].
+pub(crate) async fn gather_sets(
+    inputs: Inputs,
+    pull_secrets: &[PullSecret],
+    cluster: Option<&Cluster>,
+    template: &TemplateSource,
+    runtime: &BuildRuntime,
+) -> Result<Gathered, RequestError> {
     let Inputs {
         build_uses,
         workloads,
@@ -579,13 +647,17 @@ pub async fn find_pull_secrets_on(
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
     let mut placeholder = None;
+    let mut unread = Vec::new();
 
     // The Vela build Pod: the template's secrets, else its ServiceAccount's.
     if !build_uses.is_empty() {
         // The template is loaded once: for its pull secrets and the placeholder's platform.
         let (loaded, chain) = match cluster {
             Some(c) => {
-                let (loaded, chain) = c.build_pod(template).await.map_err(|e| e.to_string())?;
+                let (loaded, chain) = c
+                    .build_pod(template)
+                    .await
+                    .map_err(|e| RequestError::Lookup(e.to_string()))?;
                 (loaded, Some(chain))
             }
             None => {
@@ -593,9 +665,15 @@ pub async fn find_pull_secrets_on(
                 if let TemplateSource::File(path) = template {
                     // Read it anyway: a malformed template is an error, and secrets it
                     // names cannot be fetched without a cluster.
-                    let read = pullcheck_kube::read_template_file(path)?;
+                    let read = pullcheck_kube::read_template_file(path)
+                        .map_err(|e| RequestError::Template(e.into()))?;
                     let names = read.image_pull_secret_names();
                     if !names.is_empty() {
+                        unread.push(UnreadPullSecrets {
+                            pod: path.display().to_string(),
+                            kind: "PipelinePodsTemplate".to_owned(),
+                            names: names.clone(),
+                        });
                         warnings.push(format!(
                             "{}: names imagePullSecrets {names:?}; give --namespace to read them \
                              from the cluster",
@@ -607,7 +685,7 @@ pub async fn find_pull_secrets_on(
                 (loaded, None)
             }
         };
-        let keyring = keyring_of(pull_secrets, chain.as_ref())?;
+        let keyring = keyring_of(pull_secrets, chain.as_ref()).map_err(RequestError::PullSecret)?;
         placeholder = plan_placeholder(&build_uses, runtime, loaded.as_ref(), template, &keyring)?;
         if let Some(chain) = chain {
             warnings.extend(chain.warnings.iter().cloned());
@@ -627,13 +705,20 @@ pub async fn find_pull_secrets_on(
             Some(c) => Some(
                 pullcheck_kube::walk_pull_secrets_many(c, &pods)
                     .await
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| RequestError::Lookup(e.to_string()))?,
             ),
             None => None,
         };
         for (i, workload) in workloads.into_iter().enumerate() {
             let chain = chains.as_ref().and_then(|c| c.get(i));
             let mut set_warnings = Vec::new();
+            if chain.is_none() {
+                unread.push(UnreadPullSecrets {
+                    pod: format!("{}/{}", workload.kind, workload.name),
+                    kind: workload.kind.clone(),
+                    names: workload.pull_secrets.image_pull_secrets.clone(),
+                });
+            }
             if chain.is_none() && !workload.pull_secrets.image_pull_secrets.is_empty() {
                 set_warnings.push(format!(
                     "{}:{}: {}/{} names imagePullSecrets {:?}; give --namespace to read them \
@@ -651,7 +736,7 @@ pub async fn find_pull_secrets_on(
             }
             sets.push(ImageSet {
                 uses: workload.images,
-                pull_secrets: keyring_of(pull_secrets, chain)?,
+                pull_secrets: keyring_of(pull_secrets, chain).map_err(RequestError::PullSecret)?,
                 warnings: set_warnings,
             });
         }
@@ -667,6 +752,7 @@ pub async fn find_pull_secrets_on(
         sets,
         walked,
         placeholder,
+        unread,
     })
 }
 

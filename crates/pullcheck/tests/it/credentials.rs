@@ -529,3 +529,85 @@ async fn a_credential_helper_named_by_the_node_config_answers_for_the_registry()
     );
     assert_eq!(token_auths(&registry), [TokenAuth::User("ci".into())]);
 }
+
+/// The canary: a known password and token, held in pull secrets and in the node's Docker
+/// config, appear in no `Debug` of the keyring, the node's credentials, the credential
+/// chain and what it resolves, a configuration error, or the report (its `Debug`, text
+/// and JSON) of a check that presented them and was refused.
+#[tokio::test]
+async fn a_known_password_or_token_is_in_no_debug_error_or_report() {
+    use base64::Engine as _;
+    const CANARY: &str = "canary-password-5e1d9";
+    const TOKEN: &str = "canary-identity-token-8b2f";
+    let registry = token_registry().await;
+    let host = registry.host();
+    let keys = keyring(&[("canary", host, "ci", CANARY)]);
+    let dir = temp_dir("canary");
+    let config = write_docker_config(
+        &dir,
+        &format!(
+            r#"{{"auths": {{"other.registry.example.com": {{"identitytoken": "{TOKEN}"}}}}}}"#
+        ),
+    );
+    let node = node(Some(&config), None);
+    let chain = pullcheck::credentials::CredentialChain::new(keys.clone(), node.clone());
+    let app = format!("{host}/team/app:v1");
+    let reference = pullcheck::reference::Reference::parse_normalized(&app).expect("reference");
+    let resolved = chain
+        .credentials_for(&reference)
+        .await
+        .expect("credentials");
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    let other =
+        pullcheck::reference::Reference::parse_normalized("other.registry.example.com/app:v1")
+            .expect("reference");
+    let resolved_token = chain.credentials_for(&other).await.expect("credentials");
+    assert_eq!(resolved_token.len(), 1, "{resolved_token:?}");
+
+    // A config whose entry is malformed after its password.
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("ci:{CANARY}"));
+    let bad = write_docker_config(
+        &dir,
+        &format!(
+            r#"{{"auths": {{"{host}": {{"auth": "{auth}", "password": "{CANARY}", "email": 5}}}}}}"#
+        ),
+    );
+    let error = NodeCredentials::load(&NodeOptions {
+        docker_config: Some(bad),
+        auth_file: None,
+        env: NodeEnv::default(),
+        helpers: HelperOptions::default(),
+    })
+    .expect_err("a malformed config.json");
+
+    let report = check(std::slice::from_ref(&app), keys.clone(), node.clone()).await;
+    assert!(
+        matches!(
+            image(&report, &app).status,
+            Status::Denied | Status::NoAccess
+        ),
+        "{}",
+        report.to_text(false)
+    );
+
+    let shown = [
+        format!("{keys:?}"),
+        format!("{node:?}"),
+        format!("{chain:?}"),
+        format!("{resolved:?} {resolved_token:?}"),
+        format!("{error:?} {error}"),
+        format!("{report:?}"),
+        report.to_json().to_string(),
+        report.to_text(false),
+    ];
+    for text in &shown {
+        assert!(!text.contains(CANARY), "the password shows in: {text}");
+        assert!(
+            !text.contains(&auth),
+            "the encoded password shows in: {text}"
+        );
+        assert!(!text.contains(TOKEN), "the token shows in: {text}");
+    }
+    // The credential was really presented, and refused.
+    assert!(token_auths(&registry).contains(&rejected("ci")));
+}

@@ -494,7 +494,7 @@ async fn registry_token_is_used_as_the_bearer() {
     let session = authorize(
         &client,
         &registry,
-        &Credential::RegistryToken(token),
+        &Credential::RegistryToken(token.into()),
         &[APP],
     )
     .await;

@@ -1,0 +1,447 @@
+//! One check request, filled by every front end from its own surface (the CLI's
+//! options and files, the service's JSON body, an admission review's object), then
+//! consumed once: [`CheckRequest::read`] parses the texts and applies the empty-input
+//! rule, [`Prepared::gather`] finds each Pod's pull secrets (the runtime default
+//! applied), [`Ready::check`] checks. [`CheckRequest::run`] does all three.
+//!
+//! The stages are apart because the front ends differ between them: the CLI runs the
+//! Kubernetes lookups on a task of their own under its deadline, the service checks the
+//! namespace before it reads, and the webhook skips exempt images before it checks.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use pullcheck::credentials::PullSecret;
+use pullcheck::input::ImageUse;
+#[cfg(test)]
+use pullcheck::input::{PullPolicy, image_use};
+use pullcheck::registry::Platform;
+use pullcheck::report::Report;
+use pullcheck::{CheckOptions, Checker};
+use pullcheck_kube::{Cluster, TemplateSource};
+
+use crate::{
+    BuildRuntime, DEFAULT_PLACEHOLDER_IMAGE, Gathered, InputKind, Inputs, NamedText, Runtime,
+    SourceError,
+};
+
+/// One input text of a [`CheckRequest`] and its kind: `None` detects it as the CLI does
+/// for files ([`crate::detect`]); the service's `manifests` and `build` fields say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    /// The text and its name.
+    pub text: NamedText,
+    /// Its kind, when the surface says it.
+    pub kind: Option<InputKind>,
+}
+
+/// Everything one check is asked with. Each front end fills it from its own surface
+/// and hands it over whole; nothing here is a CLI flag or a JSON field. `Default` is an
+/// empty request: no input, a 60 s deadline, the runtime by its default rule.
+#[derive(Clone)]
+pub struct CheckRequest {
+    /// The texts to read: pipelines (Vela source YAML, a compiled build's JSON) and
+    /// Kubernetes manifests, in order.
+    pub inputs: Vec<Input>,
+    /// Images to check as the build Pod's, beside the pipelines' (the CLI's `--image`,
+    /// the service's `images`); see [`pullcheck::input::image_use`].
+    pub images: Vec<ImageUse>,
+    /// Pull secrets every Pod gets, beside the cluster's.
+    pub pull_secrets: Vec<PullSecret>,
+    /// The build namespace: with it, the pull secrets are read from the cluster.
+    pub namespace: Option<String>,
+    /// The build Pod's PipelinePodsTemplate: none, a name in the namespace, or a file.
+    pub template: TemplateSource,
+    /// The Vela runtime; `None`: Kubernetes when a namespace or a pods template is
+    /// given, else Docker ([`CheckRequest::build_runtime`]).
+    pub runtime: Option<Runtime>,
+    /// The Kubernetes runtime's placeholder image; `None`:
+    /// [`DEFAULT_PLACEHOLDER_IMAGE`].
+    pub placeholder_image: Option<String>,
+    /// The platform (`os/arch[/variant]`) every image must serve; it also wins over the
+    /// pods template's `nodeSelector` for the placeholder.
+    pub platform: Option<Platform>,
+    /// The check's overall deadline, Kubernetes lookups included.
+    pub deadline: Duration,
+    /// When the deadline's clock started; `None`: once the inputs are read
+    /// ([`CheckRequest::read`]), before the Kubernetes lookups.
+    pub deadline_start: Option<Instant>,
+    /// Check `on_start` images too, instead of reporting them deferred.
+    pub include_on_start: bool,
+    /// Inputs without any image give an empty report instead of
+    /// [`RequestError::NothingToCheck`].
+    pub allow_empty: bool,
+}
+
+impl Default for CheckRequest {
+    fn default() -> Self {
+        CheckRequest {
+            inputs: Vec::new(),
+            images: Vec::new(),
+            pull_secrets: Vec::new(),
+            namespace: None,
+            template: TemplateSource::None,
+            runtime: None,
+            placeholder_image: None,
+            platform: None,
+            deadline: CheckOptions::default().deadline,
+            deadline_start: None,
+            include_on_start: false,
+            allow_empty: false,
+        }
+    }
+}
+
+impl fmt::Debug for CheckRequest {
+    /// Which inputs are set and their sizes, never a text or a pull secret.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inputs: Vec<(&str, usize)> = self
+            .inputs
+            .iter()
+            .map(|i| (i.text.name.as_str(), i.text.text.len()))
+            .collect();
+        f.debug_struct("CheckRequest")
+            .field("inputs", &inputs)
+            .field("images", &self.images.len())
+            .field("pull_secrets", &self.pull_secrets.len())
+            .field("namespace", &self.namespace)
+            .field("template", &self.template)
+            .field("runtime", &self.runtime)
+            .field("placeholder_image", &self.placeholder_image)
+            .field("platform", &self.platform)
+            .field("deadline", &self.deadline)
+            .field("include_on_start", &self.include_on_start)
+            .field("allow_empty", &self.allow_empty)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a [`CheckRequest`] gave no report. Each names the part of the request it is
+/// about; the front ends word it for their surface (a flag, a JSON field, a status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestError {
+    /// Texts that are not a pipeline or manifests at all: each with the index of its
+    /// [`Input`] in [`CheckRequest::inputs`], in input order.
+    Inputs(Vec<(usize, SourceError)>),
+    /// No image in any input and not [`CheckRequest::allow_empty`]: the message names
+    /// every text and what was expected ([`Inputs::nothing_to_check`]).
+    NothingToCheck(String),
+    /// The placeholder image is not a reference: the parser's message.
+    PlaceholderImage(String),
+    /// The pods template file cannot be read, or its `nodeSelector` does not name a
+    /// platform.
+    Template(SourceError),
+    /// A Kubernetes lookup of the pull secrets failed (the API server's answer, named).
+    Lookup(String),
+    /// A Secret of a Pod's chain that the kubelet could not read either.
+    PullSecret(SourceError),
+    /// The Kubernetes lookups did not finish within the request's deadline (the
+    /// deadline as given).
+    LookupDeadline(Duration),
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::Inputs(errors) => {
+                let messages: Vec<&str> = errors.iter().map(|(_, e)| e.message.as_str()).collect();
+                f.write_str(&messages.join("\n"))
+            }
+            RequestError::NothingToCheck(message) | RequestError::Lookup(message) => {
+                f.write_str(message)
+            }
+            RequestError::PlaceholderImage(message) => write!(f, "placeholder image: {message}"),
+            RequestError::Template(e) | RequestError::PullSecret(e) => f.write_str(&e.message),
+            RequestError::LookupDeadline(deadline) => write!(
+                f,
+                "the Kubernetes lookups of the pull secrets did not finish within the \
+                 deadline of {}",
+                crate::format_duration(*deadline)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+impl CheckRequest {
+    /// How the build runs: [`CheckRequest::runtime`], else Kubernetes when a namespace
+    /// or a pods template (name or file) is given, else Docker; the placeholder image's
+    /// default applied.
+    pub fn build_runtime(&self) -> BuildRuntime {
+        let runtime = self.runtime.unwrap_or(
+            if self.namespace.is_some() || !matches!(self.template, TemplateSource::None) {
+                Runtime::Kubernetes
+            } else {
+                Runtime::Docker
+            },
+        );
+        BuildRuntime {
+            runtime,
+            placeholder_image: self
+                .placeholder_image
+                .clone()
+                .unwrap_or_else(|| DEFAULT_PLACEHOLDER_IMAGE.to_owned()),
+            platform: self.platform.clone(),
+        }
+    }
+
+    /// Parses every input (no IO) and applies the empty-input rule. The deadline's
+    /// clock starts here unless [`CheckRequest::deadline_start`] says otherwise.
+    ///
+    /// # Errors
+    /// [`RequestError::Inputs`] naming every text that is not a pipeline or manifests;
+    /// else [`RequestError::NothingToCheck`] when no input holds an image and
+    /// [`CheckRequest::allow_empty`] is not set.
+    pub fn read(self) -> Result<Prepared, RequestError> {
+        let runtime = self.build_runtime();
+        let mut inputs = Inputs::default();
+        let mut errors = Vec::new();
+        for (i, input) in self.inputs.iter().enumerate() {
+            let kind = input
+                .kind
+                .unwrap_or_else(|| crate::detect(&input.text.text));
+            match crate::read_text(&input.text, kind) {
+                Ok(read) => inputs.append(read),
+                Err(e) => errors.push((i, e)),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(RequestError::Inputs(errors));
+        }
+        inputs.build_uses.extend(self.images);
+        if !self.allow_empty
+            && let Some(message) = inputs.nothing_to_check()
+        {
+            return Err(RequestError::NothingToCheck(message));
+        }
+        Ok(Prepared {
+            inputs,
+            pull_secrets: self.pull_secrets,
+            namespace: self.namespace,
+            template: self.template,
+            runtime,
+            options: CheckOptions {
+                include_on_start: self.include_on_start,
+                deadline: self.deadline,
+                deadline_start: Some(self.deadline_start.unwrap_or_else(Instant::now)),
+                platform: self.platform,
+            },
+        })
+    }
+
+    /// [`CheckRequest::read`], [`Prepared::gather_within_deadline`] on `cluster`, and
+    /// [`Ready::check`] on `checker`: the whole check.
+    ///
+    /// # Errors
+    /// As those: a problem of the request, or of its Kubernetes lookups. Problems of
+    /// images are their statuses in the report.
+    pub async fn run(
+        self,
+        checker: &Checker,
+        cluster: Option<&Cluster>,
+    ) -> Result<Report, RequestError> {
+        let ready = self.read()?.gather_within_deadline(cluster).await?;
+        Ok(ready.check(checker).await)
+    }
+}
+
+/// A [`CheckRequest`] whose inputs are read: what is left is to find the pull secrets.
+#[derive(Debug)]
+pub struct Prepared {
+    inputs: Inputs,
+    pull_secrets: Vec<PullSecret>,
+    namespace: Option<String>,
+    template: TemplateSource,
+    runtime: BuildRuntime,
+    options: CheckOptions,
+}
+
+impl Prepared {
+    /// The check's options: `include_on_start`, the deadline and when it started, the
+    /// platform.
+    pub fn options(&self) -> &CheckOptions {
+        &self.options
+    }
+
+    /// How many image uses the inputs hold, counted as read ([`Inputs::use_count`]): an
+    /// image used in three steps counts three. For a front end's limit, before anything
+    /// is gathered or planned.
+    pub fn use_count(&self) -> usize {
+        self.inputs.use_count()
+    }
+
+    /// Whether the cluster is asked: with a namespace, or a pods template named in it.
+    pub fn needs_cluster(&self) -> bool {
+        self.namespace.is_some() || matches!(self.template, TemplateSource::Name(_))
+    }
+
+    /// Finds each Pod's pull secrets ([`crate::find_pull_secrets_on`] on the request's
+    /// runtime): from `cluster` (in the request's namespace) when
+    /// [`Prepared::needs_cluster`], else only the request's own, and each Pod that
+    /// would have needed the cluster is in [`Gathered::unread`]. No deadline of its
+    /// own; see [`Prepared::gather_within_deadline`].
+    ///
+    /// # Errors
+    /// [`RequestError::Template`], [`RequestError::Lookup`],
+    /// [`RequestError::PullSecret`], [`RequestError::PlaceholderImage`].
+    pub async fn gather(self, cluster: Option<&Cluster>) -> Result<Ready, RequestError> {
+        let cluster = cluster
+            .filter(|_| self.needs_cluster())
+            .map(|c| c.with_namespace(self.namespace.as_deref().unwrap_or_default()));
+        let gathered = crate::gather_sets(
+            self.inputs,
+            &self.pull_secrets,
+            cluster.as_ref(),
+            &self.template,
+            &self.runtime,
+        )
+        .await?;
+        Ok(Ready {
+            gathered,
+            options: self.options,
+        })
+    }
+
+    /// [`Prepared::gather`] within the request's deadline.
+    ///
+    /// # Errors
+    /// As [`Prepared::gather`]; [`RequestError::LookupDeadline`] past the deadline.
+    pub async fn gather_within_deadline(
+        self,
+        cluster: Option<&Cluster>,
+    ) -> Result<Ready, RequestError> {
+        let deadline = self.options.deadline;
+        let start = self.options.deadline_start.unwrap_or_else(Instant::now);
+        let watch = tokio::time::Instant::from_std(pullcheck::deadline_at(start, deadline));
+        tokio::time::timeout_at(watch, self.gather(cluster))
+            .await
+            .map_err(|_| RequestError::LookupDeadline(deadline))?
+    }
+}
+
+/// A request with its image sets: what is left is to check them.
+#[derive(Debug)]
+pub struct Ready {
+    /// The image sets, the placeholder and what was walked; a front end may mark uses
+    /// (the webhook skips exempt images) before [`Ready::check`].
+    pub gathered: Gathered,
+    /// The check's options, as the request gave them.
+    pub options: CheckOptions,
+}
+
+impl Ready {
+    /// Checks the sets and the placeholder on `checker` ([`crate::check_gathered`]).
+    /// Never fails: problems are images' statuses.
+    pub async fn check(self, checker: &Checker) -> Report {
+        crate::check_gathered(checker, self.gathered, &self.options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipeline(name: &str, text: &str) -> Input {
+        Input {
+            text: NamedText {
+                name: name.into(),
+                text: text.into(),
+            },
+            kind: None,
+        }
+    }
+
+    #[test]
+    fn the_runtime_defaults_to_kubernetes_with_a_namespace_or_template() {
+        let mut request = CheckRequest::default();
+        assert_eq!(request.build_runtime().runtime, Runtime::Docker);
+        assert_eq!(
+            request.build_runtime().placeholder_image,
+            DEFAULT_PLACEHOLDER_IMAGE
+        );
+        request.namespace = Some("ci".into());
+        assert_eq!(request.build_runtime().runtime, Runtime::Kubernetes);
+        request.namespace = None;
+        request.template = TemplateSource::File("t.yaml".into());
+        assert_eq!(request.build_runtime().runtime, Runtime::Kubernetes);
+        request.runtime = Some(Runtime::Docker);
+        assert_eq!(request.build_runtime().runtime, Runtime::Docker);
+    }
+
+    #[test]
+    fn every_bad_input_is_named_with_its_index() {
+        let request = CheckRequest {
+            inputs: vec![
+                pipeline("a.yml", "steps:\n  - name: a\n    image: [unclosed\n"),
+                pipeline(
+                    "b.yml",
+                    "version: \"1\"\nsteps: [{name: a, image: alpine}]\n",
+                ),
+                pipeline("c.yml", "steps: [\n"),
+            ],
+            ..CheckRequest::default()
+        };
+        let Err(RequestError::Inputs(errors)) = request.read() else {
+            panic!("two bad inputs");
+        };
+        let indexes: Vec<usize> = errors.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indexes, [0, 2]);
+        assert!(errors[0].1.line.is_some(), "{errors:?}");
+    }
+
+    #[test]
+    fn inputs_without_images_are_refused_unless_allowed() {
+        let empty = || CheckRequest {
+            inputs: vec![pipeline("e.yml", "version: \"1\"\nsteps: []\n")],
+            ..CheckRequest::default()
+        };
+        let Err(RequestError::NothingToCheck(message)) = empty().read() else {
+            panic!("nothing to check");
+        };
+        assert!(
+            message.starts_with("no image to check in e.yml:"),
+            "{message}"
+        );
+        let allowed = CheckRequest {
+            allow_empty: true,
+            ..empty()
+        };
+        assert!(allowed.read().is_ok());
+        // An image alone is something to check.
+        let image = CheckRequest {
+            images: vec![image_use("alpine", PullPolicy::Always)],
+            ..CheckRequest::default()
+        };
+        assert!(image.read().is_ok());
+    }
+
+    #[tokio::test]
+    async fn without_a_cluster_every_workload_s_unread_secrets_are_listed() {
+        let manifests = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  \
+                         imagePullSecrets: [{name: regcred}]\n  containers: [{name: a, image: alpine}]\n\
+                         ---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  \
+                         template:\n    spec:\n      containers: [{name: b, image: alpine}]\n";
+        let request = CheckRequest {
+            inputs: vec![pipeline("m.yaml", manifests)],
+            namespace: Some("ci".into()),
+            ..CheckRequest::default()
+        };
+        let prepared = request.read().expect("reads");
+        assert!(prepared.needs_cluster());
+        let ready = prepared.gather(None).await.expect("gathers");
+        let unread: Vec<(&str, &str, usize)> = ready
+            .gathered
+            .unread
+            .iter()
+            .map(|u| (u.pod.as_str(), u.kind.as_str(), u.names.len()))
+            .collect();
+        assert_eq!(
+            unread,
+            [("Pod/p", "Pod", 1), ("Deployment/d", "Deployment", 0)]
+        );
+        // The CLI's and the service's warning for the Pod that names secrets.
+        assert_eq!(ready.gathered.sets[0].warnings.len(), 1);
+        assert!(ready.gathered.sets[1].warnings.is_empty());
+    }
+}
