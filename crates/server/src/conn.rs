@@ -722,6 +722,12 @@ async fn serve<T>(
             _ = served.as_mut() => return,
             () = conn.close.notified() => return,
             _ = draining.wait_for(|d| *d), if !shutting_down && !opened_draining => {
+                // An HTTP/1.1 connection without a request in flight is idle or holds a
+                // half-sent head: closed now, whatever else is still running (hyper's
+                // graceful shutdown would wait for the head).
+                if !conn.h2.load(Ordering::Relaxed) && conn.in_flight.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
                 shutting_down = true;
                 served.as_mut().graceful_shutdown();
             }

@@ -340,6 +340,34 @@ async fn shutdown_does_not_wait_for_a_half_sent_head() {
     assert!(closed_within(&mut silent, BOUND).await);
 }
 
+/// While a check is still running, a half-sent head is closed at the start of the
+/// drain, not at the end of the grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_head_is_closed_at_once_while_a_check_runs_on() {
+    let hanging = Hanging::start().await;
+    let mut server = TestServer::start(ServeOptions {
+        shutdown_grace: Duration::from_secs(30),
+        ..slow_options()
+    })
+    .await;
+    let _running = send_raw(&server, &hanging.host).await;
+    assert!(Hanging::wait(&hanging.accepted, 1).await, "the check runs");
+    let mut half = connect(&server).await;
+    half.write_all(b"POST /v1/checks HTTP/1.1\r\nHost: x\r\nContent-")
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.signal_shutdown();
+    assert!(
+        closed_within(&mut half, Duration::from_secs(3)).await,
+        "closed well before the 30 s grace"
+    );
+    drop(_running);
+    tokio::time::timeout(BOUND, server.stop())
+        .await
+        .expect("stopped once the check's client left");
+}
+
 /// A raw HTTP/1.1 check request for `body`.
 fn check_request(body: &str) -> String {
     format!(
