@@ -509,7 +509,7 @@ async fn read_body(
     // The body layer takes the review slot before it reads the body (body::read_body).
     let slot = match request.extensions().get::<ReviewSlot>().cloned() {
         Some(slot) => slot,
-        None => admission.review_slot(state)?,
+        None => admission.review_slot(state).map_err(|answer| *answer)?,
     };
     match axum::body::to_bytes(request.into_body(), admission.max_body).await {
         Ok(body) => Ok((slot.0, body)),
@@ -533,7 +533,7 @@ pub(crate) struct ReviewSlot(pub(crate) Slot);
 impl Admission {
     /// Takes one of `--admission-max-reviews` slots, or answers 503 with `Retry-After`
     /// (counted as `pullcheck_requests_over_limit_total{limit="admission_max_reviews"}`).
-    pub(crate) fn review_slot(&self, state: &AppState) -> Result<ReviewSlot, Response> {
+    pub(crate) fn review_slot(&self, state: &AppState) -> Result<ReviewSlot, Box<Response>> {
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
             state
                 .metrics
@@ -550,7 +550,7 @@ impl Admission {
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from_static("1"),
             );
-            return Err(answer);
+            return Err(Box::new(answer));
         };
         Ok(ReviewSlot(Arc::new(slot)))
     }

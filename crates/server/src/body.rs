@@ -95,7 +95,7 @@ pub(crate) async fn read_body(
     let review_slot = match (&state.admission, json_only) {
         (Some(admission), false) => match admission.review_slot(&state) {
             Ok(slot) => Some(slot),
-            Err(answer) => return answer,
+            Err(answer) => return *answer,
         },
         _ => None,
     };
