@@ -26,6 +26,7 @@
 //! decide (an unreachable registry, the deadline, a failed Kubernetes lookup) is
 //! allowed with a warning.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -421,7 +422,12 @@ async fn review_route(
             return answer;
         }
     };
-    let parsed = match parse_review(&body) {
+    // Decoding a review of up to --admission-max-body is CPU work: on the blocking pool,
+    // so that large reviews (which need no token) never stall /healthz or /v1/checks.
+    let parsed = match tokio::task::spawn_blocking(move || parse_review(&body))
+        .await
+        .unwrap_or_else(|e| Err(format!("the review could not be decoded: {e}")))
+    {
         Ok(r) => r,
         Err(message) => {
             state
@@ -477,7 +483,7 @@ async fn read_body(
     state: &AppState,
     admission: &Admission,
     request: Request,
-) -> Result<(tokio::sync::OwnedSemaphorePermit, Bytes), Response> {
+) -> Result<(Slot, Bytes), Response> {
     let too_large = |count: Option<usize>| {
         state
             .metrics
@@ -500,32 +506,53 @@ async fn read_body(
     if let Some(length) = declared.filter(|l| *l > admission.max_body) {
         return Err(too_large(Some(length)));
     }
-    let Ok(slot) = admission.slots.clone().try_acquire_owned() else {
-        state
-            .metrics
-            .over_limit(crate::metrics::LimitLabel::AdmissionMaxReviews);
-        let mut answer = ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "{} reviews are in flight (--admission-max-reviews); try again",
-                admission.max_reviews
-            ),
-        )
-        .into_response();
-        answer.headers_mut().insert(
-            axum::http::header::RETRY_AFTER,
-            axum::http::HeaderValue::from_static("1"),
-        );
-        return Err(answer);
+    // The body layer takes the review slot before it reads the body (body::read_body).
+    let slot = match request.extensions().get::<ReviewSlot>().cloned() {
+        Some(slot) => slot,
+        None => admission.review_slot(state).map_err(|answer| *answer)?,
     };
     match axum::body::to_bytes(request.into_body(), admission.max_body).await {
-        Ok(body) => Ok((slot, body)),
+        Ok(body) => Ok((slot.0, body)),
         Err(e) if crate::api::is_length_limit(&e) => Err(too_large(None)),
         Err(e) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             format!("cannot read the body: {e}"),
         )
         .into_response()),
+    }
+}
+
+/// One of `--admission-max-reviews` slots, held from before the body is read until the
+/// answer.
+type Slot = Arc<tokio::sync::OwnedSemaphorePermit>;
+
+/// The review slot the body layer took for an admission request (a request extension).
+#[derive(Clone)]
+pub(crate) struct ReviewSlot(pub(crate) Slot);
+
+impl Admission {
+    /// Takes one of `--admission-max-reviews` slots, or answers 503 with `Retry-After`
+    /// (counted as `pullcheck_requests_over_limit_total{limit="admission_max_reviews"}`).
+    pub(crate) fn review_slot(&self, state: &AppState) -> Result<ReviewSlot, Box<Response>> {
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            state
+                .metrics
+                .over_limit(crate::metrics::LimitLabel::AdmissionMaxReviews);
+            let mut answer = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "{} reviews are in flight (--admission-max-reviews); try again",
+                    self.max_reviews
+                ),
+            )
+            .into_response();
+            answer.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+            return Err(Box::new(answer));
+        };
+        Ok(ReviewSlot(Arc::new(slot)))
     }
 }
 
@@ -718,8 +745,8 @@ fn pod_spec<'a>(object: &'a Value, path: &[&str]) -> Option<&'a Map<String, Valu
 }
 
 /// `(list, name) -> image` of a pod spec's containers.
-fn images_by_name(spec: &Map<String, Value>) -> Vec<(&'static str, String, String)> {
-    let mut out = Vec::new();
+fn images_by_name(spec: &Map<String, Value>) -> HashSet<(&'static str, String, String)> {
+    let mut out = HashSet::new();
     for list in CONTAINER_LISTS {
         for container in spec
             .get(list)
@@ -729,7 +756,7 @@ fn images_by_name(spec: &Map<String, Value>) -> Vec<(&'static str, String, Strin
         {
             let name = container.get("name").and_then(Value::as_str).unwrap_or("");
             let image = container.get("image").and_then(Value::as_str).unwrap_or("");
-            out.push((list, name.to_owned(), image.to_owned()));
+            out.insert((list, name.to_owned(), image.to_owned()));
         }
     }
     out
@@ -760,9 +787,9 @@ fn reduce(
             containers.retain(|c| {
                 let name = c.get("name").and_then(Value::as_str).unwrap_or("");
                 let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-                !before
-                    .iter()
-                    .any(|(l, n, i)| *l == list && n == name && i == image)
+                // One lookup per container: an UPDATE of n containers costs O(n), not
+                // O(n²) (a review needs no token, so its cost must stay linear).
+                !before.contains(&(list, name.to_owned(), image.to_owned()))
             });
             left += containers.len();
         }

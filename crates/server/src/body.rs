@@ -89,20 +89,35 @@ pub(crate) async fn read_body(
     if let Some(length) = declared.filter(|n| *n > max_body as u64) {
         return too_large(Some(usize::try_from(length).unwrap_or(usize::MAX)));
     }
-    let Ok(slot) = state.body_reads.clone().try_acquire_owned() else {
-        crate::log_overload("body reads", state.max_body_reads);
-        return unavailable(
-            version,
-            format!(
-                "{} request bodies are being received (--max-body-reads); try again",
-                state.max_body_reads
-            ),
-        );
+    // An admission body takes its review slot (--admission-max-reviews), never one of
+    // the API's --max-body-reads: the routes that need no token cannot lock the API's
+    // callers out.
+    let review_slot = match (&state.admission, json_only) {
+        (Some(admission), false) => match admission.review_slot(&state) {
+            Ok(slot) => Some(slot),
+            Err(answer) => return *answer,
+        },
+        _ => None,
+    };
+    let read_slot = if review_slot.is_some() {
+        None
+    } else {
+        let Ok(slot) = state.body_reads.clone().try_acquire_owned() else {
+            crate::log_overload("body reads", state.max_body_reads);
+            return unavailable(
+                version,
+                format!(
+                    "{} request bodies are being received (--max-body-reads); try again",
+                    state.max_body_reads
+                ),
+            );
+        };
+        Some(slot)
     };
     let (parts, body) = request.into_parts();
     let limited = http_body_util::Limited::new(body, max_body);
     let read = tokio::time::timeout(state.body_read_timeout, limited.collect()).await;
-    drop(slot);
+    drop(read_slot);
     let bytes = match read {
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if is_length_limit(e.as_ref()) => return too_large(None),
@@ -126,8 +141,11 @@ pub(crate) async fn read_body(
             return response;
         }
     };
-    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await
+    let mut request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    if let Some(slot) = review_slot {
+        request.extensions_mut().insert(slot);
+    }
+    next.run(request).await
 }
 
 /// Whether a body error is its size limit.

@@ -55,6 +55,10 @@ use crate::logging::RateLimited;
 
 /// How long an HTTP/2 keep-alive ping may go unanswered before the connection is closed.
 pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// The largest request head, in bytes: HTTP/1.1's read buffer (a longer head gets 431)
+/// and HTTP/2's header list (`SETTINGS_MAX_HEADER_LIST_SIZE`, RFC 9113 §6.5.2). 64 KiB,
+/// as nginx's `large_client_header_buffers` 4 × 8 KiB with room for long tokens.
+pub const MAX_HEAD: usize = 64 * 1024;
 /// Most bytes of an unread HTTP/2 request body read and discarded after its answer.
 pub const DRAIN_BYTES: usize = 1 << 20;
 /// Longest time an unread HTTP/2 request body is read and discarded after its answer.
@@ -413,10 +417,14 @@ impl Listener {
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(None);
+            .header_read_timeout(None)
+            // A request head is at most MAX_HEAD bytes (431 over it), so that
+            // --max-connections heads stay small (hyper's default is ~400 KiB each).
+            .max_buf_size(MAX_HEAD);
         builder
             .http2()
             .timer(TokioTimer::new())
+            .max_header_list_size(MAX_HEAD as u32)
             .keep_alive_interval(Some(limits.keep_alive_interval))
             .keep_alive_timeout(KEEP_ALIVE_TIMEOUT);
         let builder = Arc::new(builder);
@@ -714,6 +722,12 @@ async fn serve<T>(
             _ = served.as_mut() => return,
             () = conn.close.notified() => return,
             _ = draining.wait_for(|d| *d), if !shutting_down && !opened_draining => {
+                // An HTTP/1.1 connection without a request in flight is idle or holds a
+                // half-sent head: closed now, whatever else is still running (hyper's
+                // graceful shutdown would wait for the head).
+                if !conn.h2.load(Ordering::Relaxed) && conn.in_flight.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
                 shutting_down = true;
                 served.as_mut().graceful_shutdown();
             }

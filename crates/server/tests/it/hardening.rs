@@ -340,6 +340,34 @@ async fn shutdown_does_not_wait_for_a_half_sent_head() {
     assert!(closed_within(&mut silent, BOUND).await);
 }
 
+/// While a check is still running, a half-sent head is closed at the start of the
+/// drain, not at the end of the grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_head_is_closed_at_once_while_a_check_runs_on() {
+    let hanging = Hanging::start().await;
+    let mut server = TestServer::start(ServeOptions {
+        shutdown_grace: Duration::from_secs(30),
+        ..slow_options()
+    })
+    .await;
+    let _running = send_raw(&server, &hanging.host).await;
+    assert!(Hanging::wait(&hanging.accepted, 1).await, "the check runs");
+    let mut half = connect(&server).await;
+    half.write_all(b"POST /v1/checks HTTP/1.1\r\nHost: x\r\nContent-")
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.signal_shutdown();
+    assert!(
+        closed_within(&mut half, Duration::from_secs(3)).await,
+        "closed well before the 30 s grace"
+    );
+    drop(_running);
+    tokio::time::timeout(BOUND, server.stop())
+        .await
+        .expect("stopped once the check's client left");
+}
+
 /// A raw HTTP/1.1 check request for `body`.
 fn check_request(body: &str) -> String {
     format!(
@@ -695,4 +723,151 @@ async fn over_http2_a_check_running_at_the_end_of_the_grace_gets_503() {
     tokio::time::timeout(BOUND, server.stop())
         .await
         .expect("stopped");
+}
+
+/// A TLS connection (HTTP/1.1 by ALPN) to `server`, trusting `pem`.
+async fn tls_connect(
+    server: &TestServer,
+    pem: &[u8],
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
+        roots.add(cert.expect("PEM")).expect("a CA");
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = connect(server).await;
+    let name =
+        rustls::pki_types::ServerName::IpAddress(std::net::IpAddr::from([127, 0, 0, 1]).into());
+    tokio::time::timeout(BOUND, connector.connect(name, tcp))
+        .await
+        .expect("within the bound")
+        .expect("TLS handshake")
+}
+
+/// Admission bodies take review slots (`--admission-max-reviews`), never the API's
+/// `--max-body-reads`: callers without a token cannot lock token holders out of
+/// `/v1/checks` by trickling reviews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickled_reviews_do_not_take_the_api_s_body_reads() {
+    let dir = temp_dir("review-trickle");
+    let pem = make_cert(&dir, "trickle");
+    let server = TestServer::start(ServeOptions {
+        tls: Some(TlsFiles {
+            cert: dir.join("trickle.crt"),
+            key: dir.join("trickle.key"),
+        }),
+        max_body_reads: 1,
+        admission: Some(AdmissionOptions {
+            max_reviews: 2,
+            ..AdmissionOptions::default()
+        }),
+        ..ServeOptions::default()
+    })
+    .await;
+    let head = "POST /v1/admission HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                Content-Length: 1000\r\n\r\n{";
+    let mut trickles = Vec::new();
+    for _ in 0..2 {
+        let mut stream = tls_connect(&server, &pem).await;
+        stream.write_all(head.as_bytes()).await.expect("send");
+        stream.flush().await.expect("flush");
+        trickles.push(stream);
+    }
+    // Both review slots are held by the trickles: a third review gets 503 ...
+    let http = client(&pem);
+    let third = tokio::time::timeout(
+        BOUND,
+        http.post(format!("https://{}/v1/admission", server.addr))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send(),
+    )
+    .await
+    .expect("within the bound")
+    .expect("answer");
+    assert_eq!(third.status().as_u16(), 503);
+    assert_eq!(
+        third.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    // ... while the API's one body read is free: its body is read (a 400 for an empty
+    // request, not a 503).
+    let check = tokio::time::timeout(
+        BOUND,
+        http.post(format!("https://{}/v1/checks", server.addr))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send(),
+    )
+    .await
+    .expect("within the bound")
+    .expect("answer");
+    assert_eq!(check.status().as_u16(), 400);
+    drop(trickles);
+    server.stop().await;
+}
+
+/// An UPDATE compares each container with the old object's by one lookup: 50,000
+/// unchanged containers (2.5 MB, under `--admission-max-body`) are answered within the
+/// bound, allowed with nothing to check. (Compared pairwise, this took over 30 s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_update_is_reduced_in_linear_time() {
+    let dir = temp_dir("large-update");
+    let pem = make_cert(&dir, "update");
+    let server = TestServer::start(ServeOptions {
+        tls: Some(TlsFiles {
+            cert: dir.join("update.crt"),
+            key: dir.join("update.key"),
+        }),
+        admission: Some(AdmissionOptions {
+            mode: AdmissionMode::Deny,
+            ..AdmissionOptions::default()
+        }),
+        ..ServeOptions::default()
+    })
+    .await;
+    let containers: Vec<Value> = (0..50_000)
+        .map(|i| json!({"name": format!("{i:x}"), "image": "a"}))
+        .collect();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                     "spec": {"containers": containers}});
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "UPDATE",
+            "namespace": "ns",
+            "name": "p",
+            "object": pod,
+            "oldObject": pod,
+        }
+    })
+    .to_string();
+    assert!(review.len() < 3 << 20, "{} bytes", review.len());
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        client(&pem)
+            .post(format!("https://{}/v1/admission", server.addr))
+            .header("content-type", "application/json")
+            .body(review)
+            .send(),
+    )
+    .await
+    .expect("within the bound")
+    .expect("answer");
+    assert_eq!(answer.status().as_u16(), 200);
+    let answer: Value = serde_json::from_str(&answer.text().await.expect("body")).expect("JSON");
+    assert_eq!(
+        (&answer["response"]["uid"], &answer["response"]["allowed"]),
+        (&json!("u-1"), &json!(true))
+    );
+    server.stop().await;
 }
