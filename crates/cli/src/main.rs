@@ -363,6 +363,10 @@ struct ServeArgs {
     /// taken); more get 503 with Retry-After.
     #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_BODY_READS, value_parser = parse_positive, help_heading = "Service")]
     max_body_reads: usize,
+    /// Request texts being parsed at once, at most (pipelines, manifests, admission
+    /// reviews); more wait. Bounds the memory of parsing.
+    #[arg(long, default_value_t = pullcheck_server::DEFAULT_MAX_PARSES, value_parser = parse_positive, help_heading = "Service")]
+    max_parses: usize,
     /// How long a request head (from its first byte) and the TLS handshake may take;
     /// the connection of a slower client is closed.
     #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Service")]
@@ -1154,6 +1158,7 @@ async fn run_serve(args: ServeArgs) -> i32 {
         max_body: args.max_body,
         max_checks: args.max_checks,
         max_body_reads: args.max_body_reads,
+        max_parses: args.max_parses,
         header_read_timeout: args.header_read_timeout,
         body_read_timeout: args.body_read_timeout,
         idle_timeout: args.idle_timeout,

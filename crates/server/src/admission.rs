@@ -424,7 +424,8 @@ async fn review_route(
     };
     // Decoding a review of up to --admission-max-body is CPU work: on the blocking pool,
     // so that large reviews (which need no token) never stall /healthz or /v1/checks.
-    let parsed = match tokio::task::spawn_blocking(move || parse_review(&body))
+    let parsed = match state
+        .parse(true, move || parse_review(&body))
         .await
         .unwrap_or_else(|e| Err(format!("the review could not be decoded: {e}")))
     {
@@ -831,8 +832,10 @@ async fn check_object(
         allow_empty: true,
         ..pullcheck_sources::CheckRequest::default()
     };
-    let prepared = check
-        .read()
+    let prepared = state
+        .parse(true, move || check.read())
+        .await
+        .map_err(|e| format!("pullcheck: the object cannot be read: {e}"))?
         .map_err(|e| shorten(&format!("pullcheck: the object cannot be read: {e}")))?;
     // The review's own timeout bounds the lookups.
     let mut ready = prepared

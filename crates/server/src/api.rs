@@ -601,16 +601,25 @@ async fn check(
             format!("namespace {ns:?} is not allowed for this caller"),
         ));
     }
-    let prepared = request.read().map_err(|e| match e {
-        // One text at most: its error, with its position.
-        RequestError::Inputs(mut errors) if !errors.is_empty() => {
-            ApiError::from(errors.remove(0).1)
-        }
-        RequestError::NothingToCheck(message) => {
-            ApiError::bad(format!("{message} (`\"allow_empty\": true` passes anyway)"))
-        }
-        other => ApiError::bad(other.to_string()),
-    })?;
+    let prepared = state
+        .parse(false, move || request.read())
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the request could not be read: {e}"),
+            )
+        })?
+        .map_err(|e| match e {
+            // One text at most: its error, with its position.
+            RequestError::Inputs(mut errors) if !errors.is_empty() => {
+                ApiError::from(errors.remove(0).1)
+            }
+            RequestError::NothingToCheck(message) => {
+                ApiError::bad(format!("{message} (`\"allow_empty\": true` passes anyway)"))
+            }
+            other => ApiError::bad(other.to_string()),
+        })?;
     // Counted as read, before anything is gathered, planned or asked.
     check_image_count(state, prepared.use_count())?;
     let cluster = match &namespace {

@@ -79,6 +79,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
 /// Default `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default `max_parses`: 2, so that parsing never takes every runtime thread of a
+/// 2-core Pod.
+pub const DEFAULT_MAX_PARSES: usize = 2;
 /// Default `max_body_reads`.
 pub const DEFAULT_MAX_BODY_READS: usize = 16;
 /// Default `max_images`: image uses of one check.
@@ -128,6 +131,13 @@ pub struct ServeOptions {
     /// before a check slot is taken); more get 503 with `Retry-After`. Memory for bodies
     /// stays below `(max_body_reads + max_checks) * max_body`.
     pub max_body_reads: usize,
+    /// Request texts being parsed at once, at most, on `/v1/checks` and again on the
+    /// admission routes (the YAML and JSON trees of pipelines, manifests and admission
+    /// reviews, on the blocking pool); more wait their turn while holding their check or
+    /// review slot. What bounds the memory of parsing, which is
+    /// the largest cost of a request (about 100 bytes of RSS per byte of YAML at worst:
+    /// docs/benchmarks.md, "Worst requests").
+    pub max_parses: usize,
     /// How long a request head (HTTP/1.1, from its first byte) and the TLS handshake may
     /// take; a slower client's connection is closed (Go's `ReadHeaderTimeout`).
     pub header_read_timeout: Duration,
@@ -181,6 +191,7 @@ impl Default for ServeOptions {
             max_body: DEFAULT_MAX_BODY,
             max_checks: DEFAULT_MAX_CHECKS,
             max_body_reads: DEFAULT_MAX_BODY_READS,
+            max_parses: DEFAULT_MAX_PARSES,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
@@ -219,6 +230,8 @@ pub struct AppState {
     max_checks: usize,
     max_body: usize,
     body_reads: Arc<tokio::sync::Semaphore>,
+    parses: Arc<tokio::sync::Semaphore>,
+    review_parses: Arc<tokio::sync::Semaphore>,
     max_body_reads: usize,
     body_read_timeout: Duration,
     max_images: usize,
@@ -239,6 +252,28 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
+    /// Runs `parse` (CPU-bound: a request's texts turned into trees) on the blocking pool
+    /// under one of `--max-parses` permits, waiting for one: at most that many trees are
+    /// being built at once, and the runtime's threads stay free for `/healthz` and the
+    /// registry requests. `review`: the admission routes' own permits, so that reviews
+    /// (which need no token) never hold up `/v1/checks`.
+    ///
+    /// # Errors
+    /// The parse panicked (a bug): the caller answers 500.
+    pub(crate) async fn parse<T: Send + 'static>(
+        &self,
+        review: bool,
+        parse: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
+        let permits = if review {
+            &self.review_parses
+        } else {
+            &self.parses
+        };
+        let _permit = permits.acquire().await;
+        tokio::task::spawn_blocking(parse).await
+    }
+
     /// The service's metrics; the registry client's request observer reports into them.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
@@ -377,6 +412,7 @@ impl Server {
             .map_err(|e| ServeError::Io(e.to_string()))?;
         for (value, flag) in [
             (options.max_body_reads, "--max-body-reads"),
+            (options.max_parses, "--max-parses"),
             (options.max_connections, "--max-connections"),
         ] {
             if value == 0 {
@@ -407,6 +443,8 @@ impl Server {
             max_checks: options.max_checks,
             max_body: options.max_body,
             body_reads: Arc::new(tokio::sync::Semaphore::new(options.max_body_reads)),
+            parses: Arc::new(tokio::sync::Semaphore::new(options.max_parses)),
+            review_parses: Arc::new(tokio::sync::Semaphore::new(options.max_parses)),
             max_body_reads: options.max_body_reads,
             body_read_timeout: options.body_read_timeout,
             max_images: options.max_images,
