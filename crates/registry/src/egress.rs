@@ -792,7 +792,7 @@ mod tests {
                 "the port \"http\" is not a number from 1 to 65535",
             ),
             (
-                "10.0.0.0/33",
+                "192.0.2.0/33",
                 "the prefix length is not a number from 0 to 32",
             ),
             ("::/129", "the prefix length is not a number from 0 to 128"),

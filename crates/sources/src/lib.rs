@@ -618,9 +618,6 @@ pub async fn find_pull_secrets_on(
         .await
         .map_err(|e| match e {
             RequestError::Template(e) | RequestError::PullSecret(e) => e,
-            RequestError::PlaceholderImage(message) => {
-                SourceError::new(format!("--placeholder-image: {message}"))
-            }
             other => SourceError::new(other.to_string()),
         })
 }

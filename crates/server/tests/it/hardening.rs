@@ -749,6 +749,26 @@ async fn tls_connect(
         .expect("TLS handshake")
 }
 
+/// A JSON `body` POSTed to `path` over TLS, answered within `within`.
+async fn post_json(
+    http: &reqwest::Client,
+    server: &TestServer,
+    path: &str,
+    body: String,
+    within: Duration,
+) -> reqwest::Response {
+    tokio::time::timeout(
+        within,
+        http.post(format!("https://{}{path}", server.addr))
+            .header("content-type", "application/json")
+            .body(body)
+            .send(),
+    )
+    .await
+    .expect("within the bound")
+    .expect("answer")
+}
+
 /// Admission bodies take review slots (`--admission-max-reviews`), never the API's
 /// `--max-body-reads`: callers without a token cannot lock token holders out of
 /// `/v1/checks` by trickling reviews.
@@ -780,16 +800,7 @@ async fn trickled_reviews_do_not_take_the_api_s_body_reads() {
     }
     // Both review slots are held by the trickles: a third review gets 503 ...
     let http = client(&pem);
-    let third = tokio::time::timeout(
-        BOUND,
-        http.post(format!("https://{}/v1/admission", server.addr))
-            .header("content-type", "application/json")
-            .body("{}")
-            .send(),
-    )
-    .await
-    .expect("within the bound")
-    .expect("answer");
+    let third = post_json(&http, &server, "/v1/admission", "{}".to_owned(), BOUND).await;
     assert_eq!(third.status().as_u16(), 503);
     assert_eq!(
         third.headers().get("retry-after").map(|v| v.as_bytes()),
@@ -797,16 +808,7 @@ async fn trickled_reviews_do_not_take_the_api_s_body_reads() {
     );
     // ... while the API's one body read is free: its body is read (a 400 for an empty
     // request, not a 503).
-    let check = tokio::time::timeout(
-        BOUND,
-        http.post(format!("https://{}/v1/checks", server.addr))
-            .header("content-type", "application/json")
-            .body("{}")
-            .send(),
-    )
-    .await
-    .expect("within the bound")
-    .expect("answer");
+    let check = post_json(&http, &server, "/v1/checks", "{}".to_owned(), BOUND).await;
     assert_eq!(check.status().as_u16(), 400);
     drop(trickles);
     server.stop().await;
@@ -852,17 +854,14 @@ async fn a_large_update_is_reduced_in_linear_time() {
     })
     .to_string();
     assert!(review.len() < 3 << 20, "{} bytes", review.len());
-    let answer = tokio::time::timeout(
+    let answer = post_json(
+        &client(&pem),
+        &server,
+        "/v1/admission",
+        review,
         Duration::from_secs(20),
-        client(&pem)
-            .post(format!("https://{}/v1/admission", server.addr))
-            .header("content-type", "application/json")
-            .body(review)
-            .send(),
     )
-    .await
-    .expect("within the bound")
-    .expect("answer");
+    .await;
     assert_eq!(answer.status().as_u16(), 200);
     let answer: Value = serde_json::from_str(&answer.text().await.expect("body")).expect("JSON");
     assert_eq!(
