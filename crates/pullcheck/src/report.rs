@@ -41,6 +41,21 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order of the enum (for label sets known in advance, such as
+    /// the service's `pullcheck_images_total{status}`).
+    pub const ALL: [Status; 10] = [
+        Self::Present,
+        Self::Missing,
+        Self::NoAccess,
+        Self::Denied,
+        Self::Blocked,
+        Self::Unreachable,
+        Self::Unresolved,
+        Self::Invalid,
+        Self::Deferred,
+        Self::Skipped,
+    ];
+
     /// The snake_case name, as in JSON.
     pub fn as_str(self) -> &'static str {
         match self {

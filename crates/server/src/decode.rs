@@ -162,7 +162,10 @@ fn describe(
             format!("{p}: ")
         }
     };
-    let message = if let Some(rest) = text.strip_prefix("invalid type: ") {
+    let mismatch = text
+        .strip_prefix("invalid type: ")
+        .or_else(|| text.strip_prefix("invalid value: "));
+    let message = if let Some(rest) = mismatch {
         let (found, serde_expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
         let wanted = expected(&shape(&path))
             .map(str::to_owned)
@@ -200,16 +203,6 @@ fn describe(
             "{}duplicate field \"{}\"",
             at(&full),
             field.trim_matches('`')
-        )
-    } else if let Some(rest) = text.strip_prefix("invalid value: ") {
-        let (found, serde_expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
-        let wanted = expected(&shape(&path))
-            .map(str::to_owned)
-            .unwrap_or_else(|| json_expected(serde_expected));
-        format!(
-            "{}expected {wanted}, found {}",
-            at(&full),
-            json_found(found)
         )
     } else {
         format!("{}{text}", at(&full))

@@ -19,24 +19,6 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-/// Every image status of a report ([`pullcheck::report::Status`]), the `status` label
-/// values of `pullcheck_images_total`.
-const IMAGE_STATUSES: [pullcheck::report::Status; 10] = {
-    use pullcheck::report::Status::*;
-    [
-        Present,
-        Missing,
-        NoAccess,
-        Denied,
-        Blocked,
-        Unreachable,
-        Unresolved,
-        Invalid,
-        Deferred,
-        Skipped,
-    ]
-};
-
 /// Distinct `registry` label values kept; later hosts are counted as `other`.
 pub const MAX_REGISTRY_LABELS: usize = 64;
 
@@ -354,7 +336,7 @@ impl Metrics {
                 result: result.as_str(),
             });
         }
-        for status in IMAGE_STATUSES {
+        for status in pullcheck::report::Status::ALL {
             let _ = images.get_or_create(&StatusLabel {
                 status: status.as_str(),
             });
