@@ -108,7 +108,10 @@ fn upstream_values() {
     let uses = read("server/schema/testdata/pipeline/fail/invalid_pull.yml");
     assert_eq!(uses.len(), 1);
     match &uses[0].disposition {
-        Disposition::Invalid(m) => assert!(m.contains(":7:11: "), "{m}"),
+        Disposition::UnknownPolicy { written, message } => {
+            assert_eq!(written, "sometimes");
+            assert!(message.contains("invalid_pull.yml:7:11: "), "{message}");
+        }
         other => panic!("{other:?}"),
     }
 
