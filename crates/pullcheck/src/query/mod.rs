@@ -497,8 +497,18 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
 /// it is not `present`, they are why (reason `credential_provider_failed`; the status
 /// and the attempts stay what the registries answered to the other credentials).
 fn with_provider_failures(mut outcome: Outcome, failures: Vec<ProviderError>) -> Outcome {
-    if !failures.is_empty() && outcome.status != Status::Present {
+    if failures.is_empty() {
+        return outcome;
+    }
+    let words: Vec<String> = failures
+        .iter()
+        .map(|f| format!("credential provider {} failed: {}", f.provider, f.failure))
+        .collect();
+    if outcome.status == Status::Present {
+        outcome.detail = format!("{}; {}", outcome.detail, words.join("; "));
+    } else {
         outcome.reason = Reason::CredentialProviderFailed;
+        outcome.detail = format!("{}, so it was not tried; {}", words.join("; "), outcome.detail);
     }
     outcome.provider_failures = failures;
     outcome
