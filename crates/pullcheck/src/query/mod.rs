@@ -508,7 +508,11 @@ fn with_provider_failures(mut outcome: Outcome, failures: Vec<ProviderError>) ->
         outcome.detail = format!("{}; {}", outcome.detail, words.join("; "));
     } else {
         outcome.reason = Reason::CredentialProviderFailed;
-        outcome.detail = format!("{}, so it was not tried; {}", words.join("; "), outcome.detail);
+        outcome.detail = format!(
+            "{}, so it was not tried; {}",
+            words.join("; "),
+            outcome.detail
+        );
     }
     outcome.provider_failures = failures;
     outcome
