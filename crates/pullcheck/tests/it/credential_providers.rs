@@ -13,15 +13,14 @@ use pullcheck::credentials::{
     CredentialProviders, Keyring, NodeCredentials, ProviderError, ProviderFailure, ProviderOptions,
     PullSecret,
 };
-use pullcheck::input::parse_image_arg;
 use pullcheck::report::{ImageReport, Reason, Report, Status};
 use pullcheck::resolve::Resolver;
-use pullcheck::{CheckOptions, Checker, CheckerOptions, ImageSet};
+use pullcheck::{Checker, CheckerOptions};
 use pullcheck_testkit::credential_provider::{FakePlugin, calls, config, write_plugin};
 use pullcheck_testkit::kube::{DockerAuth, dockerconfigjson};
 use pullcheck_testkit::{Auth, ImageKind, Registry, Repos, TokenAuth, TokenPolicy, User};
 
-use crate::util::temp_dir;
+use crate::util::{check_one_set, image, temp_dir};
 
 /// The password only the plugins hand out: in no report.
 const CANARY: &str = "plugin-canary-5e1d9a";
@@ -62,28 +61,23 @@ fn node(bin: &Path, config_text: &str, timeout: Duration) -> NodeCredentials {
 }
 
 async fn check(checker: &Checker, images: &[String], pull_secrets: Keyring) -> Report {
-    let uses = images
-        .iter()
-        .map(|i| parse_image_arg(i).expect("image"))
-        .collect();
-    checker
-        .check_sets(
-            vec![ImageSet {
-                uses,
-                pull_secrets,
-                warnings: Vec::new(),
-            }],
-            &CheckOptions::default(),
-        )
-        .await
+    check_one_set(checker, images, pull_secrets).await
 }
 
-fn image<'a>(report: &'a Report, reference: &str) -> &'a ImageReport {
-    report
-        .images
-        .iter()
-        .find(|i| i.reference == reference)
-        .unwrap_or_else(|| panic!("{reference} not in report:\n{}", report.to_text(false)))
+/// `i` is present, found with the credentials of provider `source`, and no provider
+/// failed for it.
+fn assert_found_by(i: &ImageReport, source: &str) {
+    assert_eq!(
+        (i.status, i.reason),
+        (Status::Present, Reason::Found),
+        "{}",
+        i.detail
+    );
+    assert_eq!(
+        i.credential.as_ref().map(|c| c.source.as_str()),
+        Some(source)
+    );
+    assert!(i.provider_failures.is_empty(), "{:?}", i.provider_failures);
 }
 
 fn assert_no_canary(report: &Report) {
@@ -241,18 +235,7 @@ async fn a_failing_hanging_or_garbage_plugin_is_reported_on_its_images_only() {
         )
     );
     // The config's env reached the plugin.
-    let i = image(&report, &images[3]);
-    assert_eq!(
-        (i.status, i.reason),
-        (Status::Present, Reason::Found),
-        "{}",
-        i.detail
-    );
-    assert_eq!(
-        i.credential.as_ref().map(|c| c.source.as_str()),
-        Some("credential provider needs-env")
-    );
-    assert!(i.provider_failures.is_empty());
+    assert_found_by(image(&report, &images[3]), "credential provider needs-env");
     // No provider matches `plain/app`: anonymous, refused, and no provider is blamed.
     let i = image(&report, &plain);
     assert_eq!(
@@ -309,16 +292,7 @@ async fn pull_secrets_come_first_then_the_plugin() {
     .await;
 
     let i = image(&report, &app);
-    assert_eq!(
-        (i.status, i.reason),
-        (Status::Present, Reason::Found),
-        "{}",
-        i.detail
-    );
-    assert_eq!(
-        i.credential.as_ref().map(|c| c.source.as_str()),
-        Some("credential provider cloud")
-    );
+    assert_found_by(i, "credential provider cloud");
     let sources: Vec<Option<String>> = i
         .attempts
         .iter()
