@@ -140,6 +140,20 @@ type Image struct {
 	Remedies []Remedy `json:"remedies"`
 	// Attempts are every endpoint and credential asked, when more than one was.
 	Attempts []Attempt `json:"attempts"`
+	// ProviderFailures are the kubelet credential provider plugins that matched the
+	// image and failed (ReasonCredentialProviderFailed when no other credential found
+	// it).
+	ProviderFailures []ProviderFailure `json:"provider_failures"`
+}
+
+// ProviderFailure is a kubelet credential provider plugin that failed for an image.
+type ProviderFailure struct {
+	// Provider is the plugin's name in the CredentialProviderConfig.
+	Provider string `json:"provider"`
+	// Kind is how it failed: missing, spawn, exited, timed_out, output_too_large,
+	// bad_response, api_version_mismatch, invalid_cache_key_type or
+	// service_account_token_unsupported (docs/reasons.md).
+	Kind string `json:"kind"`
 }
 
 // Remedy is one thing that can be done about a failure: Kind is one of trust_ca,
@@ -193,19 +207,23 @@ const (
 	ReasonDeadlineExceeded       = "deadline_exceeded"
 	ReasonClientConfig           = "client_config"
 	ReasonCredentialHelperFailed = "credential_helper_failed"
-	ReasonNoEndpoint             = "no_endpoint"
-	ReasonEgressDenied           = "egress_denied"
-	ReasonBlockedByConfig        = "blocked_by_config"
-	ReasonUnpullableByConfig     = "unpullable_by_config"
-	ReasonInvalidReference       = "invalid_reference"
-	ReasonUnknownPullPolicy      = "unknown_pull_policy"
-	ReasonInvalidContainer       = "invalid_container"
-	ReasonUnresolvedVariable     = "unresolved_variable"
-	ReasonTemplateStep           = "template_step"
-	ReasonInitStep               = "init_step"
-	ReasonNeverPulled            = "never_pulled"
-	ReasonExempt                 = "exempt"
-	ReasonDeferredOnStart        = "deferred_on_start"
+	// ReasonCredentialProviderFailed: a kubelet credential provider plugin matched the
+	// image and failed (Image.ProviderFailures); the status is what the registries
+	// answered to the other credentials.
+	ReasonCredentialProviderFailed = "credential_provider_failed"
+	ReasonNoEndpoint               = "no_endpoint"
+	ReasonEgressDenied             = "egress_denied"
+	ReasonBlockedByConfig          = "blocked_by_config"
+	ReasonUnpullableByConfig       = "unpullable_by_config"
+	ReasonInvalidReference         = "invalid_reference"
+	ReasonUnknownPullPolicy        = "unknown_pull_policy"
+	ReasonInvalidContainer         = "invalid_container"
+	ReasonUnresolvedVariable       = "unresolved_variable"
+	ReasonTemplateStep             = "template_step"
+	ReasonInitStep                 = "init_step"
+	ReasonNeverPulled              = "never_pulled"
+	ReasonExempt                   = "exempt"
+	ReasonDeferredOnStart          = "deferred_on_start"
 )
 
 // Origin is one container that uses an image.

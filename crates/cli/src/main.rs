@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pullcheck::credentials::{HelperOptions, NodeCredentials, NodeEnv, NodeOptions};
+use pullcheck::credentials::{
+    CredentialProviders, HelperOptions, NodeCredentials, NodeEnv, NodeOptions, ProviderOptions,
+};
 use pullcheck::mirrors::{MirrorConfig, NodeProfile};
 use pullcheck::registry::{ClientOptions, EgressPolicy, EgressRule, Platform};
 use pullcheck::report::EXIT_USAGE;
@@ -91,6 +93,28 @@ struct NodeArgs {
     /// How long a docker-credential-<name> helper may take.
     #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Credentials")]
     helper_timeout: Duration,
+    /// The kubelet's CredentialProviderConfig (YAML or JSON, or a directory of them),
+    /// as the kubelet's flag of the same name: its plugins run for the images their
+    /// matchImages match, after the pull secrets and the node's files.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Credentials",
+        requires = "image_credential_provider_bin_dir"
+    )]
+    image_credential_provider_config: Option<PathBuf>,
+    /// Where the credential provider plugins' programs are (the kubelet's flag).
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "Credentials",
+        requires = "image_credential_provider_config"
+    )]
+    image_credential_provider_bin_dir: Option<PathBuf>,
+    /// How long one credential provider plugin run may take (the kubelet's: 1m); the
+    /// deadline bounds it too.
+    #[arg(long, default_value = "1m", value_parser = parse_duration, help_heading = "Credentials")]
+    image_credential_provider_timeout: Duration,
 
     /// containers-registries.conf (CRI-O, podman), with its registries.conf.d drop-ins.
     #[arg(
@@ -714,7 +738,7 @@ impl NodeArgs {
     }
 
     fn node(&self) -> Result<NodeCredentials, String> {
-        NodeCredentials::load(&NodeOptions {
+        let node = NodeCredentials::load(&NodeOptions {
             docker_config: self.docker_config.clone(),
             auth_file: self.auth_file.clone(),
             env: NodeEnv::from_process(),
@@ -723,7 +747,20 @@ impl NodeArgs {
                 ..HelperOptions::default()
             },
         })
-        .map_err(|e| self.credential_error(&e))
+        .map_err(|e| self.credential_error(&e))?;
+        let (Some(config), Some(bin_dir)) = (
+            &self.image_credential_provider_config,
+            &self.image_credential_provider_bin_dir,
+        ) else {
+            return Ok(node);
+        };
+        let providers = CredentialProviders::load(&ProviderOptions {
+            config: config.clone(),
+            bin_dir: bin_dir.clone(),
+            timeout: self.image_credential_provider_timeout,
+        })
+        .map_err(|e| self.credential_error(&e))?;
+        Ok(node.with_providers(std::sync::Arc::new(providers)))
     }
 
     /// A node credential error, named by the option that gave the file.
@@ -731,13 +768,25 @@ impl NodeArgs {
         use pullcheck::credentials::CredentialError;
         let message = e.to_string();
         let path = match e {
-            CredentialError::Read { path, .. } | CredentialError::AuthFile { path, .. } => path,
+            CredentialError::Read { path, .. }
+            | CredentialError::AuthFile { path, .. }
+            | CredentialError::ProviderConfig { file: path, .. } => path,
             _ => return message,
         };
         let path = std::path::Path::new(path);
         let named = [
             ("--docker-config", &self.docker_config, "Docker config.json"),
             ("--auth-file", &self.auth_file, "containers auth.json"),
+            (
+                "--image-credential-provider-config",
+                &self.image_credential_provider_config,
+                "CredentialProviderConfig",
+            ),
+            (
+                "--image-credential-provider-bin-dir",
+                &self.image_credential_provider_bin_dir,
+                "credential provider bin directory",
+            ),
         ];
         for (option, given, expected) in named {
             if let Some(given) = given

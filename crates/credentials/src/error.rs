@@ -51,6 +51,17 @@ pub enum CredentialError {
         /// What is wrong, with a line and column for JSON syntax errors.
         message: String,
     },
+    /// A credential provider config (`--image-credential-provider-config`) that does
+    /// not decode or does not validate as the kubelet validates it, or a provider whose
+    /// program is not in the bin directory. Each error names its field, e.g.
+    /// `providers[0].matchImages: Required value: …`.
+    #[error("{file}: {}", errors.join("; "))]
+    ProviderConfig {
+        /// The file (or the directory) at fault.
+        file: String,
+        /// Every problem found, each naming its field.
+        errors: Vec<String>,
+    },
     /// A credential helper that could not answer. "Credentials not found" is not an
     /// error (it means no credential); everything else is.
     #[error(

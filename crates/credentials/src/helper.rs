@@ -14,13 +14,11 @@
 //! (which may hold secrets).
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::Credential;
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
-
 use crate::error::{CredentialError, HelperFailure};
+use crate::exec::{self, ExecFailure};
 use crate::tree::{self, Node};
 
 /// The program name prefix of credential helpers.
@@ -100,59 +98,9 @@ pub struct HelperAnswer {
     pub username: Option<String>,
 }
 
-/// How long the reaping of a killed helper is waited for.
-const REAP_WAIT: Duration = Duration::from_secs(1);
-
 /// The most a helper may write to stdout or stderr, in bytes (1 MiB): a reply is a
 /// small JSON object.
-pub const HELPER_OUTPUT_LIMIT: u64 = 1 << 20;
-
-/// Reads a pipe to its end, at most [`HELPER_OUTPUT_LIMIT`] bytes; no pipe reads as
-/// nothing.
-///
-/// # Errors
-/// The read error; `FileTooLarge` past the limit.
-async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    if let Some(pipe) = pipe {
-        pipe.take(HELPER_OUTPUT_LIMIT + 1)
-            .read_to_end(&mut bytes)
-            .await?;
-    }
-    if bytes.len() as u64 > HELPER_OUTPUT_LIMIT {
-        return Err(std::io::ErrorKind::FileTooLarge.into());
-    }
-    Ok(bytes)
-}
-
-/// Kills the helper's process group (its id is the helper's pid: it was started with
-/// `process_group(0)`): the helper and everything it started and left in its group.
-#[cfg(unix)]
-fn kill_group(group: Option<u32>) {
-    let Some(pgid) = group.and_then(|g| libc::pid_t::try_from(g).ok()) else {
-        return;
-    };
-    if pgid <= 1 {
-        return;
-    }
-    // SAFETY: kill(2) with a negative pid signals that process group; it takes no
-    // pointers. ESRCH (the group is already gone) is fine.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_group: Option<u32>) {}
-
-/// Kills a helper's process group when dropped; forgotten once the helper is done.
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        kill_group(self.0);
-    }
-}
+pub const HELPER_OUTPUT_LIMIT: u64 = exec::OUTPUT_LIMIT;
 
 /// Runs the helper of `call`. `Ok(None)` means it has no credential for the server.
 ///
@@ -174,78 +122,24 @@ pub async fn run_helper(
             .find(|p| p.is_file())
             .ok_or_else(|| call.error(HelperFailure::Missing))?,
     };
-    let mut command = tokio::process::Command::new(&program);
-    command
-        .arg("get")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // Its own process group, so that a timeout kills whatever the helper started too
-    // (a `sleep`, a keychain client), not the helper alone.
-    #[cfg(unix)]
-    command.process_group(0);
-    let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => call.error(HelperFailure::Missing),
-        _ => call.error(HelperFailure::Spawn(e.kind().to_string())),
-    })?;
-    let group = child.id();
-    // Dropped before the helper is done (the caller's deadline passed, say): the whole
-    // group goes, not the helper alone, which `kill_on_drop` would leave its children.
-    let guard = GroupGuard(group);
-    let stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let server = call.server.clone();
-    let exchange = async {
-        let write = async move {
-            if let Some(mut stdin) = stdin {
-                // A helper that exits without reading its input is not an error here;
-                // its exit status says what happened.
-                let _ = stdin.write_all(server.as_bytes()).await;
-                let _ = stdin.shutdown().await;
-            }
-        };
-        // The first failure (an output over the limit) ends the exchange at once; the
-        // helper is killed below rather than waited for.
-        let (_, stdout, stderr, status) = tokio::try_join!(
-            async {
-                write.await;
-                Ok(())
-            },
-            read_all(stdout),
-            read_all(stderr),
-            child.wait()
-        )?;
-        Ok::<_, std::io::Error>((status, stdout, stderr))
-    };
-    let (status, stdout, stderr) = match tokio::time::timeout(options.timeout, exchange).await {
-        Err(_) => {
-            kill_group(group);
-            // Reap the helper (the group's leader); `kill_on_drop` is the fallback.
-            let _ = child.start_kill();
-            let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
-            return Err(call.error(HelperFailure::TimedOut {
+    let output = exec::run_bounded(
+        &program,
+        &["get".to_owned()],
+        &[],
+        call.server.as_bytes().to_vec(),
+        options.timeout,
+    )
+    .await
+    .map_err(|failure| {
+        call.error(match failure {
+            ExecFailure::Missing => HelperFailure::Missing,
+            ExecFailure::Spawn(why) => HelperFailure::Spawn(why),
+            ExecFailure::TimedOut => HelperFailure::TimedOut {
                 after: options.timeout,
-            }));
-        }
-        Ok(Err(e)) => {
-            kill_group(group);
-            let _ = child.start_kill();
-            let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
-            return Err(call.error(match e.kind() {
-                std::io::ErrorKind::FileTooLarge => HelperFailure::OutputTooLarge,
-                kind => HelperFailure::Spawn(kind.to_string()),
-            }));
-        }
-        Ok(Ok(output)) => output,
-    };
-    std::mem::forget(guard);
-    let output = std::process::Output {
-        status,
-        stdout,
-        stderr,
-    };
+            },
+            ExecFailure::OutputTooLarge => HelperFailure::OutputTooLarge,
+        })
+    })?;
     if !output.status.success() {
         let says_not_found = |bytes: &[u8]| {
             String::from_utf8_lossy(bytes)

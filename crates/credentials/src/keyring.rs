@@ -84,41 +84,44 @@ impl Keyring {
             return;
         }
         for entry in secret.entries() {
-            let key = match keyring_key(&entry.key) {
-                Ok(key) => key,
-                Err(why) => {
-                    self.warnings.push(format!(
-                        "{source}: key \"{}\" is not a valid URL ({why}); the kubelet ignores it",
-                        gourl::redact_userinfo(&entry.key)
-                    ));
-                    continue;
-                }
-            };
-            let credential = if entry.username.is_empty() {
-                Credential::Anonymous
-            } else {
-                Credential::Basic {
-                    username: entry.username.clone(),
-                    password: entry.password.clone(),
-                }
-            };
             let resolved = ResolvedCredential {
-                credential,
+                credential: basic_or_anonymous(&entry.username, &entry.password),
                 source: CredentialSource {
                     source: source.clone(),
                     key: gourl::redact_userinfo(&entry.key).into_owned(),
                     username: Some(entry.username.clone()).filter(|u| !u.is_empty()),
                 },
             };
-            if !self.creds.contains_key(&key) {
-                let at = self
-                    .index
-                    .binary_search_by(|probe| key.cmp(probe))
-                    .unwrap_or_else(|at| at);
-                self.index.insert(at, key.clone());
+            if let Err(why) = self.add_entry(&entry.key, resolved) {
+                self.warnings.push(format!(
+                    "{source}: key \"{}\" is not a valid URL ({why}); the kubelet ignores it",
+                    gourl::redact_userinfo(&entry.key)
+                ));
             }
-            self.creds.entry(key).or_default().push(resolved);
         }
+    }
+
+    /// Adds one credential under the key as written (upstream `BasicDockerKeyring.Add`
+    /// for one `DockerConfig` entry): the key is normalised by [`keyring_key`] and the
+    /// credential goes after those already under it.
+    ///
+    /// # Errors
+    /// [`keyring_key`]'s, for a key Go cannot parse; nothing is added.
+    pub fn add_entry(
+        &mut self,
+        written_key: &str,
+        resolved: ResolvedCredential,
+    ) -> Result<(), &'static str> {
+        let key = keyring_key(written_key)?;
+        if !self.creds.contains_key(&key) {
+            let at = self
+                .index
+                .binary_search_by(|probe| key.cmp(probe))
+                .unwrap_or_else(|at| at);
+            self.index.insert(at, key.clone());
+        }
+        self.creds.entry(key).or_default().push(resolved);
+        Ok(())
     }
 
     /// The credentials the kubelet would try for `reference`, in order: its
@@ -163,6 +166,19 @@ impl Keyring {
     /// What was skipped while building it: ignored secrets and keys that are not URLs.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+}
+
+/// What a keyring entry sends: [`Credential::Basic`], or [`Credential::Anonymous`]
+/// for an empty user name (containerd's CRI plugin pulls anonymously then).
+pub(crate) fn basic_or_anonymous(username: &str, password: &crate::Secret) -> Credential {
+    if username.is_empty() {
+        Credential::Anonymous
+    } else {
+        Credential::Basic {
+            username: username.to_owned(),
+            password: password.clone(),
+        }
     }
 }
 

@@ -41,11 +41,14 @@
 //! - [`authfile`]: Docker `config.json` and containers `auth.json` → [`AuthFile`];
 //! - [`node`]: where those files are, and the node's steps → [`NodeCredentials`];
 //! - [`helper`]: running `docker-credential-<name> get`;
+//! - [`provider`]: the kubelet's image credential provider plugins (config,
+//!   matching, the exec protocol, cache) → [`CredentialProviders`];
 //! - [`Credential`]: what is sent to a registry (a plain value; `pullcheck-registry`
 //!   re-exports it, so this crate needs no HTTP client).
 //!
 //! Only [`PullSecret::read_manifests`], [`AuthFile::load`], [`NodeCredentials::load`]
-//! (files) and [`helper::run_helper`] / [`CredentialChain::credentials_for`] (processes)
+//! (files), [`CredentialProviders::load`] (files) and [`helper::run_helper`] /
+//! [`CredentialChain::credentials_for`] / [`CredentialChain::resolve_for`] (processes)
 //! do IO; everything else is pure. No error, `Debug` output or source record ever holds
 //! a password, token or `auth` value.
 
@@ -62,11 +65,13 @@ pub mod authfile;
 mod credential;
 mod dockercfg;
 mod error;
+mod exec;
 mod glob;
 mod gourl;
 pub mod helper;
 pub mod keyring;
 pub mod node;
+pub mod provider;
 pub mod secret;
 mod tree;
 
@@ -76,6 +81,10 @@ pub use error::{CredentialError, HelperFailure};
 pub use helper::{HelperAnswer, HelperCall, HelperOptions};
 pub use keyring::Keyring;
 pub use node::{NodeCredentials, NodeEnv, NodeOptions};
+pub use provider::{
+    CredentialProviders, ProviderCall, ProviderConfig, ProviderError, ProviderFailure,
+    ProviderOptions,
+};
 pub use secret::{PullSecret, SecretEntry};
 
 /// Where a credential came from, for reports. Never holds a password or token.
@@ -109,6 +118,9 @@ pub enum CredentialStep {
     Credential(ResolvedCredential),
     /// A credential helper to run; it may answer with a credential or with none.
     Helper(HelperCall),
+    /// A kubelet credential provider plugin to run (its `matchImages` matched); its
+    /// answer's `auth` keys are matched to the image as keyring keys.
+    Provider(ProviderCall),
 }
 
 impl CredentialStep {
@@ -121,14 +133,21 @@ impl CredentialStep {
                 key: call.key.clone(),
                 username: None,
             },
+            CredentialStep::Provider(call) => CredentialSource {
+                source: format!("{} ({})", call.describe(), call.configured_in),
+                key: format!("matchImages[{:?}]", call.match_image),
+                username: None,
+            },
         }
     }
 
-    /// `basic`, `anonymous`, `identity_token`, `registry_token` or `helper`.
+    /// `basic`, `anonymous`, `identity_token`, `registry_token`, `helper` or
+    /// `credential_provider`.
     pub fn kind(&self) -> &'static str {
         match self {
             CredentialStep::Credential(c) => credential_kind(&c.credential),
             CredentialStep::Helper(_) => "helper",
+            CredentialStep::Provider(_) => "credential_provider",
         }
     }
 }
@@ -143,14 +162,15 @@ pub fn credential_kind(credential: &Credential) -> &'static str {
     }
 }
 
-/// Serialises as `{kind, source, key, username}`, plus `helper` and `server` for a
-/// helper step. Never the secret.
+/// Serialises as `{kind, source, key, username}`, plus `helper` and `server` (a helper
+/// step's, else `null`); a provider step's `key` is `matchImages["<entry>"]`, the entry
+/// that matched. Never the secret.
 impl serde::Serialize for CredentialStep {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let source = self.source();
         let helper = match self {
             CredentialStep::Helper(call) => Some(call),
-            CredentialStep::Credential(_) => None,
+            CredentialStep::Credential(_) | CredentialStep::Provider(_) => None,
         };
         let mut s = serializer.serialize_struct("CredentialStep", 6)?;
         s.serialize_field("kind", self.kind())?;
@@ -161,6 +181,15 @@ impl serde::Serialize for CredentialStep {
         s.serialize_field("server", &helper.map(|c| c.server.as_str()))?;
         s.end()
     }
+}
+
+/// What [`CredentialChain::resolve_for`] found for an image.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolvedFor {
+    /// The credentials to try, in order.
+    pub credentials: Vec<ResolvedCredential>,
+    /// The credential providers whose `matchImages` matched but that failed.
+    pub provider_failures: Vec<ProviderError>,
 }
 
 type HelperResult = Result<Option<HelperAnswer>, CredentialError>;
@@ -205,11 +234,12 @@ impl CredentialChain {
 
     /// The credentials to try for `reference`, in order: pull-secret matches, then the
     /// node files' matches, then what the helpers answer (a helper with nothing for the
-    /// server adds nothing).
+    /// server adds nothing), then what the credential provider plugins answer.
     ///
     /// The caller tries each in turn and the first success wins; when every one fails
     /// the pull fails (no anonymous retry, as the kubelet). An empty list means the
-    /// pull is anonymous.
+    /// pull is anonymous. A failing provider adds nothing here; [`Self::resolve_for`]
+    /// also says which failed.
     ///
     /// # Errors
     /// [`CredentialError::Helper`] when a helper this image needs is missing, fails,
@@ -218,13 +248,28 @@ impl CredentialChain {
         &self,
         reference: &Reference,
     ) -> Result<Vec<ResolvedCredential>, CredentialError> {
-        let mut out = Vec::new();
+        Ok(self.resolve_for(reference, None).await?.credentials)
+    }
+
+    /// [`Self::credentials_for`], with the providers that failed for this image (the
+    /// kubelet logs them and goes on with the other credentials), and `deadline`
+    /// bounding every provider run together with its own timeout.
+    ///
+    /// # Errors
+    /// As [`Self::credentials_for`]; a provider's failure is never an error here.
+    pub async fn resolve_for(
+        &self,
+        reference: &Reference,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<ResolvedFor, CredentialError> {
+        let mut out = ResolvedFor::default();
+        let mut calls = Vec::new();
         for step in self.explain_for(reference) {
             match step {
-                CredentialStep::Credential(c) => out.push(c),
+                CredentialStep::Credential(c) => out.credentials.push(c),
                 CredentialStep::Helper(call) => {
                     if let Some(answer) = self.run_cached(&call).await? {
-                        out.push(ResolvedCredential {
+                        out.credentials.push(ResolvedCredential {
                             credential: answer.credential,
                             source: CredentialSource {
                                 source: call.describe(),
@@ -234,7 +279,15 @@ impl CredentialChain {
                         });
                     }
                 }
+                CredentialStep::Provider(call) => calls.push(call),
             }
+        }
+        if let (Some(providers), false) = (self.node.providers(), calls.is_empty()) {
+            let (credentials, failures) = providers
+                .credentials_for(&reference.repository(), &calls, deadline)
+                .await;
+            out.credentials.extend(credentials);
+            out.provider_failures = failures;
         }
         Ok(out)
     }

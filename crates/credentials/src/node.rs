@@ -13,12 +13,14 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use pullcheck_reference::Reference;
 
 use crate::authfile::{AuthFile, AuthFileKind};
 use crate::error::CredentialError;
 use crate::helper::{HelperCall, HelperOptions};
+use crate::provider::CredentialProviders;
 use crate::{CredentialSource, CredentialStep, ResolvedCredential};
 
 /// The environment variables that locate the files. Kept apart from the process
@@ -67,12 +69,15 @@ pub struct NodeOptions {
     pub helpers: HelperOptions,
 }
 
-/// The node's credentials: at most one Docker config and one containers auth file.
+/// The node's credentials: at most one Docker config and one containers auth file,
+/// and the kubelet's credential provider plugins (shared, with their cache, by every
+/// clone).
 #[derive(Debug, Clone, Default)]
 pub struct NodeCredentials {
     docker: Option<AuthFile>,
     containers: Option<AuthFile>,
     helpers: HelperOptions,
+    providers: Option<Arc<CredentialProviders>>,
 }
 
 impl NodeCredentials {
@@ -91,7 +96,19 @@ impl NodeCredentials {
             docker,
             containers,
             helpers,
+            providers: None,
         }
+    }
+
+    /// These credentials with the kubelet's credential provider plugins after them.
+    pub fn with_providers(mut self, providers: Arc<CredentialProviders>) -> NodeCredentials {
+        self.providers = Some(providers);
+        self
+    }
+
+    /// The credential provider plugins, when configured.
+    pub fn providers(&self) -> Option<&CredentialProviders> {
+        self.providers.as_deref()
     }
 
     /// Finds and parses the files (see the [module docs](self)).
@@ -143,6 +160,7 @@ impl NodeCredentials {
             docker,
             containers,
             helpers: options.helpers.clone(),
+            providers: None,
         })
     }
 
@@ -163,7 +181,9 @@ impl NodeCredentials {
 
     /// The node's steps for `reference`, in order: the Docker config's entry, the
     /// containers auth file's entry, then the helpers they name (Docker's first; a
-    /// helper named twice for the same server is run once). No helper is run.
+    /// helper named twice for the same server is run once), then the credential
+    /// provider plugins whose `matchImages` match its repository (the kubelet's
+    /// `UnionDockerKeyring` of its own config and the plugins). Nothing is run.
     pub fn steps_for(&self, reference: &Reference) -> Vec<CredentialStep> {
         let mut steps = Vec::new();
         for file in [&self.docker, &self.containers].into_iter().flatten() {
@@ -193,6 +213,14 @@ impl NodeCredentials {
             }
         }
         steps.extend(calls.into_iter().map(CredentialStep::Helper));
+        if let Some(providers) = &self.providers {
+            steps.extend(
+                providers
+                    .calls_for(&reference.repository())
+                    .into_iter()
+                    .map(CredentialStep::Provider),
+            );
+        }
         steps
     }
 }

@@ -17,7 +17,10 @@ pub struct CredentialExplanation {
     pub key: String,
     /// The user name, when known without running a helper.
     pub username: Option<String>,
-    /// `basic`, `anonymous`, `identity_token`, `registry_token` or `helper`.
+    /// `basic`, `anonymous`, `identity_token`, `registry_token`, `helper` or
+    /// `credential_provider` (a kubelet credential provider plugin that would run: its
+    /// `source` is `credential provider <name> (<config file>)`, its `key` the
+    /// `matchImages["<entry>"]` that matched).
     pub kind: &'static str,
 }
 

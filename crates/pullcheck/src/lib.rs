@@ -321,6 +321,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         close_tags: Vec::new(),
         remedies: Vec::new(),
         attempts: Vec::new(),
+        provider_failures: Vec::new(),
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
@@ -337,6 +338,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.close_tags = o.close_tags.clone();
                 image.remedies = o.remedies.clone();
                 image.attempts = o.attempts.clone();
+                image.provider_failures = o.provider_failures.clone();
             }
             None => {
                 image.status = Status::Unreachable;

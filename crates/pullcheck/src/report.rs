@@ -155,6 +155,10 @@ pub enum Reason {
     ClientConfig,
     /// `unreachable`: a credential helper failed or did not answer; nothing was asked.
     CredentialHelperFailed,
+    /// The status the registries gave (e.g. `no_access` asked anonymously): a kubelet
+    /// credential provider plugin matched the image and failed, so its credentials were
+    /// not tried; [`ImageReport::provider_failures`] names it and what went wrong.
+    CredentialProviderFailed,
     /// `unreachable`: no endpoint to ask.
     NoEndpoint,
     /// `blocked`: the mirror configuration blocks the reference; nothing was sent.
@@ -215,6 +219,7 @@ impl Reason {
             Reason::DeadlineExceeded => "deadline_exceeded",
             Reason::ClientConfig => "client_config",
             Reason::CredentialHelperFailed => "credential_helper_failed",
+            Reason::CredentialProviderFailed => "credential_provider_failed",
             Reason::NoEndpoint => "no_endpoint",
             Reason::EgressDenied => "egress_denied",
             Reason::BlockedByConfig => "blocked_by_config",
@@ -411,6 +416,13 @@ pub struct ImageReport {
     /// only when not empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptReport>,
+    /// The kubelet credential provider plugins whose `matchImages` matched this image
+    /// but that failed, each `{"provider": "<name>", "kind": "timed_out", …}`
+    /// ([`ProviderFailure`](crate::credentials::ProviderFailure)'s kinds); the reason is
+    /// `credential_provider_failed` unless another credential found the image. In
+    /// JSON only when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub provider_failures: Vec<crate::credentials::ProviderError>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -791,6 +803,7 @@ mod tests {
             close_tags: Vec::new(),
             remedies: Vec::new(),
             attempts: Vec::new(),
+            provider_failures: Vec::new(),
         }
     }
 

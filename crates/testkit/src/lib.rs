@@ -22,6 +22,10 @@
 //! schema2 manifest and manifest list) and pushes them through the registry
 //! API. [`Registry::requests`] returns every request the registry served.
 //!
+//! [`credential_provider`] writes fake kubelet credential provider plugins (shell
+//! scripts that answer, fail, hang, print garbage or need a config `env` value, and
+//! record each request) and the `CredentialProviderConfig` naming them.
+//!
 //! [`kube::ApiServer`] is a stand-in Kubernetes API server (Secrets,
 //! ServiceAccounts, `PipelinePodsTemplate`s, 403s and 404s as real `Status`
 //! bodies), with [`kube::ApiServer::write_kubeconfig`] for `--kubeconfig`.
@@ -46,6 +50,7 @@
 
 #![warn(missing_docs)]
 
+pub mod credential_provider;
 mod error;
 mod http;
 mod image;

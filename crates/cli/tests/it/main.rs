@@ -1,6 +1,7 @@
 //! The integration tests of `pullcheck-cli`, one binary (`cargo test -p pullcheck-cli --test it`).
 
 mod cli;
+mod credential_providers;
 mod egress;
 mod explain_mirrors;
 mod kubernetes;

@@ -1,6 +1,6 @@
 //! Any bytes into every parser of pullcheck-credentials: Secret manifests (YAML and
 //! JSON), `.dockerconfigjson` / `.dockercfg` data, Docker `config.json`, containers
-//! `auth.json`, and keyring keys. Each must answer (a value or an error), never panic
+//! `auth.json`, kubelet `CredentialProviderConfig`s, and keyring keys. Each must answer (a value or an error), never panic
 //! or run away, and what it answers must hold together.
 #![no_main]
 
@@ -9,7 +9,9 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use pullcheck_credentials::keyring::{keyring_key, urls_match};
-use pullcheck_credentials::{AuthFile, AuthFileKind, CredentialError, Keyring, PullSecret};
+use pullcheck_credentials::{
+    AuthFile, AuthFileKind, CredentialError, Keyring, ProviderConfig, PullSecret,
+};
 use pullcheck_reference::Reference;
 
 const IMAGES: [&str; 5] = [
@@ -87,6 +89,22 @@ fuzz_target!(|data: &[u8]| {
             }
             Err(e) => assert!(e.to_string().starts_with("/fuzz/config.json: ")),
         }
+    }
+
+    match ProviderConfig::parse(Path::new("/fuzz/providers.yaml"), text) {
+        Ok(config) => {
+            assert!(!config.providers.is_empty());
+            for p in &config.providers {
+                assert!(!p.match_images.is_empty() && !p.name.contains('/'));
+                for image in IMAGES {
+                    let _ = p.matching_entry(image);
+                }
+            }
+        }
+        Err(e) => assert!(
+            matches!(&e, CredentialError::ProviderConfig { errors, .. } if !errors.is_empty()),
+            "{e}"
+        ),
     }
 
     // Keys and images: whatever a key normalises to, matching answers without panics.

@@ -4,4 +4,5 @@ mod auth_files;
 mod helpers;
 mod secrets;
 mod upstream_keyring;
+mod upstream_provider;
 mod userinfo;

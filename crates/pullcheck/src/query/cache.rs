@@ -145,6 +145,7 @@ mod tests {
             close_tags: Vec::new(),
             remedies: Vec::new(),
             attempts: Vec::new(),
+            provider_failures: Vec::new(),
         }
     }
 

@@ -54,7 +54,9 @@ use cache::AnswerKey;
 
 use crate::plan::query_key;
 use crate::report::{AttemptReport, MissingPart, Reason, Remedy, Status};
-use crate::resolve::{CredentialSource, Credentials, Resolution, Resolver, Route, resolve};
+use crate::resolve::{
+    CredentialSource, Credentials, ProviderError, Resolution, Resolver, Route, resolve_within,
+};
 
 /// Settings of one run of the query stage.
 #[derive(Debug, Clone, Copy)]
@@ -123,6 +125,8 @@ pub(crate) struct Outcome {
     pub remedies: Vec<Remedy>,
     /// Every attempt, when more than one was made.
     pub attempts: Vec<AttemptReport>,
+    /// The credential provider plugins that matched and failed.
+    pub provider_failures: Vec<ProviderError>,
 }
 
 /// One (route, credential) pair to try.
@@ -144,6 +148,8 @@ struct Pending {
     failures: Vec<(String, Outcome)>,
     /// The host of the attempt in flight, for the deadline message.
     asking: String,
+    /// The credential provider plugins that failed for it, on any route.
+    provider_failures: Vec<ProviderError>,
 }
 
 /// One reference's resolution, keyed: what phase 1 hands to phase 2.
@@ -182,7 +188,7 @@ async fn resolve_all<'r>(
 ) -> Option<Vec<Resolved<'r>>> {
     let resolutions = references.iter().map(|&(set, reference)| async move {
         let resolution = match credentials.get(set) {
-            Some(c) => resolve(reference, resolver, c).await,
+            Some(c) => resolve_within(reference, resolver, c, Some(deadline)).await,
             None => Ok(Resolution::Routes(Vec::new())),
         };
         (QueryKey::new(set, reference), reference, resolution)
@@ -282,6 +288,12 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                 format!("the runtime cannot pull this: {reason} ({rule}); no request was sent"),
             ),
             Ok(Resolution::Routes(routes)) => {
+                let mut provider_failures: Vec<ProviderError> = Vec::new();
+                for f in routes.iter().flat_map(|r| &r.provider_failures) {
+                    if !provider_failures.contains(f) {
+                        provider_failures.push(f.clone());
+                    }
+                }
                 let attempts = attempts_of(reference, routes);
                 // Any attempt found present a moment ago: the runtime would pull from
                 // one of them, so the image is there; nothing is asked.
@@ -292,7 +304,8 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                         .find_map(|a| cache.get(&answer_key(a, reference, options.platform), now))
                 });
                 if let Some(outcome) = hit {
-                    self.finished.insert(key, outcome);
+                    self.finished
+                        .insert(key, with_provider_failures(outcome, provider_failures));
                     return;
                 }
                 self.pending.push(Pending {
@@ -301,6 +314,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                     attempts,
                     failures: Vec::new(),
                     asking: String::new(),
+                    provider_failures,
                 });
                 return;
             }
@@ -383,7 +397,8 @@ impl<S: Clone + Send + Sync> Rounds<S> {
         }
         for (p, done) in std::mem::take(&mut self.pending).into_iter().zip(done) {
             if done {
-                self.finished.insert(p.key, choose(p.failures));
+                let outcome = with_provider_failures(choose(p.failures), p.provider_failures);
+                self.finished.insert(p.key, outcome);
             } else {
                 self.pending.push(p);
             }
@@ -423,7 +438,8 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                     )
                 },
             ));
-            self.finished.insert(p.key, choose(failures));
+            let outcome = with_provider_failures(choose(failures), p.provider_failures);
+            self.finished.insert(p.key, outcome);
         }
         self.finished
     }
@@ -477,6 +493,31 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
     attempts
 }
 
+/// `outcome` with the credential provider plugins that failed for its reference: when
+/// it is not `present`, they are why (reason `credential_provider_failed`; the status
+/// and the attempts stay what the registries answered to the other credentials).
+fn with_provider_failures(mut outcome: Outcome, failures: Vec<ProviderError>) -> Outcome {
+    if failures.is_empty() {
+        return outcome;
+    }
+    let words: Vec<String> = failures
+        .iter()
+        .map(|f| format!("credential provider {} failed: {}", f.provider, f.failure))
+        .collect();
+    if outcome.status == Status::Present {
+        outcome.detail = format!("{}; {}", outcome.detail, words.join("; "));
+    } else {
+        outcome.reason = Reason::CredentialProviderFailed;
+        outcome.detail = format!(
+            "{}, so it was not tried; {}",
+            words.join("; "),
+            outcome.detail
+        );
+    }
+    outcome.provider_failures = failures;
+    outcome
+}
+
 /// An outcome without an answer from any registry.
 fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
     Outcome {
@@ -492,6 +533,7 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         remedies: Vec::new(),
         attempts: Vec::new(),
         egress: None,
+        provider_failures: Vec::new(),
     }
 }
 
@@ -703,6 +745,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         remedies: Vec::new(),
         attempts: Vec::new(),
         egress: answer.refusal,
+        provider_failures: Vec::new(),
     }
 }
 

@@ -215,6 +215,7 @@ fn route(host: &str, is_mirror: bool, repository: &str, users: &[&str]) -> Route
                 },
             })
             .collect(),
+        provider_failures: Vec::new(),
     }
 }
 

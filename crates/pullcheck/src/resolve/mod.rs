@@ -12,7 +12,9 @@ use pullcheck_mirrors::MirrorConfig;
 use pullcheck_reference::Reference;
 
 pub use endpoint::ResolvedEndpoint;
-pub use pullcheck_credentials::{CredentialSource, CredentialStep, ResolvedCredential};
+pub use pullcheck_credentials::{
+    CredentialSource, CredentialStep, ProviderError, ProviderFailure, ResolvedCredential,
+};
 
 /// How endpoints are chosen: the mirror configuration plus `--insecure-registry`.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +39,10 @@ pub struct Route {
     /// Credentials in the order they are tried; empty means anonymous. The first
     /// success wins, and anonymous is not tried after credentials fail.
     pub credentials: Vec<ResolvedCredential>,
+    /// The kubelet credential provider plugins that matched this route's image but
+    /// failed (their credentials are missing from `credentials`, as the kubelet goes on
+    /// without them).
+    pub provider_failures: Vec<ProviderError>,
 }
 
 /// Where to ask about one reference.
@@ -154,6 +160,20 @@ pub async fn resolve(
     resolver: &Resolver,
     credentials: &Credentials,
 ) -> Result<Resolution, CredentialError> {
+    resolve_within(reference, resolver, credentials, None).await
+}
+
+/// [`resolve`], with every credential provider plugin run bounded by `deadline` as well
+/// as by its own timeout.
+///
+/// # Errors
+/// As [`resolve`].
+pub async fn resolve_within(
+    reference: &Reference,
+    resolver: &Resolver,
+    credentials: &Credentials,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Resolution, CredentialError> {
     let planned = match resolver.endpoints(reference) {
         Ok(p) => p,
         Err(resolution) => return Ok(resolution),
@@ -165,20 +185,21 @@ pub async fn resolve(
     }
     let mut routes = Vec::with_capacity(planned.len());
     for p in planned {
-        let creds = match lookup_reference(&p) {
+        let found = match lookup_reference(&p) {
             Some(r) => {
                 credentials
                     .chain_for(&p.credentials)
-                    .credentials_for(&r)
+                    .resolve_for(&r, deadline)
                     .await?
             }
-            None => Vec::new(),
+            None => Default::default(),
         };
         routes.push(Route {
             credential_rule: p.credentials.rule.clone(),
             endpoint: p.endpoint,
             repository: p.repository,
-            credentials: creds,
+            credentials: found.credentials,
+            provider_failures: found.provider_failures,
         });
     }
     Ok(Resolution::Routes(routes))

@@ -13,16 +13,15 @@ use std::time::Duration;
 use pullcheck::credentials::{
     HelperOptions, Keyring, NodeCredentials, NodeEnv, NodeOptions, PullSecret,
 };
-use pullcheck::input::parse_image_arg;
-use pullcheck::report::{ImageReport, Report, Status};
+use pullcheck::report::{Report, Status};
 use pullcheck::resolve::Resolver;
-use pullcheck::{CheckOptions, Checker, CheckerOptions, ImageSet};
+use pullcheck::{Checker, CheckerOptions};
 use pullcheck_testkit::kube::{DockerAuth, dockerconfigjson};
 use pullcheck_testkit::{
     Auth, ImageKind, Registry, Repos, RequestRecord, TokenAuth, TokenPolicy, User,
 };
 
-use crate::util::temp_dir;
+use crate::util::{check_one_set, image, temp_dir};
 
 const GOOD: &str = "good-password-0c4f";
 const WRONG: &str = "wrong-password-77ab";
@@ -95,28 +94,7 @@ fn source_of(secret: &str) -> String {
 async fn check(images: &[String], pull_secrets: Keyring, node: NodeCredentials) -> Report {
     let checker =
         Checker::new(CheckerOptions::default(), Resolver::default(), node).expect("checker");
-    let uses = images
-        .iter()
-        .map(|i| parse_image_arg(i).expect("image"))
-        .collect();
-    checker
-        .check_sets(
-            vec![ImageSet {
-                uses,
-                pull_secrets,
-                warnings: Vec::new(),
-            }],
-            &CheckOptions::default(),
-        )
-        .await
-}
-
-fn image<'a>(report: &'a Report, reference: &str) -> &'a ImageReport {
-    report
-        .images
-        .iter()
-        .find(|i| i.reference == reference)
-        .unwrap_or_else(|| panic!("{reference} not in report:\n{}", report.to_text(false)))
+    check_one_set(&checker, images, pull_secrets).await
 }
 
 /// The token server's requests: how each authenticated.
