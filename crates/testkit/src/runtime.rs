@@ -23,7 +23,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::Error;
-use crate::process::{Process, run_tool};
+use crate::process::{Process, openssl_self_signed, run_tool};
 use crate::registry::TlsFiles;
 use crate::tempdir::TempDir;
 
@@ -548,23 +548,8 @@ pub fn make_tls_files(dir: &Path) -> Result<TlsFiles, Error> {
         &ext,
         "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n",
     )?;
-    let steps: [&[&str]; 3] = [
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-sha256",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=pullcheck-testkit-ca",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-        ],
+    openssl_self_signed(dir, "/CN=pullcheck-testkit-ca", "ca.key", "ca.crt")?;
+    let steps: [&[&str]; 2] = [
         &[
             "req",
             "-newkey",
