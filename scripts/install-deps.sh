@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo need: the CNCF distribution
 # registry (docker-registry), htpasswd (apache2-utils), openssl, the CA bundle, curl, and Go
-# (golang-go) for the Vela worker package in integrations/vela. skopeo is needed only by
-# the benchmark; bench/run.sh installs it itself.
+# (golang-go) for the Vela worker package in integrations/vela, and the container runtimes
+# the differential suite compares pullcheck with (containerd with ctr, podman; state under
+# /tmp, started by the test). skopeo is needed only by the benchmark; bench/run.sh installs
+# it itself.
 set -euo pipefail
 need=()
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
@@ -12,6 +14,8 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 [ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
+command -v podman >/dev/null 2>&1 || need+=(podman)
 if [ "${#need[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

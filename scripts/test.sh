@@ -17,6 +17,16 @@ else
   echo "SKIPPED: the upstream test-data tests (pullcheck-input upstream::*, pullcheck-mirrors upstream_testdata::*): $(pwd)/$upstream is missing"
 fi
 
+# The differential suite (crates/cli/tests/it/runtimes.rs): pullcheck against the real
+# containerd and podman, started by the test under /tmp, loopback registries only; it
+# needs both runtimes and root.
+if command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1 \
+  && command -v podman >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  cargo test --locked -p pullcheck-cli --test it runtimes:: -- --ignored
+else
+  echo "SKIPPED: the differential suite against containerd and podman (pullcheck-cli runtimes::): needs containerd, ctr and podman installed and root"
+fi
+
 # The Vela worker package: its tests run the real pullcheck (check and serve) and
 # the testkit's registries, found through PULLCHECK_BIN and PULLCHECK_TESTKIT_BIN.
 cargo build --locked -p pullcheck-cli -p pullcheck-testkit

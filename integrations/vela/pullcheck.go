@@ -188,6 +188,7 @@ const (
 	ReasonDigestNotFound         = "digest_not_found"
 	ReasonRepositoryNotFound     = "repository_not_found"
 	ReasonPlatformNotFound       = "platform_not_found"
+	ReasonPlatformMismatch       = "platform_mismatch"
 	ReasonUnauthorizedAnonymous  = "unauthorized_anonymous"
 	ReasonUnauthorized           = "unauthorized"
 	ReasonCredentialsRequired    = "credentials_required"
@@ -281,16 +282,16 @@ type Summary struct {
 }
 
 // IsFailure reports whether a status counts as failed, as pullcheck decides:
-// missing, no_access, denied, blocked or invalid.
+// missing, no_access, denied, unrunnable, blocked or invalid.
 func IsFailure(status string) bool {
 	switch status {
-	case "missing", "no_access", "denied", "blocked", "invalid":
+	case "missing", "no_access", "denied", "unrunnable", "blocked", "invalid":
 		return true
 	}
 	return false
 }
 
-// Failed returns the images whose status is missing, no_access, denied, blocked or
+// Failed returns the images whose status is missing, no_access, denied, unrunnable, blocked or
 // invalid, in report order.
 func (r *Report) Failed() []Image {
 	if r == nil {

@@ -151,7 +151,8 @@ struct NodeArgs {
     )]
     node_config: Option<String>,
     /// Allow plain HTTP and unverified TLS for this registry (host or host:port).
-    /// localhost and 127.0.0.0/8 may use plain HTTP without it. Repeatable.
+    /// localhost and 127.0.0.0/8 may use plain HTTP without it, unless a hosts.toml or
+    /// registries.conf says otherwise (as containerd and CRI-O). Repeatable.
     #[arg(long, value_name = "HOST[:PORT]", help_heading = "Mirrors")]
     insecure_registry: Vec<String>,
 

@@ -575,6 +575,7 @@ impl HostsDir {
                     .and_then(|text| parse_hosts_file(&text, path));
                 match parsed {
                     Ok(hosts) => {
+                        self.warn_versions(&label, &hosts);
                         return DirConfig::Hosts {
                             hosts,
                             source: format!("containerd {label}"),
@@ -605,6 +606,23 @@ impl HostsDir {
         }
     }
 
+    /// A file that containerd versions read differently: only `server =`, no `[host]`
+    /// table. pullcheck follows containerd 1.7.32 and 2.x, which use the server;
+    /// 1.6.x and 1.7.0 to 1.7.31 reject the file ("invalid `host` tree") and ask the
+    /// image's own registry (the differential suite, crates/cli/tests/it/runtimes.rs,
+    /// shows it with 1.6.20).
+    fn warn_versions(&mut self, label: &str, hosts: &[HostConfig]) {
+        if let [server] = hosts
+            && !server.host.is_empty()
+        {
+            self.warnings.push(format!(
+                "{label} has a server but no [host] table: containerd 1.7.32 and 2.x use the \
+                 server, as checked here; containerd 1.6 and 1.7.0 to 1.7.31 reject the file \
+                 (\"invalid `host` tree\") and pull from the image's own registry instead"
+            ));
+        }
+    }
+
     fn warn_ignored(&mut self, label: &str, err: &str) {
         self.warnings.push(format!(
             "containerd ignores {label}: {err}; it uses the directory's certificate files and the default host"
@@ -624,10 +642,13 @@ impl HostsDir {
             }
         } else {
             match parse_hosts_file(text, &dir) {
-                Ok(hosts) => DirConfig::Hosts {
-                    hosts,
-                    source: format!("containerd {label}"),
-                },
+                Ok(hosts) => {
+                    self.warn_versions(&label, &hosts);
+                    DirConfig::Hosts {
+                        hosts,
+                        source: format!("containerd {label}"),
+                    }
+                }
                 Err(e) => {
                     self.warn_ignored(&label, &e);
                     DirConfig::Hosts {
@@ -827,6 +848,13 @@ fn apply_default_host(h: &mut HostConfig, refhost: &str) {
         h.origin = format!("top level (no server: the default host {})", h.host);
     } else {
         h.origin = format!("{} (default host {})", h.origin, h.host);
+    }
+    if local.is_loopback() {
+        // containerd 1.6.20 (seen in the differential suite) asks only plain HTTP here.
+        h.origin.push_str(
+            "; a loopback default host: HTTPS without verification, then HTTP, as containerd \
+             1.6.25 and later ask it (older 1.6 releases ask plain HTTP only)",
+        );
     }
 }
 

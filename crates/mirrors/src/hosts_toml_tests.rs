@@ -555,3 +555,23 @@ fn hosts_containerd_cannot_ask_are_skipped() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_file_with_only_a_server_is_read_as_newer_containerd_does_with_a_warning() {
+    // containerd 1.7.32 and 2.x use the server; 1.6 and 1.7.0-1.7.31 reject the file (seen
+    // with 1.6.20 in crates/cli/tests/it/runtimes.rs).
+    let mut dir = HostsDir::new(Path::new("/etc/containerd/certs.d"));
+    dir.insert_hosts_toml("r.example.com", "server = \"https://mirror.example.com\"\n");
+    let e = endpoints(&dir, "r.example.com/a:b");
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0].host, "mirror.example.com");
+    assert_eq!(dir.warnings().len(), 1, "{:?}", dir.warnings());
+    assert!(dir.warnings()[0].contains("no [host] table"));
+    // With a [host] table every version reads it alike: no warning.
+    let mut dir = HostsDir::new(Path::new("/etc/containerd/certs.d"));
+    dir.insert_hosts_toml(
+        "r.example.com",
+        "server = \"https://r.example.com\"\n[host.\"https://mirror.example.com\"]\n",
+    );
+    assert!(dir.warnings().is_empty(), "{:?}", dir.warnings());
+}

@@ -22,6 +22,11 @@ pub enum Status {
     NoAccess,
     /// Access refused (HTTP 403, or the credentials were rejected).
     Denied,
+    /// The node pulls it, but cannot run it: a single-platform image of another platform
+    /// than the node's (reason `platform_mismatch`). containerd and containers/image pull
+    /// such an image (they check the platform only of an index's entries), and the
+    /// container then fails to start (`exec format error`). A failure.
+    Unrunnable,
     /// The mirror configuration blocks the reference, or the registry client's egress
     /// policy refuses the registry, its token realm or a redirect
     /// ([`ImageReport::egress`] names the rule); nothing was sent there.
@@ -43,11 +48,12 @@ pub enum Status {
 impl Status {
     /// Every status, in the order of the enum (for label sets known in advance, such as
     /// the service's `pullcheck_images_total{status}`).
-    pub const ALL: [Status; 10] = [
+    pub const ALL: [Status; 11] = [
         Self::Present,
         Self::Missing,
         Self::NoAccess,
         Self::Denied,
+        Self::Unrunnable,
         Self::Blocked,
         Self::Unreachable,
         Self::Unresolved,
@@ -63,6 +69,7 @@ impl Status {
             Self::Missing => "missing",
             Self::NoAccess => "no_access",
             Self::Denied => "denied",
+            Self::Unrunnable => "unrunnable",
             Self::Blocked => "blocked",
             Self::Unreachable => "unreachable",
             Self::Unresolved => "unresolved",
@@ -72,11 +79,17 @@ impl Status {
         }
     }
 
-    /// Whether the status counts as failed: missing, no_access, denied, blocked, invalid.
+    /// Whether the status counts as failed: missing, no_access, denied, unrunnable,
+    /// blocked, invalid.
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            Self::Missing | Self::NoAccess | Self::Denied | Self::Blocked | Self::Invalid
+            Self::Missing
+                | Self::NoAccess
+                | Self::Denied
+                | Self::Unrunnable
+                | Self::Blocked
+                | Self::Invalid
         )
     }
 }
@@ -116,6 +129,9 @@ pub enum Reason {
     RepositoryNotFound,
     /// `missing`: the manifest exists, not for the platform asked for.
     PlatformNotFound,
+    /// `unrunnable`: a single-platform image of another platform, which the runtimes
+    /// pull and cannot start.
+    PlatformMismatch,
     /// `no_access`: 401 anonymously (missing, or credentials are needed).
     UnauthorizedAnonymous,
     /// `no_access`: 401 with a credential (missing, or no access with it).
@@ -200,6 +216,7 @@ impl Reason {
             Reason::DigestNotFound => "digest_not_found",
             Reason::RepositoryNotFound => "repository_not_found",
             Reason::PlatformNotFound => "platform_not_found",
+            Reason::PlatformMismatch => "platform_mismatch",
             Reason::UnauthorizedAnonymous => "unauthorized_anonymous",
             Reason::Unauthorized => "unauthorized",
             Reason::CredentialsRequired => "credentials_required",
@@ -246,6 +263,7 @@ impl From<pullcheck_registry::Reason> for Reason {
             R::DigestNotFound => Reason::DigestNotFound,
             R::RepositoryNotFound => Reason::RepositoryNotFound,
             R::PlatformNotFound => Reason::PlatformNotFound,
+            R::PlatformMismatch => Reason::PlatformMismatch,
             R::UnauthorizedAnonymous => Reason::UnauthorizedAnonymous,
             R::Unauthorized => Reason::Unauthorized,
             R::CredentialsRequired => Reason::CredentialsRequired,

@@ -362,7 +362,7 @@ pub(crate) fn check_config(
         Answer {
             status: Status::Missing,
             missing: Some(Missing::Platform),
-            reason: Reason::PlatformNotFound,
+            reason: Reason::PlatformMismatch,
             detail: format!(
                 "platform {want} not served by {what} on {host}: it is a single-platform \
                  image for {have}"

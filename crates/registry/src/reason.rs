@@ -26,6 +26,11 @@ pub enum Reason {
     RepositoryNotFound,
     /// Missing: the manifest exists, but not for the platform asked for.
     PlatformNotFound,
+    /// Missing (the platform): a single-platform image manifest whose config names
+    /// another platform. Unlike [`Reason::PlatformNotFound`] (an index without it), the
+    /// runtimes pull it (containerd checks platforms only of an index's entries;
+    /// containers/image only logs the mismatch), and the container then fails to start.
+    PlatformMismatch,
     /// No access: 401 anonymously (the registry or its token server): missing, or
     /// credentials are needed; the registry does not tell the two apart.
     UnauthorizedAnonymous,
@@ -88,6 +93,7 @@ impl Reason {
             Reason::DigestNotFound => "digest_not_found",
             Reason::RepositoryNotFound => "repository_not_found",
             Reason::PlatformNotFound => "platform_not_found",
+            Reason::PlatformMismatch => "platform_mismatch",
             Reason::UnauthorizedAnonymous => "unauthorized_anonymous",
             Reason::Unauthorized => "unauthorized",
             Reason::CredentialsRequired => "credentials_required",

@@ -908,6 +908,7 @@ fn what(status: Status) -> &'static str {
         Status::Missing => "not found",
         Status::NoAccess => "not found or not accessible",
         Status::Denied => "access denied",
+        Status::Unrunnable => "pulls but will not run (another platform)",
         Status::Blocked => "blocked",
         Status::Invalid => "invalid",
         Status::Unreachable => "not verified",

@@ -58,6 +58,7 @@ pub mod kube;
 mod process;
 pub mod proxy;
 mod registry;
+pub mod runtime;
 mod tempdir;
 mod token;
 

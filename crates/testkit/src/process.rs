@@ -193,3 +193,24 @@ pub(crate) fn run_tool(
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// `openssl req -x509` in `dir`: a new RSA 2048 key (`keyout`) and a self-signed
+/// certificate (`out`) for `subject`, valid for 2 days.
+pub(crate) fn openssl_self_signed(
+    dir: &std::path::Path,
+    subject: &str,
+    keyout: &str,
+    out: &str,
+) -> Result<(), Error> {
+    let args = [
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "2", "-subj", subject,
+        "-keyout", keyout, "-out", out,
+    ];
+    run_tool(
+        "openssl",
+        &args,
+        dir,
+        &format!("openssl {}", args.join(" ")),
+    )
+    .map(drop)
+}

@@ -24,7 +24,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
 use crate::Error;
-use crate::process::run_tool;
+use crate::process::openssl_self_signed;
 use crate::tempdir::TempDir;
 
 /// The `service` the token server and its registry agree on (the JWT `aud`).
@@ -354,27 +354,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn make_key_and_cert(dir: &Path) -> Result<(RsaKeyPair, Vec<u8>, PathBuf), Error> {
     let key_path = dir.join("token-key.pem");
     let cert_path = dir.join("token-cert.pem");
-    let args = [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-sha256",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=pullcheck-testkit-token",
-        "-keyout",
-        "token-key.pem",
-        "-out",
-        "token-cert.pem",
-    ];
-    run_tool(
-        "openssl",
-        &args,
+    openssl_self_signed(
         dir,
-        &format!("openssl {}", args.join(" ")),
+        "/CN=pullcheck-testkit-token",
+        "token-key.pem",
+        "token-cert.pem",
     )?;
     let read = |p: &Path| {
         std::fs::read_to_string(p).map_err(|e| Error::io(format!("reading {}", p.display()), e))

@@ -6,6 +6,7 @@ mod egress;
 mod explain_mirrors;
 mod kubernetes;
 mod placeholder;
+mod runtimes;
 mod serve;
 mod substitution;
 mod tls;

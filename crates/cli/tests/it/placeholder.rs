@@ -135,9 +135,14 @@ async fn a_single_arch_placeholder_fails_on_an_arm64_template() {
     // First: the runtime pulls it before anything else.
     assert_eq!(report["images"][0], *p, "{report:#}");
     assert_eq!(p["reference"], pause.as_str());
+    // A single-platform image of another platform: the node pulls it and cannot run it.
     assert_eq!(
-        (&p["status"], &p["missing"]),
-        (&"missing".into(), &"platform".into())
+        (&p["status"], &p["reason"], &p["missing"]),
+        (
+            &"unrunnable".into(),
+            &"platform_mismatch".into(),
+            &Value::Null
+        )
     );
     // The on_start step gives it Always.
     assert_eq!(p["policy"], "always", "{p:#}");

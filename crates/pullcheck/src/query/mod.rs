@@ -392,7 +392,10 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             let Some(p) = self.pending.get_mut(index) else {
                 continue;
             };
-            done[index] |= outcome.status == Status::Present || p.attempts.is_empty();
+            // The runtime stops at the first endpoint that serves the manifest, also one
+            // it will pull and not run.
+            done[index] |= matches!(outcome.status, Status::Present | Status::Unrunnable)
+                || p.attempts.is_empty();
             p.failures.push((place, outcome));
         }
         for (p, done) in std::mem::take(&mut self.pending).into_iter().zip(done) {
@@ -541,7 +544,7 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
 /// network error.
 fn rank(status: Status) -> u8 {
     match status {
-        Status::Present => 5,
+        Status::Present | Status::Unrunnable => 5,
         Status::Missing => 4,
         Status::NoAccess => 3,
         Status::Denied => 2,
@@ -587,7 +590,7 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
         .collect();
     let mut chosen = attempts.swap_remove(best).1;
     if !others.is_empty() {
-        let verb = if chosen.status == Status::Present {
+        let verb = if matches!(chosen.status, Status::Present | Status::Unrunnable) {
             "after"
         } else {
             "also tried"
@@ -725,12 +728,18 @@ async fn ask_group<R: Registry>(
     (group.slot.clone(), session)
 }
 
-/// The registry client's answer as the report's outcome, from `host`.
+/// The registry client's answer as the report's outcome, from `host`. A single-platform
+/// image of another platform is `unrunnable`, not `missing`: the runtime pulls it.
 fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
+    let mismatch = answer.reason == pullcheck_registry::Reason::PlatformMismatch;
     Outcome {
-        status: map_status(answer.status),
+        status: if mismatch {
+            Status::Unrunnable
+        } else {
+            map_status(answer.status)
+        },
         reason: answer.reason.into(),
-        missing: answer.missing.map(|m| match m {
+        missing: answer.missing.filter(|_| !mismatch).map(|m| match m {
             Missing::Tag => MissingPart::Tag,
             Missing::Digest => MissingPart::Digest,
             Missing::Repository => MissingPart::Repository,

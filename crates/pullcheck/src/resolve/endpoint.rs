@@ -2,11 +2,17 @@
 //! what the mirror configuration adds to its requests (the API path, containerd's
 //! `ns=` query and `[header]`s, CA files and a client certificate).
 //!
-//! Follows the Docker daemon's rules (`registry.ServiceOptions`, `isSecureIndex`):
-//! `docker.io` is served by `registry-1.docker.io`; `localhost`, 127.0.0.0/8 and `::1`
-//! are insecure by default, as are the hosts given with `--insecure-registry`. An insecure
-//! registry is tried with HTTPS first and then plain HTTP, without verifying TLS.
+//! The loopback rule is each runtime's own. The Docker daemon (`registry.ServiceOptions`,
+//! `isSecureIndex`), and pullcheck without a mirror configuration, let `localhost`,
+//! 127.0.0.0/8 and `::1` use plain HTTP. containerd and containers/image make no such
+//! exception for a configured endpoint: an `https://` hosts.toml host, or a
+//! registries.conf registry without `insecure = true`, that speaks plain HTTP fails
+//! ("server gave HTTP response to HTTPS client"); containerd's own default host for a
+//! loopback registry is modelled in `pullcheck_mirrors::hosts_toml`. The hosts given with
+//! `--insecure-registry` are insecure under every runtime: tried with HTTPS first and then
+//! plain HTTP, without verifying TLS.
 
+use pullcheck_mirrors::Mode;
 use pullcheck_reference::RegistryHost;
 use pullcheck_registry::Endpoint;
 
@@ -31,17 +37,25 @@ impl ResolvedEndpoint {
     }
 }
 
-/// Turns a mirror-configuration endpoint into the registry client's endpoint, adding
-/// Docker's rules: `localhost`, 127.0.0.0/8 and `::1` ([`RegistryHost::is_loopback`])
-/// may use plain HTTP, and the
-/// `--insecure-registry` hosts (`host` or `host:port`; a bare host matches any port) may
-/// use plain HTTP and unverified TLS. An `http://` URL may use plain HTTP (it is tried
-/// after HTTPS). The URL's path becomes the API base path; the query, headers, CA files
-/// and the first client certificate are kept (the registry client presents one client
+/// Turns a mirror-configuration endpoint of a configuration in `mode` into the registry
+/// client's endpoint, adding the rules outside the file: under [`Mode::Docker`] and
+/// [`Mode::Direct`] (Docker's rule), `localhost`, 127.0.0.0/8 and `::1`
+/// ([`RegistryHost::is_loopback`]) may use plain HTTP; under [`Mode::Containerd`] and
+/// [`Mode::RegistriesConf`] only what the file says does (containerd's `http://` hosts
+/// and its default host, registries.conf `insecure`). The `--insecure-registry` hosts
+/// (`host` or `host:port`; a bare host matches any port) may use plain HTTP and
+/// unverified TLS in every mode. An `http://` URL may use plain HTTP (it is tried after
+/// HTTPS). The URL's path becomes the API base path; the query, headers, CA files and the
+/// first client certificate are kept (the registry client presents one client
 /// certificate per host).
-pub fn from_mirror(e: &pullcheck_mirrors::Endpoint, insecure: &[String]) -> ResolvedEndpoint {
+pub fn from_mirror(
+    e: &pullcheck_mirrors::Endpoint,
+    insecure: &[String],
+    mode: Mode,
+) -> ResolvedEndpoint {
     let marked = insecure.iter().any(|i| matches_insecure(i, &e.host));
-    let local = RegistryHost::from_url_host(&e.host).is_loopback();
+    let local = matches!(mode, Mode::Docker | Mode::Direct)
+        && RegistryHost::from_url_host(&e.host).is_loopback();
     // An `http://` endpoint (a containerd host, a Docker registry mirror) is plain HTTP
     // as configured, wherever it is.
     let plain_http = e.url.starts_with("http://");
@@ -78,7 +92,7 @@ pub fn primary(domain: &str, insecure: &[String]) -> ResolvedEndpoint {
         .map(|r| pullcheck_mirrors::MirrorConfig::none().resolve(&r))
     {
         Ok(pullcheck_mirrors::Resolution::Endpoints(list)) if !list.is_empty() => {
-            from_mirror(&list[0], insecure)
+            from_mirror(&list[0], insecure, Mode::Direct)
         }
         _ => ResolvedEndpoint {
             endpoint: Endpoint::new(domain),
@@ -160,6 +174,7 @@ mod tests {
         let e = from_mirror(
             &mirror_endpoint("http://mirror.internal:5000/v2/", "mirror.internal:5000"),
             &[],
+            Mode::Containerd,
         );
         assert!(e.endpoint.allow_http);
         assert!(!e.endpoint.skip_verify);
@@ -167,6 +182,7 @@ mod tests {
         let e = from_mirror(
             &mirror_endpoint("https://mirror.internal:5000/v2/", "mirror.internal:5000"),
             &[],
+            Mode::Containerd,
         );
         assert!(!e.endpoint.allow_http);
         assert!(!e.insecure());
@@ -191,7 +207,7 @@ mod tests {
                 key: None,
             },
         ];
-        let e = from_mirror(&m, &[]).endpoint;
+        let e = from_mirror(&m, &[], Mode::Containerd).endpoint;
         assert_eq!(e.base_path, "/custom/prefix/");
         assert_eq!(e.query, m.query);
         assert_eq!(e.headers, m.headers);
@@ -207,6 +223,26 @@ mod tests {
         assert_eq!(api_path("https://h/v2/"), "/v2/");
         assert_eq!(api_path("https://h/"), "/");
         assert_eq!(api_path("https://h"), "/v2/");
+    }
+
+    #[test]
+    fn only_docker_and_no_configuration_let_a_configured_loopback_endpoint_use_http() {
+        // containerd `[host."https://127.0.0.1:5000"]`, registries.conf without
+        // `insecure`: the runtimes fail against plain HTTP (seen with containerd 1.6.20 and
+        // podman 4.3.1, crates/cli/tests/it/runtimes.rs); Docker falls back.
+        let m = mirror_endpoint("https://127.0.0.1:5000/v2/", "127.0.0.1:5000");
+        for (mode, http) in [
+            (Mode::Docker, true),
+            (Mode::Direct, true),
+            (Mode::Containerd, false),
+            (Mode::RegistriesConf, false),
+        ] {
+            let e = from_mirror(&m, &[], mode);
+            assert_eq!(e.endpoint.allow_http, http, "{mode}");
+            assert!(!e.endpoint.skip_verify, "{mode}");
+        }
+        let marked = from_mirror(&m, &["127.0.0.1:5000".to_owned()], Mode::RegistriesConf);
+        assert!(marked.endpoint.allow_http && marked.endpoint.skip_verify);
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub struct PlannedRoute {
 impl Resolver {
     /// The endpoints for `reference`, in order, before credentials (pure).
     pub fn endpoints(&self, reference: &Reference) -> Result<Vec<PlannedRoute>, Resolution> {
+        let mode = self.mirrors.mode();
         match self.mirrors.resolve(reference) {
             pullcheck_mirrors::Resolution::Blocked { rule } => Err(Resolution::Blocked { rule }),
             pullcheck_mirrors::Resolution::Unresolvable { rule, reason } => {
@@ -91,7 +92,7 @@ impl Resolver {
                 // containers/image does per source.
                 .filter(|e| e.blocked.is_none())
                 .map(|e| PlannedRoute {
-                    endpoint: endpoint::from_mirror(e, &self.insecure_registries),
+                    endpoint: endpoint::from_mirror(e, &self.insecure_registries, mode),
                     repository: e.repository.clone(),
                     credentials: e.credentials.clone(),
                 })

@@ -477,8 +477,10 @@ async fn crio_a_blocked_prefix_sends_no_request() {
             "[[registry]]\n\
              prefix = \"{up}\"\n\
              location = \"{up}\"\n\
+             insecure = true\n\
              [[registry.mirror]]\n\
              location = \"{mir}\"\n\
+             insecure = true\n\
              \n\
              [[registry]]\n\
              prefix = \"{up}/private\"\n\
@@ -519,7 +521,8 @@ async fn crio_a_blocked_prefix_sends_no_request() {
 #[tokio::test]
 async fn crio_a_blocked_primary_still_tries_its_mirror() {
     // containers/image checks `blocked` per source: the mirror's rewritten reference is
-    // not blocked, so it is asked; the blocked primary is not.
+    // not blocked, so it is asked; the blocked primary is not. (The plain-HTTP loopback
+    // mirror needs `insecure = true`, as under podman and CRI-O.)
     let pair = Pair::start().await;
     let (up, mir) = (pair.up(), pair.mir());
     let scratch = Scratch::new("crio-blocked-primary");
@@ -531,7 +534,8 @@ async fn crio_a_blocked_primary_still_tries_its_mirror() {
              location = \"{up}\"\n\
              blocked = true\n\
              [[registry.mirror]]\n\
-             location = \"{mir}\"\n"
+             location = \"{mir}\"\n\
+             insecure = true\n"
         ),
     );
     let config = MirrorConfig::load_registries_conf(&path).unwrap();

@@ -87,7 +87,7 @@ async fn pull_secrets_come_from_the_namespace() {
     assert_eq!(
         statuses(&placeholder_report),
         [
-            (pause.clone(), "missing".into()),
+            (pause.clone(), "unrunnable".into()),
             (image.clone(), "present".into())
         ]
     );

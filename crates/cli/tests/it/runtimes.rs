@@ -1,0 +1,734 @@
+//! The differential suite: every case runs through `pullcheck check` and through the
+//! real runtime (containerd by `ctr`, podman for containers/image) on the same loopback
+//! registries and the same configuration files, and the two must agree: pullcheck's
+//! `present` ⇔ the pull succeeds, a failure's kind mapped (not found, unauthorized,
+//! TLS, unreachable, platform, blocked), and, for a success, the registry that served
+//! the manifest (from the registries' request logs and the report's `registry`).
+//!
+//! `#[ignore]`d: it needs Debian's `containerd` and `podman` and root; `scripts/test.sh`
+//! runs it (`-- --ignored`) when both are installed and prints `SKIPPED:` otherwise.
+//! With `PULLCHECK_RUNTIMES_TABLE=FILE` it writes the table of `docs/runtimes.md`
+//! (`scripts/runtimes-table.sh`). A row where pullcheck deliberately differs carries its
+//! explanation; such a row must still differ (a stale explanation fails the test).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pullcheck_testkit::kube::{DockerAuth, pull_secret_manifest};
+use pullcheck_testkit::runtime::{
+    Containerd, CtrPull, Podman, PodmanPull, PullOutcome, make_tls_files,
+};
+use pullcheck_testkit::{
+    Auth, ImageKind, Registry, Repos, RequestRecord, TempDir, TokenPolicy, User,
+};
+
+use crate::util::temp_dir;
+
+const USER: &str = "runtime-user";
+const PASSWORD: &str = "runtime-password-1";
+const WRONG: &str = "wrong-password-2";
+
+/// The registries every case draws on, by the label the table shows.
+struct Env {
+    anon: Registry,
+    mirror: Registry,
+    empty: Registry,
+    htp: Registry,
+    tok: Registry,
+    tls: Registry,
+    down: String,
+    ca: PathBuf,
+    ca_dir: PathBuf,
+    digest: String,
+    _tls_dir: TempDir,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let tls_dir = temp_dir("runtimes-tls");
+        let files = make_tls_files(&tls_dir).expect("TLS files");
+        let ca_dir = tls_dir.join("cadir");
+        std::fs::create_dir(&ca_dir).unwrap();
+        std::fs::copy(&files.ca, ca_dir.join("ca.crt")).unwrap();
+        let users = vec![User::new(USER, PASSWORD).pulling(Repos::All)];
+        let anon = Registry::anonymous().await.unwrap();
+        let mirror = Registry::builder().mirror_of(&anon).start().await.unwrap();
+        let empty = Registry::anonymous().await.unwrap();
+        let htp = Registry::builder()
+            .auth(Auth::Htpasswd(users.clone()))
+            .start()
+            .await
+            .unwrap();
+        let tok = Registry::builder()
+            .auth(Auth::Token(TokenPolicy::new(users)))
+            .start()
+            .await
+            .unwrap();
+        let tls = Registry::builder()
+            .tls(files.clone())
+            .start()
+            .await
+            .unwrap();
+        let v1 = anon
+            .push("app", "v1", ImageKind::OciManifest)
+            .await
+            .unwrap();
+        anon.push("app", "docker", ImageKind::DockerManifest)
+            .await
+            .unwrap();
+        anon.push("app", "idx", ImageKind::OciIndex).await.unwrap();
+        anon.push("app", "list", ImageKind::DockerManifestList)
+            .await
+            .unwrap();
+        anon.push_platform("arm", "v1", ImageKind::OciManifest, "linux/arm64")
+            .await
+            .unwrap();
+        empty
+            .push("other", "v1", ImageKind::OciManifest)
+            .await
+            .unwrap();
+        htp.push("app", "v1", ImageKind::OciManifest).await.unwrap();
+        tok.push("team/app", "v1", ImageKind::OciManifest)
+            .await
+            .unwrap();
+        tls.push("app", "v1", ImageKind::OciManifest).await.unwrap();
+        let down = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().to_string()
+        };
+        Env {
+            anon,
+            mirror,
+            empty,
+            htp,
+            tok,
+            tls,
+            down,
+            ca: files.ca.clone(),
+            ca_dir,
+            digest: v1.digest,
+            _tls_dir: tls_dir,
+        }
+    }
+
+    fn registries(&self) -> [(&'static str, &Registry); 6] {
+        [
+            ("mirror", &self.mirror),
+            ("anon", &self.anon),
+            ("empty", &self.empty),
+            ("htp", &self.htp),
+            ("tok", &self.tok),
+            ("tls", &self.tls),
+        ]
+    }
+
+    /// `{ANON}`, `{MIRROR}`, … replaced by the hosts, `{CA}` by the CA file,
+    /// `{DIGEST}` by app:v1's digest.
+    fn fill(&self, s: &str) -> String {
+        let mut s = s.to_owned();
+        for (label, r) in self.registries() {
+            s = s.replace(&format!("{{{}}}", label.to_uppercase()), r.host());
+        }
+        s.replace("{DOWN}", &self.down)
+            .replace("{CA}", &self.ca.to_string_lossy())
+            .replace("{DIGEST}", &self.digest)
+    }
+
+    fn label_of(&self, host: &str) -> String {
+        self.registries()
+            .iter()
+            .find(|(_, r)| r.host() == host)
+            .map_or_else(|| host.to_owned(), |(l, _)| (*l).to_owned())
+    }
+
+    async fn clear(&self) {
+        for (_, r) in self.registries() {
+            r.clear_requests().await.unwrap();
+        }
+    }
+
+    /// The registry that served a manifest (a 200 on `/manifests/`): the mirror when it
+    /// did (its own requests to its upstream show in the upstream's log).
+    async fn served(&self) -> Option<String> {
+        for (label, r) in self.registries() {
+            let log: Vec<RequestRecord> = r.requests().await.unwrap();
+            if log
+                .iter()
+                .any(|q| q.status == 200 && q.path.contains("/manifests/"))
+            {
+                return Some(label.to_owned());
+            }
+        }
+        None
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Rt {
+    Containerd,
+    Podman,
+}
+
+/// The runtime side of a case: the files both it and pullcheck read.
+#[derive(Default, Clone)]
+struct Setup {
+    /// containerd: `(host directory, hosts.toml)`; podman: `("", registries.conf)`.
+    files: Vec<(&'static str, &'static str)>,
+    /// Credentials: containerd `--user` / a pull secret for the image's registry;
+    /// podman an auth.json entry under this key (`""`: the image's registry).
+    creds: Option<(&'static str, &'static str)>,
+    /// podman: the auth.json key (default: the image's registry host).
+    auth_key: Option<&'static str>,
+    /// podman `--cert-dir` with the test CA / pullcheck `--ca-file`.
+    ca: bool,
+}
+
+struct Case {
+    name: &'static str,
+    image: &'static str,
+    platform: &'static str,
+    rt: Rt,
+    setup: Setup,
+    /// Why pullcheck's answer deliberately differs from this runtime's, with the source.
+    differs: Option<&'static str>,
+}
+
+fn case(name: &'static str, rt: Rt, image: &'static str) -> Case {
+    Case {
+        name,
+        image,
+        platform: "linux/amd64",
+        rt,
+        setup: Setup::default(),
+        differs: None,
+    }
+}
+
+impl Case {
+    fn files(mut self, files: &[(&'static str, &'static str)]) -> Case {
+        self.setup.files = files.to_vec();
+        self
+    }
+    fn creds(mut self, user: &'static str, password: &'static str) -> Case {
+        self.setup.creds = Some((user, password));
+        self
+    }
+    fn auth_key(mut self, key: &'static str) -> Case {
+        self.setup.auth_key = Some(key);
+        self
+    }
+    fn ca(mut self) -> Case {
+        self.setup.ca = true;
+        self
+    }
+    fn platform(mut self, p: &'static str) -> Case {
+        self.platform = p;
+        self
+    }
+    fn differs(mut self, why: &'static str) -> Case {
+        self.differs = Some(why);
+        self
+    }
+}
+
+/// podman's registries.conf marking the plain-HTTP registries insecure, as a node with
+/// loopback registries needs.
+const INSECURE: &str = "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n\
+[[registry]]\nlocation = \"{HTP}\"\ninsecure = true\n\
+[[registry]]\nlocation = \"{TOK}\"\ninsecure = true\n\
+[[registry]]\nlocation = \"{DOWN}\"\ninsecure = true\n";
+
+fn cases() -> Vec<Case> {
+    use Rt::{Containerd as C, Podman as P};
+    let mut v = Vec::new();
+    // The same questions of both runtimes: formats, platforms, missing, auth, network.
+    for rt in [C, P] {
+        let open: &[(&str, &str)] = if rt == P { &[("", INSECURE)] } else { &[] };
+        let c = |name, image| case(name, rt, image).files(open);
+        v.push(c("OCI manifest, present", "{ANON}/app:v1"));
+        v.push(c("Docker schema 2 manifest, present", "{ANON}/app:docker"));
+        v.push(c("OCI index with linux/amd64", "{ANON}/app:idx"));
+        v.push(c(
+            "Docker manifest list with linux/amd64",
+            "{ANON}/app:list",
+        ));
+        v.push(
+            c(
+                "OCI index without the platform (linux/s390x)",
+                "{ANON}/app:idx",
+            )
+            .platform("linux/s390x"),
+        );
+        v.push(
+            c(
+                "Docker list without the platform (linux/s390x)",
+                "{ANON}/app:list",
+            )
+            .platform("linux/s390x"),
+        );
+        v.push(c(
+            "single-platform linux/arm64 image asked for linux/amd64",
+            "{ANON}/arm:v1",
+        ));
+        v.push(c("missing tag", "{ANON}/app:nope"));
+        v.push(c("missing repository", "{ANON}/nothing:v1"));
+        v.push(c("by digest, present", "{ANON}/app@{DIGEST}"));
+        v.push(c(
+            "missing digest",
+            "{ANON}/app@sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        ));
+        v.push(c("htpasswd, right credentials", "{HTP}/app:v1").creds(USER, PASSWORD));
+        v.push(c("htpasswd, wrong credentials", "{HTP}/app:v1").creds(USER, WRONG));
+        v.push(c("htpasswd, no credentials", "{HTP}/app:v1"));
+        v.push(c("token, right credentials", "{TOK}/team/app:v1").creds(USER, PASSWORD));
+        v.push(c("token, wrong credentials", "{TOK}/team/app:v1").creds(USER, WRONG));
+        v.push(c("token, no credentials", "{TOK}/team/app:v1"));
+        v.push(
+            c(
+                "token, right credentials, missing tag",
+                "{TOK}/team/app:nope",
+            )
+            .creds(USER, PASSWORD),
+        );
+        v.push(c("registry down", "{DOWN}/app:v1"));
+    }
+    // containerd hosts.toml.
+    let h = |name, image, files: &[(&'static str, &'static str)]| case(name, C, image).files(files);
+    v.push(h(
+        "hosts.toml: mirror first",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}\"]\ncapabilities = [\"pull\", \"resolve\"]\n")],
+    ));
+    v.push(h(
+        "hosts.toml: mirror lacking the image",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"http://{EMPTY}\"]\ncapabilities = [\"pull\", \"resolve\"]\n")],
+    ));
+    v.push(h(
+        "hosts.toml: mirror down",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"http://{DOWN}\"]\ncapabilities = [\"pull\", \"resolve\"]\n")],
+    ));
+    v.push(h(
+        "hosts.toml: mirror with override_path",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}/v2\"]\ncapabilities = [\"pull\", \"resolve\"]\noverride_path = true\n")],
+    ));
+    v.push(h(
+        "hosts.toml: pull-only mirror, tag (needs resolve)",
+        "{ANON}/app:v1",
+        &[(
+            "{ANON}",
+            "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}\"]\ncapabilities = [\"pull\"]\n",
+        )],
+    ));
+    v.push(h(
+        "hosts.toml: pull-only mirror, digest",
+        "{ANON}/app@{DIGEST}",
+        &[(
+            "{ANON}",
+            "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}\"]\ncapabilities = [\"pull\"]\n",
+        )],
+    ));
+    v.push(h(
+        "hosts.toml: https:// mirror and server that speak plain HTTP",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"https://{ANON}\"\n[host.\"https://{MIRROR}\"]\ncapabilities = [\"pull\", \"resolve\"]\n")],
+    ));
+    v.push(h(
+        "hosts.toml: mirror with the pull's credentials (htpasswd mirror)",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{EMPTY}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n")],
+    )
+    .creds(USER, PASSWORD));
+    v.push(
+        h("TLS registry, default host (loopback)", "{TLS}/app:v1", &[]).differs(
+            "containerd 1.6.20-1.6.24 ask a loopback registry without a hosts.toml over plain \
+             HTTP only (ConfigureHosts in core/remotes/docker/config/hosts.go); from 1.6.25 \
+             (and 1.7) HTTPS without verification first, then HTTP, which pullcheck models \
+             (and says in the endpoint's rule)",
+        ),
+    );
+    v.push(h(
+        "hosts.toml: TLS host without ca",
+        "{TLS}/app:v1",
+        &[(
+            "{TLS}",
+            "server = \"https://{TLS}\"\n[host.\"https://{TLS}\"]\n",
+        )],
+    ));
+    v.push(h(
+        "hosts.toml: TLS host with ca",
+        "{TLS}/app:v1",
+        &[(
+            "{TLS}",
+            "server = \"https://{TLS}\"\n[host.\"https://{TLS}\"]\nca = \"{CA}\"\n",
+        )],
+    ));
+    v.push(h(
+        "hosts.toml: TLS host with skip_verify",
+        "{TLS}/app:v1",
+        &[(
+            "{TLS}",
+            "server = \"https://{TLS}\"\n[host.\"https://{TLS}\"]\nskip_verify = true\n",
+        )],
+    ));
+    v.push(
+        h(
+            "hosts.toml: only server = (no [host] table)",
+            "{ANON}/app:v1",
+            &[("{ANON}", "server = \"http://{MIRROR}\"\n")],
+        )
+        .differs(
+            "containerd 1.6.x and 1.7.0-1.7.31 reject a hosts.toml without a [host] table \
+             (\"invalid `host` tree\", core/remotes/docker/config/hosts.go parseHostsFile) and \
+             ask the image's own registry; 1.7.32 and 2.x accept it, which pullcheck models \
+             (and warns)",
+        ),
+    );
+    // containers/image registries.conf.
+    let p = |name, image, conf: &'static str| case(name, P, image).files(&[("", conf)]);
+    v.push(p(
+        "registries.conf: plain-HTTP loopback registry, not insecure",
+        "{ANON}/app:v1",
+        "",
+    ));
+    v.push(p(
+        "registries.conf: mirror first",
+        "{ANON}/app:v1",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{MIRROR}\"\ninsecure = true\n",
+    ));
+    v.push(p(
+        "registries.conf: mirror lacking the image",
+        "{ANON}/app:v1",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{EMPTY}\"\ninsecure = true\n",
+    ));
+    v.push(p(
+        "registries.conf: mirror down",
+        "{ANON}/app:v1",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{DOWN}\"\ninsecure = true\n",
+    ));
+    v.push(p(
+        "registries.conf: mirror not insecure (plain HTTP)",
+        "{ANON}/app:v1",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{MIRROR}\"\n",
+    ));
+    v.push(p(
+        "registries.conf: digest-only mirror, tag",
+        "{ANON}/app:v1",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"{MIRROR}\"\ninsecure = true\n",
+    ));
+    v.push(p(
+        "registries.conf: digest-only mirror, digest",
+        "{ANON}/app@{DIGEST}",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"{MIRROR}\"\ninsecure = true\n",
+    ));
+    v.push(p(
+        "registries.conf: blocked registry",
+        "{ANON}/app:v1",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\nblocked = true\n",
+    ));
+    v.push(p(
+        "registries.conf: prefix remapped to another repository",
+        "{ANON}/alias:v1",
+        "[[registry]]\nprefix = \"{ANON}/alias\"\nlocation = \"{ANON}/app\"\ninsecure = true\n",
+    ));
+    v.push(
+        p(
+            "registries.conf: mirror with its own auth (htpasswd mirror)",
+            "{ANON}/app:v1",
+            "[[registry]]\nlocation = \"{EMPTY}\"\ninsecure = true\nprefix = \"{ANON}\"\n[[registry.mirror]]\nlocation = \"{HTP}\"\ninsecure = true\n",
+        )
+        .creds(USER, PASSWORD)
+        .auth_key("{HTP}"),
+    );
+    v.push(
+        p(
+            "auth.json matched by repository path",
+            "{HTP}/app:v1",
+            INSECURE,
+        )
+        .creds(USER, PASSWORD)
+        .auth_key("{HTP}/app"),
+    );
+    v.push(
+        p(
+            "auth.json for another repository path",
+            "{HTP}/app:v1",
+            INSECURE,
+        )
+        .creds(USER, PASSWORD)
+        .auth_key("{HTP}/other"),
+    );
+    v.push(p("TLS registry, not insecure, no CA", "{TLS}/app:v1", ""));
+    v.push(p("TLS registry with the CA (cert-dir)", "{TLS}/app:v1", "").ca());
+    v.push(p(
+        "TLS registry, insecure = true",
+        "{TLS}/app:v1",
+        "[[registry]]\nlocation = \"{TLS}\"\ninsecure = true\n",
+    ));
+    v
+}
+
+/// One row of the table.
+struct Row {
+    case: String,
+    rt: Rt,
+    pullcheck: String,
+    pullcheck_served: Option<String>,
+    runtime: String,
+    runtime_served: Option<String>,
+    runtime_output: String,
+    differs: Option<&'static str>,
+}
+
+impl Row {
+    /// The kinds match (the parenthesis is pullcheck's status and reason), and so does
+    /// the registry that served a pulled image.
+    fn agrees(&self) -> bool {
+        first_word(&self.pullcheck) == self.runtime
+            && (self.runtime != "pulled" || self.pullcheck_served == self.runtime_served)
+    }
+}
+
+/// pullcheck's answer in the runtimes' terms: `pulled` for present (and for an image
+/// that pulls but will not run on the node), else the failure kind.
+fn kind_of(status: &str, reason: &str) -> &'static str {
+    match (status, reason) {
+        ("present", _) | (_, "platform_mismatch") => "pulled",
+        (_, "platform_not_found") => "platform",
+        (_, "tls_untrusted" | "tls_failed") => "tls",
+        ("missing", _) => "not_found",
+        ("no_access" | "denied", _) => "unauthorized",
+        ("blocked", _) => "blocked",
+        ("unreachable", _) => "unreachable",
+        _ => "other",
+    }
+}
+
+struct Files {
+    dir: TempDir,
+}
+
+impl Files {
+    /// Writes the case's files; returns the pullcheck arguments and the runtime options'
+    /// paths.
+    fn write(env: &Env, case: &Case, image: &str) -> (Files, Vec<String>) {
+        let dir = temp_dir("runtimes-case");
+        let host = image.split('/').next().unwrap_or_default().to_owned();
+        let mut args = vec![
+            "check".to_owned(),
+            "--format".into(),
+            "json".into(),
+            "--deadline".into(),
+            "30s".into(),
+            "--platform".into(),
+            case.platform.into(),
+            "--image".into(),
+            image.to_owned(),
+        ];
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        match case.rt {
+            Rt::Containerd => {
+                let hosts = dir.join("hosts");
+                std::fs::create_dir(&hosts).unwrap();
+                for (d, text) in &case.setup.files {
+                    let d = hosts.join(env.fill(d));
+                    std::fs::create_dir_all(&d).unwrap();
+                    std::fs::write(d.join("hosts.toml"), env.fill(text)).unwrap();
+                }
+                args.extend(["--hosts-dir".into(), path(&hosts)]);
+                if let Some((user, password)) = case.setup.creds {
+                    let secret = dir.join("secret.json");
+                    let auths = [DockerAuth::new(&host, user, password)];
+                    std::fs::write(&secret, pull_secret_manifest("ns", "regcred", &auths)).unwrap();
+                    args.extend(["--pull-secret".into(), path(&secret)]);
+                }
+            }
+            Rt::Podman => {
+                let conf = dir.join("registries.conf");
+                let text = case.setup.files.first().map_or("", |f| f.1);
+                std::fs::write(&conf, env.fill(text)).unwrap();
+                args.extend(["--registries-conf".into(), path(&conf)]);
+                let auth = dir.join("auth.json");
+                let mut auths = serde_json::Map::new();
+                if let Some((user, password)) = case.setup.creds {
+                    use base64::Engine as _;
+                    let key = case.setup.auth_key.map_or(host.clone(), |k| env.fill(k));
+                    let b64 = base64::engine::general_purpose::STANDARD
+                        .encode(format!("{user}:{password}"));
+                    auths.insert(key, serde_json::json!({ "auth": b64 }));
+                }
+                std::fs::write(&auth, serde_json::json!({ "auths": auths }).to_string()).unwrap();
+                args.extend(["--auth-file".into(), path(&auth)]);
+                if case.setup.ca {
+                    args.extend(["--ca-file".into(), path(&env.ca)]);
+                }
+            }
+        }
+        (Files { dir }, args)
+    }
+}
+
+async fn run_pullcheck(env: &Env, args: &[String], home: &Path) -> (String, Option<String>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+        .args(args)
+        .current_dir(home)
+        .env("HOME", home)
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env("XDG_RUNTIME_DIR", home)
+        .output()
+        .expect("run pullcheck");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "pullcheck {args:?}: not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let image = &report["images"][0];
+    let status = image["status"].as_str().unwrap_or_default();
+    let reason = image["reason"].as_str().unwrap_or_default();
+    let answer = format!("{} ({status}/{reason})", kind_of(status, reason));
+    let served = (status == "present" || reason == "platform_mismatch")
+        .then(|| image["registry"].as_str().map(|h| env.label_of(h)))
+        .flatten();
+    (answer, served)
+}
+
+fn first_word(s: &str) -> &str {
+    s.split(' ').next().unwrap_or(s)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs containerd and podman (Debian packages) and root: scripts/test.sh runs it"]
+async fn pullcheck_agrees_with_containerd_and_podman() {
+    let started = Instant::now();
+    let containerd = Containerd::start().await.expect("containerd");
+    let podman = Podman::new().expect("podman");
+    let env = Env::start().await;
+    let mut rows = Vec::new();
+    for case in cases() {
+        let image = env.fill(case.image);
+        let (files, args) = Files::write(&env, &case, &image);
+        env.clear().await;
+        let (pullcheck, pullcheck_served) = run_pullcheck(&env, &args, &files.dir).await;
+        env.clear().await;
+        let outcome: PullOutcome = match case.rt {
+            Rt::Containerd => {
+                let hosts = files.dir.join("hosts");
+                let opts = CtrPull {
+                    hosts_dir: Some(&hosts),
+                    user: case.setup.creds,
+                    platform: Some(case.platform),
+                    plain_http: false,
+                };
+                tokio::time::timeout(Duration::from_secs(90), containerd.pull(&image, &opts))
+                    .await
+                    .expect("ctr within 90 s")
+                    .expect("ctr runs")
+            }
+            Rt::Podman => {
+                let conf = files.dir.join("registries.conf");
+                let auth = files.dir.join("auth.json");
+                let opts = PodmanPull {
+                    registries_conf: Some(&conf),
+                    auth_file: Some(&auth),
+                    cert_dir: case.setup.ca.then_some(env.ca_dir.as_path()),
+                    tls_verify: None,
+                    platform: Some(case.platform),
+                };
+                tokio::time::timeout(Duration::from_secs(90), podman.pull(&image, &opts))
+                    .await
+                    .expect("podman within 90 s")
+                    .expect("podman runs")
+            }
+        };
+        let runtime_served = if outcome.result.is_ok() {
+            env.served().await
+        } else {
+            None
+        };
+        let row = Row {
+            case: case.name.to_owned(),
+            rt: case.rt,
+            pullcheck,
+            pullcheck_served,
+            runtime: outcome.label().to_owned(),
+            runtime_served,
+            runtime_output: outcome.output.lines().last().unwrap_or_default().to_owned(),
+            differs: case.differs,
+        };
+        rows.push(row);
+    }
+    let versions = format!("{}; {}", containerd.version(), podman.version());
+    let elapsed = started.elapsed();
+    let table = render(&rows, &versions, elapsed);
+    if let Some(path) = std::env::var_os("PULLCHECK_RUNTIMES_TABLE") {
+        std::fs::write(&path, &table).expect("write the table");
+    }
+    eprintln!("{table}");
+    let mut wrong = Vec::new();
+    for r in &rows {
+        match (r.agrees(), r.differs) {
+            (true, None) | (false, Some(_)) => {}
+            (false, None) => wrong.push(format!(
+                "{:?} {}: pullcheck {} (served by {:?}), runtime {} (served by {:?}): {}",
+                r.rt,
+                r.case,
+                r.pullcheck,
+                r.pullcheck_served,
+                r.runtime,
+                r.runtime_served,
+                r.runtime_output
+            )),
+            (true, Some(_)) => wrong.push(format!(
+                "{:?} {}: explained as differing, but both say {}",
+                r.rt, r.case, r.runtime
+            )),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} rows disagree:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+fn render(rows: &[Row], versions: &str, elapsed: Duration) -> String {
+    let agree = rows.iter().filter(|r| r.agrees()).count();
+    let mut s = String::new();
+    s.push_str(&format!(
+        "Runtimes: {versions}. {} comparisons, {agree} agree, {} differ (each explained); \
+         the run took {:.0} s.\n\n",
+        rows.len(),
+        rows.len() - agree,
+        elapsed.as_secs_f64()
+    ));
+    s.push_str("| runtime | case | pullcheck (status/reason) | served by | runtime | served by | agree |\n");
+    s.push_str("|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        let verdict = match (r.agrees(), r.differs) {
+            (true, _) => "yes".to_owned(),
+            (false, Some(why)) => format!("no: {why}"),
+            (false, None) => format!("**NO** (`{}`)", r.runtime_output.replace('|', "\\|")),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            match r.rt {
+                Rt::Containerd => "containerd",
+                Rt::Podman => "podman",
+            },
+            r.case,
+            r.pullcheck,
+            r.pullcheck_served.as_deref().unwrap_or("-"),
+            r.runtime,
+            r.runtime_served.as_deref().unwrap_or("-"),
+            verdict
+        ));
+    }
+    s
+}
