@@ -55,6 +55,14 @@ type request struct {
 	Runtime          string          `json:"runtime,omitempty"`
 	PlaceholderImage string          `json:"placeholder_image,omitempty"`
 	DeadlineSeconds  float64         `json:"deadline_seconds,omitempty"`
+	Images           []imageArg      `json:"images,omitempty"`
+}
+
+// imageArg is one entry of the request's images.
+type imageArg struct {
+	Reference string `json:"reference"`
+	Policy    string `json:"policy,omitempty"`
+	Name      string `json:"name,omitempty"`
 }
 
 // errorBody is the service's answer other than 200.
@@ -77,6 +85,9 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkImages(req.Images); err != nil {
+		return nil, err
+	}
 	body := request{
 		Build:            build,
 		FileName:         req.FileName,
@@ -86,6 +97,9 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 		Platform:         req.Platform,
 		Runtime:          req.Runtime,
 		PlaceholderImage: req.PlaceholderImage,
+	}
+	for _, image := range req.Images {
+		body.Images = append(body.Images, imageArg{Reference: image.Reference, Policy: image.Policy, Name: image.Name})
 	}
 	if req.Deadline > 0 {
 		// The service takes at least a millisecond, as the Command's --deadline does.

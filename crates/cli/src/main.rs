@@ -269,6 +269,12 @@ struct CheckArgs {
     /// Repeatable.
     #[arg(long = "image", value_name = "REF[=POLICY]")]
     images: Vec<String>,
+    /// As --image, with the name of the container that pulls it, which the report
+    /// gives as its origin (split at the first `=`): for what the build Pod pulls
+    /// beside the pipeline's containers, such as a Vela worker's outputs container
+    /// (`outputs=REF`). Repeatable.
+    #[arg(long = "named-image", value_name = "NAME=REF[=POLICY]")]
+    named_images: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -392,6 +398,16 @@ struct ServeArgs {
     /// The longest deadline of a check; a request's deadline_seconds may shorten it.
     #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Service")]
     deadline: Duration,
+    /// The Vela runtime of the builds checked, for requests without `runtime`:
+    /// kubernetes also checks the placeholder image. Default: kubernetes for requests
+    /// with `namespace` or `pods_template`, else docker.
+    #[arg(long, value_enum, value_name = "RUNTIME", help_heading = "Kubernetes")]
+    runtime: Option<RuntimeArg>,
+    /// The Kubernetes runtime's placeholder image, for requests without
+    /// `placeholder_image`; checked through the node's mirrors, as the node pulls it.
+    /// Default: docker.io/kubernetes/pause:latest.
+    #[arg(long, value_name = "REF", help_heading = "Kubernetes")]
+    placeholder_image: Option<String>,
     /// How long requests in flight may run on after SIGTERM/SIGINT; new ones get 503 with
     /// Retry-After meanwhile, and those still running at its end get 503 too.
     #[arg(long, default_value = "20s", value_parser = parse_duration, help_heading = "Service")]
@@ -952,12 +968,18 @@ fn named(read: std::io::Result<String>, name: &str) -> Result<String, String> {
 }
 
 async fn run_check(args: CheckArgs) -> i32 {
-    if args.files.is_empty() && args.images.is_empty() {
+    if args.files.is_empty() && args.images.is_empty() && args.named_images.is_empty() {
         return fail(&"nothing to check: give pipeline files and/or --image REF[=POLICY]");
     }
     let mut images = Vec::new();
     for image in &args.images {
         match pullcheck::input::image_arg_use(image) {
+            Ok(u) => images.push(u),
+            Err(e) => return fail(&e),
+        }
+    }
+    for arg in &args.named_images {
+        match named_image(arg) {
             Ok(u) => images.push(u),
             Err(e) => return fail(&e),
         }
@@ -999,6 +1021,20 @@ async fn run_check(args: CheckArgs) -> i32 {
         }
     };
     emit(&text, report.exit_code())
+}
+
+/// A `--named-image NAME=REF[=POLICY]`: [`pullcheck::input::image_arg_use`] of
+/// `REF[=POLICY]`, its origin named NAME.
+fn named_image(arg: &str) -> Result<pullcheck::input::ImageUse, String> {
+    let Some((name, image)) = arg.split_once('=').filter(|(name, _)| !name.is_empty()) else {
+        return Err(format!(
+            "--named-image {arg:?}: expected NAME=REF[=POLICY], a container name before `=`"
+        ));
+    };
+    let mut image_use = pullcheck::input::image_arg_use(image)
+        .map_err(|e| format!("--named-image {arg:?}: {}", e.message))?;
+    image_use.origin.name = name.to_owned();
+    Ok(image_use)
 }
 
 /// Reads the inputs, then runs the Kubernetes lookups ([`pullcheck_sources`]) on a
@@ -1166,6 +1202,8 @@ async fn run_serve(args: ServeArgs) -> i32 {
         max_connections: args.max_connections,
         max_images: args.max_images,
         deadline: args.deadline,
+        runtime: args.runtime.map(RuntimeArg::runtime),
+        placeholder_image: args.placeholder_image,
         shutdown_grace: args.shutdown_grace,
         tls: match (args.tls_cert, args.tls_key) {
             (Some(cert), Some(key)) => Some(pullcheck_server::TlsFiles { cert, key }),
