@@ -277,8 +277,8 @@ func wantReport(t *testing.T, r *Report, host string, includeOnStart bool) {
 		t.Fatalf("Err() lines: %q", lines)
 	}
 	for i, want := range []string{
-		`step "typo" (stage "build", `,
-		`step "gone" (stage "build", `,
+		`step "typo" (stage "build"): `,
+		`step "gone" (stage "build"): `,
 	} {
 		if !strings.HasPrefix(lines[i+1], want) {
 			t.Errorf("line %d: %q, want prefix %q", i+1, lines[i+1], want)
