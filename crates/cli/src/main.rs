@@ -1,5 +1,6 @@
 //! The `pullcheck` command: a thin layer over the `pullcheck` library.
 
+mod plugin;
 mod render;
 
 use std::io::IsTerminal as _;
@@ -61,6 +62,16 @@ enum Command {
     /// Stops on SIGTERM or SIGINT: no new connections, checks in flight finish (up to
     /// --shutdown-grace), then exit 0. Exit 2: configuration error.
     Serve(Box<ServeArgs>),
+    /// Run as a Vela plugin step: check the pipeline file of the build this step runs
+    /// in, configured by the step's parameters (PARAMETER_PIPELINE, default .vela.yml;
+    /// PARAMETER_NAMESPACE, PARAMETER_PODS_TEMPLATE, PARAMETER_FAIL_ON missing or
+    /// unverified, PARAMETER_PULL_SECRETS, PARAMETER_DOCKER_CONFIG, PARAMETER_PLATFORM,
+    /// PARAMETER_DEADLINE, PARAMETER_INCLUDE_ON_START, PARAMETER_FORMAT), with the
+    /// build's VELA_* variables substituted as the compiler does. See docs/vela.md.
+    ///
+    /// Exit codes: 0 the step passes; 1 an image failed; 3 an image is unverified
+    /// (with PARAMETER_FAIL_ON=unverified); 2 a bad parameter or pipeline.
+    VelaPlugin,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -638,6 +649,7 @@ fn main() -> ExitCode {
         Command::Check(args) => runtime.block_on(run_check(*args)),
         Command::Explain(args) => runtime.block_on(run_explain(*args)),
         Command::Serve(args) => runtime.block_on(run_serve(*args)),
+        Command::VelaPlugin => runtime.block_on(plugin::run()),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
@@ -984,6 +996,16 @@ async fn run_check(args: CheckArgs) -> i32 {
             Err(e) => return fail(&e),
         }
     }
+    check_uses(args, images, Vec::new()).await
+}
+
+/// `check` of `args` with `images` beside its files (and `warnings` first in the
+/// report): the exit code.
+async fn check_uses(
+    args: CheckArgs,
+    images: Vec<pullcheck::input::ImageUse>,
+    warnings: Vec<String>,
+) -> i32 {
     let setup = match args.registry.setup(args.platform.clone()) {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -1004,7 +1026,9 @@ async fn run_check(args: CheckArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let report = render::report(ready.check(&checker).await);
+    let mut report = ready.check(&checker).await;
+    report.warnings.splice(0..0, warnings);
+    let report = render::report(report);
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {

@@ -9,3 +9,4 @@ mod serve;
 mod substitution;
 mod tls;
 mod util;
+mod vela_plugin;
