@@ -20,7 +20,7 @@ import (
 // Its fields may be set before the first Check; a Client is safe for concurrent
 // use after that.
 type Client struct {
-	// BaseURL is the service's URL, such as "http://pullcheck.ci.svc:8080"; the
+	// BaseURL is the service's URL, such as "https://pullcheck.vela.svc:8080"; the
 	// path /v1/checks is appended.
 	BaseURL string
 	// HTTPClient sends the requests; nil: a client of its own with keep-alive
@@ -33,7 +33,7 @@ type Client struct {
 }
 
 // NewClient returns a Client for the service at baseURL (such as
-// "https://pullcheck.ci.svc:8443") that sends token as its
+// "https://pullcheck.vela.svc:8080") that sends token as its
 // `Authorization: Bearer` header (none when empty). The token is a line of the
 // service's --api-token-file; it is never put in an error or a log.
 func NewClient(baseURL, token string) *Client {
