@@ -883,3 +883,30 @@ func TestCommandErrorKeepsLineBreaks(t *testing.T) {
 		t.Errorf("line breaks: %q", err.Error())
 	}
 }
+
+// serve's --runtime and --placeholder-image are the defaults of requests without
+// runtime and placeholder_image; a request's fields win.
+func TestServeRuntimeAndPlaceholderDefaults(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	svc, err := launchService(bin, reg, "--runtime", "kubernetes", "--placeholder-image", reg.host+"/team/app:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := NewClient(svc.url, svc.token)
+	build := json.RawMessage(fmt.Sprintf(`{"id": "defaults", "steps": [{"name": "db",
+		"image": "%s/library/postgres:16", "pull": "not_present"}]}`, reg.host))
+	report := mustCheck(t, client, CheckRequest{Build: build})
+	if len(report.Images) != 2 || report.Images[0].Origins[0].Kind != "placeholder" ||
+		report.Images[0].Reference != reg.host+"/team/app:v1" || report.Images[0].Status != "present" {
+		t.Errorf("the service's placeholder: %+v", report.Images)
+	}
+	report = mustCheck(t, client, CheckRequest{Build: build, PlaceholderImage: reg.host + "/team/no-pause:1"})
+	if got := statuses(t, report, reg.host); got["team/no-pause:1"] != "missing/repository" || report.ExitCode != 1 {
+		t.Errorf("the request's placeholder: %v", got)
+	}
+	report = mustCheck(t, client, CheckRequest{Build: build, Runtime: "docker"})
+	if len(report.Images) != 1 || report.ExitCode != 0 {
+		t.Errorf("the request's runtime: %+v", report.Images)
+	}
+}
