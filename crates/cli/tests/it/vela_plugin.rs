@@ -77,8 +77,8 @@ fn pipeline(host: &str, extra: &str) -> String {
     )
 }
 
-async fn anonymous_registry() -> Registry {
-    let registry = Registry::anonymous().await.expect("registry");
+/// Pushes the images every test pipeline uses (the service's, the plugin's, the build's).
+async fn push_pipeline_images(registry: &Registry) {
     for (repository, tag) in [
         ("team/db", "v1"),
         ("vela/pullcheck", "1"),
@@ -89,6 +89,11 @@ async fn anonymous_registry() -> Registry {
             .await
             .expect("push");
     }
+}
+
+async fn anonymous_registry() -> Registry {
+    let registry = Registry::anonymous().await.expect("registry");
+    push_pipeline_images(&registry).await;
     registry
 }
 
@@ -231,16 +236,7 @@ async fn the_namespace_s_pull_secrets_are_read_from_the_cluster() {
         .start()
         .await
         .expect("registry");
-    for (repository, tag) in [
-        ("team/db", "v1"),
-        ("vela/pullcheck", "1"),
-        ("team/app", "7"),
-    ] {
-        registry
-            .push(repository, tag, ImageKind::OciManifest)
-            .await
-            .expect("push");
-    }
+    push_pipeline_images(&registry).await;
     let api = ApiServer::start().expect("stand-in API server");
     api.add_pull_secret(
         "builds",
