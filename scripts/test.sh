@@ -41,3 +41,7 @@ bin="${CARGO_TARGET_DIR:-$PWD/target}/debug"
   go vet ./...
   PULLCHECK_BIN="$bin/pullcheck" PULLCHECK_TESTKIT_BIN="$bin/pullcheck-testkit" go test -count=1 ./...
 )
+
+# The go-vela/worker patch applies to its release (needs a go-vela/worker git mirror
+# in VELA_WORKER_GIT; prints SKIPPED without one).
+integrations/vela/worker/check-patch.sh

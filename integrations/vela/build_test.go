@@ -144,7 +144,7 @@ func TestErrText(t *testing.T) {
 		{Reference: "r/later:v1", Status: "deferred"},
 	}}
 	want := `pullcheck: 2 images failed:
-step "typo" (stage "build", build.json:12:18), service "db" (build.json): image "r/team/app:v9": missing tag: tag v9 not found; close: v1
+step "typo" (stage "build"), service "db": image "r/team/app:v9": missing tag: tag v9 not found; close: v1
 secret origin "vault": image "r/team/gone:v1": no access: line\u001bone`
 	err := r.Err()
 	if err == nil || err.Error() != want {

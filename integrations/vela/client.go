@@ -20,7 +20,7 @@ import (
 // Its fields may be set before the first Check; a Client is safe for concurrent
 // use after that.
 type Client struct {
-	// BaseURL is the service's URL, such as "http://pullcheck.ci.svc:8080"; the
+	// BaseURL is the service's URL, such as "https://pullcheck.vela.svc:8080"; the
 	// path /v1/checks is appended.
 	BaseURL string
 	// HTTPClient sends the requests; nil: a client of its own with keep-alive
@@ -33,7 +33,7 @@ type Client struct {
 }
 
 // NewClient returns a Client for the service at baseURL (such as
-// "https://pullcheck.ci.svc:8443") that sends token as its
+// "https://pullcheck.vela.svc:8080") that sends token as its
 // `Authorization: Bearer` header (none when empty). The token is a line of the
 // service's --api-token-file; it is never put in an error or a log.
 func NewClient(baseURL, token string) *Client {
@@ -55,6 +55,14 @@ type request struct {
 	Runtime          string          `json:"runtime,omitempty"`
 	PlaceholderImage string          `json:"placeholder_image,omitempty"`
 	DeadlineSeconds  float64         `json:"deadline_seconds,omitempty"`
+	Images           []imageArg      `json:"images,omitempty"`
+}
+
+// imageArg is one entry of the request's images.
+type imageArg struct {
+	Reference string `json:"reference"`
+	Policy    string `json:"policy,omitempty"`
+	Name      string `json:"name,omitempty"`
 }
 
 // errorBody is the service's answer other than 200.
@@ -77,6 +85,9 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkImages(req.Images); err != nil {
+		return nil, err
+	}
 	body := request{
 		Build:            build,
 		FileName:         req.FileName,
@@ -86,6 +97,9 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 		Platform:         req.Platform,
 		Runtime:          req.Runtime,
 		PlaceholderImage: req.PlaceholderImage,
+	}
+	for _, image := range req.Images {
+		body.Images = append(body.Images, imageArg{Reference: image.Reference, Policy: image.Policy, Name: image.Name})
 	}
 	if req.Deadline > 0 {
 		// The service takes at least a millisecond, as the Command's --deadline does.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 )
@@ -14,9 +15,11 @@ import (
 //
 //	PATH check --format json ARGS... [--namespace NS] [--pods-template NAME |
 //	    --pods-template-file FILE] [--include-on-start] [--platform P]
+//	    [--runtime R] [--placeholder-image REF] [--named-image NAME=REF=POLICY]...
 //	    [--deadline D] -
 //
-// with the build JSON on its standard input. Exit codes 0, 1 and 3 give a report
+// with the build JSON on its standard input, and an environment of the allowed
+// variables only (see [Command.Env]). Exit codes 0, 1 and 3 give a report
 // (its ExitCode); 2 is a *[StatusError] with the binary's standard error as the
 // message. Its fields may be set before the first Check; a Command is safe for
 // concurrent use after that.
@@ -26,10 +29,62 @@ type Command struct {
 	// Args go after `check --format json`: the node's options, such as
 	// "--docker-config", "/etc/pullcheck/docker" or "--kubeconfig", "...".
 	Args []string
-	// Env is the binary's environment; nil: the worker's.
+	// Env is the binary's whole environment ("NAME=value" entries), used as given
+	// when not nil. nil: the worker's variables that [DefaultEnv] and PassEnv name,
+	// and no other, so that the worker's own secrets (VELA_SERVER_SECRET, the
+	// queue's and the database's credentials) never reach the binary.
 	Env []string
+	// PassEnv names more of the worker's variables to pass when Env is nil, beside
+	// [DefaultEnv]: a name, or a prefix ending in "*" (such as "AWS_*" for a
+	// credential helper of the node's Docker config).
+	PassEnv []string
 	// MaxAnswer bounds the standard output in bytes; 0: 64 MiB.
 	MaxAnswer int64
+}
+
+// DefaultEnv names the worker's environment variables a [Command] passes to the
+// binary when its Env is nil: what pullcheck, its credential helpers and the
+// Kubernetes client read. A name, or a prefix ending in "*". Extend it per Command
+// with [Command.PassEnv].
+var DefaultEnv = []string{
+	"PATH", "HOME", "TMPDIR",
+	// Node credentials: the Docker config directory, the containers auth file.
+	"DOCKER_CONFIG", "REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR",
+	// The Kubernetes client: a kubeconfig, or the in-cluster service.
+	"KUBECONFIG", "KUBERNETES_SERVICE_*",
+	// pullcheck's log filter.
+	"PULLCHECK_LOG",
+	// Proxies, in both spellings.
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+}
+
+// environment is the binary's environment for the worker's environ: c.Env when
+// set, else the variables that DefaultEnv and c.PassEnv allow, in environ's order.
+func (c *Command) environment(environ []string) []string {
+	if c.Env != nil {
+		return c.Env
+	}
+	allowed := func(name string) bool {
+		for _, list := range [][]string{DefaultEnv, c.PassEnv} {
+			for _, pattern := range list {
+				if strings.HasSuffix(pattern, "*") {
+					if strings.HasPrefix(name, strings.TrimSuffix(pattern, "*")) {
+						return true
+					}
+				} else if name == pattern {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	out := []string{}
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && name != "" && allowed(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // NewCommand returns a Command that runs the pullcheck binary at path, with args
@@ -62,6 +117,9 @@ func (c *Command) commandArgs(req CheckRequest) []string {
 	}
 	if req.PlaceholderImage != "" {
 		args = append(args, "--placeholder-image", req.PlaceholderImage)
+	}
+	for _, image := range req.Images {
+		args = append(args, "--named-image", image.name()+"="+image.Reference+"="+image.policy())
 	}
 	if req.Deadline > 0 {
 		ms := req.Deadline.Milliseconds()
@@ -99,6 +157,9 @@ func (c *Command) Check(ctx context.Context, req CheckRequest) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkImages(req.Images); err != nil {
+		return nil, err
+	}
 	if c.Path == "" {
 		return nil, newError(ErrInvalidRequest, nil, "no pullcheck binary given")
 	}
@@ -112,7 +173,7 @@ func (c *Command) Check(ctx context.Context, req CheckRequest) (*Report, error) 
 		return nil, contextError(ctx, "before running "+c.Path)
 	}
 	cmd := exec.Command(c.Path, c.commandArgs(req)...)
-	cmd.Env = c.Env
+	cmd.Env = c.environment(os.Environ())
 	cmd.Stdin = bytes.NewReader(build)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
@@ -165,7 +226,7 @@ func (c *Command) Check(ctx context.Context, req CheckRequest) (*Report, error) 
 		return nil, newError(ErrInvalidAnswer, nil, "%s ended by a signal (%v)", c.Path, err)
 	default:
 		return nil, newError(ErrInvalidAnswer, nil, "%s exited with %d: %s", c.Path, code,
-			clean(stderrMessage(stderr.buf.String())))
+			cleanLines(stderrMessage(stderr.buf.String())))
 	}
 }
 

@@ -26,5 +26,9 @@
 // and [ErrInvalidRequest]. The caller decides whether such an outage fails the
 // build; [FailOpen] makes it a warning. A failed image is never ignored that way.
 //
+// [NewWorkerCheck] and [WorkerCheck.Run] are the whole of a worker's side: built once
+// from the worker's flags, run in the executor's AssembleBuild (the patch in
+// integrations/vela/worker does this for go-vela/worker v0.28.1).
+//
 // The package uses the standard library only and builds with Go 1.19.
 package pullcheck

@@ -23,7 +23,7 @@ func Example() {
 	// An outage of pullcheck lets the build go on with a warning; a missing image
 	// fails it.
 	checker := pullcheck.FailOpen(pullcheck.NewClient(
-		"http://pullcheck.vela.svc:8080", os.Getenv("PULLCHECK_API_TOKEN")))
+		"https://pullcheck.vela.svc:8080", os.Getenv("PULLCHECK_API_TOKEN")))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -277,8 +277,8 @@ func wantReport(t *testing.T, r *Report, host string, includeOnStart bool) {
 		t.Fatalf("Err() lines: %q", lines)
 	}
 	for i, want := range []string{
-		`step "typo" (stage "build", `,
-		`step "gone" (stage "build", `,
+		`step "typo" (stage "build"): `,
+		`step "gone" (stage "build"): `,
 	} {
 		if !strings.HasPrefix(lines[i+1], want) {
 			t.Errorf("line %d: %q, want prefix %q", i+1, lines[i+1], want)
@@ -782,5 +782,131 @@ func TestRuntimeAndPlaceholderImage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The worker's own secrets never reach the binary: with Env nil, only DefaultEnv
+// and PassEnv are passed. A wrapper records the environment the binary gets.
+func TestCommandPassesNoWorkerSecret(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	t.Setenv("VELA_SERVER_SECRET", canarySecret)
+	t.Setenv("VELA_DATABASE_ADDR", "postgres://vela:"+canaryToken+"@127.0.0.1/vela")
+	t.Setenv("PULLCHECK_TEST_PASSED", "yes")
+	dir := t.TempDir()
+	script, envFile := filepath.Join(dir, "pullcheck-env"), filepath.Join(dir, "env")
+	text := fmt.Sprintf("#!/bin/sh\nenv > %q\nexec %q \"$@\"\n", envFile, bin)
+	if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checker := NewCommand(script, "--docker-config", reg.dockerConfig)
+	checker.PassEnv = []string{"PULLCHECK_TEST_*"}
+	report := mustCheck(t, checker, CheckRequest{Build: testBuild(reg.host)})
+	wantReport(t, report, reg.host, false)
+	data, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			got[k] = v
+		}
+	}
+	for _, canary := range []string{canarySecret, canaryToken} {
+		if bytes.Contains(data, []byte(canary)) {
+			t.Errorf("%q reached the binary's environment:\n%s", canary, data)
+		}
+	}
+	if _, ok := got["VELA_SERVER_SECRET"]; ok {
+		t.Error("VELA_SERVER_SECRET passed")
+	}
+	if got["PATH"] != os.Getenv("PATH") || got["PULLCHECK_TEST_PASSED"] != "yes" {
+		t.Errorf("PATH or the PassEnv variable not passed: %v", got)
+	}
+}
+
+// The worker's outputs image is checked with the build through both transports,
+// named by its container; the Summary counts uses (team/app:v1 is used twice).
+func TestOutputsImageBesideTheBuild(t *testing.T) {
+	reg := startRegistry(t)
+	build := json.RawMessage(fmt.Sprintf(`{"id": "outputs", "steps": [
+		{"name": "one", "image": "%[1]s/team/app:v1", "pull": "always"},
+		{"name": "two", "image": "%[1]s/team/app:v1", "pull": "always"}]}`, reg.host))
+	images := []ExtraImage{{Reference: reg.host + "/vela/outputs:1", Policy: "not_present", Name: "outputs"}}
+	for name, transport := range bothTransports(reg) {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			report := mustCheck(t, transport(t), CheckRequest{Build: build, Images: images})
+			got := statuses(t, report, reg.host)
+			if got["team/app:v1"] != "present" || got["vela/outputs:1"] != "missing/repository" || len(got) != 2 {
+				t.Fatalf("statuses %v", got)
+			}
+			failed := report.Failed()
+			if len(failed) != 1 || len(failed[0].Origins) != 1 {
+				t.Fatalf("failed %+v", failed)
+			}
+			o := failed[0].Origins[0]
+			if o.Kind != "image" || o.Name != "outputs" || failed[0].Policy != "not_present" {
+				t.Errorf("origin %+v, policy %q", o, failed[0].Policy)
+			}
+			if s := report.Summary; s.Total != 3 || s.Present != 2 || s.Failed != 1 || len(report.Images) != 2 {
+				t.Errorf("summary %+v for %d entries", s, len(report.Images))
+			}
+			want := `pullcheck: 1 image failed:` + "\n" + `image "outputs": image "` + reg.host + `/vela/outputs:1": missing repository`
+			if err := report.Err(); err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Err() = %v", err)
+			}
+		})
+	}
+}
+
+// A refusal of the binary keeps its lines: a bad --named-image and a bad --image
+// are two lines of one message, not one line with \u000a.
+func TestCommandErrorKeepsLineBreaks(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	dir := t.TempDir()
+	pipelines := []string{filepath.Join(dir, "a.yml"), filepath.Join(dir, "b.yml")}
+	for _, p := range pipelines {
+		if err := os.WriteFile(p, []byte("steps: [\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := NewCommand(bin, pipelines...).Check(ctx, CheckRequest{Build: testBuild("127.0.0.1:1")})
+	var status *StatusError
+	if !errors.As(err, &status) || status.ExitCode != 2 {
+		t.Fatalf("want exit code 2: %v", err)
+	}
+	if strings.Contains(err.Error(), `\u000a`) || strings.Count(err.Error(), "\n") < 1 {
+		t.Errorf("line breaks: %q", err.Error())
+	}
+}
+
+// serve's --runtime and --placeholder-image are the defaults of requests without
+// runtime and placeholder_image; a request's fields win.
+func TestServeRuntimeAndPlaceholderDefaults(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	svc, err := launchService(bin, reg, "--runtime", "kubernetes", "--placeholder-image", reg.host+"/team/app:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := NewClient(svc.url, svc.token)
+	build := json.RawMessage(fmt.Sprintf(`{"id": "defaults", "steps": [{"name": "db",
+		"image": "%s/library/postgres:16", "pull": "not_present"}]}`, reg.host))
+	report := mustCheck(t, client, CheckRequest{Build: build})
+	if len(report.Images) != 2 || report.Images[0].Origins[0].Kind != "placeholder" ||
+		report.Images[0].Reference != reg.host+"/team/app:v1" || report.Images[0].Status != "present" {
+		t.Errorf("the service's placeholder: %+v", report.Images)
+	}
+	report = mustCheck(t, client, CheckRequest{Build: build, PlaceholderImage: reg.host + "/team/no-pause:1"})
+	if got := statuses(t, report, reg.host); got["team/no-pause:1"] != "missing/repository" || report.ExitCode != 1 {
+		t.Errorf("the request's placeholder: %v", got)
+	}
+	report = mustCheck(t, client, CheckRequest{Build: build, Runtime: "docker"})
+	if len(report.Images) != 1 || report.ExitCode != 0 {
+		t.Errorf("the request's runtime: %+v", report.Images)
 	}
 }

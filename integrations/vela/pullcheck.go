@@ -69,6 +69,11 @@ type CheckRequest struct {
 	// "kubernetes/pause:latest"; set this when a worker of yours uses another.
 	// Empty: "docker.io/kubernetes/pause:latest".
 	PlaceholderImage string
+	// Images are images the build Pod pulls that are not containers of Build, such
+	// as the worker's outputs container (the flag executor.outputs-image), which
+	// runs in the build Pod and is pulled first. Each is checked beside the build's
+	// images and named in the report by its Name (origin kind "image").
+	Images []ExtraImage
 	// Deadline bounds the check: images without an answer by then are
 	// unreachable. 0: the default of the service or binary (60 s for the binary;
 	// the service caps it by its --deadline). The context's deadline, by contrast,
@@ -76,12 +81,57 @@ type CheckRequest struct {
 	Deadline time.Duration
 }
 
+// ExtraImage is one image of [CheckRequest.Images].
+type ExtraImage struct {
+	// Reference is the image as the worker pulls it, such as
+	// "registry.example.com/vela/outputs:1".
+	Reference string
+	// Policy is its pull policy: always, not_present, on_start or never (or
+	// Kubernetes' Always, IfNotPresent, Never). Empty: always.
+	Policy string
+	// Name names the container that pulls it in the report's origins, such as
+	// "outputs". Empty: the reference.
+	Name string
+}
+
+func (i ExtraImage) name() string {
+	if i.Name == "" {
+		return i.Reference
+	}
+	return i.Name
+}
+
+func (i ExtraImage) policy() string {
+	if i.Policy == "" {
+		return "always"
+	}
+	return i.Policy
+}
+
+// checkImages refuses what neither transport can send: an image without a
+// reference, a name with "=" (the binary's --named-image NAME=REF=POLICY), a
+// reference or policy with a line break.
+func checkImages(images []ExtraImage) error {
+	for i, image := range images {
+		switch {
+		case strings.TrimSpace(image.Reference) == "":
+			return newError(ErrInvalidRequest, nil, "Images[%d] has no Reference", i)
+		case strings.Contains(image.Name, "="):
+			return newError(ErrInvalidRequest, nil, "Images[%d].Name %s holds \"=\"", i, quote(image.Name))
+		case strings.ContainsAny(image.Reference+image.Policy+image.Name, "\r\n"):
+			return newError(ErrInvalidRequest, nil, "Images[%d] holds a line break", i)
+		}
+	}
+	return nil
+}
+
 // Report is pullcheck's JSON report (`pullcheck check --format json`), plus the
 // exit code the CLI would exit with.
 type Report struct {
 	// Images has one entry per image as written and policy, in the build's order.
 	Images []Image `json:"images"`
-	// Summary counts the images by outcome.
+	// Summary counts the containers by their image's outcome (an image used by
+	// three containers counts three); see [Summary].
 	Summary Summary `json:"summary"`
 	// Warnings are things to know that are not about one image (e.g. a missing pull
 	// secret). With [FailOpen], also the outage that was let through.
@@ -231,9 +281,11 @@ const (
 type Origin struct {
 	// File names the input: FileName (Client), "<stdin>" (Command).
 	File string `json:"file"`
-	// Line is the 1-based line of the image in the JSON sent; 0 if unknown.
+	// Line is the 1-based line of the image in the JSON the package sent (its
+	// own encoding of the build, which no Vela user sees; [Report.Err] names the
+	// container instead); 0 if unknown.
 	Line int `json:"line"`
-	// Column is the 1-based column, in characters; 0 if unknown.
+	// Column is the 1-based column in that JSON, in characters; 0 if unknown.
 	Column int `json:"column"`
 	// Kind is step, service or secret (a secret's origin container).
 	Kind string `json:"kind"`
@@ -262,22 +314,27 @@ type ReferenceError struct {
 	Message string `json:"message"`
 }
 
-// Summary counts the report's images.
+// Summary counts the report's image uses: each container (or [ExtraImage]) that
+// uses an image counts once, so an image used by three steps counts three, and the
+// counts are over the Origins of Images, not over its entries. len(report.Images)
+// and len(report.Failed()) count entries; Summary.Total and Summary.Failed count
+// the containers behind them (an entry without origins counts one).
 type Summary struct {
-	// Total is the number of image entries.
+	// Total counts every use: the sum of the fields below but TemplateSteps.
 	Total int `json:"total"`
-	// Present counts present images.
+	// Present counts the uses of present images.
 	Present int `json:"present"`
-	// Failed counts missing, no_access, denied, blocked and invalid images.
+	// Failed counts the uses of missing, no_access, denied, blocked and invalid
+	// images.
 	Failed int `json:"failed"`
-	// Unverified counts unreachable and unresolved images.
+	// Unverified counts the uses of unreachable and unresolved images.
 	Unverified int `json:"unverified"`
-	// Skipped counts skipped images (never, #init).
+	// Skipped counts the uses of skipped images (never, #init).
 	Skipped int `json:"skipped"`
-	// Deferred counts on_start images not checked yet.
+	// Deferred counts the uses of on_start images not checked yet.
 	Deferred int `json:"deferred"`
 	// TemplateSteps counts steps that use a template, whose images only the server
-	// knows; they are not checked.
+	// knows; they are not checked and are counted in no other field.
 	TemplateSteps int `json:"template_steps"`
 }
 
@@ -327,8 +384,9 @@ func (r *Report) Unverified() []Image {
 }
 
 // Err returns nil when no image failed, and otherwise a *[FailedError] whose
-// message lists every failed image, one per line: its containers (with
-// file:line:column where known), the image, and the reason. errors.Is(err,
+// message lists every failed image, one per line: its containers (kind, name and
+// stage, as the pipeline names them: the positions are in the package's own JSON,
+// which no Vela user sees), the image, and the reason. errors.Is(err,
 // [ErrImagesFailed]) is true for it.
 func (r *Report) Err() error {
 	failed := r.Failed()
@@ -351,7 +409,8 @@ type FailedError struct {
 // them:
 //
 //	pullcheck: 2 images failed:
-//	step "test" (stage "build", build.json:12:18): image "alpine:3.91": missing tag: ...
+//	step "test" (stage "build"): image "alpine:3.91": missing tag: ...
+//	image "outputs": image "registry.example.com/vela/outputs:9": missing tag: ...
 func (e *FailedError) Error() string {
 	var b strings.Builder
 	n := len(e.Images)
@@ -382,22 +441,8 @@ func describeContainers(origins []Origin) string {
 			kind = "secret origin"
 		}
 		s := kind + " " + quote(o.Name)
-		var where []string
 		if o.Stage != "" {
-			where = append(where, "stage "+quote(o.Stage))
-		}
-		if o.File != "" {
-			pos := clean(o.File)
-			if o.Line > 0 {
-				pos += ":" + strconv.Itoa(o.Line)
-				if o.Column > 0 {
-					pos += ":" + strconv.Itoa(o.Column)
-				}
-			}
-			where = append(where, pos)
-		}
-		if len(where) > 0 {
-			s += " (" + strings.Join(where, ", ") + ")"
+			s += " (stage " + quote(o.Stage) + ")"
 		}
 		parts = append(parts, s)
 	}
@@ -437,6 +482,16 @@ func clean(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// cleanLines is [clean] for each line of a message of several: the line breaks
+// stay real, everything else that could repaint a log line is escaped.
+func cleanLines(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, line := range lines {
+		lines[i] = clean(line)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // The errors of a check that gave no report, for errors.Is. Each error a Checker
@@ -492,9 +547,10 @@ type StatusError struct {
 	// ExitCode is the binary's exit code; 0 for the Client.
 	ExitCode int
 	// Message is pullcheck's message (the service's error.message, or the
-	// binary's standard error, at most 64 KiB).
+	// binary's standard error, at most 64 KiB); it may have several lines.
 	Message string
-	// Line and Column locate the problem in the build JSON sent, when known.
+	// Line and Column locate the problem in the build JSON the package sent, when
+	// known. That JSON is the package's own encoding, so Error does not show them.
 	Line, Column int
 	// RequestID is the service's X-Request-Id, for its logs.
 	RequestID string
@@ -513,14 +569,7 @@ func (e *StatusError) Error() string {
 	}
 	if e.Message != "" {
 		b.WriteString(": ")
-		b.WriteString(clean(e.Message))
-	}
-	if e.Line > 0 {
-		fmt.Fprintf(&b, " (line %d", e.Line)
-		if e.Column > 0 {
-			fmt.Fprintf(&b, ", column %d", e.Column)
-		}
-		b.WriteString(")")
+		b.WriteString(cleanLines(e.Message))
 	}
 	if e.RequestID != "" {
 		fmt.Fprintf(&b, " [request %s]", clean(e.RequestID))

@@ -1,5 +1,6 @@
 //! The `pullcheck` command: a thin layer over the `pullcheck` library.
 
+mod plugin;
 mod render;
 
 use std::io::IsTerminal as _;
@@ -63,6 +64,16 @@ enum Command {
     /// Stops on SIGTERM or SIGINT: no new connections, checks in flight finish (up to
     /// --shutdown-grace), then exit 0. Exit 2: configuration error.
     Serve(Box<ServeArgs>),
+    /// Run as a Vela plugin step: check the pipeline file of the build this step runs
+    /// in, configured by the step's parameters (PARAMETER_PIPELINE, default .vela.yml;
+    /// PARAMETER_NAMESPACE, PARAMETER_PODS_TEMPLATE, PARAMETER_FAIL_ON missing or
+    /// unverified, PARAMETER_PULL_SECRETS, PARAMETER_DOCKER_CONFIG, PARAMETER_PLATFORM,
+    /// PARAMETER_DEADLINE, PARAMETER_INCLUDE_ON_START, PARAMETER_FORMAT), with the
+    /// build's VELA_* variables substituted as the compiler does. See docs/vela.md.
+    ///
+    /// Exit codes: 0 the step passes; 1 an image failed; 3 an image is unverified
+    /// (with PARAMETER_FAIL_ON=unverified); 2 a bad parameter or pipeline.
+    VelaPlugin,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -294,6 +305,12 @@ struct CheckArgs {
     /// Repeatable.
     #[arg(long = "image", value_name = "REF[=POLICY]")]
     images: Vec<String>,
+    /// As --image, with the name of the container that pulls it, which the report
+    /// gives as its origin (split at the first `=`): for what the build Pod pulls
+    /// beside the pipeline's containers, such as a Vela worker's outputs container
+    /// (`outputs=REF`). Repeatable.
+    #[arg(long = "named-image", value_name = "NAME=REF[=POLICY]")]
+    named_images: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -417,6 +434,16 @@ struct ServeArgs {
     /// The longest deadline of a check; a request's deadline_seconds may shorten it.
     #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Service")]
     deadline: Duration,
+    /// The Vela runtime of the builds checked, for requests without `runtime`:
+    /// kubernetes also checks the placeholder image. Default: kubernetes for requests
+    /// with `namespace` or `pods_template`, else docker.
+    #[arg(long, value_enum, value_name = "RUNTIME", help_heading = "Kubernetes")]
+    runtime: Option<RuntimeArg>,
+    /// The Kubernetes runtime's placeholder image, for requests without
+    /// `placeholder_image`; checked through the node's mirrors, as the node pulls it.
+    /// Default: docker.io/kubernetes/pause:latest.
+    #[arg(long, value_name = "REF", help_heading = "Kubernetes")]
+    placeholder_image: Option<String>,
     /// How long requests in flight may run on after SIGTERM/SIGINT; new ones get 503 with
     /// Retry-After meanwhile, and those still running at its end get 503 too.
     #[arg(long, default_value = "20s", value_parser = parse_duration, help_heading = "Service")]
@@ -647,6 +674,7 @@ fn main() -> ExitCode {
         Command::Check(args) => runtime.block_on(run_check(*args)),
         Command::Explain(args) => runtime.block_on(run_explain(*args)),
         Command::Serve(args) => runtime.block_on(run_serve(*args)),
+        Command::VelaPlugin => runtime.block_on(plugin::run()),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
@@ -1002,7 +1030,7 @@ fn named(read: std::io::Result<String>, name: &str) -> Result<String, String> {
 }
 
 async fn run_check(args: CheckArgs) -> i32 {
-    if args.files.is_empty() && args.images.is_empty() {
+    if args.files.is_empty() && args.images.is_empty() && args.named_images.is_empty() {
         return fail(&"nothing to check: give pipeline files and/or --image REF[=POLICY]");
     }
     let mut images = Vec::new();
@@ -1012,6 +1040,22 @@ async fn run_check(args: CheckArgs) -> i32 {
             Err(e) => return fail(&e),
         }
     }
+    for arg in &args.named_images {
+        match named_image(arg) {
+            Ok(u) => images.push(u),
+            Err(e) => return fail(&e),
+        }
+    }
+    check_uses(args, images, Vec::new()).await
+}
+
+/// `check` of `args` with `images` beside its files (and `warnings` first in the
+/// report): the exit code.
+async fn check_uses(
+    args: CheckArgs,
+    images: Vec<pullcheck::input::ImageUse>,
+    warnings: Vec<String>,
+) -> i32 {
     let setup = match args.registry.setup(args.platform.clone()) {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -1032,7 +1076,9 @@ async fn run_check(args: CheckArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let report = render::report(ready.check(&checker).await);
+    let mut report = ready.check(&checker).await;
+    report.warnings.splice(0..0, warnings);
+    let report = render::report(report);
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {
@@ -1049,6 +1095,20 @@ async fn run_check(args: CheckArgs) -> i32 {
         }
     };
     emit(&text, report.exit_code())
+}
+
+/// A `--named-image NAME=REF[=POLICY]`: [`pullcheck::input::image_arg_use`] of
+/// `REF[=POLICY]`, its origin named NAME.
+fn named_image(arg: &str) -> Result<pullcheck::input::ImageUse, String> {
+    let Some((name, image)) = arg.split_once('=').filter(|(name, _)| !name.is_empty()) else {
+        return Err(format!(
+            "--named-image {arg:?}: expected NAME=REF[=POLICY], a container name before `=`"
+        ));
+    };
+    let mut image_use = pullcheck::input::image_arg_use(image)
+        .map_err(|e| format!("--named-image {arg:?}: {}", e.message))?;
+    image_use.origin.name = name.to_owned();
+    Ok(image_use)
 }
 
 /// Reads the inputs, then runs the Kubernetes lookups ([`pullcheck_sources`]) on a
@@ -1216,6 +1276,8 @@ async fn run_serve(args: ServeArgs) -> i32 {
         max_connections: args.max_connections,
         max_images: args.max_images,
         deadline: args.deadline,
+        runtime: args.runtime.map(RuntimeArg::runtime),
+        placeholder_image: args.placeholder_image,
         shutdown_grace: args.shutdown_grace,
         tls: match (args.tls_cert, args.tls_key) {
             (Some(cert), Some(key)) => Some(pullcheck_server::TlsFiles { cert, key }),

@@ -271,6 +271,25 @@ pub fn read_pipeline_with_warnings(
     file: &str,
     text: &str,
 ) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+    read_pipeline_in_build(file, text, &std::collections::HashMap::new())
+}
+
+/// [`read_pipeline_with_warnings`] for pipeline source read inside a running build (a
+/// Vela plugin step), where the build's variables are known: `build_env` holds the
+/// `VELA_*` variables the server set for this build (`VELA_BUILD_NUMBER`,
+/// `VELA_REPO_NAME`, …), which the compiler substitutes like the pipeline's own
+/// `environment:` (go-vela/server `compiler/native/environment.go`), so an image
+/// that reads one is substituted rather than [`Disposition::Unresolved`]. The
+/// pipeline's, stage's and step's `environment:` are applied after them. Ignored for a
+/// compiled build, whose containers carry their environment.
+///
+/// # Errors
+/// As [`read_pipeline`].
+pub fn read_pipeline_in_build(
+    file: &str,
+    text: &str,
+    build_env: &std::collections::HashMap<String, String>,
+) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
     let with_template_note = |mut e: InputError| {
         if let Some(line) = template_line(text, false) {
             e.message.push_str(&template_note(line));
@@ -284,7 +303,7 @@ pub fn read_pipeline_with_warnings(
             .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
         Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
     };
-    let (uses, mut warnings) = pipeline::read(file, &doc).map_err(with_template_note)?;
+    let (uses, mut warnings) = pipeline::read(file, &doc, build_env).map_err(with_template_note)?;
     if let Some(line) = template_line(text, true) {
         warnings.push(format!(
             "{file}:{line}: `{{{{ ... }}}}` looks like Go template syntax: the Vela server \

@@ -27,7 +27,11 @@ use crate::{ContainerKind, ImageUse, InputError};
 const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services", "secrets"];
 
 /// Reads every container of the document, and the warnings about it.
-pub(crate) fn read(file: &str, doc: &Doc) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+pub(crate) fn read(
+    file: &str,
+    doc: &Doc,
+    build_env: &HashMap<String, String>,
+) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
     let mut r = Reader::new(doc, file);
     let Some(root) = doc.root else {
         return Err(r.error(
@@ -50,8 +54,11 @@ pub(crate) fn read(file: &str, doc: &Doc) -> Result<(Vec<ImageUse>, Vec<String>)
     let mut scope_env = HashMap::new();
     if r.get_set(root, "id")?.is_some() {
         r.mode = Mode::Run;
-    } else if let Some(env) = r.get_set(root, "environment")? {
-        scope_env.extend(r.env_values(env)?);
+    } else {
+        scope_env.extend(build_env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(env) = r.get_set(root, "environment")? {
+            scope_env.extend(r.env_values(env)?);
+        }
     }
     let place = |kind, fallback_name, stage| Place {
         kind,

@@ -20,8 +20,9 @@ use crate::AppState;
 use crate::auth::{Caller, namespace_allowed};
 use crate::metrics::CheckResult;
 
-/// The body of `POST /v1/checks`. Exactly one of `pipeline`, `build`, `images` and
-/// `manifests`; every other field is optional. Unknown fields are errors. Its `Debug`
+/// The body of `POST /v1/checks`. At most one of `pipeline`, `build` and `manifests`,
+/// and `images` beside it or alone (at least one of the four); every other field is
+/// optional. Unknown fields are errors. Its `Debug`
 /// shows which fields are set, never their content (pull secrets, a build's token).
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,7 +32,10 @@ pub struct CheckRequest {
     pub pipeline: Option<String>,
     /// A compiled Vela `Build` object. Its `token` field, if any, is dropped unread.
     pub build: Option<serde_json::Map<String, Value>>,
-    /// Images to check, as `--image` arguments.
+    /// Images to check, as `--image` arguments: alone, or beside `build` or `pipeline`
+    /// for what the build Pod pulls that is not one of its containers (the Vela
+    /// worker's outputs container), checked in the same way and reported under each
+    /// image's `name`.
     pub images: Option<Vec<ImageArg>>,
     /// Kubernetes manifests, multi-document YAML.
     pub manifests: Option<String>,
@@ -83,13 +87,16 @@ impl std::fmt::Debug for CheckRequest {
 }
 
 /// One image of [`CheckRequest::images`]: a JSON object with `reference` and optionally
-/// `policy` (an array in its place is an error, not read field by field).
+/// `policy` and `name` (an array in its place is an error, not read field by field).
 #[derive(Debug)]
 pub struct ImageArg {
     /// The reference, as written.
     pub reference: String,
     /// The pull policy, as `--image REF=POLICY` takes it; default `always`.
     pub policy: Option<String>,
+    /// The name of the container that pulls it, as the report's origin `name` (origin
+    /// kind `image`), such as `outputs`; default the reference.
+    pub name: Option<String>,
 }
 
 /// What `images[]` expects, in errors.
@@ -108,7 +115,7 @@ impl<'de> Deserialize<'de> for ImageArg {
                 mut map: A,
             ) -> Result<ImageArg, A::Error> {
                 use serde::de::Error as _;
-                let (mut reference, mut policy) = (None, None);
+                let (mut reference, mut policy, mut name) = (None, None, None);
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "reference" if reference.is_some() => {
@@ -117,10 +124,17 @@ impl<'de> Deserialize<'de> for ImageArg {
                         "policy" if policy.is_some() => {
                             return Err(A::Error::duplicate_field("policy"));
                         }
+                        "name" if name.is_some() => {
+                            return Err(A::Error::duplicate_field("name"));
+                        }
                         "reference" => reference = Some(map.next_value()?),
                         "policy" => policy = Some(map.next_value::<Option<String>>()?),
+                        "name" => name = Some(map.next_value::<Option<String>>()?),
                         other => {
-                            return Err(A::Error::unknown_field(other, &["reference", "policy"]));
+                            return Err(A::Error::unknown_field(
+                                other,
+                                &["reference", "policy", "name"],
+                            ));
                         }
                     }
                 }
@@ -128,6 +142,7 @@ impl<'de> Deserialize<'de> for ImageArg {
                 Ok(ImageArg {
                     reference,
                     policy: policy.flatten(),
+                    name: name.flatten(),
                 })
             }
         }
@@ -139,7 +154,8 @@ impl<'de> Deserialize<'de> for ImageArg {
 fn check_field(path: &str) -> Option<&'static str> {
     Some(match path {
         "pipeline" | "manifests" | "file_name" | "namespace" | "pods_template" | "platform"
-        | "runtime" | "placeholder_image" | "images[].reference" | "images[].policy" => "a string",
+        | "runtime" | "placeholder_image" | "images[].reference" | "images[].policy"
+        | "images[].name" => "a string",
         "build" => "an object (a compiled Vela build)",
         "images" => "an array of objects with \"reference\"",
         "images[]" => IMAGE_ARG,
@@ -434,18 +450,18 @@ fn parse_request(
     if let Some(images) = &request.images {
         check_image_count(state, images.len())?;
     }
-    let given = [
+    let texts = [
         request.pipeline.is_some(),
         request.build.is_some(),
-        request.images.is_some(),
         request.manifests.is_some(),
     ]
     .iter()
     .filter(|g| **g)
     .count();
-    if given != 1 {
+    if texts > 1 || (texts == 0 && request.images.is_none()) {
         return Err(ApiError::bad(format!(
-            "give exactly one of `pipeline`, `build`, `images` and `manifests` ({given} given)"
+            "give one of `pipeline`, `build` and `manifests` ({texts} given), or `images` \
+             alone; `images` may go beside `pipeline` or `build`"
         )));
     }
     let name = request.file_name.unwrap_or_else(|| "request".to_owned());
@@ -499,7 +515,16 @@ fn parse_request(
             })?,
             None => pullcheck::input::PullPolicy::Always,
         };
-        images.push(pullcheck_sources::image_use(&image.reference, policy));
+        let mut image_use = pullcheck_sources::image_use(&image.reference, policy);
+        if let Some(name) = &image.name {
+            if name.is_empty() {
+                return Err(ApiError::bad(format!(
+                    "images[{i}].name is empty; give the container's name or leave it out"
+                )));
+            }
+            image_use.origin.name.clone_from(name);
+        }
+        images.push(image_use);
     }
     if request.images.as_ref().is_some_and(Vec::is_empty) {
         return Err(ApiError::bad("nothing to check: `images` is empty"));
@@ -555,8 +580,10 @@ fn parse_request(
             Some(name) => TemplateSource::Name(name),
             None => TemplateSource::None,
         },
-        runtime,
-        placeholder_image: request.placeholder_image,
+        runtime: runtime.or(state.runtime),
+        placeholder_image: request
+            .placeholder_image
+            .or_else(|| state.placeholder_image.clone()),
         platform,
         deadline,
         // Once the inputs are read.
@@ -593,6 +620,8 @@ async fn check(
 ) -> Result<(pullcheck::report::Report, i32), ApiError> {
     let request = parse_request(state, body)?;
     let namespace = request.namespace.clone();
+    // Whose placeholder a bad one is: the request's field, or the service's option.
+    let placeholder_given = request.placeholder_image != state.placeholder_image;
     if let Some(ns) = &namespace
         && !namespace_allowed(ns, &state.allow_namespaces, caller)
     {
@@ -641,9 +670,13 @@ async fn check(
             RequestError::LookupDeadline(_) => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, e.to_string())
             }
-            RequestError::PlaceholderImage(message) => {
+            RequestError::PlaceholderImage(message) if placeholder_given => {
                 ApiError::bad(format!("`placeholder_image`: {message}"))
             }
+            RequestError::PlaceholderImage(message) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the service's --placeholder-image: {message}"),
+            ),
             other => ApiError::new(StatusCode::BAD_GATEWAY, other.to_string()),
         })?;
     let report = crate::render::report(crate::check::run(state, ready).await);

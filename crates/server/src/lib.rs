@@ -2,8 +2,8 @@
 //! build start, answered from warm connections and cached tokens.
 //!
 //! The API (v1):
-//! - `POST /v1/checks`: a JSON [`api::CheckRequest`] with exactly one of `pipeline`,
-//!   `build`, `images` and `manifests`; answers 200 with the same JSON report that
+//! - `POST /v1/checks`: a JSON [`api::CheckRequest`] with one of `pipeline`, `build`
+//!   and `manifests`, and `images` beside it or alone; answers 200 with the same JSON report that
 //!   `pullcheck check --format json` prints, plus `"exit_code"`. Errors are
 //!   `{"error": {"message", "line"?, "column"?}}`: 400 bad input, 401 no matching bearer
 //!   token, 403 a namespace the caller may not name, 413 a body over `max_body`, 415 not
@@ -159,6 +159,15 @@ pub struct ServeOptions {
     pub max_images: usize,
     /// The longest deadline of a check; a request's `deadline_seconds` may only shorten it.
     pub deadline: Duration,
+    /// The Vela runtime of the builds checked (`--runtime`), for requests without
+    /// `runtime`; `None`: Kubernetes when the request names a namespace or pods
+    /// template, else Docker ([`pullcheck_sources::CheckRequest::build_runtime`]).
+    pub runtime: Option<pullcheck_sources::Runtime>,
+    /// The Kubernetes runtime's placeholder image (`--placeholder-image`), for requests
+    /// without `placeholder_image`; `None`:
+    /// [`pullcheck_sources::DEFAULT_PLACEHOLDER_IMAGE`]. Checked, as every image, through
+    /// the node's mirrors (`resolver`), as the node pulls it.
+    pub placeholder_image: Option<String>,
     /// How long requests in flight may still run after the shutdown signal; new requests
     /// meanwhile get 503 with `Retry-After` (and `Connection: close`), and those still
     /// running at its end are answered 503 the same way.
@@ -199,6 +208,8 @@ impl Default for ServeOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_images: DEFAULT_MAX_IMAGES,
             deadline: Duration::from_secs(60),
+            runtime: None,
+            placeholder_image: None,
             shutdown_grace: Duration::from_secs(20),
             cache_present: None,
             tls: None,
@@ -236,6 +247,8 @@ pub struct AppState {
     body_read_timeout: Duration,
     max_images: usize,
     deadline: Duration,
+    runtime: Option<pullcheck_sources::Runtime>,
+    placeholder_image: Option<String>,
     readiness: ready::Readiness,
     lifecycle: Arc<conn::Lifecycle>,
     admission: Option<admission::Admission>,
@@ -325,6 +338,15 @@ impl Server {
             Some(a) => Some(admission::Admission::new(a).map_err(ServeError::Config)?),
             None => None,
         };
+        if options
+            .placeholder_image
+            .as_ref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            return Err(ServeError::Config(
+                "--placeholder-image is empty; expected an image reference".to_owned(),
+            ));
+        }
         if !options.listen.ip().is_loopback() && !options.insecure_listen {
             let mut missing = Vec::new();
             if options.api_token_file.is_none() {
@@ -448,6 +470,8 @@ impl Server {
             max_body_reads: options.max_body_reads,
             body_read_timeout: options.body_read_timeout,
             max_images: options.max_images,
+            runtime: options.runtime,
+            placeholder_image: options.placeholder_image.clone(),
             deadline: options.deadline,
             readiness,
             lifecycle: Arc::new(conn::Lifecycle::new()),

@@ -11,3 +11,4 @@ mod serve;
 mod substitution;
 mod tls;
 mod util;
+mod vela_plugin;

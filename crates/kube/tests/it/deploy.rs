@@ -283,13 +283,19 @@ fn the_service_image_is_multi_stage_and_runs_as_non_root() {
         .lines()
         .filter(|l| l.starts_with("FROM "))
         .collect();
-    assert_eq!(froms.len(), 2, "a build stage and a runtime stage");
-    assert!(froms[1].contains("distroless"), "{}", froms[1]);
-    let user = dockerfile
+    // A build stage, the Vela plugin's image, and the service's (the default target).
+    assert_eq!(froms.len(), 3, "build, vela-plugin and service stages");
+    assert!(froms[1].contains("distroless") && froms[1].ends_with(" AS vela-plugin"));
+    assert!(froms[2].contains("distroless"), "{}", froms[2]);
+    let users: Vec<&str> = dockerfile
         .lines()
-        .find_map(|l| l.strip_prefix("USER "))
-        .expect("USER");
-    assert!(!user.starts_with('0') && user != "root", "USER {user}");
+        .filter_map(|l| l.strip_prefix("USER "))
+        .collect();
+    assert_eq!(users.len(), 2, "each runtime stage sets its user");
+    for user in users {
+        assert!(!user.starts_with('0') && user != "root", "USER {user}");
+    }
+    assert!(dockerfile.contains(r#"ENTRYPOINT ["/usr/local/bin/pullcheck", "vela-plugin"]"#));
     assert!(dockerfile.contains("cargo build --release --locked -p pullcheck-cli"));
 }
 

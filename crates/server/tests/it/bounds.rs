@@ -144,7 +144,7 @@ async fn request_errors_name_the_field_and_the_json_type() {
         ),
         (
             json!({"images": [{"reference": "alpine", "polcy": "never"}]}),
-            "images[0]: unknown field \"polcy\"; known fields: \"reference\", \"policy\"",
+            "images[0]: unknown field \"polcy\"; known fields: \"reference\", \"policy\", \"name\"",
         ),
         (
             json!({"build": "id: 1"}),

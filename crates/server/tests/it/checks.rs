@@ -342,3 +342,77 @@ async fn cache_present_answers_present_images_without_a_request() {
     );
     server.stop().await;
 }
+
+/// A worker's check: the build with its outputs image beside it (`images` with `name`),
+/// the service's `--runtime kubernetes` and its default placeholder, which the node
+/// pulls through its mirror (registries.conf: docker.io/kubernetes is answered by the
+/// loopback mirror, the primary is a closed port); a request's `runtime` overrides it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_with_its_outputs_image_and_the_service_s_placeholder_through_mirrors() {
+    let registry = Registry::anonymous().await.expect("registry");
+    for (repository, tag) in [("kubernetes/pause", "latest"), ("team/app", "v1")] {
+        registry
+            .push(repository, tag, ImageKind::OciManifest)
+            .await
+            .expect("push");
+    }
+    let host = registry.host().to_owned();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let primary = closed.local_addr().expect("addr").to_string();
+    drop(closed);
+    let dir = crate::util::temp_dir("placeholder-mirror");
+    let conf = dir.join("registries.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "[[registry]]\nprefix = \"docker.io/kubernetes\"\nlocation = \"{primary}/kubernetes\"\n\
+             insecure = true\n\n[[registry.mirror]]\nlocation = \"{host}/kubernetes\"\ninsecure = true\n"
+        ),
+    )
+    .expect("write registries.conf");
+    let mirrors = pullcheck::mirrors::MirrorConfig::load_registries_conf(&conf).expect("conf");
+    let server = TestServer::start(ServeOptions {
+        resolver: pullcheck::resolve::Resolver {
+            mirrors,
+            insecure_registries: Vec::new(),
+        },
+        runtime: Some(pullcheck_sources::Runtime::Kubernetes),
+        ..ServeOptions::default()
+    })
+    .await;
+    let build = json!({"id": "octocat_hello_1", "version": "1", "token": BUILD_TOKEN,
+        "steps": [{"id": "step_app", "name": "app", "image": format!("{host}/team/app:v1"), "pull": "always"}]});
+    let outputs = format!("{host}/vela/outputs:9");
+    let request = json!({"build": build, "file_name": "build.json",
+        "images": [{"reference": outputs, "policy": "not_present", "name": "outputs"}]});
+    let (status, report) = server.check(None, &request).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        statuses(&report),
+        [
+            ("docker.io/kubernetes/pause:latest".into(), "present".into()),
+            (format!("{host}/team/app:v1"), "present".into()),
+            (outputs.clone(), "missing".into()),
+        ]
+    );
+    let images = &report["images"];
+    assert_eq!(images[0]["registry"], json!(host), "{report}");
+    assert_eq!(images[0]["origins"][0]["kind"], "placeholder");
+    assert_eq!(images[2]["policy"], "not_present");
+    assert_eq!(images[2]["origins"][0]["kind"], "image");
+    assert_eq!(images[2]["origins"][0]["name"], "outputs");
+    assert_eq!(report["exit_code"], 1);
+
+    // The request's runtime wins over the service's: no placeholder.
+    let mut docker = request.clone();
+    docker["runtime"] = json!("docker");
+    let (status, report) = server.check(None, &docker).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        report["images"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    assert_no_secret(&report.to_string());
+    server.stop().await;
+}

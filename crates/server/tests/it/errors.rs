@@ -10,10 +10,15 @@ use crate::util::{TestServer, temp_dir};
 async fn bad_requests_are_400_with_positions() {
     let server = TestServer::start(ServeOptions::default()).await;
     let cases = [
-        (json!({}), "exactly one of", None),
+        (json!({}), "give one of", None),
         (
-            json!({"pipeline": "version: \"1\"", "images": [{"reference": "alpine"}]}),
-            "exactly one of",
+            json!({"pipeline": "version: \"1\"", "manifests": "kind: Pod"}),
+            "(2 given)",
+            None,
+        ),
+        (
+            json!({"images": [{"reference": "alpine", "name": ""}]}),
+            "images[0].name is empty",
             None,
         ),
         (json!({"images": []}), "nothing to check", None),

@@ -1,0 +1,246 @@
+//! `pullcheck vela-plugin`: the check as a Vela plugin step, configured by Vela's
+//! plugin conventions instead of flags. Vela gives a step's `parameters:` to its
+//! container as `PARAMETER_<NAME>` variables (upper-cased; a list joined with `,`) and
+//! the build's own as `VELA_*` variables; the step fails when the container exits
+//! non-zero.
+//!
+//! The step reads the pipeline file from the workspace (the step's working directory)
+//! as the compiler read it: its `${VELA_*}` substituted from this build's values. It is
+//! then an ordinary `check` of those images: the build Pod and its placeholder already
+//! exist (runtime `docker`: no placeholder is checked), and on Kubernetes the later
+//! steps' images are pulled only when each starts, so `on_start` images are checked
+//! too unless `PARAMETER_INCLUDE_ON_START` is `false`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::Parser as _;
+
+/// What fails the step (`PARAMETER_FAIL_ON`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailOn {
+    /// A failed image (missing, no_access, denied, blocked, invalid): exit 1. An
+    /// unverified image is reported and the step passes.
+    Missing,
+    /// Also an unverified image (unreachable, unresolved): exit 3.
+    Unverified,
+}
+
+/// The plugin's configuration from its environment.
+#[derive(Debug)]
+struct Plugin {
+    pipeline: PathBuf,
+    fail_on: FailOn,
+    /// The `pullcheck check` command line the parameters make (no input files: the
+    /// pipeline's uses are given apart).
+    argv: Vec<String>,
+}
+
+/// A `PARAMETER_<name>` value, trimmed; `None` when unset or empty (Vela sets a
+/// parameter given no value to the empty string).
+fn parameter<'a>(env: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
+    env.get(&format!("PARAMETER_{name}"))
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+}
+
+/// Reads the parameters. Errors name the variable, its value and what is allowed.
+fn plugin(env: &HashMap<String, String>) -> Result<Plugin, String> {
+    let mut argv: Vec<String> = [
+        "pullcheck",
+        "check",
+        "--runtime",
+        "docker",
+        "--color",
+        "never",
+    ]
+    .map(String::from)
+    .to_vec();
+    let fail_on = match parameter(env, "FAIL_ON") {
+        None | Some("missing") => FailOn::Missing,
+        Some("unverified") => FailOn::Unverified,
+        Some(other) => {
+            return Err(format!(
+                "PARAMETER_FAIL_ON={other:?}: expected missing (failed images fail the step) \
+                 or unverified (unverified images too)"
+            ));
+        }
+    };
+    match parameter(env, "FORMAT") {
+        None | Some("text") => argv.extend(["--format".into(), "text".into()]),
+        Some("json") => argv.extend(["--format".into(), "json".into()]),
+        Some(other) => return Err(format!("PARAMETER_FORMAT={other:?}: expected text or json")),
+    }
+    let include_on_start = match parameter(env, "INCLUDE_ON_START") {
+        None => true,
+        Some(v) if v.eq_ignore_ascii_case("true") => true,
+        Some(v) if v.eq_ignore_ascii_case("false") => false,
+        Some(other) => {
+            return Err(format!(
+                "PARAMETER_INCLUDE_ON_START={other:?}: expected true or false"
+            ));
+        }
+    };
+    if include_on_start {
+        argv.push("--include-on-start".into());
+    }
+    if let Some(deadline) = parameter(env, "DEADLINE") {
+        super::parse_duration(deadline)
+            .map_err(|e| format!("PARAMETER_DEADLINE={deadline:?}: {e}"))?;
+        argv.extend(["--deadline".into(), deadline.into()]);
+    }
+    if let Some(platform) = parameter(env, "PLATFORM") {
+        pullcheck::registry::Platform::parse(platform)
+            .map_err(|e| format!("PARAMETER_PLATFORM={platform:?}: {e}"))?;
+        argv.extend(["--platform".into(), platform.into()]);
+    }
+    for (name, flag) in [
+        ("NAMESPACE", "--namespace"),
+        ("PODS_TEMPLATE", "--pods-template"),
+        ("DOCKER_CONFIG", "--docker-config"),
+    ] {
+        if let Some(value) = parameter(env, name) {
+            argv.extend([flag.into(), value.into()]);
+        }
+    }
+    if parameter(env, "PODS_TEMPLATE").is_some() && parameter(env, "NAMESPACE").is_none() {
+        return Err(
+            "PARAMETER_PODS_TEMPLATE needs PARAMETER_NAMESPACE: the template is read from the \
+             build namespace"
+                .into(),
+        );
+    }
+    for file in parameter(env, "PULL_SECRETS")
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+    {
+        argv.extend(["--pull-secret".into(), file.into()]);
+    }
+    Ok(Plugin {
+        pipeline: PathBuf::from(parameter(env, "PIPELINE").unwrap_or(".vela.yml")),
+        fail_on,
+        argv,
+    })
+}
+
+/// The build's variables the compiler substitutes: every `VELA_*` of the step's
+/// environment but those that hold a credential (a name with `TOKEN`, `PASSWORD`,
+/// `SECRET` or `KEY`, such as `VELA_NETRC_PASSWORD` and `VELA_ID_TOKEN_REQUEST_TOKEN`),
+/// so that no credential can become part of a reported image; an image that reads one
+/// stays unresolved.
+fn build_variables(env: &HashMap<String, String>) -> HashMap<String, String> {
+    env.iter()
+        .filter(|(name, _)| {
+            name.starts_with("VELA_")
+                && !["TOKEN", "PASSWORD", "SECRET", "KEY"]
+                    .iter()
+                    .any(|word| name.contains(word))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Runs the plugin on the process's environment: exit 0 when the step passes, 1 or 3
+/// (as `check`) when it fails, 2 for a bad parameter or pipeline.
+pub(crate) async fn run() -> i32 {
+    let env: HashMap<String, String> = std::env::vars().collect();
+    let plugin = match plugin(&env) {
+        Ok(p) => p,
+        Err(e) => return super::fail(&e),
+    };
+    let (name, text) = match pullcheck::input::read_file(&plugin.pipeline) {
+        Ok(read) => read,
+        Err(e) => return super::fail(&format!("PARAMETER_PIPELINE: {e}")),
+    };
+    let (uses, warnings) =
+        match pullcheck::input::read_pipeline_in_build(&name, &text, &build_variables(&env)) {
+            Ok(read) => read,
+            Err(e) => return super::fail(&e),
+        };
+    if uses.is_empty() {
+        return super::fail(&format!(
+            "no image to check in {name} (PARAMETER_PIPELINE): it has no step, service or \
+             secret origin with an image"
+        ));
+    }
+    let args = match super::Cli::try_parse_from(&plugin.argv) {
+        Ok(super::Cli {
+            command: super::Command::Check(args),
+            ..
+        }) => *args,
+        Ok(_) => return super::fail(&"the plugin's parameters did not make a check"),
+        Err(e) => return super::fail(&format!("the plugin's parameters: {e}")),
+    };
+    let code = super::check_uses(args, uses, warnings).await;
+    match (plugin.fail_on, code) {
+        (FailOn::Missing, pullcheck::report::EXIT_UNVERIFIED) => pullcheck::report::EXIT_OK,
+        (_, code) => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parameters_make_the_check_s_command_line() {
+        let p = plugin(&env(&[
+            ("PARAMETER_NAMESPACE", "ci"),
+            ("PARAMETER_PODS_TEMPLATE", "pods"),
+            (
+                "PARAMETER_PULL_SECRETS",
+                "/vela/secrets/a.yaml, /vela/secrets/b.yaml",
+            ),
+            ("PARAMETER_INCLUDE_ON_START", "false"),
+            ("PARAMETER_FAIL_ON", "unverified"),
+        ]))
+        .expect("valid");
+        assert_eq!(p.pipeline, PathBuf::from(".vela.yml"));
+        assert_eq!(p.fail_on, FailOn::Unverified);
+        assert_eq!(
+            p.argv.join(" "),
+            "pullcheck check --runtime docker --color never --format text --namespace ci \
+             --pods-template pods --pull-secret /vela/secrets/a.yaml --pull-secret \
+             /vela/secrets/b.yaml"
+        );
+        let defaults = plugin(&env(&[("PARAMETER_PIPELINE", "ci/.vela.yml")])).expect("valid");
+        assert_eq!(defaults.pipeline, PathBuf::from("ci/.vela.yml"));
+        assert_eq!(defaults.fail_on, FailOn::Missing);
+        assert!(defaults.argv.contains(&"--include-on-start".to_owned()));
+    }
+
+    #[test]
+    fn a_bad_parameter_is_named() {
+        for (name, value) in [
+            ("PARAMETER_FAIL_ON", "sometimes"),
+            ("PARAMETER_FORMAT", "yaml"),
+            ("PARAMETER_INCLUDE_ON_START", "yes"),
+            ("PARAMETER_DEADLINE", "soon"),
+            ("PARAMETER_PLATFORM", "linux"),
+            ("PARAMETER_PODS_TEMPLATE", "pods"),
+        ] {
+            let e = plugin(&env(&[(name, value)])).expect_err(name);
+            assert!(e.starts_with(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn credentials_are_no_build_variables() {
+        let vars = build_variables(&env(&[
+            ("VELA_BUILD_NUMBER", "7"),
+            ("VELA_NETRC_PASSWORD", "x"),
+            ("VELA_ID_TOKEN_REQUEST_TOKEN", "x"),
+            ("HOME", "/root"),
+        ]));
+        assert_eq!(vars.keys().collect::<Vec<_>>(), ["VELA_BUILD_NUMBER"]);
+    }
+}
