@@ -194,6 +194,12 @@ type Image struct {
 	// image and failed (ReasonCredentialProviderFailed when no other credential found
 	// it).
 	ProviderFailures []ProviderFailure `json:"provider_failures"`
+	// Problems are, for ReasonInvalidContainer, ReasonUnknownPullPolicy and
+	// ReasonUnresolvedVariable, each problem of the container with its position
+	// apart from its words (Detail joins them, each "file:line:column: message").
+	Problems []Problem `json:"problems"`
+	// Variables are, for ReasonUnresolvedVariable, each variable the image waits for.
+	Variables []Variable `json:"variables"`
 }
 
 // ProviderFailure is a kubelet credential provider plugin that failed for an image.
@@ -204,6 +210,46 @@ type ProviderFailure struct {
 	// bad_response, api_version_mismatch, invalid_cache_key_type or
 	// service_account_token_unsupported (docs/reasons.md).
 	Kind string `json:"kind"`
+}
+
+// Problem is one problem of a container: where, and what.
+type Problem struct {
+	// At is where; nil when unknown.
+	At *Position `json:"at"`
+	// Message is what is wrong, without the position.
+	Message string `json:"message"`
+}
+
+// Position is a place in an input text.
+type Position struct {
+	// File names the input.
+	File string `json:"file"`
+	// Line is the 1-based line where the value is used; 0 if unknown.
+	Line int `json:"line"`
+	// Column is the 1-based column, in characters; 0 if unknown.
+	Column int `json:"column"`
+}
+
+// Variable is one ${VAR} whose value is known only when the build runs.
+type Variable struct {
+	// Name is the variable's name, without ${}.
+	Name string `json:"name"`
+	// Field is "image" or "pull".
+	Field string `json:"field"`
+	// Source says where its value would come from.
+	Source VariableSource `json:"source"`
+	// DefaultIgnored is true for a default (${TAG:-1}) the compiler drops.
+	DefaultIgnored bool `json:"default_ignored"`
+}
+
+// VariableSource is where a variable's value would come from: Kind is "secret"
+// (Secret names the secret's source), "server" (a VELA_* the Vela server sets) or
+// "nowhere" (set nowhere in the pipeline).
+type VariableSource struct {
+	// Kind is secret, server or nowhere.
+	Kind string `json:"kind"`
+	// Secret is the secret's source, for kind secret.
+	Secret string `json:"secret"`
 }
 
 // Remedy is one thing that can be done about a failure: Kind is one of trust_ca,

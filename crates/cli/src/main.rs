@@ -1037,7 +1037,7 @@ async fn run_check(args: CheckArgs) -> i32 {
     for image in &args.images {
         match pullcheck::input::image_arg_use(image) {
             Ok(u) => images.push(u),
-            Err(e) => return fail(&e),
+            Err(e) => return fail(&format!("--image {image:?}: {}", e.message)),
         }
     }
     for arg in &args.named_images {
@@ -1167,6 +1167,7 @@ async fn gather_within_deadline(
         deadline_start: None,
         include_on_start: args.include_on_start,
         allow_empty: args.allow_empty,
+        setting_name: render::setting,
     };
     let mut nothing_to_check = None;
     let prepared = match request.read() {

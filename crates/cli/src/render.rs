@@ -4,6 +4,7 @@
 
 use pullcheck::report::{Remedy, Report};
 use pullcheck_kube::{ConfigGap, KubeError};
+use pullcheck_sources::Setting;
 
 /// A row's remedies in the CLI's words: `trust its CA with --ca-file PEM or --certs-dir
 /// DIR (DIR/HOST/ca.crt), or allow unverified TLS with --insecure-registry HOST`.
@@ -21,6 +22,14 @@ pub fn remedies(remedies: &[Remedy]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", or ")
+}
+
+/// A request setting by its flag: `--namespace`, `--platform`.
+pub fn setting(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Namespace => "--namespace",
+        Setting::Platform => "--platform",
+    }
 }
 
 /// The report with every row's remedies worded into its detail, for text and JSON.

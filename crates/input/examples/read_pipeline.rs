@@ -20,10 +20,13 @@ fn main() {
                     let what = match &u.disposition {
                         Disposition::Check => "check".to_owned(),
                         Disposition::Skip(reason) => format!("skip: {reason:?}"),
-                        Disposition::Invalid(message) => format!("invalid: {message}"),
-                        Disposition::UnknownPolicy { written, message } => {
-                            format!("unknown pull policy {written:?}: {message}")
+                        Disposition::Invalid(problems) => {
+                            format!("invalid: {}", pullcheck_input::Problem::join(problems))
                         }
+                        Disposition::UnknownPolicy { written, problems } => format!(
+                            "unknown pull policy {written:?}: {}",
+                            pullcheck_input::Problem::join(problems)
+                        ),
                         Disposition::Unresolved(message) => format!("unresolved: {message}"),
                     };
                     let stage = o

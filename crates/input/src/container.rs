@@ -92,7 +92,10 @@ fn closest_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
         .min_by_key(|&(d, _)| d)
         .map(|(_, k)| k)
 }
-use crate::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy, Skip};
+use crate::{
+    ContainerKind, Disposition, Field, ImageUse, InputError, LineColumn, Origin, Position, Problem,
+    PullPolicy, Skip, Unresolved,
+};
 
 /// The image Vela gives its injected init step; not an image at all.
 pub(crate) const INIT_IMAGE: &str = "#init";
@@ -135,15 +138,23 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// `file:line:column` where the node is used, or just the file when the position is
-    /// unknown; followed by ` (written at line:column)` when the node is written elsewhere
-    /// (it was reached through an alias).
-    pub fn loc(&self, node: Reached) -> String {
-        let loc = match self.pos(node) {
-            Some(p) => format!("{}:{}:{}", self.file, p.line, p.column),
-            None => self.file.to_owned(),
-        };
-        loc + &self.written_note(node)
+    /// Where the node is used (file, line and column; the line and column unknown for a
+    /// node without a position), and where it is written when that is elsewhere (it was
+    /// reached through an alias).
+    pub fn loc(&self, node: Reached) -> Position {
+        let used = self.pos(node);
+        Position {
+            file: self.file.to_owned(),
+            line: used.map(|p| p.line),
+            column: used.map(|p| p.column),
+            written: match self.doc.written_pos(node.id) {
+                Some(w) if used != Some(w) => Some(LineColumn {
+                    line: w.line,
+                    column: w.column,
+                }),
+                _ => None,
+            },
+        }
     }
 
     /// ` (written at line:column)` when the node is written elsewhere than it is used (it
@@ -298,14 +309,16 @@ impl<'a> Reader<'a> {
         };
         if !doc.is_map(node.id) {
             let pos = self.pos(node);
-            let message = format!(
-                "{}: {what} `{}` is a {}, expected a mapping with `image:`",
+            let problem = Problem::at(
                 self.loc(node),
-                place.fallback_name,
-                doc.kind_name(node.id)
+                format!(
+                    "{what} `{}` is a {}, expected a mapping with `image:`",
+                    place.fallback_name,
+                    doc.kind_name(node.id)
+                ),
             );
             let name = place.fallback_name.clone();
-            let disposition = Disposition::Invalid(message);
+            let disposition = Disposition::Invalid(vec![problem]);
             self.push(
                 String::new(),
                 None,
@@ -337,10 +350,9 @@ impl<'a> Reader<'a> {
                 Some(text) => text.to_owned(),
                 None => {
                     image_not_text = true;
-                    problems.push(format!(
-                        "{}: `image` must be a string, found a {}",
+                    problems.push(Problem::at(
                         self.loc(v),
-                        doc.kind_name(v.id)
+                        format!("`image` must be a string, found a {}", doc.kind_name(v.id)),
                     ));
                     String::new()
                 }
@@ -356,16 +368,18 @@ impl<'a> Reader<'a> {
         let substituted = match env.substitute(&image) {
             Outcome::Unchanged => None,
             Outcome::Substituted(s) => Some(s),
-            Outcome::Unresolved(reasons) => {
-                unresolved.extend(reasons);
+            Outcome::Unresolved(variables) => {
+                unresolved.extend(variables);
                 None
             }
             Outcome::Error(e) => {
-                problems.push(format!(
-                    "{}: cannot substitute the variables of image {image:?}: {e} (Vela \
-                     refuses the pipeline with \"unable to substitute environment \
-                     variables\")",
-                    self.loc(at)
+                problems.push(Problem::at(
+                    self.loc(at),
+                    format!(
+                        "cannot substitute the variables of image {image:?}: {e} (Vela \
+                         refuses the pipeline with \"unable to substitute environment \
+                         variables\")"
+                    ),
                 ));
                 None
             }
@@ -375,14 +389,17 @@ impl<'a> Reader<'a> {
             None => PullPolicy::NotPresent,
             Some(v) => match doc.text(v.id).map(|t| (t, env.substitute(t))) {
                 Some((text, Outcome::Error(e))) => {
-                    problems.push(format!(
-                        "{}: cannot substitute the variables of pull value {text:?}: {e}",
-                        self.loc(v)
+                    problems.push(Problem::at(
+                        self.loc(v),
+                        format!("cannot substitute the variables of pull value {text:?}: {e}"),
                     ));
                     PullPolicy::NotPresent
                 }
-                Some((_, Outcome::Unresolved(reasons))) => {
-                    unresolved.extend(reasons.into_iter().map(|r| format!("`pull`: {r}")));
+                Some((_, Outcome::Unresolved(variables))) => {
+                    unresolved.extend(variables.into_iter().map(|mut v| {
+                        v.field = Field::Pull;
+                        v
+                    }));
                     PullPolicy::NotPresent
                 }
                 Some((text, outcome)) => {
@@ -392,20 +409,24 @@ impl<'a> Reader<'a> {
                     };
                     PullPolicy::from_vela(text).unwrap_or_else(|| {
                         unknown_policy = Some(text.to_owned());
-                        problems.push(format!(
-                            "{}: unknown pull value {text:?} for {what} `{name}`; allowed values: \
-                         {VELA_PULL_VALUES}",
-                            self.loc(v)
+                        problems.push(Problem::at(
+                            self.loc(v),
+                            format!(
+                                "unknown pull value {text:?} for {what} `{name}`; allowed \
+                                 values: {VELA_PULL_VALUES}"
+                            ),
                         ));
                         PullPolicy::NotPresent
                     })
                 }
                 None => {
-                    problems.push(format!(
-                        "{}: `pull` of {what} `{name}` must be a string, found a {}; allowed \
-                         values: {VELA_PULL_VALUES}",
+                    problems.push(Problem::at(
                         self.loc(v),
-                        doc.kind_name(v.id)
+                        format!(
+                            "`pull` of {what} `{name}` must be a string, found a {}; allowed \
+                             values: {VELA_PULL_VALUES}",
+                            doc.kind_name(v.id)
+                        ),
                     ));
                     PullPolicy::NotPresent
                 }
@@ -416,10 +437,12 @@ impl<'a> Reader<'a> {
         let template_name = match template {
             Some(t) if doc.is_map(t.id) => self.text(t, "name")?,
             Some(t) => {
-                problems.push(format!(
-                    "{}: `template` must be a mapping with `name` and `vars`, found a {}",
+                problems.push(Problem::at(
                     self.loc(t),
-                    doc.kind_name(t.id)
+                    format!(
+                        "`template` must be a mapping with `name` and `vars`, found a {}",
+                        doc.kind_name(t.id)
+                    ),
                 ));
                 None
             }
@@ -439,21 +462,21 @@ impl<'a> Reader<'a> {
                     Some(_) => "has no `image`",
                     None => "has neither `image` nor `template`",
                 };
-                problems.insert(0, format!("{}: {what} `{name}` {missing}", self.loc(at)));
+                problems.insert(
+                    0,
+                    Problem::at(self.loc(at), format!("{what} `{name}` {missing}")),
+                );
             }
             if let Some(written) = unknown_policy.filter(|_| !problems.is_empty()) {
-                Disposition::UnknownPolicy {
-                    written,
-                    message: problems.join("; "),
-                }
+                Disposition::UnknownPolicy { written, problems }
             } else if !problems.is_empty() {
-                Disposition::Invalid(problems.join("; "))
+                Disposition::Invalid(problems)
             } else if !unresolved.is_empty() {
-                Disposition::Unresolved(format!(
-                    "{}: not checked: image {image:?} is known only when the build runs: {}",
-                    self.loc(at),
-                    unresolved.join("; ")
-                ))
+                Disposition::Unresolved(Unresolved {
+                    at: Some(self.loc(at)),
+                    image: image.clone(),
+                    variables: unresolved,
+                })
             } else {
                 Disposition::Check
             }
@@ -586,6 +609,7 @@ impl<'a> Reader<'a> {
                 kind: place.kind,
                 name,
                 stage: place.stage.clone(),
+                pod: None,
             },
             disposition,
         });

@@ -40,6 +40,7 @@ pub mod envsubst;
 mod image_arg;
 mod pipeline;
 mod policy;
+mod problem;
 mod substitute;
 mod tree;
 pub mod yaml;
@@ -48,6 +49,9 @@ use std::fmt;
 use std::path::Path;
 
 pub use policy::{ALL_PULL_VALUES, PullPolicy, VELA_PULL_VALUES};
+pub use problem::{
+    Field, LineColumn, Position, Problem, Unresolved, UnresolvedVariable, ValueSource,
+};
 
 /// What kind of container an image belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -88,6 +92,35 @@ pub struct Origin {
     pub name: String,
     /// The stage name, for stage steps.
     pub stage: Option<String>,
+    /// For a container of a Kubernetes object: its owner, list and name apart (the
+    /// `name` above says them in one: `Pod/p initContainer clone`); `null` otherwise,
+    /// and for a pod spec with no container at all. In JSON only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodContainer>,
+}
+
+/// A container of a Kubernetes object, for [`Origin::pod`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct PodContainer {
+    /// The object: `Kind/name` (`Deployment/web`), or `document N` for one without a
+    /// name.
+    pub owner: String,
+    /// Which list of the pod spec.
+    pub list: ContainerList,
+    /// The container's `name`, or its place (`containers[0]`) when it has none.
+    pub name: String,
+}
+
+/// A list of containers of a pod spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ContainerList {
+    /// `containers`.
+    Containers,
+    /// `initContainers`.
+    InitContainers,
+    /// `ephemeralContainers`.
+    EphemeralContainers,
 }
 
 /// What to do with one use of an image, as far as the input can tell.
@@ -98,23 +131,23 @@ pub enum Disposition {
     /// Not an image that can be checked, and why ([`Skip`]); the report words it.
     Skip(Skip),
     /// The container is malformed (no image, a `${` that Vela's substitution refuses, a
-    /// `pull:` that is not a string); the message names the file, line and column.
-    Invalid(String),
+    /// `pull:` that is not a string): each problem with its position.
+    Invalid(Vec<Problem>),
     /// The pull policy is not one of the known values: `written` is the value as
-    /// written (`""` for `--image ref=`), `message` names the file, line and column (or
-    /// the argument) and the allowed values, with any other problem of the container.
+    /// written (`""` for `--image ref=`); `problems` say it (positioned, or naming the
+    /// argument) with the allowed values, and any other problem of the container.
     UnknownPolicy {
         /// The policy as written.
         written: String,
-        /// The whole problem, positioned.
-        message: String,
+        /// Every problem of the container, positioned.
+        problems: Vec<Problem>,
     },
     /// The image (or its `pull:`) depends on a value known only when the build runs: a
     /// `${VAR}` that is the target of one of the container's secrets, or, in pipeline
     /// source, a `VELA_*` variable the server sets or a variable set nowhere. Never
-    /// checked; the message names `file:line:column`, each variable and where its value
+    /// checked; [`Unresolved`] names the position, each variable and where its value
     /// would come from.
-    Unresolved(String),
+    Unresolved(Unresolved),
 }
 
 /// Why a use is not checked ([`Disposition::Skip`]), as data.
@@ -420,8 +453,9 @@ pub fn image_use(reference: &str, policy: PullPolicy) -> ImageUse {
 /// [`Disposition::Check`]; the reference itself is not parsed here.
 ///
 /// # Errors
-/// [`InputError`] (without a file) naming the argument and the allowed values when the policy
-/// is not one [`PullPolicy::parse`] accepts, or when the reference is empty.
+/// [`InputError`] (without a file or position) naming the allowed values when the policy
+/// is not one [`PullPolicy::parse`] accepts, or saying the reference is empty; the
+/// caller names the argument (`--image "alpine=sometimes": ...` in the CLI's words).
 pub fn parse_image_arg(arg: &str) -> Result<ImageUse, InputError> {
     image_arg::parse(arg)
 }

@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 
 use crate::envsubst::{SubstError, Template};
+use crate::{Field, UnresolvedVariable, ValueSource};
 
 /// Whose substitution to reproduce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +48,9 @@ pub(crate) enum Outcome {
     Unchanged,
     /// The text as Vela makes it.
     Substituted(String),
-    /// Depends on values known only at build time: one sentence per variable, naming
-    /// where its value comes from.
-    Unresolved(Vec<String>),
+    /// Depends on values known only at build time: each variable and where its value
+    /// comes from (the field is [`Field::Image`]; the caller sets it).
+    Unresolved(Vec<UnresolvedVariable>),
     /// Upstream's parser refuses the text.
     Error(SubstError),
 }
@@ -67,23 +68,19 @@ impl Env {
 
     /// Why `name` has no value before the build, or `None` when it has one (or, at run
     /// time, is simply empty).
-    fn unknown(&self, name: &str) -> Option<String> {
+    fn unknown(&self, name: &str) -> Option<ValueSource> {
         if let Some(source) = self.secret(name) {
-            return Some(format!(
-                "${{{name}}} is the target of secret `{source}`, whose value the worker \
-                 injects at build time"
-            ));
+            return Some(ValueSource::Secret {
+                secret: source.to_owned(),
+            });
         }
         if self.mode == Mode::Run || self.values.contains_key(name) {
             return None;
         }
         Some(if name.starts_with("VELA_") {
-            format!("${{{name}}} is set by the Vela server when it compiles the build")
+            ValueSource::Server
         } else {
-            format!(
-                "${{{name}}} is set nowhere in the pipeline; the server or a secret sets it at \
-                 build time"
-            )
+            ValueSource::Nowhere
         })
     }
 
@@ -136,16 +133,15 @@ impl Env {
         let mut reasons = Vec::new();
         let defaulted = template.defaulted_variables();
         for name in template.variables() {
-            let Some(mut reason) = self.unknown(&name) else {
+            let Some(source) = self.unknown(&name) else {
                 continue;
             };
-            if stage == Mode::Compile && defaulted.contains(&name) {
-                reason.push_str(&format!(
-                    " (its default is never used: the compiler keeps an unknown variable as \
-                     ${{{name}}} and drops the default, and the worker makes it empty if \
-                     nothing sets it)"
-                ));
-            }
+            let reason = UnresolvedVariable {
+                default_ignored: stage == Mode::Compile && defaulted.contains(&name),
+                name: name.clone(),
+                field: Field::Image,
+                source,
+            };
             // Only a variable whose value changes the result counts.
             let a = eval(Some((&name, "")));
             let b = eval(Some((&name, "\u{1}pullcheck-probe-value")));
@@ -214,7 +210,16 @@ mod tests {
         );
         assert_eq!(e.substitute("golang:1.22"), Outcome::Unchanged);
         match e.substitute("app:${TAG}") {
-            Outcome::Unresolved(r) => assert!(r[0].contains("secret `image_tag`"), "{r:?}"),
+            Outcome::Unresolved(r) => assert_eq!(
+                (r[0].name.as_str(), &r[0].source),
+                (
+                    "TAG",
+                    &ValueSource::Secret {
+                        secret: "image_tag".into()
+                    }
+                ),
+                "{r:?}"
+            ),
             other => panic!("{other:?}"),
         }
         // The default hides an empty variable, never a secret.
@@ -237,8 +242,16 @@ mod tests {
         );
         match e.substitute("golang:${VELA_X}-${NOPE}") {
             Outcome::Unresolved(r) => {
-                assert!(r[0].contains("Vela server"), "{r:?}");
-                assert!(r[1].contains("set nowhere"), "{r:?}");
+                assert_eq!(
+                    r.iter()
+                        .map(|v| (v.name.as_str(), &v.source))
+                        .collect::<Vec<_>>(),
+                    [
+                        ("VELA_X", &ValueSource::Server),
+                        ("NOPE", &ValueSource::Nowhere)
+                    ],
+                    "{r:?}"
+                );
             }
             other => panic!("{other:?}"),
         }

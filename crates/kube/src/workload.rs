@@ -5,7 +5,10 @@ use std::fmt;
 use std::path::Path;
 
 use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
-use pullcheck_input::{ContainerKind, Disposition, ImageUse, InputError, Origin, PullPolicy};
+use pullcheck_input::{
+    ContainerKind, ContainerList, Disposition, ImageUse, InputError, LineColumn, Origin,
+    PodContainer, Position, Problem, PullPolicy,
+};
 use pullcheck_reference::Reference;
 
 use crate::chain::{PodPullSecrets, Subject};
@@ -376,17 +379,19 @@ impl Reader<'_> {
         }
     }
 
-    /// `file:line:column` where `node` is used, and where it is written when that is
-    /// elsewhere, for messages.
-    fn at(&self, node: Reached) -> String {
-        let pos = self.stream.used(node);
-        format!(
-            "{}:{}:{}{}",
-            self.file,
-            pos.line,
-            pos.column,
-            self.stream.written_note(node)
-        )
+    /// Where `node` is used, and where it is written when that is elsewhere.
+    fn at(&self, node: Reached) -> Position {
+        let used = self.stream.used(node);
+        let written = self.stream.written_pos(node);
+        Position {
+            file: self.file.to_owned(),
+            line: Some(used.line),
+            column: Some(used.column),
+            written: (written != used).then_some(LineColumn {
+                line: written.line,
+                column: written.column,
+            }),
+        }
     }
 
     fn text_of(&self, map: Reached, key: &str) -> Result<Option<String>, YamlError> {
@@ -649,8 +654,12 @@ impl Reader<'_> {
                 kind: ContainerKind::Container,
                 name: format!("{owner} pod spec"),
                 stage: None,
+                pod: None,
             },
-            disposition: Disposition::Invalid(format!("{}: {owner}: {problem}", self.at(at))),
+            disposition: Disposition::Invalid(vec![Problem::at(
+                self.at(at),
+                format!("{owner}: {problem}"),
+            )]),
         }
     }
 
@@ -775,22 +784,36 @@ impl Reader<'_> {
             kind: ContainerKind::Container,
             name: format!("{owner} {word} {place}"),
             stage: None,
+            pod: Some(PodContainer {
+                owner: owner.to_owned(),
+                list: match list_key {
+                    "initContainers" => ContainerList::InitContainers,
+                    "ephemeralContainers" => ContainerList::EphemeralContainers,
+                    _ => ContainerList::Containers,
+                },
+                name: place.clone(),
+            }),
         };
         if !self.stream.is_map(container.id) {
             return Ok(ImageUse {
                 image: String::new(),
                 substituted: None,
                 policy: PullPolicy::NotPresent,
-                disposition: Disposition::Invalid(format!(
-                    "{}: {owner} {place} must be a mapping, found {}",
+                disposition: Disposition::Invalid(vec![Problem::at(
                     self.at(container),
-                    self.stream.kind_name(container.id)
-                )),
+                    format!(
+                        "{owner} {place} must be a mapping, found {}",
+                        self.stream.kind_name(container.id)
+                    ),
+                )]),
                 origin,
             });
         }
         if let Some(name) = self.text_of(container, "name")? {
             origin.name = format!("{owner} {word} {name}");
+            if let Some(pod) = &mut origin.pod {
+                pod.name = name;
+            }
         }
         // The `image:` value where this container uses it (at an alias on the way, if any).
         let image_node = self.get(container, "image")?;
@@ -815,11 +838,13 @@ impl Reader<'_> {
                 None => {
                     disposition = Disposition::UnknownPolicy {
                         written: value.to_owned(),
-                        message: format!(
-                            "{}: unsupported imagePullPolicy {value:?}: must be Always, \
-                             IfNotPresent or Never",
-                            self.at(policy_node.unwrap_or(container))
-                        ),
+                        problems: vec![Problem::at(
+                            self.at(policy_node.unwrap_or(container)),
+                            format!(
+                                "unsupported imagePullPolicy {value:?}: must be Always, \
+                                 IfNotPresent or Never"
+                            ),
+                        )],
                     };
                     PullPolicy::NotPresent
                 }
@@ -848,11 +873,10 @@ impl Reader<'_> {
                     }
                 }
             };
-            disposition = Disposition::Invalid(format!(
-                "{}: {}{found}",
+            disposition = Disposition::Invalid(vec![Problem::at(
                 self.at(image_node.unwrap_or(container)),
-                origin.name
-            ));
+                format!("{}{found}", origin.name),
+            )]);
         }
         Ok(ImageUse {
             image,

@@ -103,6 +103,11 @@ impl Stream {
         self.pos(node.via.unwrap_or(node.id))
     }
 
+    /// Where a reached node itself is written (past any alias).
+    pub fn written_pos(&self, node: Reached) -> Pos {
+        self.pos(self.resolve(node.id))
+    }
+
     /// ` (written at line:column)` when a reached node is written elsewhere than it is used
     /// (it was reached through an alias), else nothing; for messages.
     pub fn written_note(&self, node: Reached) -> String {

@@ -322,6 +322,8 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         remedies: Vec::new(),
         attempts: Vec::new(),
         provider_failures: Vec::new(),
+        problems: Vec::new(),
+        variables: Vec::new(),
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
@@ -357,17 +359,24 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
             image.reason = reason;
             image.detail = detail;
         }
-        Action::Unresolved(message) => {
+        Action::Unresolved(unresolved) => {
             image.status = Status::Unresolved;
             image.reason = report::Reason::UnresolvedVariable;
-            image.detail = message;
+            image.detail = unresolved.to_string();
+            image.problems = vec![input::Problem {
+                at: unresolved.at.clone(),
+                message: unresolved.message(),
+            }];
+            image.variables = unresolved.variables;
         }
         Action::Invalid {
             reason,
             written_policy,
             message,
+            problems,
             error,
         } => {
+            image.problems = problems;
             image.status = Status::Invalid;
             image.reason = reason;
             image.error = error.map(|e| ReferenceErrorReport {

@@ -36,8 +36,8 @@ pub enum Action {
         detail: String,
     },
     /// The image depends on a value known only when the build runs (a secret, a
-    /// server-set or unset variable); the message names each variable.
-    Unresolved(String),
+    /// server-set or unset variable): each variable and where its value comes from.
+    Unresolved(pullcheck_input::Unresolved),
     /// The reference or its container is invalid.
     Invalid {
         /// [`Reason::InvalidReference`], [`Reason::UnknownPullPolicy`] or
@@ -47,6 +47,9 @@ pub enum Action {
         written_policy: Option<String>,
         /// The message, naming the file, line and column where known.
         message: String,
+        /// The container's problems, each with its position apart (empty for a
+        /// reference that does not parse: `message` says it).
+        problems: Vec<pullcheck_input::Problem>,
         /// The reference error, when the reference itself did not parse.
         error: Option<ReferenceError>,
     },
@@ -215,19 +218,21 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
             };
         }
         Disposition::Unresolved(message) => return Action::Unresolved(message.clone()),
-        Disposition::Invalid(message) => {
+        Disposition::Invalid(problems) => {
             return Action::Invalid {
                 reason: Reason::InvalidContainer,
                 written_policy: None,
-                message: message.clone(),
+                message: pullcheck_input::Problem::join(problems),
+                problems: problems.clone(),
                 error: None,
             };
         }
-        Disposition::UnknownPolicy { written, message } => {
+        Disposition::UnknownPolicy { written, problems } => {
             return Action::Invalid {
                 reason: Reason::UnknownPullPolicy,
                 written_policy: Some(written.clone()),
-                message: message.clone(),
+                message: pullcheck_input::Problem::join(problems),
+                problems: problems.clone(),
                 error: None,
             };
         }
@@ -245,6 +250,7 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
                 reason: Reason::InvalidReference,
                 written_policy: None,
                 message: format!("invalid reference {shown}: {e}"),
+                problems: Vec::new(),
                 error: Some(e),
             };
         }
@@ -254,6 +260,7 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
             reason: Reason::InvalidReference,
             written_policy: None,
             message: format!("invalid reference {shown}: {why}"),
+            problems: Vec::new(),
             error: None,
         };
     }
@@ -285,6 +292,7 @@ mod tests {
                 kind: ContainerKind::Step,
                 name: format!("s{line}"),
                 stage: None,
+                pod: None,
             },
             disposition: Disposition::Check,
         }
@@ -359,7 +367,12 @@ mod tests {
         let mut empty = step("golang:${NOPE}", PullPolicy::Always, 4);
         empty.substituted = Some("golang:".into());
         let mut secret = step("app:${TAG}", PullPolicy::Always, 5);
-        secret.disposition = Disposition::Unresolved("${TAG} is a secret".into());
+        let unresolved = pullcheck_input::Unresolved {
+            at: None,
+            image: "app:${TAG}".into(),
+            variables: Vec::new(),
+        };
+        secret.disposition = Disposition::Unresolved(unresolved.clone());
         let p = plan(vec![a, b, c, empty, secret], PlanOptions::default());
         // Same written image, different substitutions: two items; the same: one.
         assert_eq!(p.items.len(), 4);
@@ -379,10 +392,7 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
-        assert_eq!(
-            p.items[3].action,
-            Action::Unresolved("${TAG} is a secret".into())
-        );
+        assert_eq!(p.items[3].action, Action::Unresolved(unresolved));
         assert_eq!(p.queries().len(), 2);
     }
 
@@ -392,7 +402,10 @@ mod tests {
         let mut template = step("", PullPolicy::NotPresent, 2);
         template.disposition = Disposition::Skip(Skip::Template { name: "t".into() });
         let mut broken = step("alpine", PullPolicy::NotPresent, 3);
-        broken.disposition = Disposition::Invalid(".vela.yml:3:9: bad pull".into());
+        broken.disposition = Disposition::Invalid(vec![pullcheck_input::Problem {
+            at: None,
+            message: "bad pull".into(),
+        }]);
         let p = plan(
             vec![bad.clone(), template.clone(), broken, template.clone()],
             PlanOptions::default(),

@@ -441,6 +441,19 @@ pub struct ImageReport {
     /// JSON only when not empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provider_failures: Vec<crate::credentials::ProviderError>,
+    /// For `invalid` containers (reasons `invalid_container`, `unknown_pull_policy`) and
+    /// `unresolved` ones: each problem with its position apart (`at`: `file`, `line`,
+    /// `column`, and `written` when reached through an alias; `null` for an `--image`
+    /// argument) and its `message` without it; `detail` is them, each `file:line:column:
+    /// message`, joined by `; `. In JSON only when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<pullcheck_input::Problem>,
+    /// For reason `unresolved_variable`: each variable the image (or its `pull:`) waits
+    /// for, with `name`, `field` (`image` or `pull`), `source` (`{"kind": "secret",
+    /// "secret": SOURCE}`, `{"kind": "server"}` for a `VELA_*` the server sets, `{"kind":
+    /// "nowhere"}`) and `default_ignored`. In JSON only when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<pullcheck_input::UnresolvedVariable>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -784,6 +797,7 @@ mod tests {
             kind: ContainerKind::Step,
             name: "a\u{202e}b".into(),
             stage: None,
+            pod: None,
         };
         let shown = describe_origin(&origin);
         assert!(!shown.chars().any(is_unsafe_for_terminal), "{shown:?}");
@@ -813,6 +827,7 @@ mod tests {
                 kind: ContainerKind::Step,
                 name: "test".into(),
                 stage: None,
+                pod: None,
             }],
             credential: None,
             error: None,
@@ -822,6 +837,8 @@ mod tests {
             remedies: Vec::new(),
             attempts: Vec::new(),
             provider_failures: Vec::new(),
+            problems: Vec::new(),
+            variables: Vec::new(),
         }
     }
 
@@ -893,6 +910,71 @@ mod tests {
         assert_eq!(img["origins"][0]["stage"], serde_json::Value::Null);
         assert_eq!(v["summary"]["failed"], 1);
         assert_eq!(v["summary"]["total"], 1);
+    }
+
+    /// The golden renderings of an unresolved row, in text and JSON: a wording or
+    /// shape change shows here.
+    #[test]
+    fn an_unresolved_row_golden() {
+        use pullcheck_input::{Field, Position, Problem, UnresolvedVariable, ValueSource};
+        let mut i = image(Status::Unresolved);
+        i.reference = "app:${TAG}".into();
+        i.canonical = None;
+        i.reason = Reason::UnresolvedVariable;
+        let unresolved = pullcheck_input::Unresolved {
+            at: Some(Position {
+                file: ".vela.yml".into(),
+                line: Some(4),
+                column: Some(12),
+                written: None,
+            }),
+            image: "app:${TAG}".into(),
+            variables: vec![UnresolvedVariable {
+                name: "TAG".into(),
+                field: Field::Image,
+                source: ValueSource::Secret {
+                    secret: "release_tag".into(),
+                },
+                default_ignored: false,
+            }],
+        };
+        i.detail = unresolved.to_string();
+        i.problems = vec![Problem {
+            at: unresolved.at.clone(),
+            message: unresolved.message(),
+        }];
+        i.variables = unresolved.variables;
+        let r = Report::new(vec![i], vec![]);
+        assert_eq!(
+            r.to_text(false).lines().next(),
+            Some(
+                "unresolved  app:${TAG}  .vela.yml:4:12 step \"test\"  .vela.yml:4:12: not \
+                 checked: image \"app:${TAG}\" is known only when the build runs: ${TAG} is the \
+                 target of secret `release_tag`, whose value the worker injects at build time"
+            )
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        let row = &v["images"][0];
+        assert_eq!(row["reason"], "unresolved_variable");
+        assert_eq!(
+            row["variables"],
+            serde_json::json!([{
+                "name": "TAG",
+                "field": "image",
+                "source": {"kind": "secret", "secret": "release_tag"},
+                "default_ignored": false
+            }])
+        );
+        assert_eq!(
+            row["problems"][0]["at"],
+            serde_json::json!({"file": ".vela.yml", "line": 4, "column": 12, "written": null})
+        );
+        assert_eq!(
+            row["problems"][0]["message"],
+            "not checked: image \"app:${TAG}\" is known only when the build runs: ${TAG} is \
+             the target of secret `release_tag`, whose value the worker injects at build time"
+        );
+        assert_eq!(row["origins"][0].get("pod"), None);
     }
 
     #[test]

@@ -35,7 +35,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use pullcheck::input::Disposition;
+use pullcheck::input::{ContainerList, Disposition, Origin};
 use pullcheck::report::{ImageReport, Report, Status};
 use pullcheck_sources::RequestError;
 use serde::{Deserialize, Serialize};
@@ -879,22 +879,21 @@ async fn check_object(
     Ok(crate::check::run(state, ready).await)
 }
 
-/// The container part of an origin's name, for people: `container test` of `Pod/p
-/// container test`, `init container clone` of `Pod/p initContainer clone` (the owner,
-/// `Kind/name`, has no space).
-fn container_of(name: &str) -> String {
-    // The owner may hold spaces ("document 1" for an object without metadata); a
-    // container's name cannot (a DNS label), so the last keyword starts the container.
-    for (keyword, shown) in [
-        (" initContainer ", "init container "),
-        (" ephemeralContainer ", "ephemeral container "),
-        (" container ", "container "),
-    ] {
-        if let Some(i) = name.rfind(keyword) {
-            return format!("{shown}{}", &name[i + keyword.len()..]);
+/// The container of an origin, for people: `container test`, `init container clone`,
+/// `ephemeral container debug` (from [`Origin::pod`]'s fields; the owner is the
+/// review's object); the origin's name when it is no container (a pod spec's problem).
+fn container_of(origin: &Origin) -> String {
+    match &origin.pod {
+        Some(pod) => {
+            let list = match pod.list {
+                ContainerList::Containers => "container",
+                ContainerList::InitContainers => "init container",
+                ContainerList::EphemeralContainers => "ephemeral container",
+            };
+            format!("{list} {}", pod.name)
         }
+        None => origin.name.clone(),
     }
-    name.to_owned()
 }
 
 /// The name the object's text is read under: its kind and namespace.
@@ -917,9 +916,19 @@ fn what(status: Status) -> &'static str {
 }
 
 /// The report's detail without ` on HOST` when HOST is the reference's own registry
-/// (Docker Hub's API host for `docker.io`); a mirror's name stays.
-fn detail_of(image: &ImageReport, file: &str) -> String {
-    let detail = strip_position(&image.detail, file);
+/// (Docker Hub's API host for `docker.io`); a mirror's name stays. A container's
+/// problems are their messages alone: their positions are in pullcheck's own copy of the
+/// object (the JSON it was given), which mean nothing to the person who wrote it.
+fn detail_of(image: &ImageReport) -> String {
+    if !image.problems.is_empty() {
+        return image
+            .problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+    }
+    let detail = image.detail.clone();
     let canonical = image.canonical.as_deref().unwrap_or(&image.reference);
     match &image.registry {
         Some(host)
@@ -930,35 +939,6 @@ fn detail_of(image: &ImageReport, file: &str) -> String {
         }
         _ => detail,
     }
-}
-
-/// `detail` without the `FILE:LINE:COLUMN: ` of pullcheck's own copy of the object (the
-/// reader names positions in the JSON it was given, which mean nothing to the person who
-/// wrote the object).
-fn strip_position(detail: &str, file: &str) -> String {
-    let mut out = String::with_capacity(detail.len());
-    let mut rest = detail;
-    let prefix = format!("{file}:");
-    while let Some(i) = rest.find(&prefix) {
-        let after = &rest[i + prefix.len()..];
-        let digits = |s: &str| s.chars().take_while(char::is_ascii_digit).count();
-        let line = digits(after);
-        let column = if after[line..].starts_with(':') {
-            digits(&after[line + 1..])
-        } else {
-            0
-        };
-        let end = line + 1 + column;
-        if line > 0 && column > 0 && after[end..].starts_with(": ") {
-            out.push_str(&rest[..i]);
-            rest = &after[end + 2..];
-        } else {
-            out.push_str(&rest[..i + prefix.len()]);
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// One failing container: the whole line (for a refusal) and a short one (for a
@@ -976,9 +956,9 @@ struct Line {
 /// One line per container of `image`:
 /// `container test: image golang:1.2 not found: tag 1.2 not found in library/golang; did
 /// you mean 1.22?`; the short form keeps the status and the tag hints only.
-fn lines_of(image: &ImageReport, file: &str) -> Vec<Line> {
+fn lines_of(image: &ImageReport) -> Vec<Line> {
     let what = what(image.status);
-    let detail = detail_of(image, file);
+    let detail = detail_of(image);
     let reason = if detail.is_empty() {
         what.to_owned()
     } else {
@@ -990,11 +970,7 @@ fn lines_of(image: &ImageReport, file: &str) -> Vec<Line> {
         [one] => format!("; did you mean {one}?"),
         [init @ .., last] => format!("; did you mean {} or {last}?", init.join(", ")),
     };
-    let mut containers: Vec<String> = image
-        .origins
-        .iter()
-        .map(|o| container_of(&o.name))
-        .collect();
+    let mut containers: Vec<String> = image.origins.iter().map(container_of).collect();
     containers.dedup();
     if containers.is_empty() {
         containers.push("a container".to_owned());
@@ -1043,15 +1019,13 @@ const MAX_MESSAGE_CHARS: usize = 4096;
 
 /// The answer for a report.
 fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> AdmissionResponse {
-    // The name `check_object` gave the object's text, which positions in details use.
-    let file = object_file(request);
     let mut failures = Vec::new();
     let mut unverified = Vec::new();
     for image in &report.images {
         if image.status.is_failure() {
-            failures.extend(lines_of(image, &file));
+            failures.extend(lines_of(image));
         } else if image.status == Status::Unreachable {
-            unverified.extend(lines_of(image, &file));
+            unverified.extend(lines_of(image));
         }
     }
     let unverified: Vec<String> = unverified.iter().map(warning).collect();
@@ -1171,32 +1145,46 @@ mod tests {
         assert!(w.contains('…'), "{w}");
     }
 
-    #[test]
-    fn positions_in_pullcheck_s_own_copy_are_left_out() {
+    /// The golden admission lines of an invalid container: the container from the
+    /// origin's fields, the problem's words without pullcheck's own position.
+    #[tokio::test]
+    async fn an_invalid_container_is_named_from_its_fields_without_a_position() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  \
+                    initContainers:\n    - name: clone\n      image: alpine:3.19\n      \
+                    imagePullPolicy: Sometimes\n  containers:\n    - name: app\n";
+        let manifests = pullcheck_kube::read_manifests("Pod default", text).expect("reads");
+        let uses = manifests.workloads[0].images.clone();
+        let checker = pullcheck::Checker::new(
+            pullcheck::CheckerOptions::default(),
+            pullcheck::resolve::Resolver::default(),
+            pullcheck::credentials::NodeCredentials::empty(),
+        )
+        .expect("checker");
+        let report = checker
+            .check(uses, &pullcheck::CheckOptions::default())
+            .await;
+        let lines: Vec<String> = report
+            .images
+            .iter()
+            .flat_map(lines_of)
+            .map(|l| l.full)
+            .collect();
         assert_eq!(
-            strip_position(
-                "Pod default:12:28: unsupported imagePullPolicy \"Sometimes\"",
-                "Pod default"
-            ),
-            "unsupported imagePullPolicy \"Sometimes\""
+            lines,
+            [
+                "container app: image  invalid: Pod/p container app: no image",
+                "init container clone: image alpine:3.19 invalid: unsupported imagePullPolicy \
+                 \"Sometimes\": must be Always, IfNotPresent or Never",
+            ]
         );
-        assert_eq!(
-            strip_position("Pod default: not a position", "Pod default"),
-            "Pod default: not a position"
-        );
-    }
-
-    #[test]
-    fn container_names_lose_their_owner() {
-        assert_eq!(container_of("document 1 container cj"), "container cj");
-        assert_eq!(container_of("Pod/p container test"), "container test");
-        assert_eq!(
-            container_of("Pod/p initContainer clone"),
-            "init container clone"
-        );
-        assert_eq!(
-            container_of("Deployment/web ephemeralContainer debug"),
-            "ephemeral container debug"
+        // The report's own detail keeps the position, for the CLI and the API.
+        let clone = &report.images[1];
+        let at = clone.problems[0].at.as_ref().expect("positioned");
+        assert_eq!((at.file.as_str(), at.line), ("Pod default", Some(8)));
+        assert!(
+            clone.detail.starts_with("Pod default:8:"),
+            "{}",
+            clone.detail
         );
     }
 

@@ -590,6 +590,7 @@ fn parse_request(
         deadline_start: None,
         include_on_start: request.include_on_start,
         allow_empty: request.allow_empty,
+        setting_name: crate::render::setting,
     })
 }
 

@@ -4,6 +4,7 @@
 //! `--insecure-registry` options), never a flag of `pullcheck check`.
 
 use pullcheck::report::{Remedy, Report};
+use pullcheck_sources::Setting;
 
 /// A row's remedies in the service's words.
 pub(crate) fn remedies(remedies: &[Remedy]) -> String {
@@ -21,6 +22,14 @@ pub(crate) fn remedies(remedies: &[Remedy]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", or ")
+}
+
+/// A request setting by its field of `POST /v1/checks`: `"namespace"`, `"platform"`.
+pub(crate) fn setting(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Namespace => "\"namespace\"",
+        Setting::Platform => "\"platform\"",
+    }
 }
 
 /// The report with every row's remedies worded into its detail, for the API's answer.

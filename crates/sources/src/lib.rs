@@ -395,6 +395,27 @@ impl BuildRuntime {
     }
 }
 
+/// A setting of a [`CheckRequest`] that a warning or a detail names (to ask for it, or
+/// as where a value came from). Each front end names it in its own words
+/// ([`CheckRequest::setting_name`]): the CLI by its flag, the service by its field; no
+/// library sentence holds a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Setting {
+    /// [`CheckRequest::namespace`]: the build namespace, to read pull secrets from.
+    Namespace,
+    /// [`CheckRequest::platform`]: the platform every image must serve.
+    Platform,
+}
+
+/// The names of [`Setting`]s without a front end: `a namespace`, `the platform asked
+/// for`; [`CheckRequest`]'s default.
+pub fn plain_setting_name(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Namespace => "a namespace",
+        Setting::Platform => "the platform asked for",
+    }
+}
+
 /// The placeholder check of a build Pod.
 #[derive(Debug)]
 pub struct Placeholder {
@@ -404,8 +425,9 @@ pub struct Placeholder {
     /// The platform it must serve: `--platform`, else the pods template's
     /// `nodeSelector`; `None`: only that it exists.
     pub platform: Option<Platform>,
-    /// Where [`Placeholder::platform`] comes from, for the report's detail
-    /// (`--platform`, `the pods template's nodeSelector kubernetes.io/arch=arm64`).
+    /// Where [`Placeholder::platform`] comes from, for the report's detail (the
+    /// front end's name of [`Setting::Platform`], `the pods template's nodeSelector
+    /// kubernetes.io/arch=arm64`).
     pub platform_source: Option<String>,
 }
 
@@ -472,6 +494,7 @@ fn plan_placeholder(
     loaded: Option<&PipelinePodsTemplate>,
     template: &TemplateSource,
     keyring: &Keyring,
+    name: fn(Setting) -> &'static str,
 ) -> Result<Option<Placeholder>, RequestError> {
     if runtime.runtime != Runtime::Kubernetes {
         return Ok(None);
@@ -488,7 +511,7 @@ fn plan_placeholder(
     placeholder.origin.kind = ContainerKind::Placeholder;
     placeholder.origin.name = "build Pod placeholder".to_owned();
     let (platform, platform_source) = match &runtime.platform {
-        Some(p) => (Some(p.clone()), Some("--platform".to_owned())),
+        Some(p) => (Some(p.clone()), Some(name(Setting::Platform).to_owned())),
         None => match loaded
             .map(node_selector_platform)
             .transpose()
@@ -614,12 +637,19 @@ pub async fn find_pull_secrets_on(
     template: &TemplateSource,
     runtime: &BuildRuntime,
 ) -> Result<Gathered, SourceError> {
-    gather_sets(inputs, pull_secrets, cluster, template, runtime)
-        .await
-        .map_err(|e| match e {
-            RequestError::Template(e) | RequestError::PullSecret(e) => e,
-            other => SourceError::new(other.to_string()),
-        })
+    gather_sets(
+        inputs,
+        pull_secrets,
+        cluster,
+        template,
+        runtime,
+        plain_setting_name,
+    )
+    .await
+    .map_err(|e| match e {
+        RequestError::Template(e) | RequestError::PullSecret(e) => e,
+        other => SourceError::new(other.to_string()),
+    })
 }
 
 /// [`find_pull_secrets_on`] with its errors typed: a template file that cannot be read
@@ -627,12 +657,14 @@ pub async fn find_pull_secrets_on(
 /// lookup ([`RequestError::Lookup`]), a malformed Secret ([`RequestError::PullSecret`]),
 /// a placeholder that is not a reference ([`RequestError::PlaceholderImage`]). Without a
 /// cluster, each Pod whose pull secrets could not be read is in [`Gathered::unread`].
+/// `name` words the [`Setting`]s its warnings and details name.
 pub(crate) async fn gather_sets(
     inputs: Inputs,
     pull_secrets: &[PullSecret],
     cluster: Option<&Cluster>,
     template: &TemplateSource,
     runtime: &BuildRuntime,
+    name: fn(Setting) -> &'static str,
 ) -> Result<Gathered, RequestError> {
     let Inputs {
         build_uses,
@@ -672,9 +704,10 @@ pub(crate) async fn gather_sets(
                             names: names.clone(),
                         });
                         warnings.push(format!(
-                            "{}: names imagePullSecrets {names:?}; give --namespace to read them \
-                             from the cluster",
-                            path.display()
+                            "{}: names imagePullSecrets {names:?}; give {} to read them from \
+                             the cluster",
+                            path.display(),
+                            name(Setting::Namespace)
                         ));
                     }
                     loaded = Some(read);
@@ -683,7 +716,14 @@ pub(crate) async fn gather_sets(
             }
         };
         let keyring = keyring_of(pull_secrets, chain.as_ref()).map_err(RequestError::PullSecret)?;
-        placeholder = plan_placeholder(&build_uses, runtime, loaded.as_ref(), template, &keyring)?;
+        placeholder = plan_placeholder(
+            &build_uses,
+            runtime,
+            loaded.as_ref(),
+            template,
+            &keyring,
+            name,
+        )?;
         if let Some(chain) = chain {
             warnings.extend(chain.warnings.iter().cloned());
             walked.push(chain);
@@ -718,13 +758,14 @@ pub(crate) async fn gather_sets(
             }
             if chain.is_none() && !workload.pull_secrets.image_pull_secrets.is_empty() {
                 set_warnings.push(format!(
-                    "{}:{}: {}/{} names imagePullSecrets {:?}; give --namespace to read them \
-                     from the cluster",
+                    "{}:{}: {}/{} names imagePullSecrets {:?}; give {} to read them from the \
+                     cluster",
                     workload.file,
                     workload.line,
                     workload.kind,
                     workload.name,
-                    workload.pull_secrets.image_pull_secrets
+                    workload.pull_secrets.image_pull_secrets,
+                    name(Setting::Namespace)
                 ));
             }
             if let Some(chain) = chain {

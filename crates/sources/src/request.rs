@@ -22,7 +22,7 @@ use pullcheck_kube::{Cluster, TemplateSource};
 
 use crate::{
     BuildRuntime, DEFAULT_PLACEHOLDER_IMAGE, Gathered, InputKind, Inputs, NamedText, Runtime,
-    SourceError,
+    Setting, SourceError,
 };
 
 /// One input text of a [`CheckRequest`] and its kind: `None` detects it as the CLI does
@@ -71,6 +71,10 @@ pub struct CheckRequest {
     /// Inputs without any image give an empty report instead of
     /// [`RequestError::NothingToCheck`].
     pub allow_empty: bool,
+    /// How the front end names a [`Setting`] in the warnings and details the request
+    /// gives (`--namespace` in the CLI, `"namespace"` in the service); default
+    /// [`crate::plain_setting_name`].
+    pub setting_name: fn(Setting) -> &'static str,
 }
 
 impl Default for CheckRequest {
@@ -88,6 +92,7 @@ impl Default for CheckRequest {
             deadline_start: None,
             include_on_start: false,
             allow_empty: false,
+            setting_name: crate::plain_setting_name,
         }
     }
 }
@@ -221,6 +226,7 @@ impl CheckRequest {
             namespace: self.namespace,
             template: self.template,
             runtime,
+            setting_name: self.setting_name,
             options: CheckOptions {
                 include_on_start: self.include_on_start,
                 deadline: self.deadline,
@@ -254,6 +260,7 @@ pub struct Prepared {
     namespace: Option<String>,
     template: TemplateSource,
     runtime: BuildRuntime,
+    setting_name: fn(Setting) -> &'static str,
     options: CheckOptions,
 }
 
@@ -295,6 +302,7 @@ impl Prepared {
             cluster.as_ref(),
             &self.template,
             &self.runtime,
+            self.setting_name,
         )
         .await?;
         Ok(Ready {
@@ -422,9 +430,17 @@ mod tests {
                          imagePullSecrets: [{name: regcred}]\n  containers: [{name: a, image: alpine}]\n\
                          ---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  \
                          template:\n    spec:\n      containers: [{name: b, image: alpine}]\n";
+        // The front end names the setting the warning asks for (here as a flag would).
+        fn flag(setting: Setting) -> &'static str {
+            match setting {
+                Setting::Namespace => "--ns-flag",
+                Setting::Platform => "--platform-flag",
+            }
+        }
         let request = CheckRequest {
             inputs: vec![pipeline("m.yaml", manifests)],
             namespace: Some("ci".into()),
+            setting_name: flag,
             ..CheckRequest::default()
         };
         let prepared = request.read().expect("reads");
@@ -441,7 +457,13 @@ mod tests {
             [("Pod/p", "Pod", 1), ("Deployment/d", "Deployment", 0)]
         );
         // The CLI's and the service's warning for the Pod that names secrets.
-        assert_eq!(ready.gathered.sets[0].warnings.len(), 1);
+        assert_eq!(
+            ready.gathered.sets[0].warnings,
+            [
+                "m.yaml:1: Pod/p names imagePullSecrets [\"regcred\"]; give --ns-flag to read them \
+              from the cluster"
+            ]
+        );
         assert!(ready.gathered.sets[1].warnings.is_empty());
     }
 }

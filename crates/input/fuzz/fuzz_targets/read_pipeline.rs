@@ -17,10 +17,12 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(u.origin.line.is_some(), u.origin.column.is_some());
                 assert!(u.origin.line.is_none_or(|l| l >= 1));
                 assert!(u.origin.column.is_none_or(|c| c >= 1));
-                if let Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } =
+                if let Disposition::Invalid(problems) | Disposition::UnknownPolicy { problems, .. } =
                     &u.disposition
                 {
-                    assert!(message.starts_with("fuzz.yml"), "{message}");
+                    for p in problems {
+                        assert_eq!(p.at.as_ref().map(|a| a.file.as_str()), Some("fuzz.yml"));
+                    }
                 }
             }
         }

@@ -60,9 +60,11 @@ fn row(u: &ImageUse) -> Row<'_> {
     )
 }
 
-fn invalid(u: &ImageUse) -> &str {
+fn invalid(u: &ImageUse) -> String {
     match &u.disposition {
-        Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } => message,
+        Disposition::Invalid(problems) | Disposition::UnknownPolicy { problems, .. } => {
+            pullcheck_input::Problem::join(problems)
+        }
         other => panic!("{} should be invalid, is {other:?}", u.origin.name),
     }
 }

@@ -2,13 +2,15 @@
 //! and the parts of Vela's schema that decide what runs: stages as a list, tabs,
 //! misspelt container keys, Go-template pipelines.
 
-use pullcheck_input::{Disposition, ImageUse, PullPolicy, read_pipeline_with_warnings};
+use pullcheck_input::{
+    Disposition, Field, ImageUse, PullPolicy, Unresolved, ValueSource, read_pipeline_with_warnings,
+};
 
 fn read(text: &str) -> (Vec<ImageUse>, Vec<String>) {
     read_pipeline_with_warnings(".vela.yml", text).expect("reads")
 }
 
-fn unresolved(u: &ImageUse) -> &str {
+fn unresolved(u: &ImageUse) -> &Unresolved {
     match &u.disposition {
         Disposition::Unresolved(m) => m,
         other => panic!("expected unresolved, got {other:?} for {u:?}"),
@@ -86,23 +88,62 @@ steps:
     image: golang:${GO_VERSION:-1.22}
 ";
     let (uses, _) = read(text);
-    let m = unresolved(&uses[0]);
-    assert!(
-        m.contains(
-            "${GO_VERSION} is set nowhere in the pipeline; the server or a secret sets it at \
-             build time"
-        ),
-        "{m}"
+    // Each variable by name, with where its value would come from.
+    let facts = |u: &ImageUse| {
+        unresolved(u)
+            .variables
+            .iter()
+            .map(|v| (v.name.clone(), v.field, v.source.clone(), v.default_ignored))
+            .collect::<Vec<_>>()
+    };
+    let secret = |s: &str| ValueSource::Secret { secret: s.into() };
+    assert_eq!(
+        facts(&uses[0]),
+        [(
+            "GO_VERSION".into(),
+            Field::Image,
+            ValueSource::Nowhere,
+            false
+        )]
     );
-    assert!(m.starts_with(".vela.yml:4:12: "), "{m}");
-    assert!(unresolved(&uses[1]).contains("${VELA_BUILD_COMMIT} is set by the Vela server"));
-    assert!(unresolved(&uses[2]).contains("secret `app_tag`"));
-    assert!(unresolved(&uses[3]).contains("secret `release_tag`"));
+    let at = unresolved(&uses[0]).at.clone().expect("positioned");
+    assert_eq!(
+        (at.file.as_str(), at.line, at.column),
+        (".vela.yml", Some(4), Some(12))
+    );
+    assert_eq!(
+        facts(&uses[1]),
+        [(
+            "VELA_BUILD_COMMIT".into(),
+            Field::Image,
+            ValueSource::Server,
+            false
+        )]
+    );
+    assert_eq!(
+        facts(&uses[2]),
+        [("APP_TAG".into(), Field::Image, secret("app_tag"), false)]
+    );
+    assert_eq!(
+        facts(&uses[3]),
+        [("TAG".into(), Field::Image, secret("release_tag"), false)]
+    );
     // The compiler keeps an unknown variable as `${NAME}`, so the default is not used.
-    assert!(
-        unresolved(&uses[4]).contains("its default is never used"),
-        "{}",
-        unresolved(&uses[4])
+    assert_eq!(
+        facts(&uses[4]),
+        [(
+            "GO_VERSION".into(),
+            Field::Image,
+            ValueSource::Nowhere,
+            true
+        )]
+    );
+    // The words, once (the golden rendering of an unresolved image).
+    assert_eq!(
+        unresolved(&uses[0]).to_string(),
+        ".vela.yml:4:12: not checked: image \"golang:${GO_VERSION}\" is known only when the \
+         build runs: ${GO_VERSION} is set nowhere in the pipeline; the server or a secret sets \
+         it at build time"
     );
     assert!(uses.iter().all(|u| u.substituted.is_none()));
 }
@@ -130,7 +171,12 @@ fn compiled_build_substitutes_from_the_container_environment() {
     assert_eq!(uses[0].policy, PullPolicy::Always);
     // The worker makes an unknown variable empty.
     assert_eq!(uses[1].substituted.as_deref(), Some("golang:"));
-    assert!(unresolved(&uses[2]).contains("secret `app_tag`"));
+    assert_eq!(
+        unresolved(&uses[2]).variables[0].source,
+        ValueSource::Secret {
+            secret: "app_tag".into()
+        }
+    );
     assert_eq!(uses[3].pulled(), "vault:1.15");
 }
 
@@ -139,8 +185,9 @@ fn a_substitution_vela_refuses_is_invalid() {
     let (uses, _) = read("version: '1'\nsteps:\n  - name: a\n    image: golang:${GO\n");
     match &uses[0].disposition {
         Disposition::Invalid(m) => {
-            assert!(m.contains("missing closing brace"), "{m}");
-            assert!(m.starts_with(".vela.yml:4:12: "), "{m}");
+            let at = m[0].at.clone().expect("positioned");
+            assert_eq!((at.line, at.column), (Some(4), Some(12)), "{m:?}");
+            assert!(m[0].message.contains("missing closing brace"), "{m:?}");
         }
         other => panic!("{other:?}"),
     }

@@ -108,9 +108,10 @@ fn upstream_values() {
     let uses = read("server/schema/testdata/pipeline/fail/invalid_pull.yml");
     assert_eq!(uses.len(), 1);
     match &uses[0].disposition {
-        Disposition::UnknownPolicy { written, message } => {
+        Disposition::UnknownPolicy { written, problems } => {
             assert_eq!(written, "sometimes");
-            assert!(message.contains("invalid_pull.yml:7:11: "), "{message}");
+            let at = problems[0].at.clone().expect("positioned");
+            assert_eq!((at.line, at.column), (Some(7), Some(11)), "{problems:?}");
         }
         other => panic!("{other:?}"),
     }

@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use pullcheck_input::{ContainerKind, Disposition, ImageUse, PullPolicy};
+use pullcheck_input::{
+    ContainerKind, ContainerList, Disposition, ImageUse, PodContainer, Problem, PullPolicy,
+};
 use pullcheck_kube::{
     Manifests, Subject, Workload, is_kubernetes_manifest, read_manifests, read_manifests_file,
 };
@@ -267,8 +269,17 @@ spec:
     let uses: &[ImageUse] = &m.workloads[0].images;
     assert_eq!(uses.len(), 4);
     let invalid = |u: &ImageUse| match &u.disposition {
-        Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } => {
-            message.clone()
+        Disposition::Invalid(problems) | Disposition::UnknownPolicy { problems, .. } => {
+            Problem::join(problems)
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    };
+    // Each problem's position is data, apart from its words.
+    let problem = |u: &ImageUse| match &u.disposition {
+        Disposition::Invalid(problems) | Disposition::UnknownPolicy { problems, .. } => {
+            let p = &problems[0];
+            let at = p.at.as_ref().expect("positioned");
+            (at.file.clone(), at.line, at.column, p.message.clone())
         }
         other => panic!("expected invalid, got {other:?}"),
     };
@@ -277,10 +288,15 @@ spec:
         "{:?}",
         uses[0].disposition
     );
-    let message = invalid(&uses[0]);
-    assert!(
-        message.starts_with("m.yaml:8:22: unsupported imagePullPolicy \"always\""),
-        "{message}"
+    assert_eq!(
+        problem(&uses[0]),
+        (
+            "m.yaml".to_owned(),
+            Some(8),
+            Some(22),
+            "unsupported imagePullPolicy \"always\": must be Always, IfNotPresent or Never"
+                .to_owned()
+        )
     );
     assert_eq!(uses[0].image, "nginx:1");
     assert_eq!(
@@ -288,10 +304,28 @@ spec:
         (Some(7), Some(12))
     );
     assert_eq!(
+        problem(&uses[1]),
+        (
+            "m.yaml".to_owned(),
+            Some(9),
+            Some(5),
+            "Pod/p container no-image: no image".to_owned()
+        )
+    );
+    assert_eq!(
         invalid(&uses[1]),
         "m.yaml:9:5: Pod/p container no-image: no image"
     );
     assert_eq!(uses[1].origin.name, "Pod/p container no-image");
+    // The origin says owner, list and container apart too.
+    assert_eq!(
+        uses[1].origin.pod,
+        Some(PodContainer {
+            owner: "Pod/p".into(),
+            list: ContainerList::Containers,
+            name: "no-image".into()
+        })
+    );
     assert!(
         invalid(&uses[2]).contains("containers[2] must be a mapping"),
         "{}",
@@ -552,9 +586,11 @@ fn hostile_manifests_end_in_bounded_time() {
     assert_eq!(m.skipped.len(), 1);
 }
 
-fn invalid_message(u: &ImageUse) -> &str {
+fn invalid_message(u: &ImageUse) -> String {
     match &u.disposition {
-        Disposition::Invalid(message) | Disposition::UnknownPolicy { message, .. } => message,
+        Disposition::Invalid(problems) | Disposition::UnknownPolicy { problems, .. } => {
+            Problem::join(problems)
+        }
         other => panic!("{} should be invalid, is {other:?}", u.origin.name),
     }
 }

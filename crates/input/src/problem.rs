@@ -1,0 +1,203 @@
+//! What is wrong with one container, as data: each problem's position apart from its
+//! words, so that every front end composes `file:line:column: message` itself (or leaves
+//! a position out that means nothing to its reader, as the admission webhook does for
+//! its own copy of the object), and the variables an image waits for by name and source.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// A place in an input text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Position {
+    /// The file, as given.
+    pub file: String,
+    /// 1-based line where the value is used (at the alias, for a value reached through
+    /// one); `None` when unknown.
+    pub line: Option<usize>,
+    /// 1-based column, in characters; `None` when unknown.
+    pub column: Option<usize>,
+    /// Where the value itself is written, when that is elsewhere than where it is used
+    /// (it was reached through an alias): `{"line": 4, "column": 17}`.
+    pub written: Option<LineColumn>,
+}
+
+/// A 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct LineColumn {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+}
+
+impl fmt::Display for Position {
+    /// `file:line:column`, then ` (written at line:column)` when written elsewhere.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        if let Some(w) = self.written {
+            write!(f, " (written at {}:{})", w.line, w.column)?;
+        }
+        Ok(())
+    }
+}
+
+/// One problem of a container ([`crate::Disposition::Invalid`],
+/// [`crate::Disposition::UnknownPolicy`]): where, and what, apart.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Problem {
+    /// Where; `None` for an `--image` argument (the message names it).
+    pub at: Option<Position>,
+    /// What is wrong, without the position.
+    pub message: String,
+}
+
+impl Problem {
+    /// A problem at `at`.
+    pub fn at(at: Position, message: impl Into<String>) -> Problem {
+        Problem {
+            at: Some(at),
+            message: message.into(),
+        }
+    }
+
+    /// Several problems in one line: each `position: message`, joined by `; `.
+    pub fn join(problems: &[Problem]) -> String {
+        problems
+            .iter()
+            .map(Problem::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl fmt::Display for Problem {
+    /// `position: message`, or the message alone without a position.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.at {
+            Some(at) => write!(f, "{at}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Where the value of a variable an image depends on would come from: only when the
+/// build runs, never before.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ValueSource {
+    /// The variable is the (upper-cased) `target` of one of the container's secrets,
+    /// which the worker injects at build time.
+    Secret {
+        /// The secret's `source` as written.
+        secret: String,
+    },
+    /// A `VELA_*` variable, which the Vela server sets when it compiles the build.
+    Server,
+    /// Set nowhere in the pipeline: the server or a secret sets it at build time.
+    Nowhere,
+}
+
+/// Which field of a container holds the variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    /// `image:`.
+    Image,
+    /// `pull:`.
+    Pull,
+}
+
+/// One variable whose value is known only when the build runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct UnresolvedVariable {
+    /// The variable's name, without `${}`.
+    pub name: String,
+    /// The field it is in.
+    pub field: Field,
+    /// Where its value would come from.
+    pub source: ValueSource,
+    /// In source, the variable has a default (`${TAG:-1}`) that is never used: the
+    /// compiler keeps an unknown variable as `${TAG}` and drops the default.
+    pub default_ignored: bool,
+}
+
+impl fmt::Display for UnresolvedVariable {
+    /// The sentence for one variable, e.g. ``${TAG} is the target of secret `tag`, whose
+    /// value the worker injects at build time``.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = &self.name;
+        if self.field == Field::Pull {
+            f.write_str("`pull`: ")?;
+        }
+        match &self.source {
+            ValueSource::Secret { secret } => write!(
+                f,
+                "${{{name}}} is the target of secret `{secret}`, whose value the worker \
+                 injects at build time"
+            )?,
+            ValueSource::Server => write!(
+                f,
+                "${{{name}}} is set by the Vela server when it compiles the build"
+            )?,
+            ValueSource::Nowhere => write!(
+                f,
+                "${{{name}}} is set nowhere in the pipeline; the server or a secret sets it at \
+                 build time"
+            )?,
+        }
+        if self.default_ignored {
+            write!(
+                f,
+                " (its default is never used: the compiler keeps an unknown variable as \
+                 ${{{name}}} and drops the default, and the worker makes it empty if \
+                 nothing sets it)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// An image that depends on values known only when the build runs
+/// ([`crate::Disposition::Unresolved`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Unresolved {
+    /// Where the image is used.
+    pub at: Option<Position>,
+    /// The image as written.
+    pub image: String,
+    /// Each variable the image or its `pull:` depends on, in order.
+    pub variables: Vec<UnresolvedVariable>,
+}
+
+impl Unresolved {
+    /// The words without the position: `not checked: image "app:${TAG}" is known only
+    /// when the build runs: ...` (each variable's sentence, joined by `; `).
+    pub fn message(&self) -> String {
+        format!(
+            "not checked: image {:?} is known only when the build runs: {}",
+            self.image,
+            self.variables
+                .iter()
+                .map(UnresolvedVariable::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    }
+}
+
+impl fmt::Display for Unresolved {
+    /// `position: message` ([`Unresolved::message`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.at {
+            Some(at) => write!(f, "{at}: {}", self.message()),
+            None => f.write_str(&self.message()),
+        }
+    }
+}
