@@ -14,6 +14,7 @@
 //!   - name: test
 //!     image: golang:1.22
 //!     pull: true
+//!     commands: [go test ./...]
 //! ";
 //! let uses = read_pipeline(".vela.yml", text).unwrap();
 //! assert_eq!(uses[0].image, "golang:1.22");
@@ -35,11 +36,13 @@
 //!   not copied, nesting and node count are capped, and lookups spend from a fixed budget
 //!   (see [`yaml`] and `tree.rs`).
 
+mod compiler;
 mod container;
 pub mod envsubst;
 mod image_arg;
 mod pipeline;
 mod policy;
+mod refusal;
 mod substitute;
 mod tree;
 pub mod yaml;
@@ -48,6 +51,7 @@ use std::fmt;
 use std::path::Path;
 
 pub use policy::{ALL_PULL_VALUES, PullPolicy, VELA_PULL_VALUES};
+pub use refusal::Refusal;
 
 /// What kind of container an image belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -160,8 +164,12 @@ pub struct InputError {
     pub line: Option<usize>,
     /// 1-based column, if known.
     pub column: Option<usize>,
-    /// What is wrong.
+    /// What is wrong, as the CLI prints it after the position (for a refusal, its
+    /// [`Refusal`]'s words).
     pub message: String,
+    /// Set when Vela's compiler refuses the pipeline: why, as data. The file is then
+    /// not checked at all, as Vela never runs it.
+    pub refusal: Option<Box<Refusal>>,
 }
 
 impl ImageUse {
@@ -284,7 +292,8 @@ pub fn read_pipeline_with_warnings(
             .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
         Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
     };
-    let (uses, mut warnings) = pipeline::read(file, &doc).map_err(with_template_note)?;
+    let (uses, mut warnings) =
+        pipeline::read(file, &doc, looks_like_json(text)).map_err(with_template_note)?;
     if let Some(line) = template_line(text, true) {
         warnings.push(format!(
             "{file}:{line}: `{{{{ ... }}}}` looks like Go template syntax: the Vela server \
@@ -353,6 +362,7 @@ fn load_error(file: &str, pos: Option<tree::Pos>, message: String) -> InputError
         line: pos.map(|p| p.line),
         column: pos.map(|p| p.column),
         message,
+        refusal: None,
     }
 }
 
@@ -381,6 +391,7 @@ pub fn read_file(path: &Path) -> Result<(String, String), InputError> {
             line: None,
             column: None,
             message: format!("cannot read: {e}"),
+            refusal: None,
         }),
     }
 }

@@ -252,6 +252,7 @@ fn yaml_error(file: &str, e: YamlError) -> InputError {
         line: e.pos.map(|p| p.line),
         column: e.pos.map(|p| p.column),
         message: e.message,
+        refusal: None,
     }
 }
 
