@@ -310,6 +310,7 @@ impl<'a> Reader<'a> {
             ContainerKind::Image => "image",
             ContainerKind::Container => "container",
             ContainerKind::Placeholder => "placeholder",
+            ContainerKind::Volume => "image volume",
         };
         if !doc.is_map(node.id) {
             let pos = self.pos(node);
@@ -491,7 +492,10 @@ impl<'a> Reader<'a> {
             ContainerKind::Step => STEP_KEYS,
             ContainerKind::Service => SERVICE_KEYS,
             ContainerKind::Secret => ORIGIN_KEYS,
-            ContainerKind::Image | ContainerKind::Container | ContainerKind::Placeholder => return,
+            ContainerKind::Image
+            | ContainerKind::Container
+            | ContainerKind::Placeholder
+            | ContainerKind::Volume => return,
         };
         let Value::Map(entries) = self.doc.value(node.id) else {
             return;

@@ -72,6 +72,10 @@ pub enum ContainerKind {
     /// The placeholder image the Vela Kubernetes runtime starts every container of the
     /// build Pod on (upstream `kubernetes/pause:latest`), pulled at Pod creation.
     Placeholder,
+    /// An image volume of a Pod or pod template (`volumes[].image.reference`,
+    /// Kubernetes 1.31+): the kubelet pulls it, with its own `pullPolicy`, before the
+    /// Pod's containers start.
+    Volume,
 }
 
 /// Where an image was written.
@@ -279,6 +283,28 @@ pub fn read_pipeline_with_warnings(
     file: &str,
     text: &str,
 ) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+    read_pipeline_read(file, text).map(|read| (read.uses, read.warnings))
+}
+
+/// What [`read_pipeline_read`] gives: the uses and warnings of
+/// [`read_pipeline_with_warnings`], and what of the pipeline is not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineRead {
+    /// The image uses, as [`read_pipeline`] gives them.
+    pub uses: Vec<ImageUse>,
+    /// The warnings, as [`read_pipeline_with_warnings`] gives them.
+    pub warnings: Vec<String>,
+    /// How many templates of a `metadata.render_inline` pipeline make its steps: the
+    /// server expands them before compiling (go-vela/server `compileInline`), so their
+    /// images are not read here (0 for any other pipeline).
+    pub inline_templates: usize,
+}
+
+/// [`read_pipeline_with_warnings`], with what is not read ([`PipelineRead`]).
+///
+/// # Errors
+/// As [`read_pipeline`].
+pub fn read_pipeline_read(file: &str, text: &str) -> Result<PipelineRead, InputError> {
     let with_template_note = |mut e: InputError| {
         if let Some(line) = template_line(text, false) {
             e.message.push_str(&template_note(line));
@@ -292,7 +318,7 @@ pub fn read_pipeline_with_warnings(
             .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
         Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
     };
-    let (uses, mut warnings) =
+    let (uses, mut warnings, inline_templates) =
         pipeline::read(file, &doc, looks_like_json(text)).map_err(with_template_note)?;
     if let Some(line) = template_line(text, true) {
         warnings.push(format!(
@@ -309,7 +335,11 @@ pub fn read_pipeline_with_warnings(
             i + 2
         )
     }));
-    Ok((uses, warnings))
+    Ok(PipelineRead {
+        uses,
+        warnings,
+        inline_templates,
+    })
 }
 
 /// The first line (1-based) with `{{` and a later `}}` that is not a comment: Go

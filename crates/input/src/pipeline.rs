@@ -26,7 +26,8 @@ use crate::{ContainerKind, ImageUse, InputError};
 /// Keys of which a pipeline has at least one (`id` only in a compiled build).
 const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services", "secrets"];
 
-/// Reads every container of the document, and the warnings about it; `json` says the
+/// Reads every container of the document, the warnings about it, and how many
+/// `render_inline` templates it has (whose steps are not read); `json` says the
 /// text is JSON (a compiled build as the worker decodes it). What Vela refuses
 /// ([`crate::compiler`]) is an error after the containers are read, so that a shape
 /// error of the file itself comes first, as upstream's decoder meets it first.
@@ -34,7 +35,7 @@ pub(crate) fn read(
     file: &str,
     doc: &Doc,
     json: bool,
-) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+) -> Result<(Vec<ImageUse>, Vec<String>, usize), InputError> {
     let mut r = Reader::new(doc, file);
     let Some(root) = doc.root else {
         return Err(r.error(
@@ -127,7 +128,17 @@ pub(crate) fn read(
         r.container(origin, place)?;
     }
     crate::compiler::check(&mut r, root, json)?;
-    Ok((r.out, r.warnings))
+    // A `render_inline` pipeline's templates make steps the server expands before it
+    // compiles (`compileInline`); they are not read here.
+    let mut inline = 0;
+    if r.mode == Mode::Compile
+        && let Some(metadata) = r.get_set(root, "metadata")?
+        && let Some(v) = r.get_set(metadata, "render_inline")?
+        && matches!(r.doc.text(v.id), Some("true" | "True" | "TRUE"))
+    {
+        inline = r.list(root, "templates", "templates")?.len();
+    }
+    Ok((r.out, r.warnings, inline))
 }
 
 /// Which containers get the pipeline's `environment:`, as `metadata.environment` says

@@ -889,6 +889,7 @@ fn container_of(name: &str) -> String {
         (" initContainer ", "init container "),
         (" ephemeralContainer ", "ephemeral container "),
         (" container ", "container "),
+        (" volume ", "image volume "),
     ] {
         if let Some(i) = name.rfind(keyword) {
             return format!("{shown}{}", &name[i + keyword.len()..]);

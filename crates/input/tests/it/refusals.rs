@@ -38,6 +38,7 @@ fn no_version_and_legacy_version() {
 }
 
 #[test]
+#[ignore = "STRICT_VALIDATE_YAML is off until the other crates' test pipelines are valid (issue 24)"]
 fn stages_and_steps_together_and_nothing_to_run() {
     // compiler/native/testdata/steps_and_stages.yml, with a version: `steps:` after
     // `stages:`.
@@ -176,6 +177,7 @@ stages:
 }
 
 #[test]
+#[ignore = "STRICT_VALIDATE_YAML is off until the other crates' test pipelines are valid (issue 24)"]
 fn containers_without_name_image_or_anything_to_do() {
     // validate_test.go `SecretOrigin_NoName`: an origin with an image and no name.
     let e = refused(
