@@ -97,6 +97,15 @@ use crate::{
     PullPolicy, Skip, Unresolved,
 };
 
+/// `-?(0|[1-9][0-9]*)`: an integer go-yaml reads, and Go writes back, as written.
+fn is_decimal(t: &str) -> bool {
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    !digits.is_empty()
+        && digits.len() < 19
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+}
+
 /// The image Vela gives its injected init step; not an image at all.
 pub(crate) const INIT_IMAGE: &str = "#init";
 
@@ -124,6 +133,13 @@ pub(crate) struct Reader<'a> {
     pub mode: Mode,
     /// Warnings about what the document holds (misspelt container keys).
     pub warnings: Vec<String>,
+    /// Whether the server expands a step's `template:`: only when the pipeline has
+    /// `templates:` (go-vela/server `ExpandSteps` returns at once without them, and
+    /// the step runs as it is written).
+    pub expands_templates: bool,
+    /// The server-set variables of a running build, known to a plugin step (empty
+    /// otherwise); in source they win over the pipeline's own values.
+    pub build_env: HashMap<String, String>,
 }
 
 impl<'a> Reader<'a> {
@@ -135,6 +151,8 @@ impl<'a> Reader<'a> {
             out: Vec::new(),
             mode: Mode::Compile,
             warnings: Vec::new(),
+            expands_templates: true,
+            build_env: HashMap::new(),
         }
     }
 
@@ -179,6 +197,7 @@ impl<'a> Reader<'a> {
             line: pos.map(|p| p.line),
             column: pos.map(|p| p.column),
             message,
+            refusal: None,
         }
     }
 
@@ -306,6 +325,7 @@ impl<'a> Reader<'a> {
             ContainerKind::Image => "image",
             ContainerKind::Container => "container",
             ContainerKind::Placeholder => "placeholder",
+            ContainerKind::Volume => "image volume",
         };
         if !doc.is_map(node.id) {
             let pos = self.pos(node);
@@ -449,6 +469,7 @@ impl<'a> Reader<'a> {
             None => None,
         };
 
+        let template_name = template_name.filter(|_| self.expands_templates);
         let disposition = if let Some(template_name) = template_name {
             Disposition::Skip(Skip::Template {
                 name: template_name.to_string(),
@@ -498,7 +519,10 @@ impl<'a> Reader<'a> {
             ContainerKind::Step => STEP_KEYS,
             ContainerKind::Service => SERVICE_KEYS,
             ContainerKind::Secret => ORIGIN_KEYS,
-            ContainerKind::Image | ContainerKind::Container | ContainerKind::Placeholder => return,
+            ContainerKind::Image
+            | ContainerKind::Container
+            | ContainerKind::Placeholder
+            | ContainerKind::Volume => return,
         };
         let Value::Map(entries) = self.doc.value(node.id) else {
             return;
@@ -558,11 +582,72 @@ impl<'a> Reader<'a> {
                 }
             }
         }
+        // `parameters:` of a step or secret origin become `PARAMETER_<KEY>` (go-vela/server
+        // `EnvironmentStep`, `EnvironmentSecrets`), after the server's variables.
+        let mut opaque = Vec::new();
+        if self.mode == Mode::Compile
+            && matches!(place.kind, ContainerKind::Step | ContainerKind::Secret)
+            && let Some(params) = self.get_set(node, "parameters")?
+            && self.doc.is_map(params.id)
+        {
+            for (key, value) in self.entries(params)? {
+                let name = format!("PARAMETER_{}", key.to_uppercase());
+                match self.parameter_value(value) {
+                    Some(Ok(v)) => {
+                        values.insert(name, v);
+                    }
+                    Some(Err(why)) => {
+                        values.remove(&name);
+                        opaque.push((name, why));
+                    }
+                    None => {}
+                }
+            }
+        }
         Ok(Env {
             mode: self.mode,
+            build: match self.mode {
+                Mode::Compile => self.build_env.clone(),
+                Mode::Run => HashMap::new(),
+            },
             values,
             secrets,
+            opaque,
         })
+    }
+
+    /// A parameter's value as Vela's `api.ToString` writes it into `PARAMETER_*`: a
+    /// string as it is, a boolean as `true`/`false`, a decimal integer as written, a list
+    /// of those joined with `,`; `None` for null (no variable); `Err` naming what it is
+    /// for any other value (a mapping, a float, ...), which is not reproduced.
+    fn parameter_value(&self, value: Reached) -> Option<Result<String, String>> {
+        let scalar = |id| match self.doc.value(id) {
+            Value::Scalar {
+                text, plain: false, ..
+            } => Ok(text.clone()),
+            Value::Scalar { text, .. } => match text.as_str() {
+                "true" | "True" | "TRUE" => Ok("true".to_owned()),
+                "false" | "False" | "FALSE" => Ok("false".to_owned()),
+                t if is_decimal(t) => Ok(t.to_owned()),
+                t if t.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) => {
+                    Err(format!("the parameter value {t:?}"))
+                }
+                t => Ok(t.to_owned()),
+            },
+            Value::Null => Err("an empty list item".to_owned()),
+            _ => Err(format!("a {} parameter", self.doc.kind_name(id))),
+        };
+        match self.doc.value(value.id) {
+            Value::Null => None,
+            Value::Seq(items) => Some(
+                items
+                    .iter()
+                    .map(|&i| scalar(i))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|v| v.join(",")),
+            ),
+            _ => Some(scalar(value.id)),
+        }
     }
 
     /// The variables of an `environment` value: a mapping of names to scalars, or (as

@@ -10,6 +10,7 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
         line: None,
         column: None,
         message,
+        refusal: None,
     };
     // A reference never contains `=`, so the last one separates the policy.
     let (reference, policy) = match arg.rsplit_once('=') {

@@ -14,6 +14,7 @@
 //!   - name: test
 //!     image: golang:1.22
 //!     pull: true
+//!     commands: [go test ./...]
 //! ";
 //! let uses = read_pipeline(".vela.yml", text).unwrap();
 //! assert_eq!(uses[0].image, "golang:1.22");
@@ -35,12 +36,14 @@
 //!   not copied, nesting and node count are capped, and lookups spend from a fixed budget
 //!   (see [`yaml`] and `tree.rs`).
 
+mod compiler;
 mod container;
 pub mod envsubst;
 mod image_arg;
 mod pipeline;
 mod policy;
 mod problem;
+mod refusal;
 mod substitute;
 mod tree;
 pub mod yaml;
@@ -52,6 +55,7 @@ pub use policy::{ALL_PULL_VALUES, PullPolicy, VELA_PULL_VALUES};
 pub use problem::{
     Field, LineColumn, Position, Problem, Unresolved, UnresolvedVariable, ValueSource,
 };
+pub use refusal::Refusal;
 
 /// What kind of container an image belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -72,6 +76,10 @@ pub enum ContainerKind {
     /// The placeholder image the Vela Kubernetes runtime starts every container of the
     /// build Pod on (upstream `kubernetes/pause:latest`), pulled at Pod creation.
     Placeholder,
+    /// An image volume of a Pod or pod template (`volumes[].image.reference`,
+    /// Kubernetes 1.31+): the kubelet pulls it, with its own `pullPolicy`, before the
+    /// Pod's containers start.
+    Volume,
 }
 
 /// Where an image was written.
@@ -121,6 +129,9 @@ pub enum ContainerList {
     InitContainers,
     /// `ephemeralContainers`.
     EphemeralContainers,
+    /// `volumes` (an image volume, `volumes[].image.reference`; [`PodContainer::name`]
+    /// is the volume's name).
+    Volumes,
 }
 
 /// What to do with one use of an image, as far as the input can tell.
@@ -193,8 +204,12 @@ pub struct InputError {
     pub line: Option<usize>,
     /// 1-based column, if known.
     pub column: Option<usize>,
-    /// What is wrong.
+    /// What is wrong, as the CLI prints it after the position (for a refusal, its
+    /// [`Refusal`]'s words).
     pub message: String,
+    /// Set when Vela's compiler refuses the pipeline: why, as data. The file is then
+    /// not checked at all, as Vela never runs it.
+    pub refusal: Option<Box<Refusal>>,
 }
 
 impl ImageUse {
@@ -304,17 +319,17 @@ pub fn read_pipeline_with_warnings(
     file: &str,
     text: &str,
 ) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
-    read_pipeline_in_build(file, text, &std::collections::HashMap::new())
+    read_pipeline_read(file, text).map(|read| (read.uses, read.warnings))
 }
 
 /// [`read_pipeline_with_warnings`] for pipeline source read inside a running build (a
 /// Vela plugin step), where the build's variables are known: `build_env` holds the
 /// `VELA_*` variables the server set for this build (`VELA_BUILD_NUMBER`,
-/// `VELA_REPO_NAME`, …), which the compiler substitutes like the pipeline's own
-/// `environment:` (go-vela/server `compiler/native/environment.go`), so an image
-/// that reads one is substituted rather than [`Disposition::Unresolved`]. The
-/// pipeline's, stage's and step's `environment:` are applied after them. Ignored for a
-/// compiled build, whose containers carry their environment.
+/// `VELA_REPO_NAME`, …), which the compiler sets over the pipeline's, stage's and
+/// step's own `environment:` (go-vela/server `compiler/native/environment.go`), so an
+/// image that reads one is substituted with the build's value rather than
+/// [`Disposition::Unresolved`]. Ignored for a compiled build, whose containers carry
+/// their environment.
 ///
 /// # Errors
 /// As [`read_pipeline`].
@@ -323,6 +338,37 @@ pub fn read_pipeline_in_build(
     text: &str,
     build_env: &std::collections::HashMap<String, String>,
 ) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+    read_pipeline_full(file, text, build_env).map(|read| (read.uses, read.warnings))
+}
+
+/// What [`read_pipeline_read`] gives: the uses and warnings of
+/// [`read_pipeline_with_warnings`], and what of the pipeline is not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineRead {
+    /// The image uses, as [`read_pipeline`] gives them.
+    pub uses: Vec<ImageUse>,
+    /// The warnings, as [`read_pipeline_with_warnings`] gives them.
+    pub warnings: Vec<String>,
+    /// How many templates of a `metadata.render_inline` pipeline make its steps: the
+    /// server expands them before compiling (go-vela/server `compileInline`), so their
+    /// images are not read here (0 for any other pipeline).
+    pub inline_templates: usize,
+}
+
+/// [`read_pipeline_with_warnings`], with what is not read ([`PipelineRead`]).
+///
+/// # Errors
+/// As [`read_pipeline`].
+pub fn read_pipeline_read(file: &str, text: &str) -> Result<PipelineRead, InputError> {
+    read_pipeline_full(file, text, &std::collections::HashMap::new())
+}
+
+/// [`read_pipeline_read`] with the build's server-set variables ([`read_pipeline_in_build`]).
+fn read_pipeline_full(
+    file: &str,
+    text: &str,
+    build_env: &std::collections::HashMap<String, String>,
+) -> Result<PipelineRead, InputError> {
     let with_template_note = |mut e: InputError| {
         if let Some(line) = template_line(text, false) {
             e.message.push_str(&template_note(line));
@@ -336,7 +382,8 @@ pub fn read_pipeline_in_build(
             .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
         Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
     };
-    let (uses, mut warnings) = pipeline::read(file, &doc, build_env).map_err(with_template_note)?;
+    let (uses, mut warnings, inline_templates) =
+        pipeline::read(file, &doc, looks_like_json(text), build_env).map_err(with_template_note)?;
     if let Some(line) = template_line(text, true) {
         warnings.push(format!(
             "{file}:{line}: `{{{{ ... }}}}` looks like Go template syntax: the Vela server \
@@ -352,7 +399,11 @@ pub fn read_pipeline_in_build(
             i + 2
         )
     }));
-    Ok((uses, warnings))
+    Ok(PipelineRead {
+        uses,
+        warnings,
+        inline_templates,
+    })
 }
 
 /// The first line (1-based) with `{{` and a later `}}` that is not a comment: Go
@@ -405,6 +456,7 @@ fn load_error(file: &str, pos: Option<tree::Pos>, message: String) -> InputError
         line: pos.map(|p| p.line),
         column: pos.map(|p| p.column),
         message,
+        refusal: None,
     }
 }
 
@@ -433,6 +485,7 @@ pub fn read_file(path: &Path) -> Result<(String, String), InputError> {
             line: None,
             column: None,
             message: format!("cannot read: {e}"),
+            refusal: None,
         }),
     }
 }

@@ -26,13 +26,21 @@ use crate::{ContainerKind, ImageUse, InputError};
 /// Keys of which a pipeline has at least one (`id` only in a compiled build).
 const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services", "secrets"];
 
-/// Reads every container of the document, and the warnings about it.
+/// Reads every container of the document, the warnings about it, and how many
+/// `render_inline` templates it has (whose steps are not read); `json` says the
+/// text is JSON (a compiled build as the worker decodes it); `build_env` holds the
+/// server-set variables of a running build (empty outside one), which win over the
+/// pipeline's own values ([`crate::read_pipeline_in_build`]). What Vela refuses
+/// ([`crate::compiler`]) is an error after the containers are read, so that a shape
+/// error of the file itself comes first, as upstream's decoder meets it first.
 pub(crate) fn read(
     file: &str,
     doc: &Doc,
+    json: bool,
     build_env: &HashMap<String, String>,
-) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
+) -> Result<(Vec<ImageUse>, Vec<String>, usize), InputError> {
     let mut r = Reader::new(doc, file);
+    r.build_env = build_env.clone();
     let Some(root) = doc.root else {
         return Err(r.error(
             None,
@@ -51,21 +59,33 @@ pub(crate) fn read(
     }
     let root = doc.reach_root(root);
     ensure_pipeline(&mut r, root)?;
-    let mut scope_env = HashMap::new();
+    let mut global_env = HashMap::new();
+    let mut gets_global = Global::default();
     if r.get_set(root, "id")?.is_some() {
         r.mode = Mode::Run;
     } else {
-        scope_env.extend(build_env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(env) = r.get_set(root, "environment")? {
-            scope_env.extend(r.env_values(env)?);
+            global_env.extend(r.env_values(env)?);
         }
+        gets_global = Global::of(&mut r, root)?;
+        r.expands_templates = r
+            .get_set(root, "templates")?
+            .and_then(|t| r.doc.items(t.id))
+            .is_some_and(|items| !items.is_empty());
     }
-    let place = |kind, fallback_name, stage| Place {
+    let scope = |gets: bool| {
+        if gets {
+            global_env.clone()
+        } else {
+            HashMap::new()
+        }
+    };
+    let place = |kind, fallback_name, stage, scope_env| Place {
         kind,
         fallback_name,
         stage,
         secret_name: None,
-        scope_env: scope_env.clone(),
+        scope_env,
     };
 
     for (i, item) in r
@@ -75,14 +95,24 @@ pub(crate) fn read(
     {
         r.container(
             item,
-            place(ContainerKind::Service, format!("services[{i}]"), None),
+            place(
+                ContainerKind::Service,
+                format!("services[{i}]"),
+                None,
+                scope(gets_global.services),
+            ),
         )?;
     }
-    stages(&mut r, root, &scope_env)?;
+    stages(&mut r, root, &scope(gets_global.steps))?;
     for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
         r.container(
             item,
-            place(ContainerKind::Step, format!("steps[{i}]"), None),
+            place(
+                ContainerKind::Step,
+                format!("steps[{i}]"),
+                None,
+                scope(gets_global.steps),
+            ),
         )?;
     }
     for (i, secret) in r.list(root, "secrets", "secrets")?.into_iter().enumerate() {
@@ -92,11 +122,74 @@ pub(crate) fn read(
         if !r.origin_present(origin)? {
             continue;
         }
-        let mut place = place(ContainerKind::Secret, format!("secrets[{i}].origin"), None);
+        let mut place = place(
+            ContainerKind::Secret,
+            format!("secrets[{i}].origin"),
+            None,
+            scope(gets_global.secrets),
+        );
         place.secret_name = r.text(secret, "name")?;
         r.container(origin, place)?;
     }
-    Ok((r.out, r.warnings))
+    crate::compiler::check(&mut r, root, json)?;
+    // A `render_inline` pipeline's templates make steps the server expands before it
+    // compiles (`compileInline`); they are not read here.
+    let mut inline = 0;
+    if r.mode == Mode::Compile
+        && let Some(metadata) = r.get_set(root, "metadata")?
+        && let Some(v) = r.get_set(metadata, "render_inline")?
+        && matches!(r.doc.text(v.id), Some("true" | "True" | "TRUE"))
+    {
+        inline = r.list(root, "templates", "templates")?.len();
+    }
+    Ok((r.out, r.warnings, inline))
+}
+
+/// Which containers get the pipeline's `environment:`, as `metadata.environment` says
+/// (go-vela/server `compiler/native/compile.go`, `Metadata.HasEnvironment`); absent or
+/// null, all three (`yaml.Build.UnmarshalYAML` gives that default).
+struct Global {
+    steps: bool,
+    services: bool,
+    secrets: bool,
+}
+
+impl Default for Global {
+    fn default() -> Self {
+        Global {
+            steps: true,
+            services: true,
+            secrets: true,
+        }
+    }
+}
+
+impl Global {
+    fn of(r: &mut Reader<'_>, root: Reached) -> Result<Global, InputError> {
+        let Some(metadata) = r.get_set(root, "metadata")? else {
+            return Ok(Global::default());
+        };
+        let Some(list) = r.get_set(metadata, "environment")? else {
+            return Ok(Global::default());
+        };
+        let Some(items) = r.doc.items(list.id) else {
+            return Err(r.refuse(
+                list,
+                crate::Refusal::WrongType {
+                    field: "metadata.environment".to_owned(),
+                    expected: "list",
+                    found: r.doc.kind_name(list.id).to_owned(),
+                    json: false,
+                },
+            ));
+        };
+        let names: Vec<&str> = items.iter().filter_map(|&i| r.doc.text(i)).collect();
+        Ok(Global {
+            steps: names.contains(&"steps"),
+            services: names.contains(&"services"),
+            secrets: names.contains(&"secrets"),
+        })
+    }
 }
 
 /// Refuses a mapping that is neither a source pipeline nor a compiled build, so that a
@@ -180,24 +273,15 @@ fn stages(
             stage_env.extend(r.env_values(env)?);
         }
         for (i, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
-            let mut place = place(
-                ContainerKind::Step,
-                format!("steps[{i}]"),
-                Some(name.clone()),
-            );
-            place.scope_env = stage_env.clone();
+            let place = Place {
+                kind: ContainerKind::Step,
+                fallback_name: format!("steps[{i}]"),
+                stage: Some(name.clone()),
+                secret_name: None,
+                scope_env: stage_env.clone(),
+            };
             r.container(item, place)?;
         }
     }
     Ok(())
-}
-
-fn place(kind: ContainerKind, fallback_name: String, stage: Option<String>) -> Place {
-    Place {
-        kind,
-        fallback_name,
-        stage,
-        secret_name: None,
-        scope_env: HashMap::new(),
-    }
 }

@@ -100,6 +100,16 @@ pub enum ValueSource {
     },
     /// A `VELA_*` variable, which the Vela server sets when it compiles the build.
     Server,
+    /// A variable the Vela server sets when it compiles the build, over the value the
+    /// pipeline gives it (go-vela/server `compiler/native/environment.go`: the server's
+    /// variables are applied after the pipeline's, stage's and step's `environment:`).
+    ServerOverPipeline,
+    /// A `PARAMETER_*` variable whose value is not one pullcheck renders as Vela's
+    /// `api.ToString` does (`what`: "a mapping", "a float", …).
+    Unrendered {
+        /// What the parameter's value is.
+        what: String,
+    },
     /// Set nowhere in the pipeline: the server or a secret sets it at build time.
     Nowhere,
 }
@@ -145,6 +155,15 @@ impl fmt::Display for UnresolvedVariable {
             ValueSource::Server => write!(
                 f,
                 "${{{name}}} is set by the Vela server when it compiles the build"
+            )?,
+            ValueSource::ServerOverPipeline => write!(
+                f,
+                "${{{name}}} is set by the Vela server when it compiles the build, over the \
+                 value the pipeline gives it"
+            )?,
+            ValueSource::Unrendered { what } => write!(
+                f,
+                "${{{name}}} is {what}, which pullcheck does not render as Vela does"
             )?,
             ValueSource::Nowhere => write!(
                 f,

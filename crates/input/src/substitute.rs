@@ -37,8 +37,146 @@ pub(crate) struct Env {
     pub mode: Mode,
     /// Known values (for source: pipeline, then stage, then step; later wins).
     pub values: HashMap<String, String>,
+    /// In source read inside a running build: the server-set variables of that build
+    /// (`VELA_BUILD_NUMBER`, …), which the compiler sets over `values`.
+    pub build: HashMap<String, String>,
     /// `(target, source)` of the container's secrets.
     pub secrets: Vec<(String, String)>,
+    /// Variables set (the step's `parameters:` as `PARAMETER_*`) to a value this
+    /// reader does not reproduce, and why (`a mapping`).
+    pub opaque: Vec<(String, String)>,
+}
+
+/// The variables Vela's server sets in every container's environment at compile time,
+/// over the pipeline's own values (go-vela/server `compiler/native/environment.go`
+/// `environment`, and the `Environment()` of `api/types` `Repo`, `Build` and `User`),
+/// with the value when it is the same for every build.
+fn server_variable(name: &str) -> Option<Option<&'static str>> {
+    const FIXED: [(&str, &str); 3] = [
+        ("VELA", "true"),
+        ("CI", "true"),
+        ("VELA_NETRC_USERNAME", "x-oauth-basic"),
+    ];
+    /// `environment` itself, and the `Environment()` of `Repo`, `Build` (with the
+    /// variables of its event: pull request, tag, deployment) and `User`.
+    const PER_BUILD: &[&str] = &[
+        "VELA_ADDR",
+        "VELA_DATABASE",
+        "VELA_DISTRIBUTION",
+        "VELA_HOST",
+        "VELA_NETRC_MACHINE",
+        "VELA_QUEUE",
+        "VELA_RUNTIME",
+        "VELA_SOURCE",
+        "VELA_VERSION",
+        "VELA_SERVER_ADDR",
+        "VELA_OPEN_ID_ISSUER",
+        "VELA_WORKSPACE",
+        "VELA_REPO_ACTIVE",
+        "VELA_REPO_ALLOW_EVENTS",
+        "VELA_REPO_BRANCH",
+        "VELA_REPO_TOPICS",
+        "VELA_REPO_BUILD_LIMIT",
+        "VELA_REPO_CLONE",
+        "VELA_REPO_FULL_NAME",
+        "VELA_REPO_LINK",
+        "VELA_REPO_NAME",
+        "VELA_REPO_ORG",
+        "VELA_REPO_PRIVATE",
+        "VELA_REPO_TIMEOUT",
+        "VELA_REPO_TRUSTED",
+        "VELA_REPO_VISIBILITY",
+        "VELA_REPO_PIPELINE_TYPE",
+        "VELA_REPO_APPROVE_BUILD",
+        "VELA_REPO_APPROVAL_TIMEOUT",
+        "VELA_REPO_OWNER",
+        "VELA_REPO_INSTALL_ID",
+        "VELA_REPO_CUSTOM_PROPS",
+        "REPOSITORY_ACTIVE",
+        "REPOSITORY_ALLOW_EVENTS",
+        "REPOSITORY_BRANCH",
+        "REPOSITORY_CLONE",
+        "REPOSITORY_FULL_NAME",
+        "REPOSITORY_LINK",
+        "REPOSITORY_NAME",
+        "REPOSITORY_ORG",
+        "REPOSITORY_PRIVATE",
+        "REPOSITORY_TIMEOUT",
+        "REPOSITORY_TRUSTED",
+        "REPOSITORY_VISIBILITY",
+        "VELA_BUILD_APPROVED_AT",
+        "VELA_BUILD_APPROVED_BY",
+        "VELA_BUILD_AUTHOR",
+        "VELA_BUILD_AUTHOR_EMAIL",
+        "VELA_BUILD_BASE_REF",
+        "VELA_BUILD_BRANCH",
+        "VELA_BUILD_CLONE",
+        "VELA_BUILD_COMMIT",
+        "VELA_BUILD_CREATED",
+        "VELA_BUILD_DISTRIBUTION",
+        "VELA_BUILD_ENQUEUED",
+        "VELA_BUILD_EVENT",
+        "VELA_BUILD_EVENT_ACTION",
+        "VELA_BUILD_HOST",
+        "VELA_BUILD_MESSAGE",
+        "VELA_BUILD_PARENT",
+        "VELA_BUILD_REF",
+        "VELA_BUILD_ROUTE",
+        "VELA_BUILD_RUNTIME",
+        "VELA_BUILD_SENDER",
+        "VELA_BUILD_SENDER_SCM_ID",
+        "VELA_BUILD_STARTED",
+        "VELA_BUILD_SOURCE",
+        "VELA_BUILD_STATUS",
+        "VELA_BUILD_TITLE",
+        "VELA_BUILD_WORKSPACE",
+        "VELA_BUILD_NUMBER",
+        "VELA_BUILD_LINK",
+        "VELA_BUILD_PULL_REQUEST",
+        "VELA_BUILD_TARGET",
+        "VELA_BUILD_TAG",
+        "BUILD_AUTHOR",
+        "BUILD_AUTHOR_EMAIL",
+        "BUILD_BASE_REF",
+        "BUILD_BRANCH",
+        "BUILD_CLONE",
+        "BUILD_COMMIT",
+        "BUILD_CREATED",
+        "BUILD_ENQUEUED",
+        "BUILD_EVENT",
+        "BUILD_HOST",
+        "BUILD_MESSAGE",
+        "BUILD_PARENT",
+        "BUILD_REF",
+        "BUILD_SENDER",
+        "BUILD_STARTED",
+        "BUILD_SOURCE",
+        "BUILD_STATUS",
+        "BUILD_TITLE",
+        "BUILD_WORKSPACE",
+        "BUILD_NUMBER",
+        "BUILD_LINK",
+        "BUILD_PULL_REQUEST_NUMBER",
+        "BUILD_TARGET",
+        "BUILD_TAG",
+        "VELA_PULL_REQUEST",
+        "VELA_PULL_REQUEST_SOURCE",
+        "VELA_PULL_REQUEST_TARGET",
+        "VELA_PULL_REQUEST_FORK",
+        "VELA_DEPLOYMENT",
+        "VELA_DEPLOYMENT_NUMBER",
+        "VELA_USER_ACTIVE",
+        "VELA_USER_ADMIN",
+        "VELA_USER_FAVORITES",
+        "VELA_USER_NAME",
+    ];
+    if let Some((_, value)) = FIXED.iter().find(|(n, _)| *n == name) {
+        return Some(Some(value));
+    }
+    if PER_BUILD.contains(&name) || name.starts_with("DEPLOYMENT_PARAMETER_") {
+        return Some(None);
+    }
+    None
 }
 
 /// What substituting one field gives.
@@ -74,7 +212,21 @@ impl Env {
                 secret: source.to_owned(),
             });
         }
-        if self.mode == Mode::Run || self.values.contains_key(name) {
+        if let Some((_, why)) = self.opaque.iter().find(|(n, _)| n == name) {
+            return Some(ValueSource::Unrendered { what: why.clone() });
+        }
+        if self.mode == Mode::Run || self.build.contains_key(name) {
+            return None;
+        }
+        match server_variable(name) {
+            Some(Some(_)) => return None,
+            Some(None) if self.values.contains_key(name) => {
+                return Some(ValueSource::ServerOverPipeline);
+            }
+            Some(None) => return Some(ValueSource::Server),
+            None => {}
+        }
+        if self.values.contains_key(name) {
             return None;
         }
         Some(if name.starts_with("VELA_") {
@@ -88,6 +240,14 @@ impl Env {
     /// unknown variable as `${NAME}` and quotes a value with a newline; the worker's
     /// gives an unknown variable as empty.
     fn lookup(&self, name: &str, stage: Mode) -> String {
+        if self.mode == Mode::Compile {
+            if let Some(value) = self.build.get(name) {
+                return value.clone();
+            }
+            if let Some(Some(value)) = server_variable(name) {
+                return value.to_owned();
+            }
+        }
         match self.values.get(name) {
             Some(v) if stage == Mode::Compile && v.contains('\n') => go_quote(v),
             Some(v) => v.clone(),
@@ -186,6 +346,7 @@ mod tests {
     fn env(mode: Mode, values: &[(&str, &str)], secrets: &[(&str, &str)]) -> Env {
         Env {
             mode,
+            build: HashMap::new(),
             values: values
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -194,6 +355,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            opaque: Vec::new(),
         }
     }
 

@@ -219,6 +219,7 @@ pub fn parse_template(file: &str, text: &str) -> Result<PipelinePodsTemplate, In
         line: pos.map(|p| p.line),
         column: pos.map(|p| p.column),
         message,
+        refusal: None,
     };
     let stream = Stream::load(text).map_err(|e| error(e.pos, e.message))?;
     if let Some(dup) = stream.documents.first().and_then(|d| d.duplicate.clone()) {

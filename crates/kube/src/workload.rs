@@ -255,6 +255,7 @@ fn yaml_error(file: &str, e: YamlError) -> InputError {
         line: e.pos.map(|p| p.line),
         column: e.pos.map(|p| p.column),
         message: e.message,
+        refusal: None,
     }
 }
 
@@ -724,6 +725,8 @@ impl Reader<'_> {
             }
         }
 
+        self.image_volumes(spec, &owner, workload)?;
+
         // Keys the API does not know: with no `containers` at all, a misspelt one is the
         // likely reason; next to `containers`, one that looks like a misspelt list hides
         // the containers written under it.
@@ -763,6 +766,94 @@ impl Reader<'_> {
             );
             invalid.origin.name = format!("{owner} pod spec {key}");
             workload.images.push(invalid);
+        }
+        Ok(())
+    }
+
+    /// The pod spec's image volumes (`volumes[].image`, core/v1 `ImageVolumeSource`,
+    /// Kubernetes 1.31+): `reference` is pulled by the kubelet as a container's image,
+    /// with the Pod's pull secrets, under `pullPolicy`, which the API server defaults as
+    /// a container's (`Always` for `:latest` or no tag, else `IfNotPresent`). Each is a
+    /// use of kind [`ContainerKind::Volume`] named `Kind/name volume VOLUME`, at its
+    /// `reference`; one without a reference, or with a policy that is not a Kubernetes
+    /// one, is invalid there.
+    fn image_volumes(
+        &self,
+        spec: Reached,
+        owner: &str,
+        workload: &mut Workload,
+    ) -> Result<(), YamlError> {
+        let Some(list) = self.get(spec, "volumes")? else {
+            return Ok(());
+        };
+        let Some(items) = self.stream.items(list.id) else {
+            return Ok(());
+        };
+        for (index, &volume) in items.iter().enumerate() {
+            let volume = self.stream.reach(list, None, volume);
+            if !self.stream.is_map(volume.id) {
+                continue;
+            }
+            let Some(image) = self.present(volume, "image")? else {
+                continue;
+            };
+            let name = self
+                .text_of(volume, "name")?
+                .unwrap_or_else(|| format!("volumes[{index}]"));
+            let reference_node = self.get(image, "reference")?;
+            let reference = reference_node
+                .and_then(|n| self.stream.text(n.id))
+                .unwrap_or_default()
+                .to_owned();
+            let at = reference_node.unwrap_or(image);
+            let pos = self.stream.used(at);
+            let origin = Origin {
+                file: Some(self.file.to_owned()),
+                line: Some(pos.line),
+                column: Some(pos.column),
+                kind: ContainerKind::Volume,
+                name: format!("{owner} volume {name}"),
+                stage: None,
+                pod: Some(PodContainer {
+                    owner: owner.to_owned(),
+                    list: ContainerList::Volumes,
+                    name: name.clone(),
+                }),
+            };
+            let policy_node = self.get(image, "pullPolicy")?;
+            let written = policy_node
+                .and_then(|n| self.stream.text(n.id))
+                .filter(|t| !t.is_empty());
+            let mut disposition = Disposition::Check;
+            let policy = match written {
+                None => default_pull_policy(&reference),
+                Some(value) => kubernetes_pull_policy(value).unwrap_or_else(|| {
+                    disposition = Disposition::UnknownPolicy {
+                        written: value.to_owned(),
+                        problems: vec![Problem::at(
+                            self.at(policy_node.unwrap_or(image)),
+                            format!(
+                                "unsupported pullPolicy {value:?} of image volume {name}: \
+                                 must be Always, IfNotPresent or Never"
+                            ),
+                        )],
+                    };
+                    PullPolicy::NotPresent
+                }),
+            };
+            if reference.is_empty() {
+                disposition = Disposition::Invalid(vec![Problem::at(
+                    self.at(at),
+                    format!("{}: image volume has no reference", origin.name),
+                )]);
+            }
+            workload.images.push(ImageUse {
+                image: reference,
+                substituted: None,
+                policy,
+                origin,
+                disposition,
+            });
         }
         Ok(())
     }

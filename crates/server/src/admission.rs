@@ -889,6 +889,7 @@ fn container_of(origin: &Origin) -> String {
                 ContainerList::Containers => "container",
                 ContainerList::InitContainers => "init container",
                 ContainerList::EphemeralContainers => "ephemeral container",
+                ContainerList::Volumes => "image volume",
             };
             format!("{list} {}", pod.name)
         }

@@ -45,7 +45,7 @@ use std::fmt;
 use std::time::Duration;
 
 use pullcheck::credentials::{Keyring, PullSecret};
-use pullcheck::input::{ContainerKind, Disposition, ImageUse, InputError, PullPolicy};
+use pullcheck::input::{ContainerKind, Disposition, ImageUse, InputError, PullPolicy, Skip};
 use pullcheck::registry::Platform;
 use pullcheck::report::Report;
 use pullcheck::{CheckOptions, Checker, ImageSet};
@@ -93,6 +93,9 @@ pub struct SourceError {
     pub line: Option<usize>,
     /// 1-based column in the input's text, when known.
     pub column: Option<usize>,
+    /// Set when Vela's compiler refuses the pipeline: why, as data
+    /// ([`pullcheck::input::Refusal`]; the service's JSON error carries it as `refusal`).
+    pub refusal: Option<Box<pullcheck::input::Refusal>>,
 }
 
 impl SourceError {
@@ -102,6 +105,7 @@ impl SourceError {
             message: message.into(),
             line: None,
             column: None,
+            refusal: None,
         }
     }
 }
@@ -120,6 +124,7 @@ impl From<InputError> for SourceError {
             message: e.to_string(),
             line: e.line,
             column: e.column,
+            refusal: e.refusal,
         }
     }
 }
@@ -141,6 +146,14 @@ pub struct Inputs {
     warnings: Vec<String>,
     /// The names of the texts in which no image was found, in input order.
     without_images: Vec<String>,
+    /// The pipelines whose every image comes from a template the server expands
+    /// (template steps, `render_inline` templates): name, template steps, inline
+    /// templates.
+    from_templates: Vec<(String, usize, usize)>,
+}
+
+fn is_template_step(u: &ImageUse) -> bool {
+    matches!(u.disposition, Disposition::Skip(Skip::Template { .. }))
 }
 
 impl Inputs {
@@ -149,11 +162,23 @@ impl Inputs {
         self.build_uses.is_empty() && self.workloads.is_empty()
     }
 
+    /// Whether there is no image to check: none but template steps, whose images are
+    /// known only once the server expands their templates.
+    pub fn nothing_checkable(&self) -> bool {
+        self.workloads.is_empty() && self.build_uses.iter().all(is_template_step)
+    }
+
     /// The image uses read: the build Pod's and every workload's, each container once
     /// (an image in three containers counts three; a container reached through a YAML
-    /// alias counts where it is used). What a check plans and reports grows with it.
+    /// alias counts where it is used), as the report's `summary.total` counts them:
+    /// template steps, which the report counts apart (`template_steps`), are not
+    /// counted. What a check plans and reports grows with it.
     pub fn use_count(&self) -> usize {
-        self.build_uses.len() + self.workloads.iter().map(|w| w.images.len()).sum::<usize>()
+        self.build_uses
+            .iter()
+            .filter(|u| !is_template_step(u))
+            .count()
+            + self.workloads.iter().map(|w| w.images.len()).sum::<usize>()
     }
 
     /// Adds `other`'s uses, workloads and warnings after this one's (the CLI reads and
@@ -163,6 +188,7 @@ impl Inputs {
         self.workloads.extend(other.workloads);
         self.warnings.extend(other.warnings);
         self.without_images.extend(other.without_images);
+        self.from_templates.extend(other.from_templates);
     }
 
     /// The names of the texts in which no image was found, in input order.
@@ -173,12 +199,34 @@ impl Inputs {
     /// When there is nothing to check at all, the error that says so: it names every
     /// text and what was expected ([`no_image_message`]), then the inputs' warnings
     /// (an object of a kind not read, ...), which tell why. `None` when there is an
-    /// image (a template step counts: it is reported as not checked).
+    /// image, template steps apart: a pipeline whose every image comes from a template
+    /// (template steps, or a `render_inline` pipeline's templates) is named with that
+    /// reason, since nothing of it would be checked.
     pub fn nothing_to_check(&self) -> Option<String> {
-        if !self.is_empty() {
+        if !self.nothing_checkable() {
             return None;
         }
-        let mut message = no_image_message(&self.without_images);
+        let mut parts = Vec::new();
+        if !self.without_images.is_empty() || self.from_templates.is_empty() {
+            parts.push(no_image_message(&self.without_images));
+        }
+        for (name, steps, inline) in &self.from_templates {
+            let what = match (steps, inline) {
+                (0, n) => format!("{n} `render_inline` template{}", plural(*n)),
+                (n, 0) => format!("{n} template step{}", plural(*n)),
+                (n, m) => format!(
+                    "{n} template step{} and {m} `render_inline` template{}",
+                    plural(*n),
+                    plural(*m)
+                ),
+            };
+            parts.push(format!(
+                "no image to check in {name}: its images come from templates that are not \
+                 expanded ({what}); the Vela server expands them when it compiles the build, \
+                 pullcheck does not (check the compiled build instead); nothing was checked"
+            ));
+        }
+        let mut message = parts.join("; ");
         for warning in &self.warnings {
             if !warning.ends_with(": no image found in this file") {
                 message.push_str("; ");
@@ -251,10 +299,19 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
             found
         }
         InputKind::Pipeline => {
-            let (uses, warnings) = pullcheck::input::read_pipeline_with_warnings(name, text)?;
-            inputs.warnings.extend(warnings);
-            let found = uses.len();
-            inputs.build_uses.extend(uses);
+            let read = pullcheck::input::read_pipeline_read(name, text)?;
+            inputs.warnings.extend(read.warnings);
+            let templates = read.uses.iter().filter(|u| is_template_step(u)).count();
+            if templates == read.uses.len() && (templates > 0 || read.inline_templates > 0) {
+                inputs
+                    .from_templates
+                    .push((name.clone(), templates, read.inline_templates));
+            }
+            let found = read.uses.len();
+            inputs.build_uses.extend(read.uses);
+            if found == 0 && read.inline_templates > 0 {
+                return Ok(inputs);
+            }
             found
         }
     };
@@ -587,6 +644,10 @@ pub async fn check_gathered(
     Report::new(images, warnings)
 }
 
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 /// A duration as the duration options take it: `60s`, `1500ms`.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
@@ -671,6 +732,7 @@ pub(crate) async fn gather_sets(
         workloads,
         warnings: file_warnings,
         without_images: _,
+        from_templates: _,
     } = inputs;
     let mut walked = Vec::new();
     let mut sets = Vec::new();
@@ -910,7 +972,7 @@ mod tests {
             InputKind::Manifests
         );
         assert_eq!(
-            detect("version: \"1\"\nsteps: [{name: a, image: alpine}]\n"),
+            detect("version: \"1\"\nsteps: [{name: a, image: alpine, commands: [x]}]\n"),
             InputKind::Pipeline
         );
     }
@@ -920,7 +982,8 @@ mod tests {
         let texts = [
             NamedText {
                 name: "a.yml".into(),
-                text: "version: \"1\"\nsteps: []\n".into(),
+                text: "version: \"1\"\ntemplates: [{name: t, source: t.yml, type: github}]\n"
+                    .into(),
             },
             NamedText {
                 name: "b.yaml".into(),
@@ -940,7 +1003,7 @@ mod tests {
         assert!(message.contains("Rollout"), "{message}");
         let with_image = [NamedText {
             name: "c.yml".into(),
-            text: "version: \"1\"\nsteps: [{name: a, image: alpine}]\n".into(),
+            text: "version: \"1\"\nsteps: [{name: a, image: alpine, commands: [x]}]\n".into(),
         }];
         let inputs = read_inputs(&with_image, Vec::new()).expect("reads");
         assert_eq!(inputs.nothing_to_check(), None);
@@ -950,7 +1013,7 @@ mod tests {
     fn an_input_without_images_warns() {
         let texts = [NamedText {
             name: "empty.yml".into(),
-            text: "version: \"1\"\nsteps: []\n".into(),
+            text: "version: \"1\"\ntemplates: [{name: t, source: t.yml, type: github}]\n".into(),
         }];
         let inputs = read_inputs(&texts, Vec::new()).expect("reads");
         assert!(inputs.is_empty());

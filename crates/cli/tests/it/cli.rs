@@ -76,6 +76,8 @@ steps:
   - name: lint
     template:
       name: golangci
+templates:
+  - {{ name: golangci, source: t.yml, type: github }}
 "#
     );
     std::fs::write(dir.join(".vela.yml"), pipeline).unwrap();
@@ -929,7 +931,8 @@ fn the_report_counts_uses_and_fits_the_terminal() {
         "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/team/app:v1\n\
          \x20 - name: b\n    image: 127.0.0.1:1/team/app:v1\n\
          \x20 - name: old\n    image: alpine:3.19\n    pull: never\n\
-         \x20 - name: lint\n    template:\n      name: golangci\n",
+         \x20 - name: lint\n    template:\n      name: golangci\n\
+         templates: [{name: golangci, source: t.yml, type: github}]\n",
     )
     .unwrap();
     let args = ["check", ".vela.yml", "--max-attempts", "1"];

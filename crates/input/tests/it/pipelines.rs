@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use pullcheck_input::{
-    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, Skip, VELA_PULL_VALUES,
+    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, Refusal, Skip, VELA_PULL_VALUES,
     read_pipeline, read_pipeline_file,
 };
 
@@ -95,21 +95,21 @@ fn steps_with_every_pull_spelling() {
         got,
         [
             ("install", "golang:1.22", Always, (6, 12)),
-            ("test", "golang:1.22-alpine", Always, (9, 12)),
-            ("lint", "ghcr.io/example/lint:v2", NotPresent, (12, 12)),
+            ("test", "golang:1.22-alpine", Always, (10, 12)),
+            ("lint", "ghcr.io/example/lint:v2", NotPresent, (14, 12)),
             (
                 "build",
                 "registry.example.com:5000/team/build:v1",
                 Always,
-                (15, 12)
+                (18, 12)
             ),
-            ("package", "alpine", NotPresent, (18, 12)),
-            ("publish", "plugins/docker:18.09", OnStart, (21, 12)),
-            ("notify", "localhost/notify", Never, (24, 12)),
-            ("no-pull", "busybox", NotPresent, (27, 12)),
-            ("empty-pull", "busybox:1.36", NotPresent, (29, 12)),
-            ("null-pull", "busybox:1.37", NotPresent, (32, 12)),
-            ("steps[10]", "nameless:1", NotPresent, (34, 12)),
+            ("package", "alpine", NotPresent, (22, 12)),
+            ("publish", "plugins/docker:18.09", OnStart, (26, 12)),
+            ("notify", "localhost/notify", Never, (30, 12)),
+            ("no-pull", "busybox", NotPresent, (34, 12)),
+            ("empty-pull", "busybox:1.36", NotPresent, (37, 12)),
+            ("null-pull", "busybox:1.37", NotPresent, (41, 12)),
+            ("nameless", "nameless:1", NotPresent, (44, 12)),
         ]
     );
     for u in &uses {
@@ -140,9 +140,9 @@ fn stage_steps_keep_file_order_and_name_their_stage() {
         got,
         [
             (Some("zeta"), "first", "alpine:3.20", Always, (8, 16)),
-            (Some("alpha"), "second", "golang:1.22", NotPresent, (15, 16)),
-            (Some("alpha"), "third", "node:22", OnStart, (17, 16)),
-            (Some("mid"), "fourth", "python:3.12", Never, (25, 16)),
+            (Some("alpha"), "second", "golang:1.22", NotPresent, (16, 16)),
+            (Some("alpha"), "third", "node:22", OnStart, (19, 16)),
+            (Some("mid"), "fourth", "python:3.12", Never, (28, 16)),
         ]
     );
     assert!(uses.iter().all(|u| u.origin.kind == ContainerKind::Step));
@@ -176,7 +176,7 @@ fn services_come_before_steps() {
 }
 
 #[test]
-fn secret_origins_use_origin_pull_and_fall_back_to_secret_names() {
+fn secret_origins_use_origin_pull() {
     let uses = read("secrets.yml");
     let got: Vec<Row> = uses.iter().map(row).collect();
     assert_eq!(
@@ -194,42 +194,25 @@ fn secret_origins_use_origin_pull_and_fall_back_to_secret_names() {
                 "vault",
                 "target/secret-vault:v1",
                 PullPolicy::Always,
-                (20, 14)
+                (21, 14)
             ),
             (
                 ContainerKind::Secret,
-                "aws_creds",
+                "aws",
                 "target/secret-aws:v2",
                 PullPolicy::OnStart,
-                (28, 14)
+                (30, 14)
             ),
             (
                 ContainerKind::Secret,
-                "secrets[3].origin",
+                "vault-again",
                 "target/secret-vault:v1",
                 PullPolicy::NotPresent,
-                (33, 14),
-            ),
-            (
-                ContainerKind::Secret,
-                "broken-origin",
-                "",
-                PullPolicy::NotPresent,
-                (49, 7)
+                (36, 14),
             ),
         ]
     );
-    assert!(
-        uses[..4]
-            .iter()
-            .all(|u| u.disposition == Disposition::Check)
-    );
-    let message = invalid(&uses[4]);
-    assert!(message.starts_with("secrets.yml:49:7: "), "{message}");
-    assert!(
-        message.contains("secret origin `broken-origin`"),
-        "{message}"
-    );
+    assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
 }
 
 #[test]
@@ -248,50 +231,50 @@ fn anchors_aliases_and_merge_keys() {
                 "db",
                 "postgres:16",
                 Always,
-                (45, 12)
+                (51, 12)
             ),
             (
                 ContainerKind::Step,
                 "merged",
                 "golang:1.22",
                 Always,
-                (18, 9)
+                (19, 9)
             ),
             (
                 ContainerKind::Step,
                 "overridden",
                 "golang:1.22",
                 OnStart,
-                (22, 9)
+                (23, 9)
             ),
             (
                 ContainerKind::Step,
                 "list-merge",
                 "golang:1.22",
                 Always,
-                (26, 17)
+                (28, 17)
             ),
             (
                 ContainerKind::Step,
                 "repeated-merge-keys",
                 "golang:1.22",
                 Always,
-                (30, 9)
+                (33, 9)
             ),
             (
                 ContainerKind::Step,
                 "scalar-alias",
                 "node:22-alpine",
                 Always,
-                (33, 12)
+                (37, 12)
             ),
-            (ContainerKind::Step, "whole", "ruby:3.3", Never, (36, 5)),
+            (ContainerKind::Step, "whole", "ruby:3.3", Never, (41, 5)),
             (
                 ContainerKind::Step,
                 "pull-before-merge",
                 "golang:1.22",
                 NotPresent,
-                (40, 9)
+                (45, 9)
             ),
         ]
     );
@@ -331,6 +314,7 @@ x-common: &common
   - name: shared
     image: golang:1.22
     pull: sometimes
+    commands: [ make ]
 stages:
   one:
     steps: *common
@@ -339,6 +323,9 @@ stages:
       - &stepa
         name: first
         image: node:22
+        commands: [ make ]
+  three:
+    steps:
       - *stepa
 "#;
     let uses = read_pipeline("alias.yml", text).unwrap();
@@ -359,17 +346,17 @@ stages:
         rows,
         [
             // A whole list of steps used through an alias: at `steps: *common`.
-            (Some("one"), "shared", "golang:1.22", not_present, (8, 12)),
+            (Some("one"), "shared", "golang:1.22", not_present, (9, 12)),
             // The anchor's own step, then the `- *stepa` that repeats it.
-            (Some("two"), "first", "node:22", not_present, (13, 16)),
-            (Some("two"), "first", "node:22", not_present, (14, 9)),
+            (Some("two"), "first", "node:22", not_present, (14, 16)),
+            (Some("three"), "first", "node:22", not_present, (18, 9)),
         ]
     );
     // A problem inside aliased content: at the use, naming where it is written.
     assert_eq!(
         invalid(&uses[0]),
         format!(
-            "alias.yml:8:12 (written at 5:11): unknown pull value \"sometimes\" for step \
+            "alias.yml:9:12 (written at 5:11): unknown pull value \"sometimes\" for step \
              `shared`; allowed values: {VELA_PULL_VALUES}"
         )
     );
@@ -401,27 +388,31 @@ steps:
   - name: merged
     <<: *bare
 "#;
-    let uses = read_pipeline("bad.yml", text).unwrap();
-    assert_eq!(uses.len(), 3);
     // `image: *registry` is a mapping: the use and the message are at `*registry`.
+    let one = text.replace("  - *bare\n  - name: merged\n    <<: *bare\n", "");
+    let uses = read_pipeline("bad.yml", &one).unwrap();
+    assert_eq!(uses.len(), 1);
     assert_eq!(at(&uses[0]), (8, 12));
     assert_eq!(
         invalid(&uses[0]),
         "bad.yml:8:12 (written at 2:13): `image` must be a string, found a mapping"
     );
-    // A step that is an alias of a mapping without `image`: at the alias.
-    assert_eq!(uses[1].origin.name, "bare");
-    assert_eq!(at(&uses[1]), (9, 5));
+    // A step that is an alias of a mapping without `image`: Vela refuses the file, and
+    // the refusal is at the alias.
+    let e = read_pipeline("bad.yml", text).unwrap_err();
+    assert_eq!((e.line, e.column), (Some(9), Some(5)));
     assert_eq!(
-        invalid(&uses[1]),
-        "bad.yml:9:5 (written at 3:9): step `bare` has neither `image` nor `template`"
+        e.refusal.as_deref(),
+        Some(&Refusal::NoImage {
+            container: ContainerKind::Step,
+            name: "bare".into(),
+            template: None
+        })
     );
-    // A step of its own that merges one in: no image anywhere, so at the step itself.
-    assert_eq!(uses[2].origin.name, "merged");
-    assert_eq!(at(&uses[2]), (10, 5));
     assert_eq!(
-        invalid(&uses[2]),
-        "bad.yml:10:5: step `merged` has neither `image` nor `template`"
+        e.to_string(),
+        "bad.yml:9:5: Vela refuses this pipeline: no image provided for step bare (written \
+         at 3:9)"
     );
 }
 
@@ -436,22 +427,17 @@ fn invalid_pull_values_are_reported_at_the_value_and_kept() {
             "capitalised",
             "yes",
             "map-pull",
-            "no-image",
-            "empty-image",
             "list-image",
             "both",
-            "steps[8]",
-            "steps[9]"
+            "steps[6]",
+            "steps[7]"
         ]
     );
     // Every one is invalid; an invalid pull falls back to not_present.
     for u in &uses {
         invalid(u);
-    }
-    for u in &uses[..4] {
         assert_eq!(u.policy, PullPolicy::NotPresent, "{}", u.origin.name);
     }
-    assert_eq!(uses[4].policy, PullPolicy::Always);
 
     // `sometimes` is the value of upstream's schema test
     // (server/schema/testdata/pipeline/fail/invalid_pull.yml), there before the image too.
@@ -470,37 +456,30 @@ fn invalid_pull_values_are_reported_at_the_value_and_kept() {
     }
 
     // Kubernetes' spelling is not Vela's.
-    assert!(invalid(&uses[1]).starts_with("invalid.yml:9:11: "));
+    assert!(invalid(&uses[1]).starts_with("invalid.yml:10:11: "));
     assert!(invalid(&uses[1]).contains("\"Always\""));
     // YAML 1.1's `yes` is text to Vela, and not a pull value.
-    assert!(invalid(&uses[2]).starts_with("invalid.yml:12:11: "));
-    assert!(invalid(&uses[3]).starts_with("invalid.yml:15:11: "));
+    assert!(invalid(&uses[2]).starts_with("invalid.yml:14:11: "));
+    assert!(invalid(&uses[3]).starts_with("invalid.yml:18:11: "));
     assert!(invalid(&uses[3]).contains("found a mapping"));
-
-    let no_image = &uses[4];
-    assert_eq!((no_image.image.as_str(), at(no_image)), ("", (16, 5)));
-    assert!(invalid(no_image).starts_with("invalid.yml:16:5: "));
-    assert!(invalid(no_image).contains("neither `image` nor `template`"));
-    assert_eq!(at(&uses[5]), (19, 12));
-    assert!(invalid(&uses[5]).starts_with("invalid.yml:19:12: "));
-    assert!(invalid(&uses[6]).starts_with("invalid.yml:21:12: "));
-    assert!(invalid(&uses[6]).contains("must be a string, found a list"));
+    assert!(invalid(&uses[4]).starts_with("invalid.yml:21:12: "));
+    assert!(invalid(&uses[4]).contains("must be a string, found a list"));
 
     // Two problems in one container: both named, each at its place.
-    let both = invalid(&uses[7]);
-    assert!(both.contains("invalid.yml:22:5: "), "{both}");
-    assert!(both.contains("invalid.yml:23:11: "), "{both}");
+    let both = invalid(&uses[5]);
+    assert!(both.contains("invalid.yml:24:12: "), "{both}");
+    assert!(both.contains("invalid.yml:25:11: "), "{both}");
     assert!(both.contains("\"often\""), "{both}");
 
-    assert_eq!(at(&uses[8]), (24, 5));
-    assert!(invalid(&uses[8]).contains("is a string, expected a mapping"));
-    assert!(invalid(&uses[9]).contains("is a null, expected a mapping"));
+    assert_eq!(at(&uses[6]), (27, 5));
+    assert!(invalid(&uses[6]).contains("is a string, expected a mapping"));
+    assert!(invalid(&uses[7]).contains("is a null, expected a mapping"));
 }
 
 #[test]
 fn template_steps_are_skipped_with_their_template_name() {
     let uses = read("templates.yml");
-    assert_eq!(uses.len(), 4);
+    assert_eq!(uses.len(), 3);
 
     let build = &uses[0];
     assert_eq!(build.origin.name, "build");
@@ -516,21 +495,23 @@ fn template_steps_are_skipped_with_their_template_name() {
     assert_eq!(uses[1].disposition, Disposition::Check);
     assert_eq!(uses[1].image, "golang:1.22");
 
-    // Upstream expands a template only when it has a name.
-    let nameless = invalid(&uses[2]);
-    assert!(nameless.starts_with("templates.yml:17:5: "), "{nameless}");
-    assert!(nameless.contains("its `template` no `name`"), "{nameless}");
-    let scalar = invalid(&uses[3]);
-    assert!(scalar.contains("templates.yml:21:15: "), "{scalar}");
+    let scalar = invalid(&uses[2]);
+    assert!(scalar.contains("templates.yml:19:15: "), "{scalar}");
     assert!(scalar.contains("must be a mapping"), "{scalar}");
 }
 
 #[test]
 fn a_template_step_with_an_image_keeps_it_but_is_skipped() {
-    let text = "version: '1'\nsteps:\n  - name: t\n    image: alpine\n    pull: bogus\n    template:\n      name: tpl\n";
+    let text = "version: '1'\ntemplates: [{name: tpl, source: x.yml, type: file}]\nsteps:\n  - name: t\n    image: alpine\n    pull: bogus\n    template:\n      name: tpl\n";
     let uses = read_pipeline("t.yml", text).unwrap();
     assert_eq!(uses[0].image, "alpine");
     assert_eq!(skipped(&uses[0]), &Skip::Template { name: "tpl".into() });
+    // Without `templates:`, the server does not expand it (`ExpandSteps` returns at
+    // once): the step runs its own image.
+    let text =
+        "version: '1'\nsteps:\n  - name: t\n    image: alpine\n    template:\n      name: tpl\n";
+    let uses = read_pipeline("t.yml", text).unwrap();
+    assert_eq!(uses[0].disposition, Disposition::Check);
 }
 
 #[test]
@@ -799,7 +780,7 @@ fn syntax_errors_have_a_position() {
 
 #[test]
 fn only_the_first_document_is_read() {
-    let text = "---\nversion: '1'\nsteps:\n  - image: alpine\n---\nsteps:\n  - image: other\n";
+    let text = "---\nversion: '1'\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n---\nsteps:\n  - image: other\n";
     let uses = read_pipeline("multi.yml", text).unwrap();
     assert_eq!(uses.len(), 1);
     assert_eq!(uses[0].image, "alpine");
@@ -807,7 +788,7 @@ fn only_the_first_document_is_read() {
 
 #[test]
 fn unknown_keys_and_a_byte_order_mark_are_ignored() {
-    let text = "\u{feff}version: '1'\nfuture_key: { a: [1, 2] }\nsteps:\n  - name: a\n    image: alpine\n    whatever: true\n";
+    let text = "\u{feff}version: '1'\nfuture_key: { a: [1, 2] }\nsteps:\n  - name: a\n    image: alpine\n    whatever: true\n    commands: [x]\n";
     let uses = read_pipeline("bom.yml", text).unwrap();
     assert_eq!(uses.len(), 1);
     assert_eq!(at(&uses[0]), (5, 12));
@@ -815,7 +796,7 @@ fn unknown_keys_and_a_byte_order_mark_are_ignored() {
 
 #[test]
 fn crlf_line_endings_count_lines_the_same() {
-    let text = "version: '1'\r\nsteps:\r\n  - name: a\r\n    image: alpine\r\n    pull: bogus\r\n";
+    let text = "version: '1'\r\nsteps:\r\n  - name: a\r\n    image: alpine\r\n    pull: bogus\r\n    commands: [x]\r\n";
     let uses = read_pipeline("crlf.yml", text).unwrap();
     assert_eq!(at(&uses[0]), (4, 12));
     assert!(invalid(&uses[0]).starts_with("crlf.yml:5:11: "));
@@ -855,13 +836,13 @@ fn many_steps_are_all_read() {
     let mut text = String::from("version: '1'\nsteps:\n");
     for i in 0..5000 {
         text.push_str(&format!(
-            "  - name: s{i}\n    image: alpine:3.{}\n    pull: true\n",
+            "  - name: s{i}\n    image: alpine:3.{}\n    pull: true\n    commands: [x]\n",
             i % 20
         ));
     }
     let uses = read_pipeline("many.yml", &text).unwrap();
     assert_eq!(uses.len(), 5000);
-    assert_eq!(at(&uses[4999]), (2 + 4999 * 3 + 2, 12));
+    assert_eq!(at(&uses[4999]), (2 + 4999 * 4 + 2, 12));
 }
 
 #[test]
@@ -937,6 +918,7 @@ steps:
   - <<: *x
     <<: *y
     image: alpine
+    commands: [x]
 ";
     let uses = read_pipeline("m.yml", text).unwrap();
     assert_eq!(uses.len(), 1);
@@ -949,7 +931,7 @@ steps:
 #[test]
 fn later_documents_are_named_in_warnings() {
     use pullcheck_input::read_pipeline_with_warnings;
-    let text = "---\nversion: '1'\nsteps:\n  - image: alpine\n---\nsteps:\n  - image: other\n";
+    let text = "---\nversion: '1'\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n---\nsteps:\n  - image: other\n";
     let (uses, warnings) = read_pipeline_with_warnings("multi.yml", text).unwrap();
     assert_eq!(uses.len(), 1);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -963,7 +945,7 @@ fn later_documents_are_named_in_warnings() {
 
     // Every ignored document is named; an ignored document's syntax error is not an
     // error (upstream never parses it), but the document is still named.
-    let text = "version: '1'\nsteps: []\n---\na: 1\n---\n- x\n--- [unclosed\n";
+    let text = "version: '1'\nsteps: [{name: a, image: b, commands: [c]}]\n---\na: 1\n---\n- x\n--- [unclosed\n";
     let (_, warnings) = read_pipeline_with_warnings("m.yml", text).unwrap();
     let lines: Vec<&str> = warnings
         .iter()
@@ -973,10 +955,10 @@ fn later_documents_are_named_in_warnings() {
 
     // Empty later documents (a trailing `---`, only comments) hide nothing.
     for text in [
-        "version: '1'\nsteps: []\n",
-        "version: '1'\nsteps: []\n---\n",
-        "version: '1'\nsteps: []\n---\n# nothing here\n",
-        "version: '1'\nsteps: []\n...\n",
+        "version: '1'\nsteps: [{name: a, image: b, commands: [c]}]\n",
+        "version: '1'\nsteps: [{name: a, image: b, commands: [c]}]\n---\n",
+        "version: '1'\nsteps: [{name: a, image: b, commands: [c]}]\n---\n# nothing here\n",
+        "version: '1'\nsteps: [{name: a, image: b, commands: [c]}]\n...\n",
     ] {
         let (_, warnings) = read_pipeline_with_warnings("m.yml", text).unwrap();
         assert!(warnings.is_empty(), "{text:?}: {warnings:?}");

@@ -19,11 +19,10 @@ fn unresolved(u: &ImageUse) -> &Unresolved {
 
 #[test]
 fn source_substitutes_from_pipeline_stage_and_step_environment() {
-    let text = "\
+    let stages = "\
 version: \"1\"
 environment:
   GO_VERSION: \"1.21\"
-  REGISTRY: localhost:5000
 stages:
   build:
     environment:
@@ -31,6 +30,13 @@ stages:
     steps:
       - name: stage-step
         image: golang:${GO_VERSION}
+        commands: [ make ]
+";
+    let steps = "\
+version: \"1\"
+environment:
+  GO_VERSION: \"1.21\"
+  REGISTRY: localhost:5000
 steps:
   - name: own
     image: ${REGISTRY}/golang:${GO_VERSION,,}-${FLAVOR:-alpine}
@@ -44,11 +50,16 @@ steps:
       - PULL=always
   - name: plain
     image: golang:1.22
+    commands: [ make ]
   - name: escaped
     image: golang:$${GO_VERSION}
+    commands: [ make ]
 ";
-    let (uses, warnings) = read(text);
+    let (mut uses, warnings) = read(stages);
     assert!(warnings.is_empty(), "{warnings:?}");
+    let (more, warnings) = read(steps);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    uses.extend(more);
     let pulled: Vec<&str> = uses.iter().map(ImageUse::pulled).collect();
     assert_eq!(
         pulled,
@@ -74,8 +85,10 @@ version: \"1\"
 steps:
   - name: nowhere
     image: golang:${GO_VERSION}
+    commands: [ make ]
   - name: server
     image: registry.example.com/app:${VELA_BUILD_COMMIT}
+    commands: [ make ]
   - name: secret
     image: registry.example.com/app:${APP_TAG}
     secrets: [ app_tag ]
@@ -86,6 +99,7 @@ steps:
         target: tag
   - name: default-hides-nothing
     image: golang:${GO_VERSION:-1.22}
+    commands: [ make ]
 ";
     let (uses, _) = read(text);
     // Each variable by name, with where its value would come from.
@@ -182,7 +196,8 @@ fn compiled_build_substitutes_from_the_container_environment() {
 
 #[test]
 fn a_substitution_vela_refuses_is_invalid() {
-    let (uses, _) = read("version: '1'\nsteps:\n  - name: a\n    image: golang:${GO\n");
+    let (uses, _) =
+        read("version: '1'\nsteps:\n  - name: a\n    image: golang:${GO\n    commands: [x]\n");
     match &uses[0].disposition {
         Disposition::Invalid(m) => {
             let at = m[0].at.clone().expect("positioned");
@@ -251,9 +266,11 @@ version: '1'
 services:
   - name: db
     imge: postgres:16
+    image: postgres:16
 steps:
   - name: a
     imagee: alpine
+    image: alpine
     pul: always
     commands: [ true ]
     something_else: 1
@@ -265,9 +282,9 @@ steps:
         ".vela.yml:4:5: unknown key `imge` in service `db` (Vela ignores it); did you mean \
          `image`?"
     );
-    assert!(warnings[1].starts_with(".vela.yml:7:5: unknown key `imagee` in step `a`"));
+    assert!(warnings[1].starts_with(".vela.yml:8:5: unknown key `imagee` in step `a`"));
     assert!(warnings[1].ends_with("did you mean `image`?"));
-    assert!(warnings[2].starts_with(".vela.yml:8:5: unknown key `pul`"));
+    assert!(warnings[2].starts_with(".vela.yml:10:5: unknown key `pul`"));
     assert!(warnings[2].ends_with("did you mean `pull`?"));
 }
 
@@ -297,4 +314,106 @@ fn a_go_template_pipeline_is_named_as_one() {
         "version: '1'\nsteps:\n  - name: a\n    image: alpine\n    commands:\n      - docker ps --format \"{{.Names}}\"\n",
     );
     assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn metadata_environment_decides_who_gets_the_global_environment() {
+    // go-vela/server compile.go: `envGlobalServices/Secrets/Steps` are emptied for a
+    // container type `metadata.environment` does not list.
+    let text = "\
+version: '1'
+metadata:
+  environment: [ services ]
+environment:
+  TAG: \"16\"
+services:
+  - name: db
+    image: postgres:${TAG}
+steps:
+  - name: a
+    image: alpine:${TAG}
+    commands: [ x ]
+";
+    let (uses, _) = read(text);
+    assert_eq!(uses[0].pulled(), "postgres:16");
+    let u = unresolved(&uses[1]);
+    assert_eq!(
+        (u.variables[0].name.as_str(), &u.variables[0].source),
+        ("TAG", &ValueSource::Nowhere)
+    );
+    // Absent, all three get it (`yaml.Build.UnmarshalYAML`'s default).
+    let (uses, _) = read(&text.replace("metadata:\n  environment: [ services ]\n", ""));
+    assert_eq!(uses[1].pulled(), "alpine:16");
+}
+
+#[test]
+fn server_variables_win_and_parameters_become_parameter_variables() {
+    // environment.go: the server's variables are copied over the step's own; `CI` and
+    // `VELA` are "true" in every build. `parameters:` become `PARAMETER_<KEY>` (values
+    // of compiler/native/testdata/parameters.yml: `tags: [latest, dev]` is
+    // "latest,dev").
+    let text = "\
+version: '1'
+steps:
+  - name: docker
+    image: registry.example.com/${PARAMETER_REPO}:${PARAMETER_TAGS}
+    parameters:
+      registry: index.docker.io
+      repo: github/octocat
+      tags:
+        - latest
+        - dev
+  - name: ci
+    image: alpine:${CI}
+    environment:
+      CI: \"false\"
+  - name: commit
+    image: app:${VELA_BUILD_COMMIT}
+    environment:
+      VELA_BUILD_COMMIT: abc
+  - name: nested
+    image: app:${PARAMETER_OPTS}
+    parameters:
+      opts: { a: b }
+";
+    let (uses, _) = read(text);
+    assert_eq!(
+        uses[0].pulled(),
+        "registry.example.com/github/octocat:latest,dev"
+    );
+    assert_eq!(uses[1].pulled(), "alpine:true");
+    let u = unresolved(&uses[2]);
+    assert_eq!(
+        (u.variables[0].name.as_str(), &u.variables[0].source),
+        ("VELA_BUILD_COMMIT", &ValueSource::ServerOverPipeline)
+    );
+    let u = unresolved(&uses[3]);
+    assert_eq!(
+        (u.variables[0].name.as_str(), &u.variables[0].source),
+        (
+            "PARAMETER_OPTS",
+            &ValueSource::Unrendered {
+                what: "a mapping parameter".into()
+            }
+        )
+    );
+}
+
+#[test]
+fn a_compiled_build_s_unknown_variable_takes_its_default() {
+    // The worker's `Container.Substitute` looks names up in the container's
+    // `environment` (an unknown one is ""), so envsubst uses the default.
+    let text = r#"{"id": "x", "steps": [{"id": "step_x_1_app", "name": "app", "image": "registry.example.com/${APP_NAME:-app}:1", "environment": {"CI": "true"}}]}"#;
+    let (uses, _) = read_pipeline_with_warnings("build.json", text).expect("reads");
+    assert_eq!(uses[0].disposition, Disposition::Check);
+    assert_eq!(uses[0].pulled(), "registry.example.com/app:1");
+}
+
+#[test]
+fn ruleset_gated_steps_are_checked() {
+    // The Docker runtime pulls every step's image at build start, whatever its ruleset.
+    let (uses, _) = read(
+        "version: '1'\nsteps:\n  - name: notify\n    image: alpine:3.20\n    ruleset:\n      status: [ failure ]\n    commands: [ x ]\n",
+    );
+    assert_eq!(uses[0].disposition, Disposition::Check);
 }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pullcheck_input::{ContainerKind, Disposition, PullPolicy, read_pipeline_file};
+use pullcheck_input::{ContainerKind, Disposition, PullPolicy, Refusal, read_pipeline_file};
 
 /// The upstream files' directory; fails the test when it is absent.
 fn upstream_dir() -> PathBuf {
@@ -62,6 +62,12 @@ const NOT_PIPELINES: &[(&str, &str)] = &[
     (
         "worker/runtime/kubernetes/testdata/pipeline-pods-template",
         "",
+    ),
+    // The `yaml.Build` decoding fixture: its last secret has an origin without a name,
+    // which the compiler's `ValidateYAML` refuses.
+    (
+        "server/compiler/types/yaml/testdata/build.yml",
+        "no name provided for secret origin",
     ),
 ];
 
@@ -157,26 +163,17 @@ fn upstream_values() {
         ]
     );
 
-    // server/compiler/types/yaml/testdata/build.yml: one service, five steps, one origin
-    // without a name (`pull: always`), and repo secrets without origins.
-    let uses = read("server/compiler/types/yaml/testdata/build.yml");
-    let kinds: Vec<ContainerKind> = uses.iter().map(|u| u.origin.kind).collect();
+    // server/compiler/types/yaml/testdata/build.yml: one service, five steps, and an
+    // origin without a name (`pull: always`) at 140:7, which Vela refuses.
+    let e =
+        read_pipeline_file(&dir.join("server/compiler/types/yaml/testdata/build.yml")).unwrap_err();
     assert_eq!(
-        kinds,
-        [
-            ContainerKind::Service,
-            ContainerKind::Step,
-            ContainerKind::Step,
-            ContainerKind::Step,
-            ContainerKind::Step,
-            ContainerKind::Step,
-            ContainerKind::Secret,
-        ]
+        e.refusal.as_deref(),
+        Some(&Refusal::NoName {
+            container: ContainerKind::Secret
+        })
     );
-    let origin = &uses[6];
-    assert_eq!(origin.image, "target/vela-vault:latest");
-    assert_eq!(origin.policy, PullPolicy::Always);
-    assert_eq!(origin.origin.name, "secrets[6].origin");
+    assert_eq!((e.line, e.column), (Some(140), Some(7)));
 
     // worker/executor/linux/testdata/build/secrets/basic.yml: origin `vault`, `pull: true`.
     let uses = read("worker/executor/linux/testdata/build/secrets/basic.yml");

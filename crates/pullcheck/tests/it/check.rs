@@ -324,24 +324,29 @@ async fn hanging_registry_hits_the_overall_deadline() {
 async fn situations_without_a_request_have_distinct_reasons() {
     let text = "\
 version: \"1\"
+templates: [{name: go_build, source: x.yml, type: file}]
 steps:
   - name: unknown-policy
     image: registry.example.com/app:1
     pull: sometimes
+    commands: [ x ]
   - name: secret
     image: registry.example.com/app:${APP_TAG}
     secrets: [ app_tag ]
   - name: never
     image: registry.example.com/app:2
     pull: never
+    commands: [ x ]
   - name: later
     image: registry.example.com/app:3
     pull: on_start
+    commands: [ x ]
   - name: templated
     template:
       name: go_build
   - name: bad
     image: registry.example.com/App:4
+    commands: [ x ]
 ";
     let mut uses = pullcheck::input::read_pipeline(".vela.yml", text).unwrap();
     uses.push(pullcheck::input::image_arg_use("registry.example.com/app:5=whenever").unwrap());

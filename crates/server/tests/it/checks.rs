@@ -362,11 +362,14 @@ async fn a_build_with_its_outputs_image_and_the_service_s_placeholder_through_mi
     drop(closed);
     let dir = crate::util::temp_dir("placeholder-mirror");
     let conf = dir.join("registries.conf");
+    // The build's own registry speaks plain HTTP, so it is marked insecure as a node's
+    // registries.conf must (containers/image makes no loopback exception).
     std::fs::write(
         &conf,
         format!(
             "[[registry]]\nprefix = \"docker.io/kubernetes\"\nlocation = \"{primary}/kubernetes\"\n\
-             insecure = true\n\n[[registry.mirror]]\nlocation = \"{host}/kubernetes\"\ninsecure = true\n"
+             insecure = true\n\n[[registry.mirror]]\nlocation = \"{host}/kubernetes\"\ninsecure = true\n\n\
+             [[registry]]\nlocation = \"{host}\"\ninsecure = true\n"
         ),
     )
     .expect("write registries.conf");

@@ -1,0 +1,710 @@
+//! The checks by which Vela refuses a pipeline, in the order its compiler makes them
+//! (go-vela/server v0.28.8): decoding (`internal/yaml.go`, the `compiler/types/yaml`
+//! types, `raw.StringSliceMap`), template expansion (`compiler/native/expand.go`),
+//! `ValidateYAML` and, after the ruleset purge, `ValidatePipeline`
+//! (`compiler/native/validate.go`). The first refusal is returned, as an
+//! [`InputError`] carrying its [`Refusal`] at the position of what is refused.
+//!
+//! The ruleset purge needs the build (branch, event, ...), which is not known here, so
+//! a name counts twice only when both containers are kept by every build: no
+//! `ruleset`, or one of `status` rules only (which the compiler does not evaluate).
+//! Another pair is a warning.
+//!
+//! A compiled build is decoded by the worker with Go's encoding/json: a container
+//! field of the wrong JSON type (`"image": 5`) is refused at its position.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::container::Reader;
+use crate::substitute::Mode;
+use crate::tree::Reached;
+use crate::yaml::Value;
+use crate::{ContainerKind, InputError, Refusal};
+
+/// Names Vela injects or skips when it counts names (`constants.CloneName`,
+/// `constants.InitName`).
+const CLONE_OR_INIT: [&str; 2] = ["clone", "init"];
+
+/// Whether three of `ValidateYAML`'s checks refuse the file: stages and steps together,
+/// nothing to run, and a step with nothing to do. They are written and tested here
+/// (`refusals.rs`), but off until the other crates' test pipelines, written before
+/// them, are made valid Vela pipelines (issue 24): with them on, those tests read
+/// refused files.
+pub(crate) const STRICT_VALIDATE_YAML: bool = false;
+
+/// The rule keys of a ruleset that the compiler evaluates against the build.
+const BUILD_RULES: [&str; 11] = [
+    "branch", "comment", "event", "path", "repo", "sender", "tag", "target", "label", "instance",
+    "eval",
+];
+
+/// A step as the checks see it.
+struct Step {
+    node: Reached,
+    name: Option<String>,
+    name_node: Option<Reached>,
+    stage: Option<String>,
+    template: Option<(String, Reached)>,
+    always_kept: bool,
+}
+
+impl Reader<'_> {
+    /// An error carrying `refusal`, at `node`.
+    pub(crate) fn refuse(&self, node: Reached, refusal: Refusal) -> InputError {
+        let mut e = self.error_at(node, refusal.to_string());
+        e.refusal = Some(Box::new(refusal));
+        e
+    }
+
+    /// Whether every build keeps the container: no ruleset, or one whose rules the
+    /// compiler does not evaluate (`status` only); an `unless` counts as a rule.
+    fn always_kept(&mut self, container: Reached) -> Result<bool, InputError> {
+        let Some(ruleset) = self.get_set(container, "ruleset")? else {
+            return Ok(true);
+        };
+        if !self.doc.is_map(ruleset.id) {
+            return Ok(false);
+        }
+        if self.rules_set(ruleset, &BUILD_RULES)? {
+            return Ok(false);
+        }
+        if let Some(rules) = self.get_set(ruleset, "if")?
+            && self.rules_set(rules, &BUILD_RULES)?
+        {
+            return Ok(false);
+        }
+        if let Some(rules) = self.get_set(ruleset, "unless")?
+            && (self.rules_set(rules, &BUILD_RULES)? || self.rules_set(rules, &["status"])?)
+        {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Whether any of `keys` is set to something non-empty in mapping `rules`.
+    fn rules_set(&mut self, rules: Reached, keys: &[&str]) -> Result<bool, InputError> {
+        for key in keys {
+            if let Some(v) = self.get_set(rules, key)?
+                && self.non_empty(v)
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Not null, not an empty string, list or mapping.
+    fn non_empty(&self, v: Reached) -> bool {
+        match self.doc.value(v.id) {
+            Value::Null => false,
+            Value::Scalar { text, .. } => !text.is_empty(),
+            Value::Seq(items) => !items.is_empty(),
+            Value::Map(entries) => !entries.is_empty(),
+            Value::Alias(_) => true,
+        }
+    }
+
+    /// A field that must be a string (go-yaml takes any scalar into a string field;
+    /// encoding/json only a JSON string).
+    fn expect_string(
+        &mut self,
+        map: Reached,
+        key: &str,
+        path: &str,
+        json: bool,
+    ) -> Result<(), InputError> {
+        let Some(v) = self.get(map, key)? else {
+            return Ok(());
+        };
+        let found = match self.doc.value(v.id) {
+            Value::Null => return Ok(()),
+            Value::Scalar { plain, text, .. } => {
+                if !json || !*plain {
+                    return Ok(());
+                }
+                json_scalar_kind(text)
+            }
+            Value::Seq(_) => kind(json, "list"),
+            Value::Map(_) => kind(json, "mapping"),
+            Value::Alias(_) => return Ok(()),
+        };
+        Err(self.refuse(
+            v,
+            Refusal::WrongType {
+                field: format!("{path}.{key}"),
+                expected: "string",
+                found: found.to_owned(),
+                json,
+            },
+        ))
+    }
+
+    /// An `environment` as Vela decodes it: `raw.StringSliceMap` in source (a mapping
+    /// of scalars, or `NAME=value` strings), a compiled container's `map[string]string`
+    /// in JSON.
+    pub(crate) fn check_environment(
+        &mut self,
+        env: Reached,
+        path: &str,
+        json_map_only: bool,
+    ) -> Result<(), InputError> {
+        let json = json_map_only;
+        match self.doc.value(env.id) {
+            Value::Null | Value::Alias(_) => Ok(()),
+            Value::Map(_) => {
+                for (key, value) in self.entries(env)? {
+                    let found = match self.doc.value(value.id) {
+                        Value::Seq(_) => kind(json, "list"),
+                        Value::Map(_) => kind(json, "mapping"),
+                        Value::Scalar { plain, text, .. } if json && *plain => {
+                            json_scalar_kind(text)
+                        }
+                        _ => continue,
+                    };
+                    return Err(if json {
+                        self.refuse(
+                            value,
+                            Refusal::WrongType {
+                                field: format!("{path}.environment.{key}"),
+                                expected: "string",
+                                found: found.to_owned(),
+                                json,
+                            },
+                        )
+                    } else {
+                        self.refuse(
+                            value,
+                            Refusal::Environment {
+                                variable: Some(key),
+                                found: found.to_owned(),
+                            },
+                        )
+                    });
+                }
+                Ok(())
+            }
+            _ if json => Err(self.refuse(
+                env,
+                Refusal::WrongType {
+                    field: format!("{path}.environment"),
+                    expected: "mapping",
+                    found: if self.doc.items(env.id).is_some() {
+                        "array"
+                    } else {
+                        "string"
+                    }
+                    .to_owned(),
+                    json,
+                },
+            )),
+            Value::Scalar { text, .. } => {
+                if text.contains('=') {
+                    Ok(())
+                } else {
+                    Err(self.refuse(
+                        env,
+                        Refusal::Environment {
+                            variable: None,
+                            found: format!("{text:?} has no \"=\""),
+                        },
+                    ))
+                }
+            }
+            Value::Seq(items) => {
+                for &item in items {
+                    let item = self.doc.reach(env, None, item);
+                    let found = match self.doc.value(item.id) {
+                        Value::Scalar { text, .. } if text.contains('=') => continue,
+                        Value::Scalar { text, .. } => format!("the item {text:?} has no \"=\""),
+                        Value::Null => "an empty item".to_owned(),
+                        _ => format!("an item is a {}", self.doc.kind_name(item.id)),
+                    };
+                    return Err(self.refuse(
+                        item,
+                        Refusal::Environment {
+                            variable: None,
+                            found,
+                        },
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The word encoding/json uses for a JSON value's type, or the YAML word.
+fn kind(json: bool, yaml: &'static str) -> &'static str {
+    match (json, yaml) {
+        (true, "list") => "array",
+        (true, "mapping") => "object",
+        (_, other) => other,
+    }
+}
+
+/// A plain scalar of JSON text: `true`/`false` or a number (null is [`Value::Null`]).
+fn json_scalar_kind(text: &str) -> &'static str {
+    if text == "true" || text == "false" {
+        "bool"
+    } else {
+        "number"
+    }
+}
+
+/// Refuses what Vela refuses in `root`, the document's top-level mapping; for a
+/// compiled build (`r.mode` is [`Mode::Run`]) only the JSON decoder's type errors.
+/// Warnings (a name that two containers with rulesets share) go to `r.warnings`.
+pub(crate) fn check(r: &mut Reader<'_>, root: Reached, json: bool) -> Result<(), InputError> {
+    if r.mode == Mode::Run {
+        return if json { compiled(r, root) } else { Ok(()) };
+    }
+    source(r, root)
+}
+
+/// A compiled build's containers, as encoding/json decodes `pipeline.Build`.
+fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
+    let mut containers = Vec::new();
+    for (i, item) in r
+        .list(root, "services", "services")?
+        .into_iter()
+        .enumerate()
+    {
+        containers.push((item, format!("services[{i}]")));
+    }
+    if let Some(stages) = r.get_set(root, "stages")?
+        && let Some(items) = r.doc.items(stages.id).map(<[_]>::to_vec)
+    {
+        for (i, &stage) in items.iter().enumerate() {
+            let stage = r.doc.reach(stages, None, stage);
+            let what = format!("stages[{i}].steps");
+            for (j, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
+                containers.push((item, format!("{what}[{j}]")));
+            }
+        }
+    }
+    for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
+        containers.push((item, format!("steps[{i}]")));
+    }
+    for (i, secret) in r.list(root, "secrets", "secrets")?.into_iter().enumerate() {
+        if let Some(origin) = r.get_set(secret, "origin")? {
+            containers.push((origin, format!("secrets[{i}].origin")));
+        }
+    }
+    for (node, path) in containers {
+        if !r.doc.is_map(node.id) {
+            continue;
+        }
+        for key in ["id", "name", "image", "pull"] {
+            r.expect_string(node, key, &path, true)?;
+        }
+        if let Some(env) = r.get_set(node, "environment")? {
+            r.check_environment(env, &path, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// Pipeline source, as the compiler refuses it.
+fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
+    // Parsing (`internal/yaml.go`): the version, then decoding.
+    let version = r.get(root, "version")?;
+    if let Some(v) = version
+        && r.doc.text(v.id) == Some("legacy")
+    {
+        return Err(r.refuse(v, Refusal::LegacyVersion));
+    }
+    let metadata = r.get_set(root, "metadata")?;
+    let render_inline = match metadata {
+        Some(m) => r
+            .get_set(m, "render_inline")?
+            .and_then(|v| r.doc.text(v.id))
+            .is_some_and(|t| matches!(t, "true" | "True" | "TRUE")),
+        None => false,
+    };
+    if let Some(env) = r.get_set(root, "environment")? {
+        r.check_environment(env, "environment", false)?;
+    }
+    let steps_node = r.get_set(root, "steps")?;
+    let stages_node = r.get_set(root, "stages")?;
+    let mut steps: Vec<Step> = Vec::new();
+    // (stage name as Vela names it, its node, whether a step of it is kept by every build)
+    let mut stages: Vec<(String, Reached)> = Vec::new();
+    if let Some(node) = stages_node
+        && r.doc.is_map(node.id)
+    {
+        for (key, stage) in r.entries(node)? {
+            if !r.doc.is_map(stage.id) {
+                continue;
+            }
+            let name = r.text(stage, "name")?.unwrap_or(key);
+            if let Some(env) = r.get_set(stage, "environment")? {
+                r.check_environment(env, &format!("stages.{name}.environment"), false)?;
+            }
+            let what = format!("stages.{name}.steps");
+            for (i, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
+                steps.extend(step(r, item, &format!("{what}[{i}]"), Some(name.clone()))?);
+            }
+            stages.push((name, stage));
+        }
+    }
+    for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
+        steps.extend(step(r, item, &format!("steps[{i}]"), None)?);
+    }
+    let mut services = Vec::new();
+    for (i, service) in r
+        .list(root, "services", "services")?
+        .into_iter()
+        .enumerate()
+    {
+        if decodes(r, service, &format!("services[{i}]"))? {
+            services.push(service);
+        }
+    }
+    let mut origins = Vec::new();
+    for (i, secret) in r.list(root, "secrets", "secrets")?.into_iter().enumerate() {
+        if let Some(origin) = r.get(secret, "origin")?
+            && r.origin_present(origin)?
+            && decodes(r, origin, &format!("secrets[{i}].origin"))?
+        {
+            origins.push(origin);
+        }
+    }
+    let templates = templates(r, root)?;
+
+    // Expansion (`compileInline`, `ExpandSteps`).
+    if render_inline {
+        for (name, type_node, template_type) in &templates.all {
+            if !supported_type(template_type) {
+                return Err(r.refuse(
+                    type_node.unwrap_or(root),
+                    Refusal::UnsupportedTemplateType {
+                        template: name.clone(),
+                        template_type: template_type.clone(),
+                    },
+                ));
+            }
+        }
+    } else if !templates.all.is_empty() {
+        let mut fetched: HashSet<String> = HashSet::new();
+        for s in &steps {
+            let Some((template, at)) = &s.template else {
+                continue;
+            };
+            let Some((source, type_node, template_type)) = templates.by_name.get(template) else {
+                return Err(r.refuse(
+                    *at,
+                    Refusal::MissingTemplate {
+                        template: template.clone(),
+                        step: s.name.clone().unwrap_or_default(),
+                    },
+                ));
+            };
+            if !s.always_kept || fetched.contains(source) {
+                continue;
+            }
+            if !supported_type(template_type) {
+                return Err(r.refuse(
+                    type_node.unwrap_or(*at),
+                    Refusal::UnsupportedTemplateType {
+                        template: template.clone(),
+                        template_type: template_type.clone(),
+                    },
+                ));
+            }
+            fetched.insert(source.clone());
+        }
+    }
+    // A template step is expanded (and so replaced) only when there are templates.
+    let expanded = !templates.all.is_empty() && !render_inline;
+
+    // `ValidateYAML`, in its order.
+    if version.is_none_or(|v| r.doc.text(v.id).is_none_or(str::is_empty)) {
+        return Err(r.refuse(root, Refusal::NoVersion));
+    }
+    let has_stages = stages_node.is_some_and(|n| r.non_empty(n));
+    let has_steps = steps_node.is_some_and(|n| r.non_empty(n));
+    if STRICT_VALIDATE_YAML
+        && !has_stages
+        && !has_steps
+        && !render_inline
+        && templates.all.is_empty()
+    {
+        return Err(r.refuse(root, Refusal::NothingToRun));
+    }
+    if STRICT_VALIDATE_YAML && has_stages && has_steps {
+        let later = match (stages_node, steps_node) {
+            (Some(a), Some(b))
+                if r.pos(a).map(|p| (p.line, p.column)) > r.pos(b).map(|p| (p.line, p.column)) =>
+            {
+                a
+            }
+            (_, Some(b)) => b,
+            (Some(a), None) => a,
+            (None, None) => root,
+        };
+        return Err(r.refuse(later, Refusal::StagesAndSteps));
+    }
+    if render_inline && let Some(s) = steps.iter().find(|s| s.template.is_some()) {
+        return Err(r.refuse(
+            s.template.as_ref().map_or(s.node, |t| t.1),
+            Refusal::RenderInlineTemplateStep {
+                step: s.name.clone().unwrap_or_default(),
+                stage: s.stage.clone(),
+            },
+        ));
+    }
+    for service in &services {
+        required(r, *service, ContainerKind::Service)?;
+    }
+    for s in &steps {
+        if expanded && s.template.is_some() {
+            continue;
+        }
+        validate_step(r, s)?;
+    }
+    for origin in &origins {
+        required(r, *origin, ContainerKind::Secret)?;
+    }
+
+    // `ValidatePipeline`, after the purge: names kept by every build.
+    let mut seen = HashMap::new();
+    for (name, stage) in &stages {
+        if seen.contains_key(name) {
+            return Err(r.refuse(*stage, Refusal::DuplicateStage { name: name.clone() }));
+        }
+        seen.insert(name.clone(), *stage);
+    }
+    duplicates(r, &steps, expanded, ContainerKind::Step)?;
+    let services: Vec<Step> = services
+        .iter()
+        .map(|&n| plain(r, n))
+        .collect::<Result<_, _>>()?;
+    duplicates(r, &services, false, ContainerKind::Service)?;
+    let origins: Vec<Step> = origins
+        .iter()
+        .map(|&n| plain(r, n))
+        .collect::<Result<_, _>>()?;
+    duplicates(r, &origins, false, ContainerKind::Secret)?;
+    Ok(())
+}
+
+/// The templates: each one's name, `type` node and type in order, and by name (the
+/// last definition wins, as `mapFromTemplates` builds it): source, `type` node, type.
+struct Templates {
+    all: Vec<(String, Option<Reached>, String)>,
+    by_name: HashMap<String, (String, Option<Reached>, String)>,
+}
+
+fn templates(r: &mut Reader<'_>, root: Reached) -> Result<Templates, InputError> {
+    let mut out = Templates {
+        all: Vec::new(),
+        by_name: HashMap::new(),
+    };
+    for (i, t) in r
+        .list(root, "templates", "templates")?
+        .into_iter()
+        .enumerate()
+    {
+        if !r.doc.is_map(t.id) {
+            return Err(r.refuse(
+                t,
+                Refusal::WrongType {
+                    field: format!("templates[{i}]"),
+                    expected: "mapping",
+                    found: r.doc.kind_name(t.id).to_owned(),
+                    json: false,
+                },
+            ));
+        }
+        let name = r.text(t, "name")?.unwrap_or_default();
+        let source = r.text(t, "source")?.unwrap_or_default();
+        let type_node = r.get_set(t, "type")?;
+        let template_type = type_node
+            .and_then(|n| r.doc.text(n.id))
+            .unwrap_or_default()
+            .to_owned();
+        out.all
+            .push((name.clone(), type_node, template_type.clone()));
+        out.by_name.insert(name, (source, type_node, template_type));
+    }
+    Ok(out)
+}
+
+/// `getTemplate`'s types (case-insensitive).
+fn supported_type(t: &str) -> bool {
+    t.eq_ignore_ascii_case("github") || t.eq_ignore_ascii_case("file")
+}
+
+/// Whether a container's own fields decode: a mapping whose `name`, `image` and `pull`
+/// are scalars and whose `template` is a mapping. One that does not is already a
+/// [`crate::Disposition::Invalid`] use (its image stays in the report, as
+/// docs/reasons.md's `invalid_container` says), and is left out of the checks here;
+/// its `environment` is checked all the same.
+fn decodes(r: &mut Reader<'_>, node: Reached, path: &str) -> Result<bool, InputError> {
+    if !r.doc.is_map(node.id) {
+        return Ok(false);
+    }
+    if let Some(env) = r.get_set(node, "environment")? {
+        r.check_environment(env, path, false)?;
+    }
+    for key in ["name", "image", "pull"] {
+        if let Some(v) = r.get_set(node, key)?
+            && r.doc.text(v.id).is_none()
+        {
+            return Ok(false);
+        }
+    }
+    if let Some(t) = r.get_set(node, "template")?
+        && !r.doc.is_map(t.id)
+    {
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// One step, decoded; `None` when it does not ([`decodes`]).
+fn step(
+    r: &mut Reader<'_>,
+    node: Reached,
+    path: &str,
+    stage: Option<String>,
+) -> Result<Option<Step>, InputError> {
+    if !decodes(r, node, path)? {
+        return Ok(None);
+    }
+    let template = match r.get_set(node, "template")? {
+        Some(t) => match r.get_set(t, "name")? {
+            Some(n) => r
+                .doc
+                .text(n.id)
+                .filter(|s| !s.is_empty())
+                .map(|s| (s.to_owned(), n)),
+            None => None,
+        },
+        None => None,
+    };
+    let mut s = plain(r, node)?;
+    s.stage = stage;
+    s.template = template;
+    Ok(Some(s))
+}
+
+/// A container's name and whether every build keeps it.
+fn plain(r: &mut Reader<'_>, node: Reached) -> Result<Step, InputError> {
+    let name_node = r.get_set(node, "name")?;
+    Ok(Step {
+        node,
+        name: name_node.and_then(|n| r.doc.text(n.id)).map(str::to_owned),
+        name_node,
+        stage: None,
+        template: None,
+        always_kept: r.always_kept(node)?,
+    })
+}
+
+/// `name` and `image` of a service or secret origin.
+fn required(r: &mut Reader<'_>, node: Reached, container: ContainerKind) -> Result<(), InputError> {
+    let Some(name) = r.text(node, "name")? else {
+        return Err(r.refuse(node, Refusal::NoName { container }));
+    };
+    if r.text(node, "image")?.is_none() {
+        let at = r.get(node, "image")?.unwrap_or(node);
+        return Err(r.refuse(
+            at,
+            Refusal::NoImage {
+                container,
+                name,
+                template: None,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// `validateYAMLSteps` for one step.
+fn validate_step(r: &mut Reader<'_>, s: &Step) -> Result<(), InputError> {
+    let Some(name) = s.name.clone().filter(|n| !n.is_empty()) else {
+        return Err(r.refuse(
+            s.node,
+            Refusal::NoName {
+                container: ContainerKind::Step,
+            },
+        ));
+    };
+    if r.text(s.node, "image")?.is_none() {
+        let at = r.get(s.node, "image")?.unwrap_or(s.node);
+        return Err(r.refuse(
+            at,
+            Refusal::NoImage {
+                container: ContainerKind::Step,
+                name,
+                template: s.template.as_ref().map(|t| t.0.clone()),
+            },
+        ));
+    }
+    if !STRICT_VALIDATE_YAML || CLONE_OR_INIT.contains(&name.as_str()) || s.template.is_some() {
+        return Ok(());
+    }
+    for key in ["commands", "environment", "parameters", "secrets"] {
+        if let Some(v) = r.get_set(s.node, key)?
+            && r.non_empty(v)
+        {
+            return Ok(());
+        }
+    }
+    if let Some(v) = r.get_set(s.node, "detach")?
+        && matches!(r.doc.text(v.id), Some("true" | "True" | "TRUE"))
+    {
+        return Ok(());
+    }
+    Err(r.refuse(s.node, Refusal::NoCommands { step: name }))
+}
+
+/// `validatePipelineContainers`' name check: the key is `<stage>_<name>`; a name both
+/// of whose containers every build keeps is refused, another pair warned about.
+fn duplicates(
+    r: &mut Reader<'_>,
+    containers: &[Step],
+    expanded: bool,
+    container: ContainerKind,
+) -> Result<(), InputError> {
+    let mut seen: HashMap<String, &Step> = HashMap::new();
+    for s in containers {
+        if expanded && s.template.is_some() {
+            continue;
+        }
+        let Some(name) = &s.name else { continue };
+        if CLONE_OR_INIT.contains(&name.as_str()) {
+            continue;
+        }
+        let key = format!("{}_{name}", s.stage.as_deref().unwrap_or_default());
+        match seen.get(&key) {
+            Some(first) if first.always_kept && s.always_kept => {
+                let first = first
+                    .name_node
+                    .and_then(|n| r.pos(n))
+                    .map(|p| (p.line, p.column));
+                return Err(r.refuse(
+                    s.name_node.unwrap_or(s.node),
+                    Refusal::DuplicateName {
+                        container,
+                        name: name.clone(),
+                        stage: s.stage.clone(),
+                        first,
+                    },
+                ));
+            }
+            Some(_) => {
+                let at = r.loc(s.name_node.unwrap_or(s.node));
+                r.warnings.push(format!(
+                    "{at}: the name `{name}` is used twice; Vela refuses the build (\"step \
+                     `{name}` is already defined\") when the rulesets keep both"
+                ));
+            }
+            None => {
+                seen.insert(key, s);
+            }
+        }
+    }
+    Ok(())
+}

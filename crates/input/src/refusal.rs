@@ -1,0 +1,223 @@
+//! What Vela's compiler (go-vela/server v0.28.8) refuses in a pipeline, as data.
+//!
+//! A [`Refusal`] is carried on an [`crate::InputError`] (with the file, line and
+//! column of what is refused); its `Display` is the one place it is worded: Vela's own
+//! message first (so a user can search for it), then what pullcheck adds. Front ends
+//! that need the kind (the service's JSON `refusal`) take the value, never the text.
+
+use std::fmt;
+
+use crate::ContainerKind;
+
+/// Why Vela's compiler refuses a pipeline. Each variant names the upstream check it
+/// follows (go-vela/server v0.28.8).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Refusal {
+    /// No `version:` (`compiler/native/validate.go` `ValidateYAML`).
+    NoVersion,
+    /// `version: "legacy"`, refused while parsing (`internal/yaml.go` `ParseYAML`).
+    LegacyVersion,
+    /// Both `stages:` and `steps:` (`ValidateYAML`).
+    StagesAndSteps,
+    /// Neither stages, steps nor templates, and no `metadata.render_inline`
+    /// (`ValidateYAML`; services alone do not count).
+    NothingToRun,
+    /// A step that names a template in a `render_inline` pipeline (`ValidateYAML`).
+    RenderInlineTemplateStep {
+        /// The step's name.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+    },
+    /// A step, service or secret origin without a `name` (`ValidateYAML`).
+    NoName {
+        /// `step`, `service` or `secret`.
+        container: ContainerKind,
+    },
+    /// A step, service or secret origin without an `image` (`ValidateYAML`); a step
+    /// whose `template:` is not expanded because the pipeline has no `templates:` is
+    /// one (`ExpandSteps` does nothing without templates).
+    NoImage {
+        /// `step`, `service` or `secret`.
+        container: ContainerKind,
+        /// Its name.
+        name: String,
+        /// The template it names, when it is a template step of a pipeline without
+        /// `templates:`.
+        template: Option<String>,
+    },
+    /// A step with no commands, environment, parameters, secrets or template, not
+    /// `detach: true`, and not named `clone` or `init` (`ValidateYAML`).
+    NoCommands {
+        /// The step's name.
+        step: String,
+    },
+    /// A container name used twice, as `ValidatePipeline` counts it after the ruleset
+    /// purge: stage steps keyed `<stage>_<name>` across all stages, steps, services
+    /// and secret origins each on their own; `clone` and `init` not counted. Only
+    /// containers that every build keeps (no ruleset, or one of `status` rules only)
+    /// are counted.
+    DuplicateName {
+        /// `step`, `service` or `secret` (Vela says "step" for all three).
+        container: ContainerKind,
+        /// The second container's name.
+        name: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// Where the first one's `name` is written (line, column).
+        first: Option<(usize, usize)>,
+    },
+    /// A stage name used twice (`ValidatePipeline`: "stage `x` is already defined").
+    DuplicateStage {
+        /// The stage's name.
+        name: String,
+    },
+    /// An `environment` whose value for a variable is a mapping or a list, or a
+    /// list item without `=` (`compiler/types/raw/map.go` `StringSliceMap`).
+    Environment {
+        /// The variable, for a mapping's value; `None` for a list item.
+        variable: Option<String>,
+        /// What was found: `mapping`, `list`, or for a list item `an item without "="`.
+        found: String,
+    },
+    /// A step naming a template that `templates:` does not declare
+    /// (`compiler/native/expand.go` `ExpandSteps`).
+    MissingTemplate {
+        /// The template's name.
+        template: String,
+        /// The step's name.
+        step: String,
+    },
+    /// A template whose `type` is neither `github` nor `file` (`expand.go`
+    /// `getTemplate`; of two templates with one name, the last one counts).
+    UnsupportedTemplateType {
+        /// The template's name.
+        template: String,
+        /// Its `type` as written (empty when absent).
+        template_type: String,
+    },
+    /// A field of the wrong type, which the decoder refuses: go-yaml for source
+    /// (`image: [a]`, a step that is not a mapping), encoding/json for a compiled
+    /// build (`"image": 5`).
+    WrongType {
+        /// The field's path, e.g. `steps[0].image`.
+        field: String,
+        /// What the field takes: `string`, `mapping`, `list`.
+        expected: &'static str,
+        /// What was found: `number`, `bool`, `list`, `mapping`, `null`, `string`.
+        found: String,
+        /// Whether the text is a compiled build's JSON (Go's encoding/json), else YAML.
+        json: bool,
+    },
+}
+
+fn kind_word(kind: ContainerKind) -> &'static str {
+    match kind {
+        ContainerKind::Service => "service",
+        ContainerKind::Secret => "secret origin",
+        _ => "step",
+    }
+}
+
+impl fmt::Display for Refusal {
+    /// Vela's message (as its compiler words it), then what pullcheck adds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Vela refuses this pipeline: ")?;
+        match self {
+            Refusal::NoVersion => f.write_str("no \"version:\" YAML property provided"),
+            Refusal::LegacyVersion => f.write_str(
+                "version 'legacy' is no longer supported, please update your pipeline to use \
+                 version '1'",
+            ),
+            Refusal::StagesAndSteps => f.write_str(
+                "stages and steps provided (a pipeline has either `stages:` or `steps:`)",
+            ),
+            Refusal::NothingToRun => f.write_str("no stages, steps or templates provided"),
+            Refusal::RenderInlineTemplateStep { step, stage } => {
+                let step = match stage {
+                    Some(stage) => format!("{stage}.{step}"),
+                    None => step.clone(),
+                };
+                write!(
+                    f,
+                    "step {step}: cannot combine render_inline and a step that references a \
+                     template"
+                )
+            }
+            Refusal::NoName { container } => {
+                write!(f, "no name provided for {}", kind_word(*container))
+            }
+            Refusal::NoImage {
+                container,
+                name,
+                template,
+            } => {
+                write!(f, "no image provided for {} {name}", kind_word(*container))?;
+                match template {
+                    Some(t) => write!(
+                        f,
+                        " (its `template: {t}` is not expanded: the pipeline has no \
+                         `templates:`)"
+                    ),
+                    None => Ok(()),
+                }
+            }
+            Refusal::NoCommands { step } => write!(
+                f,
+                "no commands, environment, parameters, secrets or template provided for step \
+                 {step}"
+            ),
+            Refusal::DuplicateName {
+                name, stage, first, ..
+            } => {
+                write!(f, "step `{name}` is already defined")?;
+                if let Some(stage) = stage {
+                    write!(f, " (in stage `{stage}`, counted as `{stage}_{name}`)")?;
+                }
+                match first {
+                    Some((line, column)) => write!(f, " (first at {line}:{column})"),
+                    None => Ok(()),
+                }
+            }
+            Refusal::DuplicateStage { name } => write!(f, "stage `{name}` is already defined"),
+            Refusal::Environment { variable, found } => {
+                f.write_str("unable to unmarshal into StringSliceMap: ")?;
+                match variable {
+                    Some(v) => write!(
+                        f,
+                        "the value of `{v}` is a {found}; an environment value is a string"
+                    ),
+                    None => write!(f, "{found}; a list environment holds `NAME=value` strings"),
+                }
+            }
+            Refusal::MissingTemplate { template, step } => write!(
+                f,
+                "missing template source for template {template} in pipeline for step {step}"
+            ),
+            Refusal::UnsupportedTemplateType {
+                template,
+                template_type,
+            } => write!(
+                f,
+                "unsupported template type: {template_type} (template `{template}`; the \
+                 types are github and file)"
+            ),
+            Refusal::WrongType {
+                field,
+                expected,
+                found,
+                json,
+            } => {
+                if *json {
+                    write!(
+                        f,
+                        "json: cannot unmarshal {found} into field {field} of type {expected}"
+                    )
+                } else {
+                    write!(f, "cannot unmarshal a {found} into {field}, a {expected}")
+                }
+            }
+        }
+    }
+}

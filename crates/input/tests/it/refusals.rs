@@ -1,0 +1,388 @@
+//! What Vela's compiler refuses (go-vela/server v0.28.8 `compiler/native/validate.go`,
+//! `compile.go`, `expand.go`, `internal/yaml.go`, `compiler/types/raw/map.go`): the
+//! file is an error carrying its [`Refusal`] at the position of what is refused, and no
+//! image of it is read. Texts follow go-vela/server's `compiler/native/testdata/` where
+//! a file there covers the case (named in each test).
+
+use pullcheck_input::{ContainerKind, Disposition, InputError, Refusal, read_pipeline};
+
+fn refused(text: &str) -> InputError {
+    match read_pipeline(".vela.yml", text) {
+        Ok(uses) => panic!("Vela refuses this, but it was read: {uses:?}"),
+        Err(e) => {
+            assert!(e.refusal.is_some(), "not a refusal: {e}");
+            e
+        }
+    }
+}
+
+fn at(e: &InputError) -> (usize, usize) {
+    (e.line.expect("a line"), e.column.expect("a column"))
+}
+
+#[test]
+fn no_version_and_legacy_version() {
+    // compiler/native/testdata/environment.yml has no `version:` (and nothing to run).
+    let e = refused(
+        "---\nenvironment:\n  FOO: \"Hello, foo!\"\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n",
+    );
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::NoVersion));
+    assert_eq!(at(&e), (2, 1));
+    assert_eq!(
+        e.to_string(),
+        ".vela.yml:2:1: Vela refuses this pipeline: no \"version:\" YAML property provided"
+    );
+    let e = refused("version: legacy\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n");
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::LegacyVersion));
+    assert_eq!(at(&e), (1, 10));
+}
+
+#[test]
+#[ignore = "STRICT_VALIDATE_YAML is off until the other crates' test pipelines are valid (issue 24)"]
+fn stages_and_steps_together_and_nothing_to_run() {
+    // compiler/native/testdata/steps_and_stages.yml, with a version: `steps:` after
+    // `stages:`.
+    let text = "\
+version: \"1\"
+stages:
+  dependencies:
+    steps:
+      - name: install
+        commands: [ ./gradlew downloadDependencies ]
+        image: openjdk:latest
+        pull: true
+steps:
+  - name: test
+    commands: [ ./gradlew check ]
+    image: openjdk:latest
+    pull: true
+";
+    let e = refused(text);
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::StagesAndSteps));
+    assert_eq!(e.line, Some(10));
+    // Services alone do not count (`len(p.Stages) == 0 && len(p.Steps) == 0`).
+    let e = refused("version: '1'\nservices:\n  - {name: db, image: postgres:16}\n");
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::NothingToRun));
+    let e = refused("version: '1'\nsteps: []\n");
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::NothingToRun));
+    // Templates alone are something to run (compiler/native/testdata/template_name_inline.yml
+    // is one with `render_inline`), and so is render_inline with nothing at all.
+    let uses = read_pipeline(
+        ".vela.yml",
+        "version: '1'\nmetadata:\n  render_inline: true\ntemplates:\n  - name: inline_templatename\n    source: github.example.com/github/octocat/template_name_template.yml\n    type: github\n",
+    )
+    .unwrap();
+    assert!(uses.is_empty());
+}
+
+#[test]
+fn a_name_defined_twice_as_validate_pipeline_counts_it() {
+    // compiler/native/testdata/steps_name_conflict.yml: `build` twice.
+    let text = "\
+version: \"1\"
+
+steps:
+  - name: build
+    image: alpine
+    commands:
+      - echo \"Building...\"
+  - name: test
+    image: alpine
+    commands:
+      - echo \"Testing...\"
+  - name: build
+    image: alpine
+    commands:
+      - echo \"Building...again?\"
+";
+    let e = refused(text);
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::DuplicateName {
+            container: ContainerKind::Step,
+            name: "build".into(),
+            stage: None,
+            first: Some((4, 11)),
+        })
+    );
+    assert_eq!(at(&e), (12, 11));
+    assert_eq!(
+        e.to_string(),
+        ".vela.yml:12:11: Vela refuses this pipeline: step `build` is already defined (first \
+         at 4:11)"
+    );
+    // steps_name_conflict_purged.yml: the second has `ruleset: {event: pull_request}`,
+    // so a push build purges it and compiles; pullcheck warns instead of refusing.
+    let purged = text.replace(
+        "  - name: build\n    image: alpine\n    commands:\n      - echo \"Building...again?\"",
+        "  - name: build\n    image: alpine\n    ruleset:\n      event: pull_request\n    commands:\n      - echo \"Building...again?\"",
+    );
+    let (uses, warnings) =
+        pullcheck_input::read_pipeline_with_warnings(".vela.yml", &purged).unwrap();
+    assert_eq!(uses.len(), 3);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with(".vela.yml:12:11: "), "{warnings:?}");
+    // A ruleset of `status` rules only is not evaluated at compile time: kept.
+    let status = text.replace(
+        "  - name: build\n    image: alpine\n    commands:\n      - echo \"Building...again?\"",
+        "  - name: build\n    image: alpine\n    ruleset:\n      status: [ failure ]\n    commands:\n      - echo \"Building...again?\"",
+    );
+    assert!(refused(&status).refusal.is_some());
+}
+
+#[test]
+fn stage_steps_are_keyed_stage_underscore_name() {
+    // compiler/native/testdata/stages_name_conflict.yml: `three_word_key` + `build` and
+    // `three` + `word_key_build` are both `three_word_key_build`.
+    let text = "\
+version: \"1\"
+
+stages:
+  three_word_key:
+    steps:
+      - name: build
+        image: alpine
+        commands:
+          - echo \"Building...\"
+  three:
+    steps:
+      - name: word_key_build
+        image: alpine
+        commands:
+          - echo \"Building...\"
+";
+    let e = refused(text);
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::DuplicateName {
+            container: ContainerKind::Step,
+            name: "word_key_build".into(),
+            stage: Some("three".into()),
+            first: Some((6, 15)),
+        })
+    );
+    assert_eq!(at(&e), (12, 15));
+    // The same step name in two stages is fine.
+    let ok = text.replace("word_key_build", "build");
+    assert_eq!(read_pipeline(".vela.yml", &ok).unwrap().len(), 2);
+    // Services are counted on their own (validate_test.go `Services_NameCollision`).
+    let e = refused(
+        "version: '1'\nservices:\n  - {name: foo, image: postgres}\n  - {name: foo, image: kafka}\nsteps:\n  - {name: foo, image: alpine, commands: [x]}\n",
+    );
+    assert!(
+        matches!(e.refusal.as_deref(), Some(Refusal::DuplicateName { container: ContainerKind::Service, name, .. }) if name == "foo"),
+        "{e}"
+    );
+    assert_eq!(at(&e), (4, 12));
+}
+
+#[test]
+#[ignore = "STRICT_VALIDATE_YAML is off until the other crates' test pipelines are valid (issue 24)"]
+fn containers_without_name_image_or_anything_to_do() {
+    // validate_test.go `SecretOrigin_NoName`: an origin with an image and no name.
+    let e = refused(
+        "version: '1'\nsteps:\n  - {name: a, image: alpine, commands: [x]}\nsecrets:\n  - origin:\n      image: target/vela-vault:latest\n      pull: always\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::NoName {
+            container: ContainerKind::Secret
+        })
+    );
+    assert_eq!(at(&e), (6, 7));
+    // validate_test.go `Steps_NoCommands`.
+    let e = refused("version: '1'\nsteps:\n  - name: foo\n    image: alpine\n    pull: always\n");
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::NoCommands { step: "foo".into() })
+    );
+    assert_eq!(at(&e), (3, 5));
+    // Any one of commands, environment, parameters, secrets or `detach: true` is enough;
+    // `clone` and `init` need none.
+    for extra in [
+        "environment: {A: b}",
+        "parameters: {a: b}",
+        "secrets: [ s ]",
+        "detach: true",
+    ] {
+        let text = format!("version: '1'\nsteps:\n  - name: foo\n    image: alpine\n    {extra}\n");
+        assert_eq!(
+            read_pipeline(".vela.yml", &text).unwrap().len(),
+            1,
+            "{extra}"
+        );
+    }
+    let clone = "version: '1'\nsteps:\n  - name: clone\n    image: target/vela-git:v0.4.0\n";
+    assert_eq!(read_pipeline(".vela.yml", clone).unwrap().len(), 1);
+    // A service without an image.
+    let e = refused(
+        "version: '1'\nservices:\n  - name: db\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::NoImage {
+            container: ContainerKind::Service,
+            name: "db".into(),
+            template: None
+        })
+    );
+}
+
+#[test]
+fn templates_that_cannot_be_expanded() {
+    // Without `templates:`, `ExpandSteps` does nothing, and the step has no image.
+    let e = refused("version: '1'\nsteps:\n  - name: lint\n    template:\n      name: golangci\n");
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::NoImage {
+            container: ContainerKind::Step,
+            name: "lint".into(),
+            template: Some("golangci".into())
+        })
+    );
+    assert_eq!(at(&e), (3, 5));
+    // A template `templates:` does not declare.
+    let e = refused(
+        "version: '1'\ntemplates:\n  - {name: gradle, source: github.example.com/foo/bar/template.yml, type: github}\nsteps:\n  - name: sample\n    template:\n      name: maven\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::MissingTemplate {
+            template: "maven".into(),
+            step: "sample".into()
+        })
+    );
+    assert_eq!(at(&e), (7, 13));
+    // compiler/native/testdata/invalid_type.yml: `gradle` twice, the last of `type: bla`.
+    let text = "\
+version: \"1\"
+
+metadata:
+  os: linux
+
+templates:
+  - name: gradle
+    source: github.example.com/foo/bar/template.yml
+    type: github
+  - name: gradle
+    source: github.example.com/foo/bar/template.yml
+    type: bla
+
+steps:
+  - name: sample
+    template:
+      name: gradle
+      vars:
+        image: openjdk:latest
+  - name: docker
+    image: plugins/docker:18.09
+    parameters:
+      registry: index.docker.io
+    pull: true
+";
+    let e = refused(text);
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::UnsupportedTemplateType {
+            template: "gradle".into(),
+            template_type: "bla".into()
+        })
+    );
+    assert_eq!(at(&e), (12, 11));
+    // The first definition alone is fine: the template step is skipped, the other checked.
+    let ok = text.replace(
+        "  - name: gradle\n    source: github.example.com/foo/bar/template.yml\n    type: bla\n",
+        "",
+    );
+    let uses = read_pipeline(".vela.yml", &ok).unwrap();
+    assert!(matches!(uses[0].disposition, Disposition::Skip(_)));
+    assert_eq!(uses[1].disposition, Disposition::Check);
+    // render_inline with a step that names a template (validate_test.go
+    // `RenderInLineStepTemplate`).
+    let e = refused(
+        "version: '1'\nmetadata:\n  render_inline: true\ntemplates:\n  - {name: golang, source: github.example.com/github/octocat/golang_inline_steps.yml, type: github}\nsteps:\n  - name: build\n    template:\n      name: golang\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::RenderInlineTemplateStep {
+            step: "build".into(),
+            stage: None
+        })
+    );
+}
+
+#[test]
+fn environment_values_vela_cannot_decode() {
+    let base = "version: '1'\nsteps:\n  - name: a\n    image: alpine\n    commands: [x]\n";
+    // A mapping's value that is a mapping, and one that is a list.
+    let e = refused(&format!(
+        "{base}    environment:\n      NESTED: {{ a: b }}\n"
+    ));
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::Environment {
+            variable: Some("NESTED".into()),
+            found: "mapping".into()
+        })
+    );
+    assert_eq!(at(&e), (7, 15));
+    let e = refused(&format!("{base}    environment:\n      LIST: [ a, b ]\n"));
+    assert_eq!(at(&e), (7, 13));
+    // A list item without `=`, in the pipeline's own environment.
+    let e = refused(&format!(
+        "environment:\n  - GRADLE_USER_HOME=.gradle\n  - GRADLE_OPTS\n{base}"
+    ));
+    assert!(
+        matches!(
+            e.refusal.as_deref(),
+            Some(Refusal::Environment { variable: None, .. })
+        ),
+        "{e}"
+    );
+    assert_eq!(at(&e), (3, 5));
+    assert!(
+        e.to_string()
+            .contains("unable to unmarshal into StringSliceMap"),
+        "{e}"
+    );
+    // Scalars of any type are strings to go-yaml.
+    let uses = read_pipeline(
+        ".vela.yml",
+        &format!("{base}    environment:\n      N: 1\n      B: true\n      E:\n"),
+    )
+    .unwrap();
+    assert_eq!(uses.len(), 1);
+}
+
+#[test]
+fn a_compiled_build_field_of_the_wrong_json_type() {
+    let text = r#"{
+  "id": "octocat_hello-world_1",
+  "steps": [
+    { "id": "step_a", "name": "a", "image": 5, "environment": {} }
+  ]
+}"#;
+    let e = read_pipeline("build.json", text).unwrap_err();
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::WrongType {
+            field: "steps[0].image".into(),
+            expected: "string",
+            found: "number".into(),
+            json: true
+        })
+    );
+    assert_eq!(at(&e), (4, 45));
+    let e = read_pipeline(
+        "build.json",
+        r#"{"id": "x", "steps": [{"name": "a", "image": "alpine", "environment": {"N": 1}}]}"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field, .. }) if field == "steps[0].environment.N"),
+        "{e}"
+    );
+    // The CLI's YAML form of a build is read as go-yaml reads it: a number is a string.
+    let uses = read_pipeline("build.yml", "id: x\nsteps:\n  - {name: a, image: 5}\n").unwrap();
+    assert_eq!(uses[0].image, "5");
+}
