@@ -1208,6 +1208,49 @@ providers:
         assert_eq!(p.matching_entry("docker.io/library/nginx"), None);
     }
 
+    fn one_provider(match_image: &str) -> Result<ProviderConfig, Vec<String>> {
+        parse(&format!(
+            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: [{{name: p, matchImages: [{match_image:?}], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}}]\n"
+        ))
+    }
+
+    /// The port is matched in both directions, and is a number, never a glob.
+    #[test]
+    fn the_port_matches_both_ways_and_is_no_glob() {
+        let with_port = one_provider("registry.example.com:5000").expect("valid");
+        let with_port = &with_port.providers[0];
+        assert_eq!(
+            with_port.matching_entry("registry.example.com:5000/team/app"),
+            Some("registry.example.com:5000")
+        );
+        assert_eq!(
+            with_port.matching_entry("registry.example.com/team/app"),
+            None
+        );
+        assert_eq!(
+            with_port.matching_entry("registry.example.com:5001/team/app"),
+            None
+        );
+        let without = one_provider("*.example.com").expect("valid");
+        let without = &without.providers[0];
+        assert_eq!(
+            without.matching_entry("registry.example.com/team/app"),
+            Some("*.example.com")
+        );
+        assert_eq!(
+            without.matching_entry("registry.example.com:5000/team/app"),
+            None
+        );
+        let errors = one_provider("registry.example.com:*").expect_err("a glob port");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with(
+                "providers[0].matchImages[0]: Invalid value: \"registry.example.com:*\""
+            ),
+            "{errors:?}"
+        );
+    }
+
     // The cases of kubernetes pkg/credentialprovider/plugin/config_test.go
     // (TestValidateCredentialProviderConfig), each with the field it names.
     #[test]

@@ -11,8 +11,11 @@
 //!
 //! [`run`] goes through four phases, one function each:
 //!
-//! 1. [`resolve_all`]: every reference's routes and credentials (credential helpers
-//!    run here), bounded by the deadline;
+//! 1. [`resolve_one`]: every reference's routes and credentials (credential helpers
+//!    and provider plugins run here), concurrently and each bounded on its own (by the
+//!    deadline, plus a moment for a timed-out plugin to be reaped), so that a helper or
+//!    plugin that hangs holds up only the references it serves: each reference joins
+//!    the rounds as soon as it is resolved;
 //! 2. [`Rounds::add`] and [`attempts_of`]: each resolution becomes a final outcome
 //!    (blocked, unresolvable, a helper's failure) or a list of attempts;
 //! 3. [`Rounds::next`], once per round: the next attempt of every unfinished reference
@@ -38,7 +41,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::Either;
 use futures::future::join_all;
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use pullcheck_credentials::CredentialError;
 use pullcheck_reference::Reference;
 use pullcheck_registry::{
@@ -152,8 +158,13 @@ struct Pending {
     provider_failures: Vec<ProviderError>,
 }
 
-/// One reference's resolution, keyed: what phase 1 hands to phase 2.
-type Resolved<'r> = (QueryKey, &'r Reference, Result<Resolution, CredentialError>);
+/// One reference's resolution, keyed: what phase 1 hands to phase 2; `None` when it
+/// was cut off past the deadline (a credential helper that does not answer).
+type Resolved<'r> = (
+    QueryKey,
+    &'r Reference,
+    Option<Result<Resolution, CredentialError>>,
+);
 
 /// An (endpoint, credential) pair: what one session is authorized for.
 type Slot = (Endpoint, Credential);
@@ -171,69 +182,111 @@ pub(crate) async fn run<R: Registry>(
         .deadline_start
         .unwrap_or_else(std::time::Instant::now);
     let deadline = Instant::from_std(crate::deadline_at(start, options.deadline));
-    match resolve_all(resolver, credentials, references, deadline).await {
-        Some(resolved) => ask(registry, resolved, options, deadline).await,
-        None => helpers_timed_out(references, options.deadline),
-    }
-}
-
-/// Phase 1: resolves every reference's routes and credentials, concurrently, with its
-/// set's credentials (a set without credentials has no routes). `None` when the
-/// deadline passed first (a credential helper that does not answer).
-async fn resolve_all<'r>(
-    resolver: &Resolver,
-    credentials: &[Credentials],
-    references: &[(usize, &'r Reference)],
-    deadline: Instant,
-) -> Option<Vec<Resolved<'r>>> {
-    let resolutions = references.iter().map(|&(set, reference)| async move {
-        let resolution = match credentials.get(set) {
-            Some(c) => resolve_within(reference, resolver, c, Some(deadline)).await,
-            None => Ok(Resolution::Routes(Vec::new())),
-        };
-        (QueryKey::new(set, reference), reference, resolution)
-    });
-    tokio::time::timeout_at(deadline, join_all(resolutions))
-        .await
-        .ok()
-}
-
-/// Every reference `unreachable` because phase 1 did not end within the deadline.
-fn helpers_timed_out(
-    references: &[(usize, &Reference)],
-    deadline: Duration,
-) -> HashMap<QueryKey, Outcome> {
-    references
+    let resolutions: FuturesUnordered<_> = references
         .iter()
         .map(|&(set, reference)| {
-            let outcome = failure(
-                Status::Unreachable,
-                Reason::CredentialHelperFailed,
-                format!(
-                    "credential helpers did not answer within the overall deadline of {} ms",
-                    deadline.as_millis()
-                ),
-            );
-            (QueryKey::new(set, reference), outcome)
+            resolve_one(resolver, credentials.get(set), set, reference, deadline)
         })
-        .collect()
+        .collect();
+    ask_as_resolved(registry, resolutions, options, deadline).await
 }
 
-/// Phases 2 to 4 over resolved references: lists the attempts, asks in rounds until
-/// every reference is answered, its attempts are spent or the deadline passes, and
-/// marks the unanswered.
-async fn ask<R: Registry>(
+/// How long past the deadline one reference's resolution may run before it is cut off
+/// (`credential_helper_failed`): the credential provider plugins are bounded by the
+/// deadline themselves and need this moment to be killed and reaped, so that their row
+/// names the plugin that timed out.
+const RESOLVE_GRACE: Duration = Duration::from_millis(1500);
+
+/// Phase 1, for one reference: its routes and credentials with its set's credentials (a
+/// set without credentials has no routes), bounded on its own, so that a plugin or
+/// helper that does not answer holds up only the references it serves.
+async fn resolve_one<'r>(
+    resolver: &Resolver,
+    credentials: Option<&Credentials>,
+    set: usize,
+    reference: &'r Reference,
+    deadline: Instant,
+) -> Resolved<'r> {
+    let key = QueryKey::new(set, reference);
+    let Some(credentials) = credentials else {
+        return (key, reference, Some(Ok(Resolution::Routes(Vec::new()))));
+    };
+    let bound = deadline.checked_add(RESOLVE_GRACE).unwrap_or(deadline);
+    let resolution = tokio::time::timeout_at(
+        bound,
+        resolve_within(reference, resolver, credentials, Some(deadline)),
+    )
+    .await
+    .ok();
+    (key, reference, resolution)
+}
+
+/// Phases 2 to 4: adds each reference as its resolution arrives, asks in rounds (the
+/// references resolved so far; later ones join the next round and reuse its sessions)
+/// until every reference is answered, its attempts are spent or the deadline passes,
+/// and marks the unanswered.
+async fn ask_as_resolved<'r, R: Registry>(
     registry: &R,
-    resolved: Vec<Resolved<'_>>,
+    mut resolutions: impl Stream<Item = Resolved<'r>> + Unpin,
     options: &QueryOptions<'_>,
     deadline: Instant,
 ) -> HashMap<QueryKey, Outcome> {
     let mut rounds = Rounds::default();
-    for (key, reference, resolution) in resolved {
-        rounds.add(key, reference, resolution, options);
+    loop {
+        while let Some(Some((key, reference, resolution))) = resolutions.next().now_or_never() {
+            rounds.add(key, reference, resolution, options);
+        }
+        if rounds.pending.is_empty() || rounds.timed_out {
+            // Nothing to ask: wait for the next resolution.
+            match resolutions.next().await {
+                Some((key, reference, resolution)) => {
+                    rounds.add(key, reference, resolution, options);
+                    continue;
+                }
+                None => break,
+            }
+        }
+        // One round; resolutions that arrive meanwhile join the next one.
+        let mut arrived = Vec::new();
+        let asked = {
+            let round = std::pin::pin!(rounds.next(registry, options, deadline));
+            let collect = std::pin::pin!(async {
+                while let Some(r) = resolutions.next().await {
+                    arrived.push(r);
+                }
+                std::future::pending::<()>().await;
+            });
+            match futures::future::select(round, collect).await {
+                Either::Left((asked, _)) => asked,
+                Either::Right(((), _)) => false,
+            }
+        };
+        for (key, reference, resolution) in arrived {
+            rounds.add(key, reference, resolution, options);
+        }
+        if !asked && !rounds.timed_out {
+            // Nothing could be asked: only a resolution still to come adds work.
+            match resolutions.next().await {
+                Some((key, reference, resolution)) => {
+                    rounds.add(key, reference, resolution, options)
+                }
+                None => break,
+            }
+        }
     }
-    while rounds.next(registry, options, deadline).await {}
     rounds.finish(options.deadline)
+}
+
+/// [`ask_as_resolved`] over references resolved already.
+#[cfg(test)]
+async fn ask<R: Registry>(
+    registry: &R,
+    resolved: Vec<(QueryKey, &Reference, Result<Resolution, CredentialError>)>,
+    options: &QueryOptions<'_>,
+    deadline: Instant,
+) -> HashMap<QueryKey, Outcome> {
+    let resolved = resolved.into_iter().map(|(k, r, res)| (k, r, Some(res)));
+    ask_as_resolved(registry, futures::stream::iter(resolved), options, deadline).await
 }
 
 /// The state of the rounds: what is answered, what is still asked about, and the
@@ -268,9 +321,21 @@ impl<S: Clone + Send + Sync> Rounds<S> {
         &mut self,
         key: QueryKey,
         reference: &Reference,
-        resolution: Result<Resolution, CredentialError>,
+        resolution: Option<Result<Resolution, CredentialError>>,
         options: &QueryOptions<'_>,
     ) {
+        let Some(resolution) = resolution else {
+            let outcome = failure(
+                Status::Unreachable,
+                Reason::CredentialHelperFailed,
+                format!(
+                    "credential helpers did not answer within the overall deadline of {} ms",
+                    options.deadline.as_millis()
+                ),
+            );
+            self.finished.insert(key, outcome);
+            return;
+        };
         let outcome = match resolution {
             Err(e) => failure(
                 Status::Unreachable,
@@ -496,9 +561,11 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
     attempts
 }
 
-/// `outcome` with the credential provider plugins that failed for its reference: when
-/// it is not `present`, they are why (reason `credential_provider_failed`; the status
-/// and the attempts stay what the registries answered to the other credentials).
+/// `outcome` with the credential provider plugins that failed for its reference,
+/// listed beside it. When it is a definite answer (present, missing, unrunnable) got
+/// with a credential, that credential worked and the answer keeps its reason; else the
+/// plugins are why (reason `credential_provider_failed`; the status and the attempts
+/// stay what the registries answered to the other credentials).
 fn with_provider_failures(mut outcome: Outcome, failures: Vec<ProviderError>) -> Outcome {
     if failures.is_empty() {
         return outcome;
@@ -507,7 +574,10 @@ fn with_provider_failures(mut outcome: Outcome, failures: Vec<ProviderError>) ->
         .iter()
         .map(|f| format!("credential provider {} failed: {}", f.provider, f.failure))
         .collect();
-    if outcome.status == Status::Present {
+    let answered = outcome.status == Status::Present
+        || (outcome.credential.is_some()
+            && matches!(outcome.status, Status::Missing | Status::Unrunnable));
+    if answered {
         outcome.detail = format!("{}; {}", outcome.detail, words.join("; "));
     } else {
         outcome.reason = Reason::CredentialProviderFailed;

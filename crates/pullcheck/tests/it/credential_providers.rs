@@ -322,3 +322,117 @@ async fn pull_secrets_come_first_then_the_plugin() {
     assert_eq!(calls(&bin, "cloud"), [format!("{host}/team/app")]);
     assert_no_canary(&report);
 }
+
+/// A hanging plugin holds up only the images it matches: the image it does not match
+/// is asked at once and found, and the matched one, cut off at the deadline, names the
+/// plugin that timed out (not a docker credential helper).
+#[tokio::test]
+async fn a_hanging_plugin_holds_up_only_its_own_images() {
+    let registry = registry().await;
+    let host = registry.host();
+    let bin = temp_dir("providers");
+    write_plugin(&bin, "hangs", &FakePlugin::Hang);
+    let matched = format!("{host}/team/tool");
+    // The plugin's own timeout is far away: the check's deadline cuts it short.
+    let node = node(
+        &bin,
+        &config(&[("hangs", &[matched.as_str()], "1h", &[])]),
+        Duration::from_secs(600),
+    );
+    let checker =
+        Checker::new(CheckerOptions::default(), Resolver::default(), node).expect("checker");
+    let images = [format!("{matched}:v1"), format!("{host}/open/app:v1")];
+    let set = pullcheck::ImageSet {
+        uses: images
+            .iter()
+            .map(|i| pullcheck::input::parse_image_arg(i).expect("image"))
+            .collect(),
+        pull_secrets: Keyring::new(),
+        warnings: Vec::new(),
+    };
+    let options = pullcheck::CheckOptions {
+        deadline: Duration::from_secs(3),
+        ..pullcheck::CheckOptions::default()
+    };
+    let report = tokio::time::timeout(
+        Duration::from_secs(20),
+        checker.check_sets(vec![set], &options),
+    )
+    .await
+    .expect("the deadline ends the check");
+
+    let open = image(&report, &images[1]);
+    assert_eq!(
+        (open.status, open.reason),
+        (Status::Present, Reason::Found),
+        "{}",
+        open.detail
+    );
+    assert!(open.provider_failures.is_empty());
+    let hung = image(&report, &images[0]);
+    assert_eq!(
+        (hung.status, hung.reason),
+        (Status::Unreachable, Reason::CredentialProviderFailed),
+        "{}",
+        hung.detail
+    );
+    let failures: Vec<(&str, &str)> = hung
+        .provider_failures
+        .iter()
+        .map(|f| (f.provider.as_str(), f.failure.kind()))
+        .collect();
+    assert_eq!(failures, [("hangs", "timed_out")]);
+    assert_eq!(calls(&bin, "hangs"), [matched]);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
+    let row = json["images"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["reference"] == images[0].as_str()))
+        .expect("row");
+    assert_eq!(row["reason"], "credential_provider_failed");
+    assert_eq!(row["provider_failures"][0]["provider"], "hangs");
+    assert_eq!(row["provider_failures"][0]["kind"], "timed_out");
+}
+
+/// A definite answer got with a working plugin's credential keeps its reason; the
+/// plugin that failed before it is listed beside it.
+#[tokio::test]
+async fn an_answer_with_a_working_credential_keeps_its_reason() {
+    let registry = registry().await;
+    let host = registry.host();
+    let bin = temp_dir("providers");
+    write_plugin(&bin, "exit1", &FakePlugin::Fail);
+    write_plugin(
+        &bin,
+        "good",
+        &FakePlugin::answer("Registry", Some("1h"), host, "ci", CANARY),
+    );
+    let node = node(
+        &bin,
+        &config(&[("exit1", &[host], "1h", &[]), ("good", &[host], "1h", &[])]),
+        Duration::from_secs(30),
+    );
+    let checker =
+        Checker::new(CheckerOptions::default(), Resolver::default(), node).expect("checker");
+    let missing = format!("{host}/team/app:no-such-tag");
+    let report = check(&checker, std::slice::from_ref(&missing), Keyring::new()).await;
+
+    let i = image(&report, &missing);
+    assert_eq!(
+        (i.status, i.reason),
+        (Status::Missing, Reason::TagNotFound),
+        "{}",
+        i.detail
+    );
+    assert_eq!(
+        i.credential.as_ref().map(|c| c.source.as_str()),
+        Some("credential provider good")
+    );
+    assert_eq!(
+        i.provider_failures,
+        [ProviderError {
+            provider: "exit1".into(),
+            failure: ProviderFailure::Exited { code: Some(1) },
+        }]
+    );
+    assert_no_canary(&report);
+}
