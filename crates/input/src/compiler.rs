@@ -26,10 +26,10 @@ use crate::{ContainerKind, InputError, Refusal};
 const CLONE_OR_INIT: [&str; 2] = ["clone", "init"];
 
 /// Whether three of `ValidateYAML`'s checks refuse the file: stages and steps together,
-/// nothing to run, and a step with nothing to do. They are written and tested here
-/// (`refusals.rs`), but off until the other crates' test pipelines, written before
-/// them, are made valid Vela pipelines (issue 24): with them on, those tests read
-/// refused files.
+/// nothing to run, and a step with nothing to do. They are written here but off (and
+/// untested) until the other crates' test pipelines, written before them, are made
+/// valid Vela pipelines (issue 24): with them on, those tests read refused files. Turning
+/// this on needs tests for the three refusals in `tests/it/refusals.rs` again.
 pub(crate) const STRICT_VALIDATE_YAML: bool = false;
 
 /// The rule keys of a ruleset that the compiler evaluates against the build.
