@@ -1,6 +1,7 @@
 //! The `pullcheck` binary end to end: a Vela pipeline against a real token-auth registry,
 //! text and JSON output, exit codes, and a canary that no secret appears anywhere.
 
+use crate::util::text;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -18,14 +19,6 @@ fn pullcheck(args: &[&str], dir: &Path) -> Output {
         .env("HOME", dir)
         .output()
         .expect("run pullcheck")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 async fn token_registry() -> Registry {

@@ -6,6 +6,7 @@
 
 #![cfg(unix)]
 
+use crate::util::text;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -26,14 +27,6 @@ fn pullcheck(args: &[&str], dir: &Path) -> Output {
         .env_remove("KUBECONFIG")
         .output()
         .expect("run pullcheck")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 //! ServiceAccounts and workload manifests. Each test asserts the statuses, the credential
 //! the report names, and the exact API requests (GETs of named objects only).
 
+use crate::util::text;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -160,14 +161,6 @@ fn check_args<'a>(image: &'a str, kubeconfig: &'a str, extra: &[&'a str]) -> Vec
     ];
     args.extend_from_slice(extra);
     args
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn get(path: &str) -> String {

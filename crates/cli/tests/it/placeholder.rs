@@ -5,6 +5,7 @@
 //! `nodeSelector`. Against a real registry holding a single-architecture (linux/amd64)
 //! placeholder, as upstream's `kubernetes/pause:latest` is (Vela community issue 780).
 
+use crate::util::text;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -22,14 +23,6 @@ fn pullcheck(args: &[&str], dir: &Path) -> Output {
         .env("HOME", dir)
         .output()
         .expect("run pullcheck")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn json(output: &Output) -> Value {

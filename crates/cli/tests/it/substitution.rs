@@ -2,6 +2,7 @@
 //! substituted image is what is checked, a value known only at build time is
 //! `unresolved` (exit 3), and a compiled build's `token` never appears in any output.
 
+use crate::util::text;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -23,14 +24,6 @@ fn pullcheck(args: &[&str], dir: &Path) -> Output {
         .env("HOME", dir)
         .output()
         .expect("run pullcheck")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 async fn registry() -> Registry {
