@@ -76,8 +76,11 @@ def filled(head, item, filler_key, indent, nodes_per_item):
 
 write("pipeline-filled", {"pipeline": filled(
     ['version: "1"', "steps:"],
-    lambda i, r: [f"  - name: s{i}", f"    image: {r}", "    commands: [make]"],
-    "secrets", 4, 7)})
+    # Every step has commands (Vela refuses a step with nothing to do); the last one's
+    # are the filler.
+    lambda i, r: [f"  - name: s{i}", f"    image: {r}"]
+    + (["    commands: [make]"] if i < len(refs) - 1 else []),
+    "commands", 4, 7)})
 write("manifests-filled", {"manifests": filled(
     ["apiVersion: v1", "kind: Pod", "metadata: {name: p}", "spec:", "  containers:"],
     lambda i, r: [f"    - name: c{i}", f"      image: {r}"], "args", 6, 6)})
