@@ -39,6 +39,7 @@ printf '{"auths":{"%s":{"auth":"%s"}}}' "$PULLCHECK_REGISTRY" "$auth" > "$work/d
   while read -r ref _; do
     echo "  - name: s$i"
     echo "    image: $ref"
+    echo "    commands: [make]"
     i=$((i + 1))
   done < "$work/images"
 } > "$work/.vela.yml"

@@ -75,15 +75,19 @@ def filled(head, item, filler_key, indent, nodes_per_item):
     return text(min(1_990_000 - nodes_per_item * len(refs), (MAX_BODY - base - 64) // 2))
 
 write("pipeline-filled", {"pipeline": filled(
-    ['version: "1"', "steps:"], lambda i, r: [f"  - name: s{i}", f"    image: {r}"],
-    "commands", 4, 4)})
+    ['version: "1"', "steps:"],
+    # Every step has commands (Vela refuses a step with nothing to do); the last one's
+    # are the filler.
+    lambda i, r: [f"  - name: s{i}", f"    image: {r}"]
+    + (["    commands: [make]"] if i < len(refs) - 1 else []),
+    "commands", 4, 7)})
 write("manifests-filled", {"manifests": filled(
     ["apiVersion: v1", "kind: Pod", "metadata: {name: p}", "spec:", "  containers:"],
     lambda i, r: [f"    - name: c{i}", f"      image: {r}"], "args", 6, 6)})
 
 bomb = ['version: "1"', "stages:", "  s0:", "    steps: &steps"]
 for i, r in enumerate(refs):
-    bomb += [f"      - name: s{i}", f"        image: {r}"]
+    bomb += [f"      - name: s{i}", f"        image: {r}", "        commands: [make]"]
 for s in range(1, 200):
     bomb += [f"  s{s}:", "    steps: *steps"]
 write("pipeline-aliases", {"pipeline": "\n".join(bomb) + "\n"})
@@ -93,7 +97,7 @@ items += ["  - *pod"] * 199
 write("manifests-aliases", {"manifests": "apiVersion: v1\nkind: List\nitems:\n" + "\n".join(items) + "\n"})
 
 # Many small documents after the first: each is a warning, not a use.
-one_step = f'version: "1"\nsteps:\n  - name: s\n    image: {refs[0]}\n'
+one_step = f'version: "1"\nsteps:\n  - name: s\n    image: {refs[0]}\n    commands: [make]\n'
 n = (MAX_BODY - 200) // len("---\\na\\n")
 write("pipeline-documents", {"pipeline": one_step + "---\na\n" * n})
 pod1 = f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec: {{containers: [{{name: c, image: \"{refs[0]}\"}}]}}\n"

@@ -861,6 +861,41 @@ func TestOutputsImageBesideTheBuild(t *testing.T) {
 	}
 }
 
+// An invalid container of a build is named by the report, not located in the
+// package's own JSON: through both transports, its problem has no At and
+// neither Detail nor Err() carries a file:line:column; the origin keeps its line.
+func TestBuildProblemsNameTheContainer(t *testing.T) {
+	reg := startRegistry(t)
+	build := json.RawMessage(fmt.Sprintf(`{"id": "problems", "stages": [{"name": "test", "steps": [
+		{"name": "lint", "image": "%[1]s/team/app:v1", "pull": "sometimes"}]}]}`, reg.host))
+	for name, transport := range bothTransports(reg) {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			report := mustCheck(t, transport(t), CheckRequest{Build: build, FileName: "build"})
+			failed := report.Failed()
+			if len(failed) != 1 || failed[0].Status != "invalid" || len(failed[0].Problems) != 1 {
+				t.Fatalf("failed %+v", failed)
+			}
+			image := failed[0]
+			if image.Problems[0].At != nil {
+				t.Errorf("problem at %+v", *image.Problems[0].At)
+			}
+			wantDetail := "unknown pull value \"sometimes\" for step `lint`; allowed values: "
+			if !strings.HasPrefix(image.Detail, wantDetail) {
+				t.Errorf("detail %q, want prefix %q", image.Detail, wantDetail)
+			}
+			if o := image.Origins[0]; o.Line == 0 || o.Kind != "step" || o.Name != "lint" || o.Stage != "test" {
+				t.Errorf("origin %+v", o)
+			}
+			want := "pullcheck: 1 image failed:\n" + `step "lint" (stage "test"): image "` + reg.host +
+				`/team/app:v1": invalid: ` + wantDetail
+			if err := report.Err(); err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Err() = %v, want prefix %q", err, want)
+			}
+		})
+	}
+}
+
 // A refusal of the binary keeps its lines: a bad --named-image and a bad --image
 // are two lines of one message, not one line with \u000a.
 func TestCommandErrorKeepsLineBreaks(t *testing.T) {

@@ -214,7 +214,9 @@ type ProviderFailure struct {
 
 // Problem is one problem of a container: where, and what.
 type Problem struct {
-	// At is where; nil when unknown.
+	// At is where; nil when unknown, and always nil for a container of a build
+	// (its JSON is the package's own encoding, which no Vela user sees): Message
+	// and the image's Origins name the container instead.
 	At *Position `json:"at"`
 	// Message is what is wrong, without the position.
 	Message string `json:"message"`

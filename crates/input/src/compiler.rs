@@ -25,13 +25,6 @@ use crate::{ContainerKind, InputError, Refusal};
 /// `constants.InitName`).
 const CLONE_OR_INIT: [&str; 2] = ["clone", "init"];
 
-/// Whether three of `ValidateYAML`'s checks refuse the file: stages and steps together,
-/// nothing to run, and a step with nothing to do. They are written here but off (and
-/// untested) until the other crates' test pipelines, written before them, are made
-/// valid Vela pipelines (issue 24): with them on, those tests read refused files. Turning
-/// this on needs tests for the three refusals in `tests/it/refusals.rs` again.
-pub(crate) const STRICT_VALIDATE_YAML: bool = false;
-
 /// The rule keys of a ruleset that the compiler evaluates against the build.
 const BUILD_RULES: [&str; 11] = [
     "branch", "comment", "event", "path", "repo", "sender", "tag", "target", "label", "instance",
@@ -423,15 +416,10 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     }
     let has_stages = stages_node.is_some_and(|n| r.non_empty(n));
     let has_steps = steps_node.is_some_and(|n| r.non_empty(n));
-    if STRICT_VALIDATE_YAML
-        && !has_stages
-        && !has_steps
-        && !render_inline
-        && templates.all.is_empty()
-    {
+    if !has_stages && !has_steps && !render_inline && templates.all.is_empty() {
         return Err(r.refuse(root, Refusal::NothingToRun));
     }
-    if STRICT_VALIDATE_YAML && has_stages && has_steps {
+    if has_stages && has_steps {
         let later = match (stages_node, steps_node) {
             (Some(a), Some(b))
                 if r.pos(a).map(|p| (p.line, p.column)) > r.pos(b).map(|p| (p.line, p.column)) =>
@@ -642,7 +630,7 @@ fn validate_step(r: &mut Reader<'_>, s: &Step) -> Result<(), InputError> {
             },
         ));
     }
-    if !STRICT_VALIDATE_YAML || CLONE_OR_INIT.contains(&name.as_str()) || s.template.is_some() {
+    if CLONE_OR_INIT.contains(&name.as_str()) || s.template.is_some() {
         return Ok(());
     }
     for key in ["commands", "environment", "parameters", "secrets"] {

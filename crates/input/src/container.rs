@@ -175,6 +175,31 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A problem of a container at `node`. In a compiled build the position is left out:
+    /// it is a place in a machine's encoding of the build (the Go package's JSON, the
+    /// service's re-serialised `build`), which no Vela user wrote; the row's origin, and
+    /// the message ([`Reader::whose`]), name the container instead.
+    pub fn problem(&self, node: Reached, message: impl Into<String>) -> Problem {
+        match self.mode {
+            Mode::Compile => Problem::at(self.loc(node), message),
+            Mode::Run => Problem {
+                at: None,
+                message: message.into(),
+            },
+        }
+    }
+
+    /// In a compiled build, `step `name`` (with ` (stage `s`)`) followed by `: `, to
+    /// start a message that does not name its container otherwise; in source, where the
+    /// position says where, nothing.
+    fn whose(&self, what: &str, name: &str, place: &Place) -> String {
+        match (self.mode, &place.stage) {
+            (Mode::Compile, _) => String::new(),
+            (Mode::Run, Some(stage)) => format!("{what} `{name}` (stage `{stage}`): "),
+            (Mode::Run, None) => format!("{what} `{name}`: "),
+        }
+    }
+
     /// ` (written at line:column)` when the node is written elsewhere than it is used (it
     /// was reached through an alias), else nothing.
     fn written_note(&self, node: Reached) -> String {
@@ -329,8 +354,8 @@ impl<'a> Reader<'a> {
         };
         if !doc.is_map(node.id) {
             let pos = self.pos(node);
-            let problem = Problem::at(
-                self.loc(node),
+            let problem = self.problem(
+                node,
                 format!(
                     "{what} `{}` is a {}, expected a mapping with `image:`",
                     place.fallback_name,
@@ -370,9 +395,13 @@ impl<'a> Reader<'a> {
                 Some(text) => text.to_owned(),
                 None => {
                     image_not_text = true;
-                    problems.push(Problem::at(
-                        self.loc(v),
-                        format!("`image` must be a string, found a {}", doc.kind_name(v.id)),
+                    problems.push(self.problem(
+                        v,
+                        format!(
+                            "{}`image` must be a string, found a {}",
+                            self.whose(what, &name, &place),
+                            doc.kind_name(v.id)
+                        ),
                     ));
                     String::new()
                 }
@@ -393,12 +422,13 @@ impl<'a> Reader<'a> {
                 None
             }
             Outcome::Error(e) => {
-                problems.push(Problem::at(
-                    self.loc(at),
+                problems.push(self.problem(
+                    at,
                     format!(
-                        "cannot substitute the variables of image {image:?}: {e} (Vela \
+                        "{}cannot substitute the variables of image {image:?}: {e} (Vela \
                          refuses the pipeline with \"unable to substitute environment \
-                         variables\")"
+                         variables\")",
+                        self.whose(what, &name, &place)
                     ),
                 ));
                 None
@@ -409,9 +439,12 @@ impl<'a> Reader<'a> {
             None => PullPolicy::NotPresent,
             Some(v) => match doc.text(v.id).map(|t| (t, env.substitute(t))) {
                 Some((text, Outcome::Error(e))) => {
-                    problems.push(Problem::at(
-                        self.loc(v),
-                        format!("cannot substitute the variables of pull value {text:?}: {e}"),
+                    problems.push(self.problem(
+                        v,
+                        format!(
+                            "{}cannot substitute the variables of pull value {text:?}: {e}",
+                            self.whose(what, &name, &place)
+                        ),
                     ));
                     PullPolicy::NotPresent
                 }
@@ -429,8 +462,8 @@ impl<'a> Reader<'a> {
                     };
                     PullPolicy::from_vela(text).unwrap_or_else(|| {
                         unknown_policy = Some(text.to_owned());
-                        problems.push(Problem::at(
-                            self.loc(v),
+                        problems.push(self.problem(
+                            v,
                             format!(
                                 "unknown pull value {text:?} for {what} `{name}`; allowed \
                                  values: {VELA_PULL_VALUES}"
@@ -440,8 +473,8 @@ impl<'a> Reader<'a> {
                     })
                 }
                 None => {
-                    problems.push(Problem::at(
-                        self.loc(v),
+                    problems.push(self.problem(
+                        v,
                         format!(
                             "`pull` of {what} `{name}` must be a string, found a {}; allowed \
                              values: {VELA_PULL_VALUES}",
@@ -457,10 +490,11 @@ impl<'a> Reader<'a> {
         let template_name = match template {
             Some(t) if doc.is_map(t.id) => self.text(t, "name")?,
             Some(t) => {
-                problems.push(Problem::at(
-                    self.loc(t),
+                problems.push(self.problem(
+                    t,
                     format!(
-                        "`template` must be a mapping with `name` and `vars`, found a {}",
+                        "{}`template` must be a mapping with `name` and `vars`, found a {}",
+                        self.whose(what, &name, &place),
                         doc.kind_name(t.id)
                     ),
                 ));
@@ -483,10 +517,7 @@ impl<'a> Reader<'a> {
                     Some(_) => "has no `image`",
                     None => "has neither `image` nor `template`",
                 };
-                problems.insert(
-                    0,
-                    Problem::at(self.loc(at), format!("{what} `{name}` {missing}")),
-                );
+                problems.insert(0, self.problem(at, format!("{what} `{name}` {missing}")));
             }
             if let Some(written) = unknown_policy.filter(|_| !problems.is_empty()) {
                 Disposition::UnknownPolicy { written, problems }
@@ -494,7 +525,7 @@ impl<'a> Reader<'a> {
                 Disposition::Invalid(problems)
             } else if !unresolved.is_empty() {
                 Disposition::Unresolved(Unresolved {
-                    at: Some(self.loc(at)),
+                    at: (self.mode == Mode::Compile).then(|| self.loc(at)),
                     image: image.clone(),
                     variables: unresolved,
                 })

@@ -52,7 +52,10 @@ impl fmt::Display for Position {
 /// [`crate::Disposition::UnknownPolicy`]): where, and what, apart.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Problem {
-    /// Where; `None` for an `--image` argument (the message names it).
+    /// Where; `None` for an `--image` argument (the message names it) and for a
+    /// container of a compiled build, whose positions are in a machine's encoding of
+    /// the build that no Vela user wrote (the origin names the container, and so does
+    /// the message where the origin alone would not make it clear).
     pub at: Option<Position>,
     /// What is wrong, without the position.
     pub message: String,
@@ -187,7 +190,7 @@ impl fmt::Display for UnresolvedVariable {
 /// ([`crate::Disposition::Unresolved`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unresolved {
-    /// Where the image is used.
+    /// Where the image is used; `None` in a compiled build (as a [`Problem`]'s `at`).
     pub at: Option<Position>,
     /// The image as written.
     pub image: String,

@@ -21,7 +21,9 @@ pub enum Refusal {
     /// Both `stages:` and `steps:` (`ValidateYAML`).
     StagesAndSteps,
     /// Neither stages, steps nor templates, and no `metadata.render_inline`
-    /// (`ValidateYAML`; services alone do not count).
+    /// (`ValidateYAML`; services alone do not count), as `vela validate` refuses it
+    /// (`CompileLite` validates the file as written; a build's `Compile` injects the
+    /// `init` step before it validates).
     NothingToRun,
     /// A step that names a template in a `render_inline` pipeline (`ValidateYAML`).
     RenderInlineTemplateStep {

@@ -892,7 +892,9 @@ mod tests {
             let steps: String = pulls
                 .iter()
                 .enumerate()
-                .map(|(i, p)| format!("  - name: s{i}\n    image: alpine\n    pull: {p}\n"))
+                .map(|(i, p)| {
+                    format!("  - name: s{i}\n    image: alpine\n    pull: {p}\n    commands: [x]\n")
+                })
                 .collect();
             let text = format!("version: \"1\"\nsteps:\n{steps}");
             pullcheck::input::read_pipeline("p.yml", &text).expect("pipeline")
@@ -1007,6 +1009,42 @@ mod tests {
         }];
         let inputs = read_inputs(&with_image, Vec::new()).expect("reads");
         assert_eq!(inputs.nothing_to_check(), None);
+    }
+
+    /// `use_count` counts what the report's `summary.total` counts (and the Go
+    /// package's `Summary.Total`): each container once, an image in two containers
+    /// twice, a container reached through an alias where it is used, `pull: never` and
+    /// `--image` uses too, template steps not at all (`template_steps`).
+    #[test]
+    fn use_count_counts_uses_as_the_summary_does() {
+        let texts = [
+            NamedText {
+                name: ".vela.yml".into(),
+                text: "version: \"1\"\nsteps:\n\
+                       \x20 - &app {name: a, image: 127.0.0.1:1/team/app:v1, commands: [x]}\n\
+                       \x20 - {name: b, image: 127.0.0.1:1/team/app:v1, commands: [x]}\n\
+                       \x20 - {name: old, image: alpine:3.19, pull: never, commands: [x]}\n\
+                       \x20 - {name: lint, template: {name: golangci}}\n\
+                       services:\n  - *app\n\
+                       templates: [{name: golangci, source: t.yml, type: github}]\n"
+                    .into(),
+            },
+            NamedText {
+                name: "pod.yaml".into(),
+                text: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  \
+                       initContainers: [{name: i, image: busybox}]\n  \
+                       containers: [{name: c, image: busybox}, {name: d, image: nginx}]\n"
+                    .into(),
+            },
+        ];
+        let image = pullcheck::input::parse_image_arg("alpine=always").expect("image");
+        let inputs = read_inputs(&texts, vec![image]).expect("reads");
+        // Steps a, b, old and the service (through the alias), the --image use, and the
+        // Pod's three containers; not the template step.
+        assert_eq!(inputs.use_count(), 4 + 1 + 3);
+        assert_eq!(inputs.build_uses.len(), 6);
+        assert_eq!(inputs.workloads.len(), 1);
+        assert!(!inputs.nothing_checkable());
     }
 
     #[test]

@@ -384,7 +384,7 @@ mod tests {
                 pipeline("a.yml", "steps:\n  - name: a\n    image: [unclosed\n"),
                 pipeline(
                     "b.yml",
-                    "version: \"1\"\nsteps: [{name: a, image: alpine}]\n",
+                    "version: \"1\"\nsteps: [{name: a, image: alpine, commands: [x]}]\n",
                 ),
                 pipeline("c.yml", "steps: [\n"),
             ],
@@ -401,7 +401,10 @@ mod tests {
     #[test]
     fn inputs_without_images_are_refused_unless_allowed() {
         let empty = || CheckRequest {
-            inputs: vec![pipeline("e.yml", "version: \"1\"\nsteps: []\n")],
+            inputs: vec![pipeline(
+                "e.yml",
+                "version: \"1\"\ntemplates: [{name: t, source: t.yml, type: github}]\n",
+            )],
             ..CheckRequest::default()
         };
         let Err(RequestError::NothingToCheck(message)) = empty().read() else {

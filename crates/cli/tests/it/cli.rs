@@ -57,18 +57,23 @@ stages:
     steps:
       - name: compile
         <<: *go
-steps:
-  - name: test
-    image: {host}/library/alpine:3.91
-    pull: true
-  - name: publish
-    image: {host}/team/publisher:v2
-  - name: later
-    image: {host}/library/alpine:3.19
-    pull: on_start
-  - name: lint
-    template:
-      name: golangci
+        commands: [go build ./...]
+  test:
+    steps:
+      - name: test
+        image: {host}/library/alpine:3.91
+        pull: true
+        commands: [./test.sh]
+      - name: publish
+        image: {host}/team/publisher:v2
+        commands: [./publish.sh]
+      - name: later
+        image: {host}/library/alpine:3.19
+        pull: on_start
+        commands: [./later.sh]
+      - name: lint
+        template:
+          name: golangci
 templates:
   - {{ name: golangci, source: t.yml, type: github }}
 "#
@@ -102,7 +107,7 @@ async fn pipeline_against_a_token_registry() {
     assert!(
         shown.lines().any(|l| l.starts_with("missing")
             && l.contains("alpine:3.91")
-            && l.contains(".vela.yml:15:12 step \"test\"")
+            && l.contains(".vela.yml:17:16 step \"test\"")
             && l.contains("3.19")),
         "{shown}"
     );
@@ -159,7 +164,7 @@ async fn pipeline_against_a_token_registry() {
     assert_eq!(typo["policy"], "always");
     assert_eq!(typo["registry"], host.as_str());
     assert_eq!(typo["canonical"], format!("{host}/library/alpine:3.91"));
-    assert_eq!(typo["origins"][0]["line"], 15);
+    assert_eq!(typo["origins"][0]["line"], 17);
     assert_eq!(typo["origins"][0]["kind"], "step");
     let repo = images
         .iter()
@@ -481,7 +486,7 @@ fn invalid_pull_value_is_an_invalid_image_at_its_position() {
     let dir = temp_dir("badpull");
     std::fs::write(
         dir.join(".vela.yml"),
-        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n",
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n    commands: [x]\n",
     )
     .unwrap();
     let out = pullcheck(&["check", ".vela.yml", "--format", "json"], &dir);
@@ -586,11 +591,11 @@ fn nothing_is_skipped_silently() {
 
     std::fs::write(
         dir.join("two.yml"),
-        "version: \"1\"\nsteps:\n  - name: a\n    image: localhost:1/first:1\n    pull: never\n---\nsteps:\n  - name: b\n    image: localhost:1/second:1\n",
+        "version: \"1\"\nsteps:\n  - name: a\n    image: localhost:1/first:1\n    pull: never\n    commands: [x]\n---\nsteps:\n  - name: b\n    image: localhost:1/second:1\n",
     )
     .unwrap();
     let out = pullcheck(&["check", "two.yml"], &dir);
-    assert!(text(&out).contains("warning: two.yml:6"), "{}", text(&out));
+    assert!(text(&out).contains("warning: two.yml:7"), "{}", text(&out));
 }
 
 #[test]
@@ -612,7 +617,7 @@ fn stdin_and_unreadable_inputs() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n")
+        .write_all(b"version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n    commands: [x]\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -775,7 +780,11 @@ fn explain_agrees_with_check_and_escapes_its_input() {
 #[test]
 fn inputs_without_an_image_exit_2_unless_allowed() {
     let dir = temp_dir("empty");
-    std::fs::write(dir.join("tpl.yml"), "version: \"1\"\nsteps: []\n").unwrap();
+    std::fs::write(
+        dir.join("tpl.yml"),
+        "version: \"1\"\ntemplates: [{name: t, source: t.yml, type: github}]\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("cm.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
@@ -803,7 +812,7 @@ fn every_bad_input_is_reported() {
     let dir = temp_dir("bad-inputs");
     std::fs::write(
         dir.join("a.yml"),
-        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n",
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    commands: [x]\n",
     )
     .unwrap();
     std::fs::write(
@@ -860,7 +869,7 @@ fn file_option_errors_name_the_option_and_the_format() {
     let dir = temp_dir("option-errors");
     std::fs::write(
         dir.join("good.yml"),
-        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n",
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    commands: [x]\n",
     )
     .unwrap();
     for (option, value, want) in [
@@ -921,9 +930,9 @@ fn the_report_counts_uses_and_fits_the_terminal() {
     let dir = temp_dir("shape");
     std::fs::write(
         dir.join(".vela.yml"),
-        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/team/app:v1\n\
-         \x20 - name: b\n    image: 127.0.0.1:1/team/app:v1\n\
-         \x20 - name: old\n    image: alpine:3.19\n    pull: never\n\
+        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/team/app:v1\n    commands: [x]\n\
+         \x20 - name: b\n    image: 127.0.0.1:1/team/app:v1\n    commands: [x]\n\
+         \x20 - name: old\n    image: alpine:3.19\n    pull: never\n    commands: [x]\n\
          \x20 - name: lint\n    template:\n      name: golangci\n\
          templates: [{name: golangci, source: t.yml, type: github}]\n",
     )

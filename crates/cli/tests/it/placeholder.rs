@@ -44,11 +44,11 @@ fn placeholders(report: &Value) -> Vec<&Value> {
 /// container gives the placeholder `Always`).
 fn write_pipeline(dir: &Path, host: &str, on_start: bool) {
     let mut pipeline = format!(
-        "version: \"1\"\nsteps:\n  - name: build\n    image: {host}/team/app:v1\n    pull: not_present\n"
+        "version: \"1\"\nsteps:\n  - name: build\n    image: {host}/team/app:v1\n    pull: not_present\n    commands: [make]\n"
     );
     if on_start {
         pipeline.push_str(&format!(
-            "  - name: later\n    image: {host}/team/app:v1\n    pull: on_start\n"
+            "  - name: later\n    image: {host}/team/app:v1\n    pull: on_start\n    commands: [make]\n"
         ));
     }
     std::fs::write(dir.join(".vela.yml"), pipeline).unwrap();

@@ -175,7 +175,7 @@ async fn serve_answers_as_check_and_never_shows_a_secret() {
     let host = registry.host().to_owned();
     let dir = temp_dir("same");
     let pipeline = format!(
-        "version: \"1\"\nsteps:\n  - name: build\n    image: {host}/team/app:v1\n  - name: typo\n    image: {host}/team/app:v2\n"
+        "version: \"1\"\nsteps:\n  - name: build\n    image: {host}/team/app:v1\n    commands: [make]\n  - name: typo\n    image: {host}/team/app:v2\n    commands: [make]\n"
     );
     std::fs::write(dir.join(".vela.yml"), &pipeline).expect("write");
     let secret = pull_secret_manifest("ci", "regcred", &[DockerAuth::new(&host, "ci", PASSWORD)]);
@@ -228,7 +228,10 @@ async fn serve_answers_as_check_and_never_shows_a_secret() {
     assert_eq!(status, 200, "{text}");
     assert_no_secret("the build answer", &text);
     // A template with no image: a 400 naming it, as `check` exits 2; `allow_empty` passes.
-    let empty = json!({"pipeline": "version: \"1\"\nsteps: []\n", "file_name": "tpl.yml"});
+    let empty = json!({
+        "pipeline": "version: \"1\"\ntemplates: [{name: t, source: t.yml, type: github}]\n",
+        "file_name": "tpl.yml"
+    });
     let (status, _, text) = post(&http, &service, API_TOKEN, &empty).await;
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("no image to check in tpl.yml"), "{text}");

@@ -52,8 +52,10 @@ environment:
 steps:
   - name: build
     image: ${{REGISTRY}}/library/golang:${{GO_VERSION}}
+    commands: [go build]
   - name: unknown
     image: ${{REGISTRY}}/library/golang:${{NOT_SET}}
+    commands: [go build]
   - name: secret
     image: ${{REGISTRY}}/library/alpine:${{ALPINE_TAG}}
     secrets: [ alpine_tag ]

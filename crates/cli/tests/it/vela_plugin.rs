@@ -212,7 +212,11 @@ fn bad_parameters_are_exit_2_naming_the_variable() {
         stderr.starts_with("pullcheck: error: PARAMETER_PIPELINE: "),
         "{stderr}"
     );
-    std::fs::write(dir.join(".vela.yml"), "version: \"1\"\nsteps: []\n").expect("write");
+    std::fs::write(
+        dir.join(".vela.yml"),
+        "version: \"1\"\ntemplates: [{name: t, source: t.yml, type: github}]\n",
+    )
+    .expect("write");
     for (vars, names) in [
         (&[("PARAMETER_FAIL_ON", "often")][..], "PARAMETER_FAIL_ON"),
         (&[("PARAMETER_DEADLINE", "soon")][..], "PARAMETER_DEADLINE"),

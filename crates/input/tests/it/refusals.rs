@@ -38,6 +38,76 @@ fn no_version_and_legacy_version() {
 }
 
 #[test]
+fn stages_and_steps_together_and_nothing_to_run() {
+    // compiler/native/testdata/steps_and_stages.yml, with a version: `steps:` after
+    // `stages:`.
+    let text = "\
+version: \"1\"
+stages:
+  dependencies:
+    steps:
+      - name: install
+        commands: [ ./gradlew downloadDependencies ]
+        image: openjdk:latest
+        pull: true
+steps:
+  - name: test
+    commands: [ ./gradlew check ]
+    image: openjdk:latest
+    pull: true
+";
+    let e = refused(text);
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::StagesAndSteps));
+    assert_eq!(at(&e), (10, 3));
+    assert_eq!(
+        e.to_string(),
+        ".vela.yml:10:3: Vela refuses this pipeline: stages and steps provided (a pipeline \
+         has either `stages:` or `steps:`)"
+    );
+    // `steps:` first: the later one, `stages:`, is where it is refused.
+    let steps_first = "version: '1'\nsteps:\n  - {name: a, image: alpine, commands: [x]}\nstages:\n  s:\n    steps:\n      - {name: b, image: alpine, commands: [x]}\n";
+    let e = refused(steps_first);
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::StagesAndSteps));
+    assert_eq!(at(&e), (5, 3));
+    // An empty `steps:` beside stages is no steps (`len(p.Steps) > 0`).
+    let empty_steps = "version: '1'\nsteps: []\nstages:\n  s:\n    steps:\n      - {name: b, image: alpine, commands: [x]}\n";
+    assert_eq!(read_pipeline(".vela.yml", empty_steps).unwrap().len(), 1);
+
+    // Services alone do not count (`len(p.Stages) == 0 && len(p.Steps) == 0`).
+    let e = refused("version: '1'\nservices:\n  - {name: db, image: postgres:16}\n");
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::NothingToRun));
+    assert_eq!(
+        e.to_string(),
+        ".vela.yml:1:1: Vela refuses this pipeline: no stages, steps or templates provided"
+    );
+    let e = refused("version: '1'\nsteps: []\n");
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::NothingToRun));
+    assert_eq!(at(&e), (1, 1));
+    let e = refused("version: '1'\nstages: {}\n");
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::NothingToRun));
+    // Templates alone are something to run (compiler/native/testdata/template_name_inline.yml
+    // is one with `render_inline`), and so is render_inline with nothing at all.
+    let uses = read_pipeline(
+        ".vela.yml",
+        "version: '1'\nmetadata:\n  render_inline: true\ntemplates:\n  - name: inline_templatename\n    source: github.example.com/github/octocat/template_name_template.yml\n    type: github\n",
+    )
+    .unwrap();
+    assert!(uses.is_empty());
+    let uses = read_pipeline(
+        ".vela.yml",
+        "version: '1'\ntemplates:\n  - {name: t, source: github.example.com/foo/bar/t.yml, type: github}\n",
+    )
+    .unwrap();
+    assert!(uses.is_empty());
+    let uses = read_pipeline(
+        ".vela.yml",
+        "version: '1'\nmetadata:\n  render_inline: true\n",
+    )
+    .unwrap();
+    assert!(uses.is_empty());
+}
+
+#[test]
 fn a_name_defined_twice_as_validate_pipeline_counts_it() {
     // compiler/native/testdata/steps_name_conflict.yml: `build` twice.
     let text = "\
@@ -139,7 +209,7 @@ stages:
 }
 
 #[test]
-fn containers_without_name_or_image() {
+fn containers_without_name_image_or_anything_to_do() {
     // validate_test.go `SecretOrigin_NoName`: an origin with an image and no name.
     let e = refused(
         "version: '1'\nsteps:\n  - {name: a, image: alpine, commands: [x]}\nsecrets:\n  - origin:\n      image: target/vela-vault:latest\n      pull: always\n",
@@ -151,6 +221,79 @@ fn containers_without_name_or_image() {
         })
     );
     assert_eq!(at(&e), (6, 7));
+    // validate_test.go `Steps_NoCommands`.
+    let e = refused("version: '1'\nsteps:\n  - name: foo\n    image: alpine\n    pull: always\n");
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::NoCommands { step: "foo".into() })
+    );
+    assert_eq!(at(&e), (3, 5));
+    assert_eq!(
+        e.to_string(),
+        ".vela.yml:3:5: Vela refuses this pipeline: no commands, environment, parameters, \
+         secrets or template provided for step foo"
+    );
+    // Empty ones count as none (`len(...) == 0`), and so does `detach: false`; a stage's
+    // steps are checked too.
+    for nothing in [
+        "commands: []",
+        "environment: {}",
+        "parameters: {}",
+        "secrets: []",
+        "detach: false",
+    ] {
+        let text =
+            format!("version: '1'\nsteps:\n  - name: foo\n    image: alpine\n    {nothing}\n");
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::NoCommands { step: "foo".into() }),
+            "{nothing}"
+        );
+    }
+    let e = refused(
+        "version: '1'\nstages:\n  build:\n    steps:\n      - {name: a, image: alpine, commands: [x]}\n      - {name: b, image: alpine}\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::NoCommands { step: "b".into() })
+    );
+    assert_eq!(at(&e), (6, 9));
+    // Any one of commands, environment, parameters, secrets or `detach: true` is enough.
+    for extra in [
+        "commands: [make]",
+        "environment: {A: b}",
+        "environment: [A=b]",
+        "parameters: {a: b}",
+        "secrets: [ s ]",
+        "detach: true",
+    ] {
+        let text = format!("version: '1'\nsteps:\n  - name: foo\n    image: alpine\n    {extra}\n");
+        assert_eq!(
+            read_pipeline(".vela.yml", &text).unwrap().len(),
+            1,
+            "{extra}"
+        );
+    }
+    // `clone` and `init` (`constants.CloneName`, `constants.InitName`) need none, in
+    // steps and in stages; no other name is exempt.
+    let clone = "version: '1'\nsteps:\n  - name: clone\n    image: target/vela-git:v0.4.0\n";
+    assert_eq!(read_pipeline(".vela.yml", clone).unwrap().len(), 1);
+    let init = "version: '1'\nstages:\n  first:\n    steps:\n      - {name: init, image: alpine}\n      - {name: clone, image: target/vela-git:v0.4.0}\n";
+    assert_eq!(read_pipeline(".vela.yml", init).unwrap().len(), 2);
+    let e = refused("version: '1'\nsteps:\n  - {name: cloned, image: target/vela-git:v0.4.0}\n");
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::NoCommands {
+            step: "cloned".into()
+        })
+    );
+    // A template step has its template (`len(step.Template.Name) == 0` is false).
+    let templated = "version: '1'\ntemplates:\n  - {name: go, source: github.example.com/foo/bar/go.yml, type: github}\nsteps:\n  - {name: build, image: golang:1.22, template: {name: go}}\n";
+    assert!(read_pipeline(".vela.yml", templated).is_ok());
+    // A service needs nothing to do.
+    let service = "version: '1'\nservices:\n  - {name: db, image: postgres:16}\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n";
+    assert_eq!(read_pipeline(".vela.yml", service).unwrap().len(), 2);
     // A service without an image.
     let e = refused(
         "version: '1'\nservices:\n  - name: db\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n",

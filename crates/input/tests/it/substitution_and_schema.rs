@@ -192,6 +192,30 @@ fn compiled_build_substitutes_from_the_container_environment() {
         }
     );
     assert_eq!(uses[3].pulled(), "vault:1.15");
+    // Positions in a compiled build are in a machine's encoding of it: the unresolved
+    // image and a container's problem carry none, and the problem names its container.
+    assert_eq!(unresolved(&uses[2]).at, None);
+    assert_eq!(uses[2].origin.line, Some(9));
+    let broken = r#"{"id": "b_1", "stages": [{"name": "build", "steps": [
+  {"id": "s", "name": "test", "image": "golang:${GO", "environment": {}}]}]}"#;
+    let (uses, _) = read_pipeline_with_warnings("build", broken).expect("reads");
+    match &uses[0].disposition {
+        Disposition::Invalid(m) => {
+            assert_eq!(m.len(), 1, "{m:?}");
+            assert_eq!(m[0].at, None, "{m:?}");
+            assert!(
+                m[0].message
+                    .starts_with("step `test` (stage `build`): cannot substitute the variables of image \"golang:${GO\": "),
+                "{m:?}"
+            );
+            assert!(!m[0].to_string().contains("build:"), "{}", m[0]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        (uses[0].origin.line, uses[0].origin.column),
+        (Some(2), Some(40))
+    );
 }
 
 #[test]

@@ -50,7 +50,7 @@ async fn over_max_images_is_413_before_any_registry_is_asked() {
     // A pipeline: each use counts where it is used, also through an alias (two steps,
     // used by two stages, are four uses).
     let pipeline = format!(
-        "version: \"1\"\nstages:\n  one:\n    steps: &steps\n      - name: a\n        image: {}\n      - name: b\n        image: {}\n  two:\n    steps: *steps\n",
+        "version: \"1\"\nstages:\n  one:\n    steps: &steps\n      - name: a\n        image: {}\n        commands: [x]\n      - name: b\n        image: {}\n        commands: [x]\n  two:\n    steps: *steps\n",
         image(0),
         image(1)
     );
@@ -91,7 +91,7 @@ async fn over_max_images_is_413_before_any_registry_is_asked() {
     // Warnings are not uses, but the answer lists at most 100 of them: 150 ignored YAML
     // documents give 99 and a last one that counts the other 51.
     let pipeline = format!(
-        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/a:v1\n{}",
+        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/a:v1\n    commands: [x]\n{}",
         "---\nx: 1\n".repeat(150)
     );
     let (status, report) = server.check(None, &json!({ "pipeline": pipeline })).await;

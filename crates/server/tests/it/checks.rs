@@ -14,7 +14,7 @@ const BUILD_TOKEN: &str = "build-token-canary-93aa";
 
 fn pipeline(host: &str) -> String {
     format!(
-        "version: \"1\"\nsteps:\n  - name: ok\n    image: {host}/library/alpine:3.19\n  - name: typo\n    image: {host}/library/alpine:3.91\n"
+        "version: \"1\"\nsteps:\n  - name: ok\n    image: {host}/library/alpine:3.19\n    commands: [x]\n  - name: typo\n    image: {host}/library/alpine:3.91\n    commands: [x]\n"
     )
 }
 
@@ -61,7 +61,7 @@ async fn a_pipeline_gets_the_cli_report_with_positions_and_exit_code() {
     let origin = &report["images"][1]["origins"][0];
     assert_eq!(
         (&origin["file"], &origin["line"], &origin["column"]),
-        (&json!(".vela.yml"), &json!(6), &json!(12)),
+        (&json!(".vela.yml"), &json!(7), &json!(12)),
         "{report}"
     );
 
@@ -141,6 +141,65 @@ async fn a_compiled_build_with_a_pull_secret_against_htpasswd() {
     );
     assert_no_secret(&text);
     assert_no_secret(&server.get("/metrics").await.1);
+    server.stop().await;
+}
+
+/// A build's problems name their container, never a place in the server's re-serialised
+/// `build` (no `request:L:C:` in `detail`, `problems[].at` null); the origins keep their
+/// line and column as data. Nothing here is asked of a registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_s_problems_name_the_container_not_a_position() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let build = json!({
+        "id": "team_app_8",
+        "version": "1",
+        "stages": [{"name": "test", "steps": [
+            {"id": "s1", "name": "lint", "image": "127.0.0.1:1/team/lint:v1", "pull": "sometimes"},
+            {"id": "s2", "name": "unit", "image": "127.0.0.1:1/team/app:${TAG", "environment": {}},
+            {"id": "s3", "name": "secret", "image": "127.0.0.1:1/team/app:${APP_TAG}",
+             "environment": {}, "secrets": [{"source": "app_tag", "target": "APP_TAG"}]}
+        ]}]
+    });
+    let (status, report) = server.check(None, &json!({"build": build})).await;
+    assert_eq!(status, 200, "{report}");
+    let images = report["images"].as_array().expect("images");
+    assert_eq!(images.len(), 3, "{report}");
+    let want = [
+        (
+            "invalid",
+            "unknown_pull_policy",
+            "unknown pull value \"sometimes\" for step `lint`; allowed values: ",
+        ),
+        (
+            "invalid",
+            "invalid_container",
+            "step `unit` (stage `test`): cannot substitute the variables of image ",
+        ),
+        ("unresolved", "unresolved_variable", "not checked: image "),
+    ];
+    for (image, (status, reason, detail)) in images.iter().zip(want) {
+        assert_eq!(
+            (image["status"].as_str(), image["reason"].as_str()),
+            (Some(status), Some(reason)),
+            "{image}"
+        );
+        let shown = image["detail"].as_str().expect("detail");
+        assert!(shown.starts_with(detail), "{image}");
+        assert_eq!(
+            image["problems"].as_array().map(Vec::len),
+            Some(1),
+            "{image}"
+        );
+        assert_eq!(image["problems"][0]["at"], Value::Null, "{image}");
+        let origin = &image["origins"][0];
+        assert_eq!(
+            (origin["kind"].as_str(), origin["stage"].as_str()),
+            (Some("step"), Some("test")),
+            "{image}"
+        );
+        assert!(origin["line"].as_u64().is_some_and(|l| l > 1), "{image}");
+    }
+    assert_eq!(report["exit_code"], 1, "{report}");
     server.stop().await;
 }
 

@@ -59,7 +59,8 @@ async fn pull_secrets_come_from_the_namespace() {
     assert!(ready, "ready once the API server answered");
 
     let image = format!("{host}/team/app:v1");
-    let pipeline = format!("version: \"1\"\nsteps:\n  - name: build\n    image: {image}\n");
+    let pipeline =
+        format!("version: \"1\"\nsteps:\n  - name: build\n    image: {image}\n    commands: [x]\n");
     // No namespace: no credentials.
     let (status, report) = server.check(None, &json!({"pipeline": pipeline})).await;
     assert_eq!(status, 200, "{report}");
