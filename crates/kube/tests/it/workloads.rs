@@ -967,8 +967,10 @@ spec:
 }
 
 /// An image volume without a `reference` (the API's validation: `reference` is
-/// required, `Required value`), or with a `pullPolicy` that is not one of the three
-/// (`Unsupported value`), is a use with the problem at its place, never a dropped one.
+/// required, `Required value`; in a Pod always, in a pod template since kubernetes PR
+/// 135989, before which the template was stored and every Pod made from it refused), or
+/// with a `pullPolicy` that is not one of the three (`Unsupported value`), is a use with
+/// the problem at its place, never a dropped one.
 #[test]
 fn an_image_volume_without_reference_or_with_a_bad_policy_is_invalid_there() {
     let m = read(
@@ -1022,4 +1024,47 @@ spec:
         other => panic!("{other:?}"),
     }
     assert_eq!(volumes[2].image, "team/models:v1");
+}
+
+/// Every workload kind with a pod template reads its template's image volumes, kind
+/// `volume`, after the containers; an empty `reference` in a template is invalid too.
+#[test]
+fn image_volumes_of_every_pod_template_kind() {
+    for (api, kind, path) in [
+        ("apps/v1", "StatefulSet", "spec.template.spec"),
+        ("apps/v1", "DaemonSet", "spec.template.spec"),
+        ("apps/v1", "ReplicaSet", "spec.template.spec"),
+        ("batch/v1", "Job", "spec.template.spec"),
+        ("v1", "ReplicationController", "spec.template.spec"),
+        ("v1", "PodTemplate", "template.spec"),
+    ] {
+        let mut text = format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w}}\n");
+        let mut indent = String::new();
+        for level in path.split('.') {
+            text += &format!("{indent}{level}:\n");
+            indent += "  ";
+        }
+        text += &format!(
+            "{indent}containers: [{{name: app, image: team/app:v1}}]\n\
+             {indent}volumes:\n\
+             {indent}- {{name: data, image: {{reference: team/data:v3, pullPolicy: Always}}}}\n\
+             {indent}- {{name: none, image: {{reference: ''}}}}\n"
+        );
+        let m = read(&text);
+        let images = &m.workloads[0].images;
+        assert_eq!(images.len(), 3, "{kind}: {images:?}");
+        assert_eq!(images[1].origin.kind, ContainerKind::Volume, "{kind}");
+        assert_eq!(images[1].origin.name, format!("{kind}/w volume data"));
+        assert_eq!(
+            (images[1].image.as_str(), images[1].policy),
+            ("team/data:v3", PullPolicy::Always),
+            "{kind}"
+        );
+        assert_eq!(images[1].disposition, Disposition::Check, "{kind}");
+        assert!(
+            matches!(&images[2].disposition, Disposition::Invalid(p) if p.len() == 1),
+            "{kind}: {:?}",
+            images[2]
+        );
+    }
 }
