@@ -32,9 +32,9 @@ use pullcheck_input::{
 #[derive(Debug, PartialEq, Eq)]
 struct Use {
     kind: K,
-    stage: Option<&'static str>,
-    name: &'static str,
-    image: &'static str,
+    stage: Option<String>,
+    name: String,
+    image: String,
     policy: P,
     line: usize,
     column: usize,
@@ -46,16 +46,21 @@ enum Outcome {
     /// Checked under its policy.
     Check,
     /// A template step: not checked, the template named.
-    Template(&'static str),
+    Template(String),
 }
-use Outcome::{Check, Template};
+
+#[allow(non_snake_case)]
+fn Template(name: &str) -> Outcome {
+    Outcome::Template(name.to_owned())
+}
+use Outcome::Check;
 
 #[allow(clippy::too_many_arguments)]
 fn u(
     kind: K,
-    stage: Option<&'static str>,
-    name: &'static str,
-    image: &'static str,
+    stage: Option<&str>,
+    name: &str,
+    image: &str,
     policy: P,
     line: usize,
     column: usize,
@@ -63,9 +68,9 @@ fn u(
 ) -> Use {
     Use {
         kind,
-        stage,
-        name,
-        image,
+        stage: stage.map(str::to_owned),
+        name: name.to_owned(),
+        image: image.to_owned(),
         policy,
         line,
         column,
@@ -392,18 +397,17 @@ fn sources() -> Vec<(String, String, bool)> {
 }
 
 fn actual(u: &pullcheck_input::ImageUse) -> Use {
-    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
     Use {
         kind: u.origin.kind,
-        stage: u.origin.stage.as_deref().map(leak),
-        name: leak(&u.origin.name),
-        image: leak(&u.image),
+        stage: u.origin.stage.clone(),
+        name: u.origin.name.clone(),
+        image: u.image.clone(),
         policy: u.policy,
         line: u.origin.line.unwrap_or(0),
         column: u.origin.column.unwrap_or(0),
         outcome: match &u.disposition {
             Disposition::Check => Check,
-            Disposition::Skip(Skip::Template { name }) => Template(leak(name)),
+            Disposition::Skip(Skip::Template { name }) => Outcome::Template(name.clone()),
             other => panic!(
                 "{}: not an outcome of this corpus: {other:?}",
                 u.origin.name
