@@ -124,9 +124,10 @@ pub struct AdmissionOptions {
     /// (`failurePolicy: Ignore`: allowed). Bodies are read only once a slot is held.
     /// Default [`DEFAULT_MAX_REVIEWS`].
     pub max_reviews: usize,
-    /// Containers and image volumes one review checks at most (at UPDATE, those whose image
-    /// changed); an object with more is allowed with a warning that names the limit, unchecked, as
-    /// anything the webhook cannot decide. Default [`DEFAULT_MAX_CONTAINERS`].
+    /// Containers and image volumes one review checks at most (at UPDATE, those whose
+    /// image changed); an object with more is allowed with a warning that names the
+    /// limit, unchecked, as anything the webhook cannot decide. Default
+    /// [`DEFAULT_MAX_CONTAINERS`].
     pub max_containers: usize,
 }
 
