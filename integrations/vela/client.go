@@ -68,9 +68,10 @@ type imageArg struct {
 // errorBody is the service's answer other than 200.
 type errorBody struct {
 	Error struct {
-		Message string `json:"message"`
-		Line    int    `json:"line"`
-		Column  int    `json:"column"`
+		Message string   `json:"message"`
+		Line    int      `json:"line"`
+		Column  int      `json:"column"`
+		Refusal *Refusal `json:"refusal"`
 	} `json:"error"`
 }
 
@@ -232,6 +233,7 @@ func statusError(resp *http.Response, data []byte, limit int64) error {
 	var body errorBody
 	if json.Unmarshal(data, &body) == nil && body.Error.Message != "" {
 		e.Message, e.Line, e.Column = body.Error.Message, body.Error.Line, body.Error.Column
+		e.Refusal = body.Error.Refusal
 	} else {
 		e.Message = http.StatusText(resp.StatusCode)
 	}

@@ -505,6 +505,24 @@ func TestClientRefusals(t *testing.T) {
 	if !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("PodsTemplateFile: %v", err)
 	}
+
+	// A build the worker would refuse to decode: a 400 with the typed refusal.
+	bad := json.RawMessage(`{"id":"o_r_1","version":"1","steps":[{"id":"step_o_r_1_a","name":"a","image":5}]}`)
+	_, err = NewClient(svc.url, svc.token).Check(ctx, CheckRequest{Build: bad})
+	status = nil
+	if !errors.As(err, &status) || status.HTTPStatus != 400 {
+		t.Fatalf("refused build: %v", err)
+	}
+	want := Refusal{Kind: RefusalWrongType, Field: "steps[0].image", Expected: "string", Found: "number", JSON: true}
+	if status.Refusal == nil || *status.Refusal != want {
+		t.Errorf("refusal: got %+v, want %+v (%v)", status.Refusal, want, err)
+	}
+	// Any other 400 has none.
+	_, err = NewClient(svc.url, svc.token).Check(ctx, CheckRequest{Build: req.Build, Platform: "linux"})
+	status = nil
+	if !errors.As(err, &status) || status.HTTPStatus != 400 || status.Refusal != nil {
+		t.Errorf("bad platform: %v (%+v)", err, status)
+	}
 }
 
 // closedAddress is a loopback address where nothing listens.

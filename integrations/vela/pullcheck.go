@@ -325,6 +325,56 @@ const (
 	ReasonDeferredOnStart          = "deferred_on_start"
 )
 
+// Refusal is why Vela's compiler (go-vela/server v0.28.8) refuses a pipeline or a
+// compiled build: the service's error "refusal" (docs/reasons.md, "Refusals"). Kind
+// is one of the Refusal* constants; the other fields are set as the kind has them.
+type Refusal struct {
+	// Kind is the check that refuses, e.g. RefusalDuplicateName.
+	Kind string `json:"kind"`
+	// Container is "step", "service" or "secret" (an origin), where the kind names one.
+	Container string `json:"container,omitempty"`
+	// Name is the container's (or, for RefusalDuplicateStage, the stage's) name.
+	Name string `json:"name,omitempty"`
+	// Stage is the stage of a stage step; empty otherwise.
+	Stage string `json:"stage,omitempty"`
+	// Step is the step's name, for RefusalNoCommands, RefusalMissingTemplate and
+	// RefusalRenderInlineTemplateStep.
+	Step string `json:"step,omitempty"`
+	// Template is the template's name; TemplateType its type as written.
+	Template     string `json:"template,omitempty"`
+	TemplateType string `json:"template_type,omitempty"`
+	// Variable is the environment variable whose value is refused (RefusalEnvironment;
+	// empty for a list item), Found what was found there or in a field.
+	Variable string `json:"variable,omitempty"`
+	Found    string `json:"found,omitempty"`
+	// Field is the path of a field of the wrong type (RefusalWrongType), Expected the
+	// JSON or YAML type it takes; JSON says the text was a compiled build.
+	Field    string `json:"field,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	JSON     bool   `json:"json,omitempty"`
+	// First is where the first of two containers of one name is named
+	// (RefusalDuplicateName); nil when unknown. Its File is empty.
+	First *Position `json:"first,omitempty"`
+}
+
+// The kinds of Refusal, one per check of Vela's compiler.
+const (
+	RefusalNoVersion                = "no_version"
+	RefusalLegacyVersion            = "legacy_version"
+	RefusalStagesAndSteps           = "stages_and_steps"
+	RefusalNothingToRun             = "nothing_to_run"
+	RefusalRenderInlineTemplateStep = "render_inline_template_step"
+	RefusalNoName                   = "no_name"
+	RefusalNoImage                  = "no_image"
+	RefusalNoCommands               = "no_commands"
+	RefusalDuplicateName            = "duplicate_name"
+	RefusalDuplicateStage           = "duplicate_stage"
+	RefusalEnvironment              = "environment"
+	RefusalMissingTemplate          = "missing_template"
+	RefusalUnsupportedTemplateType  = "unsupported_template_type"
+	RefusalWrongType                = "wrong_type"
+)
+
 // Origin is one container that uses an image.
 type Origin struct {
 	// File names the input: FileName (Client), "<stdin>" (Command).
@@ -600,6 +650,10 @@ type StatusError struct {
 	// Line and Column locate the problem in the build JSON the package sent, when
 	// known. That JSON is the package's own encoding, so Error does not show them.
 	Line, Column int
+	// Refusal is set when the service answered 400 because Vela's compiler refuses
+	// the build (the error's "refusal"): why, as data. The Command's binary gives
+	// only the message (exit code 2), so it is nil there.
+	Refusal *Refusal
 	// RequestID is the service's X-Request-Id, for its logs.
 	RequestID string
 	// RetryAfter is the service's Retry-After (503), when given.

@@ -330,6 +330,7 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
                 continue;
             }
             let name = r.text(stage, "name")?.unwrap_or(key);
+            string_slices(r, stage, &format!("stages.{name}"), &["needs"])?;
             if let Some(env) = r.get_set(stage, "environment")? {
                 r.check_environment(env, &format!("stages.{name}.environment"), false)?;
             }
@@ -350,6 +351,12 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         .enumerate()
     {
         if decodes(r, service, &format!("services[{i}]"))? {
+            string_slices(
+                r,
+                service,
+                &format!("services[{i}]"),
+                &["entrypoint", "ports"],
+            )?;
             services.push(service);
         }
     }
@@ -550,6 +557,46 @@ fn decodes(r: &mut Reader<'_>, node: Reached, path: &str) -> Result<bool, InputE
     Ok(true)
 }
 
+/// The `raw.StringSlice` fields of a container or stage (`commands`, `entrypoint`,
+/// `ports`, `needs`), as its `UnmarshalYAML` takes them: a scalar, or a list of
+/// scalars; a mapping, or a list with a mapping or a list in it (`- echo foo:` is a
+/// mapping), fails the decoding of the whole pipeline ("unable to unmarshal into
+/// StringSlice").
+fn string_slices(
+    r: &mut Reader<'_>,
+    node: Reached,
+    path: &str,
+    keys: &[&str],
+) -> Result<(), InputError> {
+    for key in keys {
+        let Some(v) = r.get_set(node, key)? else {
+            continue;
+        };
+        let bad = match r.doc.value(v.id) {
+            Value::Map(_) => Some((v, format!("{path}.{key}"))),
+            Value::Seq(items) => items.iter().enumerate().find_map(|(i, &item)| {
+                let item = r.doc.reach(v, None, item);
+                matches!(r.doc.value(item.id), Value::Map(_) | Value::Seq(_))
+                    .then(|| (item, format!("{path}.{key}[{i}]")))
+            }),
+            _ => None,
+        };
+        if let Some((at, field)) = bad {
+            let found = r.doc.kind_name(at.id).to_owned();
+            return Err(r.refuse(
+                at,
+                Refusal::WrongType {
+                    field,
+                    expected: "string",
+                    found,
+                    json: false,
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// One step, decoded; `None` when it does not ([`decodes`]).
 fn step(
     r: &mut Reader<'_>,
@@ -560,6 +607,7 @@ fn step(
     if !decodes(r, node, path)? {
         return Ok(None);
     }
+    string_slices(r, node, path, &["commands", "entrypoint"])?;
     let template = match r.get_set(node, "template")? {
         Some(t) => match r.get_set(t, "name")? {
             Some(n) => r

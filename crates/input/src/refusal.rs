@@ -67,7 +67,9 @@ pub enum Refusal {
         name: String,
         /// Its stage, for a stage step.
         stage: Option<String>,
-        /// Where the first one's `name` is written (line, column).
+        /// Where the first one's `name` is written (line, column); JSON
+        /// `{"line": N, "column": N}`.
+        #[serde(serialize_with = "line_column")]
         first: Option<(usize, usize)>,
     },
     /// A stage name used twice (`ValidatePipeline`: "stage `x` is already defined").
@@ -112,6 +114,17 @@ pub enum Refusal {
         /// Whether the text is a compiled build's JSON (Go's encoding/json), else YAML.
         json: bool,
     },
+}
+
+/// `(line, column)` as `{"line", "column"}` (the shape positions have elsewhere in the
+/// JSON), `null` when unknown.
+fn line_column<S: serde::Serializer>(
+    at: &Option<(usize, usize)>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::Serialize as _;
+    at.map(|(line, column)| crate::LineColumn { line, column })
+        .serialize(serializer)
 }
 
 fn kind_word(kind: ContainerKind) -> &'static str {

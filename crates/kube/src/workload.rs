@@ -211,6 +211,9 @@ pub fn read_manifests_file(path: &Path) -> Result<Manifests, InputError> {
 ///   image, or a container that is not a mapping is [`Disposition::Invalid`] at its position.
 /// - The origin's kind is [`ContainerKind::Container`], and its name says the rest:
 ///   `Deployment/web container app`, `CronJob/backup initContainer setup`.
+/// - After them, each image volume (`volumes[].image.reference`, Kubernetes 1.31+) gives
+///   one use of kind [`ContainerKind::Volume`] (`Pod/p volume models`), its `pullPolicy`
+///   defaulted as a container's; one without a reference is [`Disposition::Invalid`].
 /// - A pod spec (or a level on the way to it) that lacks what it should have but has keys
 ///   the Kubernetes API does not know (`containres:`, `tempalte:`) gives one
 ///   [`Disposition::Invalid`] use with an empty image at that mapping, naming the unknown

@@ -124,9 +124,10 @@ pub struct AdmissionOptions {
     /// (`failurePolicy: Ignore`: allowed). Bodies are read only once a slot is held.
     /// Default [`DEFAULT_MAX_REVIEWS`].
     pub max_reviews: usize,
-    /// Containers one review checks at most (at UPDATE, those whose image changed); an
-    /// object with more is allowed with a warning that names the limit, unchecked, as
-    /// anything the webhook cannot decide. Default [`DEFAULT_MAX_CONTAINERS`].
+    /// Containers and image volumes one review checks at most (at UPDATE, those whose
+    /// image changed); an object with more is allowed with a warning that names the
+    /// limit, unchecked, as anything the webhook cannot decide. Default
+    /// [`DEFAULT_MAX_CONTAINERS`].
     pub max_containers: usize,
 }
 
@@ -319,6 +320,8 @@ const TEMPLATE: &[&str] = &["spec", "template", "spec"];
 const CRONJOB_TEMPLATE: &[&str] = &["spec", "jobTemplate", "spec", "template", "spec"];
 /// The container lists of a pod spec, as the manifest reader names them.
 const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+/// The pod spec's list whose `image` entries are pulled too (image volumes).
+const VOLUMES: &str = "volumes";
 
 fn target(request: &AdmissionRequest) -> Target {
     let (group, kind) = (request.kind.group.as_str(), request.kind.kind.as_str());
@@ -696,16 +699,32 @@ fn missing_type_fields(object: &Map<String, Value>) -> Option<String> {
     ))
 }
 
-/// The containers of the pod spec at `path` (every list).
+/// The containers of the pod spec at `path` (every list) and its image volumes.
 fn container_count(object: &Value, path: &[&str]) -> usize {
     let Some(spec) = pod_spec(object, path) else {
         return 0;
     };
-    CONTAINER_LISTS
+    let containers: usize = CONTAINER_LISTS
         .iter()
         .filter_map(|list| spec.get(*list).and_then(Value::as_array))
         .map(Vec::len)
-        .sum()
+        .sum();
+    containers + image_volumes(spec).count()
+}
+
+/// The image volumes of a pod spec (`volumes[]` entries with `image`, Kubernetes 1.31+),
+/// each as `(name, reference)`: the kubelet pulls each one as it pulls a container's image.
+fn image_volumes(spec: &Map<String, Value>) -> impl Iterator<Item = (&str, &str)> {
+    spec.get(VOLUMES)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|volume| {
+            let image = volume.get("image")?;
+            let name = volume.get("name").and_then(Value::as_str).unwrap_or("");
+            let reference = image.get("reference").and_then(Value::as_str).unwrap_or("");
+            Some((name, reference))
+        })
 }
 
 /// The warning for an object with more containers to check than
@@ -745,7 +764,8 @@ fn pod_spec<'a>(object: &'a Value, path: &[&str]) -> Option<&'a Map<String, Valu
     current.as_object()
 }
 
-/// `(list, name) -> image` of a pod spec's containers.
+/// `(list, name, image)` of a pod spec's containers and image volumes (list `volumes`,
+/// the volume's `reference`).
 fn images_by_name(spec: &Map<String, Value>) -> HashSet<(&'static str, String, String)> {
     let mut out = HashSet::new();
     for list in CONTAINER_LISTS {
@@ -760,12 +780,15 @@ fn images_by_name(spec: &Map<String, Value>) -> HashSet<(&'static str, String, S
             out.insert((list, name.to_owned(), image.to_owned()));
         }
     }
+    for (name, reference) in image_volumes(spec) {
+        out.insert((VOLUMES, name.to_owned(), reference.to_owned()));
+    }
     out
 }
 
-/// `object` with only the containers to check in its pod spec: all of them, or with
-/// `old` (an UPDATE) those whose image differs from the old container of the same list
-/// and name. `None` when there is none to check. An object without a pod spec at `path`
+/// `object` with only the containers and image volumes to check in its pod spec: all of
+/// them, or with `old` (an UPDATE) those whose image (reference) differs from the old
+/// container of the same list and name (the old image volume of the same name). `None` when there is none to check. An object without a pod spec at `path`
 /// is kept whole, so the manifest reader says what is wrong with it.
 fn reduce(
     object: &Map<String, Value>,
@@ -794,6 +817,20 @@ fn reduce(
             });
             left += containers.len();
         }
+    }
+    // Image volumes likewise, by volume name: a Pod's volumes cannot change, so an UPDATE
+    // of a Pod keeps none; a workload's template may change its volume's reference.
+    if let Some(Value::Array(volumes)) = spec.get_mut(VOLUMES) {
+        volumes.retain(|v| {
+            let Some(image) = v.get("image") else {
+                return true;
+            };
+            let name = v.get("name").and_then(Value::as_str).unwrap_or("");
+            let reference = image.get("reference").and_then(Value::as_str).unwrap_or("");
+            let changed = !before.contains(&(VOLUMES, name.to_owned(), reference.to_owned()));
+            left += usize::from(changed);
+            changed
+        });
     }
     (left > 0).then_some(reduced)
 }
@@ -1222,5 +1259,38 @@ mod tests {
         assert_eq!(reduced["spec"]["containers"][0]["name"], "b");
         let same = pod_spec(&new, &["spec"]);
         assert!(reduce(new.as_object().expect("map"), &["spec"], same).is_none());
+    }
+
+    #[test]
+    fn an_update_keeps_only_changed_image_volumes() {
+        let template = |reference: &str| {
+            serde_json::json!({"spec": {"template": {"spec": {
+            "containers": [{"name": "a", "image": "x:1"}],
+            "volumes": [
+                {"name": "tmp", "emptyDir": {}},
+                {"name": "models", "image": {"reference": reference}},
+                {"name": "weights", "image": {"reference": "w:1"}}
+            ]}}}})
+        };
+        let (new, old) = (template("m:2"), template("m:1"));
+        let reduced = reduce(
+            new.as_object().expect("map"),
+            TEMPLATE,
+            pod_spec(&old, TEMPLATE),
+        )
+        .expect("the changed volume is left");
+        let spec = &reduced["spec"]["template"]["spec"];
+        assert_eq!(spec["containers"].as_array().map(Vec::len), Some(0));
+        let names: Vec<_> = spec["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .map(|v| v["name"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(names, ["tmp", "models"]);
+        assert_eq!(container_count(&reduced, TEMPLATE), 1);
+        assert_eq!(container_count(&new, TEMPLATE), 3);
+        let same = pod_spec(&new, TEMPLATE);
+        assert!(reduce(new.as_object().expect("map"), TEMPLATE, same).is_none());
     }
 }

@@ -1,6 +1,6 @@
 //! `POST /v1/checks`: the request body ([`CheckRequest`]), its translation into the
 //! library's inputs, and the answer: the CLI's JSON report plus `exit_code`, or
-//! `{"error": {"message", "line", "column"}}`.
+//! `{"error": {"message", "line", "column"}}` (with `refusal` when Vela refuses the pipeline).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -174,7 +174,9 @@ pub struct ApiError {
     line: Option<usize>,
     column: Option<usize>,
     retry_after: Option<u64>,
-    limit: Option<Limit>,
+    limit: Option<Box<Limit>>,
+    /// Why Vela's compiler refuses the pipeline, when it does: `{"refusal": {"kind", ...}}`.
+    refusal: Option<Box<pullcheck::input::Refusal>>,
 }
 
 /// A cost limit a request went over: `{"limit", "count", "flag"}` in its error.
@@ -198,6 +200,7 @@ impl ApiError {
             column: None,
             retry_after: None,
             limit: None,
+            refusal: None,
         }
     }
 
@@ -215,7 +218,7 @@ impl ApiError {
                 limit.limit, limit.flag
             ),
         );
-        e.limit = Some(limit);
+        e.limit = Some(Box::new(limit));
         e
     }
 
@@ -231,8 +234,12 @@ impl ApiError {
 }
 
 impl From<SourceError> for ApiError {
+    /// 400 with the message and position; a pipeline Vela's compiler refuses keeps its
+    /// [`pullcheck::input::Refusal`] (JSON `refusal`).
     fn from(e: SourceError) -> ApiError {
-        ApiError::bad(e.message).at(e.line, e.column)
+        let mut error = ApiError::bad(e.message).at(e.line, e.column);
+        error.refusal = e.refusal;
+        error
     }
 }
 
@@ -244,6 +251,9 @@ impl IntoResponse for ApiError {
         }
         if let Some(column) = self.column {
             error["column"] = json!(column);
+        }
+        if let Some(refusal) = &self.refusal {
+            error["refusal"] = json!(refusal);
         }
         if let Some(limit) = self.limit {
             error["limit"] = json!(limit.limit);

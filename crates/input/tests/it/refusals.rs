@@ -466,3 +466,45 @@ fn a_compiled_build_field_of_the_wrong_json_type() {
     let uses = read_pipeline("build.yml", "id: x\nsteps:\n  - {name: a, image: 5}\n").unwrap();
     assert_eq!(uses[0].image, "5");
 }
+
+#[test]
+fn a_string_slice_with_a_mapping_in_it_is_refused_as_the_decoder_refuses_it() {
+    // go-vela/vela-tutorials' .vela.yml (the held-out corpus): `- echo foo:` is a mapping,
+    // and `raw.StringSlice` takes only a string or a list of strings.
+    let e = refused(
+        "version: \"1\"\nsteps:\n  - name: invalid\n    image: alpine:latest\n    commands:\n      - echo foo:\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::WrongType {
+            field: "steps[0].commands[0]".into(),
+            expected: "string",
+            found: "mapping".into(),
+            json: false
+        })
+    );
+    assert_eq!(at(&e), (6, 9));
+    // A service's entrypoint that is a mapping, and a stage's `needs` with a list in it.
+    let e = refused(
+        "version: \"1\"\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: {sh: -c}\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n",
+    );
+    assert!(
+        matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field, found, .. }) if field == "services[0].entrypoint" && found == "mapping"),
+        "{e}"
+    );
+    assert_eq!(at(&e), (5, 17));
+    let e = refused(
+        "version: \"1\"\nstages:\n  test:\n    needs: [[build]]\n    steps:\n      - {name: a, image: alpine, commands: [x]}\n",
+    );
+    assert!(
+        matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field, found, .. }) if field == "stages.test.needs[0]" && found == "list"),
+        "{e}"
+    );
+    // A scalar and a list of scalars (numbers and nulls too) are what it takes.
+    let uses = read_pipeline(
+        ".vela.yml",
+        "version: \"1\"\nsteps:\n  - {name: a, image: alpine, commands: make, entrypoint: [sh, 1, ~]}\n",
+    )
+    .expect("read");
+    assert_eq!(uses.len(), 1);
+}

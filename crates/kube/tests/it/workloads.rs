@@ -849,3 +849,222 @@ fn a_yaml_error_in_a_later_document_is_reported_as_such() {
         "version: \"1\"\nsteps: [\n---\nkind: x\n"
     ));
 }
+
+/// Image volumes (`volumes[].image`, core/v1 `ImageVolumeSource`, Kubernetes 1.31+) of a
+/// Pod and of each pod template, after the containers: kind `volume`, list `volumes`,
+/// at the `reference`, with `pullPolicy` defaulted as core/v1 `SetDefaults_Volume` does
+/// (`parsers.ParseImageName`'s tag `latest`, which no tag and no digest also gives, →
+/// Always; anything else → IfNotPresent).
+#[test]
+fn image_volumes_of_pods_and_pod_templates() {
+    use PullPolicy::{Always, Never, NotPresent};
+    let digest = "sha256:".to_owned() + &"d".repeat(64);
+    let m = read(&format!(
+        "\
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  containers:
+  - {{name: app, image: team/app:v1}}
+  volumes:
+  - name: scratch
+    emptyDir: {{}}
+  - name: models
+    image: {{reference: team/models}}
+  - name: latest
+    image: {{reference: team/models:latest}}
+  - name: tagged
+    image: {{reference: team/models:v2}}
+  - name: pinned
+    image: {{reference: \"team/models@{digest}\"}}
+  - name: never
+    image: {{reference: team/models, pullPolicy: Never}}
+  - name: if-not-present
+    image: {{reference: team/models:latest, pullPolicy: IfNotPresent}}
+  - name: always
+    image: {{reference: team/models:v2, pullPolicy: Always}}
+  - name: empty-policy
+    image: {{reference: team/models:v2, pullPolicy: ''}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: d}}
+spec:
+  template:
+    spec:
+      containers: [{{name: app, image: team/app:v1}}]
+      volumes: [{{name: data, image: {{reference: team/data:v1}}}}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {{name: c}}
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers: [{{name: app, image: team/app:v1}}]
+          volumes:
+          - name: data
+            image:
+              reference: team/data
+              pullPolicy: IfNotPresent
+"
+    ));
+    let kinds: Vec<_> = m.workloads.iter().map(|w| w.kind.as_str()).collect();
+    assert_eq!(kinds, ["Pod", "Deployment", "CronJob"]);
+    let pinned = format!("team/models@{digest}");
+    assert_eq!(
+        summary(&m.workloads[0]),
+        [
+            row("Pod/p container app", "team/app:v1", NotPresent, 6, 24),
+            row("Pod/p volume models", "team/models", Always, 11, 24),
+            row("Pod/p volume latest", "team/models:latest", Always, 13, 24),
+            row("Pod/p volume tagged", "team/models:v2", NotPresent, 15, 24),
+            row("Pod/p volume pinned", &pinned, NotPresent, 17, 24),
+            row("Pod/p volume never", "team/models", Never, 19, 24),
+            row(
+                "Pod/p volume if-not-present",
+                "team/models:latest",
+                NotPresent,
+                21,
+                24
+            ),
+            row("Pod/p volume always", "team/models:v2", Always, 23, 24),
+            row(
+                "Pod/p volume empty-policy",
+                "team/models:v2",
+                NotPresent,
+                25,
+                24
+            ),
+        ]
+    );
+    for u in &m.workloads[0].images[1..] {
+        assert_eq!(u.origin.kind, ContainerKind::Volume, "{u:?}");
+        assert_eq!(u.disposition, Disposition::Check, "{u:?}");
+        let pod = u.origin.pod.as_ref().expect("pod fields");
+        assert_eq!(pod.owner, "Pod/p");
+        assert_eq!(pod.list, ContainerList::Volumes);
+        assert_eq!(format!("Pod/p volume {}", pod.name), u.origin.name);
+    }
+    assert_eq!(
+        summary(&m.workloads[1])[1],
+        row(
+            "Deployment/d volume data",
+            "team/data:v1",
+            NotPresent,
+            34,
+            49
+        )
+    );
+    assert_eq!(
+        summary(&m.workloads[2])[1],
+        row("CronJob/c volume data", "team/data", NotPresent, 48, 26)
+    );
+    assert_eq!(m.workloads[2].images[1].origin.kind, ContainerKind::Volume);
+}
+
+/// An image volume without a `reference` (the API's validation: `reference` is
+/// required, `Required value`; in a Pod always, in a pod template since kubernetes PR
+/// 135989, before which the template was stored and every Pod made from it refused), or
+/// with a `pullPolicy` that is not one of the three (`Unsupported value`), is a use with
+/// the problem at its place, never a dropped one.
+#[test]
+fn an_image_volume_without_reference_or_with_a_bad_policy_is_invalid_there() {
+    let m = read(
+        "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: app, image: team/app:v1}]
+  volumes:
+  - name: none
+    image: {}
+  - name: empty
+    image: {reference: ''}
+  - name: odd
+    image: {reference: team/models:v1, pullPolicy: always}
+",
+    );
+    let volumes = &m.workloads[0].images[1..];
+    assert_eq!(volumes.len(), 3, "{volumes:?}");
+    match &volumes[0].disposition {
+        Disposition::Invalid(problems) => {
+            assert_eq!(problems.len(), 1);
+            assert_eq!(
+                problems[0].at.as_ref().map(|at| (at.line, at.column)),
+                Some((Some(8), Some(12)))
+            );
+            assert_eq!(
+                problems[0].message,
+                "Pod/p volume none: image volume has no reference"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match &volumes[1].disposition {
+        Disposition::Invalid(problems) => {
+            assert_eq!(
+                problems[0].at.as_ref().map(|at| (at.line, at.column)),
+                Some((Some(10), Some(24)))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(volumes[1].image, "");
+    match &volumes[2].disposition {
+        Disposition::UnknownPolicy { written, problems } => {
+            assert_eq!(written, "always");
+            assert_eq!(problems.len(), 1);
+            assert_eq!(problems[0].at.as_ref().and_then(|at| at.line), Some(12));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(volumes[2].image, "team/models:v1");
+}
+
+/// Every workload kind with a pod template reads its template's image volumes, kind
+/// `volume`, after the containers; an empty `reference` in a template is invalid too.
+#[test]
+fn image_volumes_of_every_pod_template_kind() {
+    for (api, kind, path) in [
+        ("apps/v1", "StatefulSet", "spec.template.spec"),
+        ("apps/v1", "DaemonSet", "spec.template.spec"),
+        ("apps/v1", "ReplicaSet", "spec.template.spec"),
+        ("batch/v1", "Job", "spec.template.spec"),
+        ("v1", "ReplicationController", "spec.template.spec"),
+        ("v1", "PodTemplate", "template.spec"),
+    ] {
+        let mut text = format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w}}\n");
+        let mut indent = String::new();
+        for level in path.split('.') {
+            text += &format!("{indent}{level}:\n");
+            indent += "  ";
+        }
+        text += &format!(
+            "{indent}containers: [{{name: app, image: team/app:v1}}]\n\
+             {indent}volumes:\n\
+             {indent}- {{name: data, image: {{reference: team/data:v3, pullPolicy: Always}}}}\n\
+             {indent}- {{name: none, image: {{reference: ''}}}}\n"
+        );
+        let m = read(&text);
+        let images = &m.workloads[0].images;
+        assert_eq!(images.len(), 3, "{kind}: {images:?}");
+        assert_eq!(images[1].origin.kind, ContainerKind::Volume, "{kind}");
+        assert_eq!(images[1].origin.name, format!("{kind}/w volume data"));
+        assert_eq!(
+            (images[1].image.as_str(), images[1].policy),
+            ("team/data:v3", PullPolicy::Always),
+            "{kind}"
+        );
+        assert_eq!(images[1].disposition, Disposition::Check, "{kind}");
+        assert!(
+            matches!(&images[2].disposition, Disposition::Invalid(p) if p.len() == 1),
+            "{kind}: {:?}",
+            images[2]
+        );
+    }
+}

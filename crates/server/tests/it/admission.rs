@@ -1016,3 +1016,81 @@ async fn a_refusal_of_many_containers_is_capped_and_counts_the_rest() {
         .expect("a count");
     assert_eq!(shown + more, 120, "{message}");
 }
+
+/// A Pod whose image volume (`volumes[].image.reference`) is missing is denied (warned on
+/// `/warn`), naming the volume; an UPDATE that patches a container's image does not ask
+/// about the (immutable) volumes again (a workload's changed volume reference: the unit
+/// test `an_update_keeps_only_changed_image_volumes`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_image_volume_is_denied_or_warned_and_asked_only_when_it_changes() {
+    let registry = registry().await;
+    let host = registry.host().to_owned();
+    let hook = Webhook::start("volumes", deny(), ServeOptions::default()).await;
+    let missing = format!("{host}/team/models:v9");
+    let mut object = pod(
+        "infer",
+        &[],
+        &[container("app", &format!("{host}/team/app:v1"))],
+        json!({}),
+    );
+    object["spec"]["volumes"] = json!([
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "models", "image": {"reference": missing, "pullPolicy": "IfNotPresent"}}
+    ]);
+    let create = review(
+        "3c2a1b0d-0000-4000-8000-0000000000v1",
+        "CREATE",
+        ("", "v1", "Pod"),
+        "pods",
+        &object,
+        None,
+        false,
+    );
+    let answer = hook.review("/v1/admission", &create).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.starts_with(&format!("pullcheck: image volume models: image {missing} ")),
+        "{message}"
+    );
+    let warned = hook.review("/v1/admission/warn", &create).await;
+    assert_eq!(warned["response"]["allowed"], true, "{warned}");
+    let w = warnings(&warned);
+    assert_eq!(w.len(), 1, "{warned}");
+    assert!(
+        w[0].starts_with("pullcheck: image volume models: "),
+        "{w:?}"
+    );
+
+    // A step's image patch: the volume is the same, so only the new image is asked.
+    let mut patched = object.clone();
+    patched["spec"]["containers"][0]["image"] = json!(format!("{host}/library/golang:1.22"));
+    registry.clear_requests().await.expect("clear");
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "3c2a1b0d-0000-4000-8000-0000000000v2",
+                "UPDATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &patched,
+                Some(&object),
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    let heads = |log: Vec<pullcheck_testkit::RequestRecord>| -> Vec<String> {
+        log.into_iter()
+            .filter(|r| r.method == "HEAD" && r.path.contains("/manifests/"))
+            .map(|r| r.path)
+            .collect()
+    };
+    let asked = heads(registry.requests().await.expect("log"));
+    assert_eq!(asked, ["/v2/library/golang/manifests/1.22"], "{asked:?}");
+
+    hook.stop().await;
+}

@@ -478,3 +478,99 @@ async fn a_build_with_its_outputs_image_and_the_service_s_placeholder_through_mi
     assert_no_secret(&report.to_string());
     server.stop().await;
 }
+
+/// A Pod's image volumes (`volumes[].image`, Kubernetes 1.31+) are checked as the kubelet
+/// pulls them: a present one, a missing one, one under `pullPolicy: Never` (not asked),
+/// and `:latest` without a policy (defaulted to Always, asked); each row's origin is
+/// kind `volume` in list `volumes`, and only the asked ones reach the registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pods_image_volumes_are_checked_with_their_own_pull_policy() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    registry
+        .push("team/models", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    let host = registry.host();
+    let manifests = format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: infer}}
+spec:
+  containers:
+  - {{name: app, image: {host}/team/app:v1}}
+  volumes:
+  - name: models
+    image: {{reference: {host}/team/models:v1}}
+  - name: weights
+    image: {{reference: {host}/team/weights:v2, pullPolicy: IfNotPresent}}
+  - name: local
+    image: {{reference: {host}/team/local:v1, pullPolicy: Never}}
+  - name: newest
+    image: {{reference: {host}/team/models:latest}}
+  - name: scratch
+    emptyDir: {{}}
+"
+    );
+    let server = TestServer::start(ServeOptions::default()).await;
+    registry.clear_requests().await.expect("clear");
+    let (status, report) = server.check(None, &json!({"manifests": manifests})).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        statuses(&report),
+        [
+            (format!("{host}/team/app:v1"), "present".into()),
+            (format!("{host}/team/models:v1"), "present".into()),
+            (format!("{host}/team/weights:v2"), "missing".into()),
+            (format!("{host}/team/local:v1"), "skipped".into()),
+            (format!("{host}/team/models:latest"), "missing".into()),
+        ]
+    );
+    let rows = report["images"].as_array().expect("rows");
+    let policies: Vec<_> = rows.iter().map(|r| r["policy"].clone()).collect();
+    assert_eq!(
+        policies,
+        [
+            json!("not_present"),
+            json!("not_present"),
+            json!("not_present"),
+            json!("never"),
+            json!("always")
+        ],
+        "{report}"
+    );
+    for (row, (name, line)) in rows[1..].iter().zip([
+        ("models", 9),
+        ("weights", 11),
+        ("local", 13),
+        ("newest", 15),
+    ]) {
+        let origin = &row["origins"][0];
+        assert_eq!(origin["kind"], "volume", "{row}");
+        assert_eq!(origin["name"], format!("Pod/infer volume {name}"), "{row}");
+        assert_eq!(origin["line"], line, "{row}");
+        assert_eq!(origin["pod"]["list"], "volumes", "{row}");
+        assert_eq!(origin["pod"]["name"], name, "{row}");
+    }
+    assert_eq!(rows[2]["reason"], "repository_not_found", "{report}");
+    assert_eq!(report["summary"]["total"], 5, "{report}");
+    assert_eq!(report["summary"]["failed"], 2, "{report}");
+    assert_eq!(report["exit_code"], 1);
+    let heads: Vec<_> = registry
+        .requests()
+        .await
+        .expect("log")
+        .into_iter()
+        .filter(|r| r.method == "HEAD" && r.path.contains("/manifests/"))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(heads.len(), 4, "no HEAD for the Never volume: {heads:?}");
+    assert!(
+        !heads.iter().any(|p| p.contains("/team/local/")),
+        "{heads:?}"
+    );
+    server.stop().await;
+}

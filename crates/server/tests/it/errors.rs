@@ -82,6 +82,68 @@ async fn bad_requests_are_400_with_positions() {
     server.stop().await;
 }
 
+/// A pipeline Vela's compiler refuses is a 400 whose error carries the refusal as data
+/// (`refusal: {"kind", ...}`, the fields of `pullcheck_input::Refusal`) beside the
+/// message and position; other bad input has no `refusal`. Nothing is asked: the images
+/// are only parsed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_vela_refuses_is_400_with_a_typed_refusal() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let twice = "version: \"1\"\nsteps:\n  - name: build\n    image: registry.example.com/a:1\n    commands: [make]\n  - name: build\n    image: registry.example.com/a:1\n    commands: [make]\n";
+    let cases = [
+        (
+            json!({"pipeline": twice}),
+            json!({"kind": "duplicate_name", "container": "step", "name": "build",
+                   "stage": null, "first": {"line": 3, "column": 11}}),
+            (6, 11),
+        ),
+        (
+            json!({"pipeline": "steps:\n  - {name: a, image: registry.example.com/a:1, commands: [x]}\n"}),
+            json!({"kind": "no_version"}),
+            (1, 1),
+        ),
+        (
+            json!({"pipeline": "version: \"1\"\nsteps:\n  - name: t\n    template: {name: go}\n"}),
+            json!({"kind": "no_image", "container": "step", "name": "t", "template": "go"}),
+            (3, 5),
+        ),
+        (
+            json!({"build": {"id": "o_r_1", "version": "1",
+                             "steps": [{"id": "step_o_r_1_a", "name": "a", "image": 5}]}}),
+            json!({"kind": "wrong_type", "field": "steps[0].image", "expected": "string",
+                   "found": "number", "json": true}),
+            (0, 0),
+        ),
+    ];
+    for (body, refusal, (line, column)) in cases {
+        let (status, answer) = server.check(None, &body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let error = &answer["error"];
+        assert_eq!(error["refusal"], refusal, "{body}: {answer}");
+        if line > 0 {
+            assert_eq!(
+                (&error["line"], &error["column"]),
+                (&json!(line), &json!(column)),
+                "{answer}"
+            );
+        } else {
+            assert!(
+                error["line"].is_u64() && error["column"].is_u64(),
+                "{answer}"
+            );
+        }
+        assert!(error["message"].is_string(), "{answer}");
+    }
+    // Not YAML at all: an error with a position, but not a refusal.
+    let (status, answer) = server
+        .check(None, &json!({"pipeline": "version: \"1\"\nsteps: [x\n"}))
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer["error"].get("refusal").is_none(), "{answer}");
+    assert!(answer["error"]["line"].is_u64(), "{answer}");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn content_type_and_body_size() {
     let server = TestServer::start(ServeOptions {
