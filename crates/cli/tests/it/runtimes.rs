@@ -1,5 +1,6 @@
 //! The differential suite: every case runs through `pullcheck check` and through the
-//! real runtime (containerd by `ctr`, podman for containers/image) on the same loopback
+//! real runtime (containerd by `ctr` and through its CRI plugin's `PullImage` as the
+//! kubelet calls it, podman for containers/image) on the same loopback
 //! registries and the same configuration files, and the two must agree: pullcheck's
 //! `present` ⇔ the pull succeeds, a failure's kind mapped (not found, unauthorized,
 //! TLS, unreachable, platform, blocked), and, for a success, the registry that served
@@ -10,11 +11,14 @@
 //! With `PULLCHECK_RUNTIMES_TABLE=FILE` it writes the table of `docs/runtimes.md`
 //! (`scripts/runtimes-table.sh`). A row where pullcheck deliberately differs carries its
 //! explanation; such a row must still differ (a stale explanation fails the test).
+//! `PULLCHECK_RUNTIMES_ONLY=NAME` runs only the cases of one runtime (`containerd`,
+//! `containerd CRI`, `podman`) while working on them; the table is then partial.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pullcheck_testkit::cri::CriAuth;
 use pullcheck_testkit::kube::{DockerAuth, pull_secret_manifest};
 use pullcheck_testkit::runtime::{
     Containerd, CtrPull, Podman, PodmanPull, PullOutcome, make_tls_files,
@@ -166,8 +170,21 @@ impl Env {
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Rt {
+    /// containerd through `ctr` (the client-side resolver).
     Containerd,
+    /// containerd through its CRI plugin (`PullImage`, as the kubelet calls it).
+    Cri,
     Podman,
+}
+
+impl Rt {
+    fn name(self) -> &'static str {
+        match self {
+            Rt::Containerd => "containerd",
+            Rt::Cri => "containerd CRI",
+            Rt::Podman => "podman",
+        }
+    }
 }
 
 /// The runtime side of a case: the files both it and pullcheck read.
@@ -468,6 +485,58 @@ fn cases() -> Vec<Case> {
         "{TLS}/app:v1",
         "[[registry]]\nlocation = \"{TLS}\"\ninsecure = true\n",
     ));
+    // containerd through its CRI plugin: the kubelet's PullImage, the pod's pull secret
+    // as its AuthConfig (no server address), config_path the hosts directory.
+    let r = |name, image| case(name, Rt::Cri, image);
+    v.push(r("present", "{ANON}/app:v1"));
+    v.push(r("missing tag", "{ANON}/app:nope"));
+    v.push(r("missing repository", "{ANON}/nothing:v1"));
+    v.push(r(
+        "single-platform linux/arm64 image (node linux/amd64)",
+        "{ANON}/arm:v1",
+    ));
+    v.push(r("htpasswd, right credentials", "{HTP}/app:v1").creds(USER, PASSWORD));
+    v.push(r("htpasswd, wrong credentials", "{HTP}/app:v1").creds(USER, WRONG));
+    v.push(r("htpasswd, no credentials", "{HTP}/app:v1"));
+    v.push(r("token, right credentials", "{TOK}/team/app:v1").creds(USER, PASSWORD));
+    v.push(r("token, wrong credentials", "{TOK}/team/app:v1").creds(USER, WRONG));
+    v.push(r("token, no credentials", "{TOK}/team/app:v1"));
+    v.push(r("hosts.toml: mirror first", "{ANON}/app:v1").files(&[(
+        "{ANON}",
+        "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+    )]));
+    v.push(
+        r(
+            "hosts.toml: the pod's pull secret on the mirror (htpasswd mirror)",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{EMPTY}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )])
+        .creds(USER, PASSWORD),
+    );
+    v.push(
+        r(
+            "hosts.toml: a 401 at the mirror moves on (htpasswd mirror, no credentials)",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{ANON}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )]),
+    );
+    v.push(
+        r(
+            "hosts.toml: wrong credentials at the mirror move on (htpasswd mirror)",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{ANON}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )])
+        .creds(USER, WRONG),
+    );
     v
 }
 
@@ -530,7 +599,7 @@ impl Files {
         ];
         let path = |p: &Path| p.to_string_lossy().into_owned();
         match case.rt {
-            Rt::Containerd => {
+            Rt::Containerd | Rt::Cri => {
                 let hosts = dir.join("hosts");
                 std::fs::create_dir(&hosts).unwrap();
                 for (d, text) in &case.setup.files {
@@ -598,6 +667,22 @@ async fn run_pullcheck(env: &Env, args: &[String], home: &Path) -> (String, Opti
     (answer, served)
 }
 
+/// Empties `to` and copies the tree `from` into it (directories and files).
+fn replace_dir(to: &Path, from: &Path) {
+    for entry in std::fs::read_dir(to).unwrap() {
+        std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+    }
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        std::fs::create_dir(&dest).unwrap();
+        for file in std::fs::read_dir(entry.path()).unwrap() {
+            let file = file.unwrap();
+            std::fs::copy(file.path(), dest.join(file.file_name())).unwrap();
+        }
+    }
+}
+
 fn first_word(s: &str) -> &str {
     s.split(' ').next().unwrap_or(s)
 }
@@ -609,8 +694,20 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
     let containerd = Containerd::start().await.expect("containerd");
     let podman = Podman::new().expect("podman");
     let env = Env::start().await;
+    // The CRI plugin's config_path: each CRI case's hosts.toml files are copied here.
+    let cri_hosts = temp_dir("runtimes-cri-hosts");
+    let cri = Containerd::start_cri(&format!(
+        "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = {}\n",
+        serde_json::Value::String(cri_hosts.to_string_lossy().into_owned())
+    ))
+    .await
+    .expect("containerd with the CRI plugin");
     let mut rows = Vec::new();
+    let only = std::env::var("PULLCHECK_RUNTIMES_ONLY").ok();
     for case in cases() {
+        if only.as_deref().is_some_and(|o| o != case.rt.name()) {
+            continue;
+        }
         let image = env.fill(case.image);
         let (files, args) = Files::write(&env, &case, &image);
         env.clear().await;
@@ -629,6 +726,17 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
                     .await
                     .expect("ctr within 90 s")
                     .expect("ctr runs")
+            }
+            Rt::Cri => {
+                replace_dir(&cri_hosts, &files.dir.join("hosts"));
+                let auth = case
+                    .setup
+                    .creds
+                    .map(|(u, p)| CriAuth::UserPassword(u.to_owned(), p.to_owned()));
+                tokio::time::timeout(Duration::from_secs(90), cri.cri_pull(&image, auth.as_ref()))
+                    .await
+                    .expect("PullImage within 90 s")
+                    .expect("the CRI socket answers")
             }
             Rt::Podman => {
                 let conf = files.dir.join("registries.conf");
@@ -663,7 +771,11 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
         };
         rows.push(row);
     }
-    let versions = format!("{}; {}", containerd.version(), podman.version());
+    let versions = format!(
+        "{} (ctr, and CRI plugin); {}",
+        containerd.version(),
+        podman.version()
+    );
     let elapsed = started.elapsed();
     let table = render(&rows, &versions, elapsed);
     if let Some(path) = std::env::var_os("PULLCHECK_RUNTIMES_TABLE") {
@@ -718,10 +830,7 @@ fn render(rows: &[Row], versions: &str, elapsed: Duration) -> String {
         };
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} |\n",
-            match r.rt {
-                Rt::Containerd => "containerd",
-                Rt::Podman => "podman",
-            },
+            r.rt.name(),
             r.case,
             r.pullcheck,
             r.pullcheck_served.as_deref().unwrap_or("-"),
