@@ -407,6 +407,12 @@ impl Containerd {
         &self.version
     }
 
+    /// The `config.toml` this daemon was started with (for pullcheck's
+    /// `--containerd-config` on the same file).
+    pub fn config_file(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
     /// Pulls `reference` with `ctr images pull` (fetch and unpack with the native
     /// snapshotter), bounded by [`PULL_TIMEOUT`].
     ///

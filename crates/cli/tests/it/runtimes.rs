@@ -199,6 +199,10 @@ struct Setup {
     auth_key: Option<&'static str>,
     /// podman `--cert-dir` with the test CA / pullcheck `--ca-file`.
     ca: bool,
+    /// containerd CRI: the `registry` section of a config.toml of this case's own
+    /// (`{HOSTS}` is the case's hosts directory): a containerd is started with it, and
+    /// pullcheck gets `--containerd-config` on the same file instead of `--hosts-dir`.
+    config_toml: Option<&'static str>,
 }
 
 struct Case {
@@ -233,6 +237,10 @@ impl Case {
     }
     fn auth_key(mut self, key: &'static str) -> Case {
         self.setup.auth_key = Some(key);
+        self
+    }
+    fn config_toml(mut self, registry: &'static str) -> Case {
+        self.setup.config_toml = Some(registry);
         self
     }
     fn ca(mut self) -> Case {
@@ -537,6 +545,71 @@ fn cases() -> Vec<Case> {
         )])
         .creds(USER, WRONG),
     );
+    // containerd's own config.toml: configs."HOST".auth, per contacted host, only when
+    // the pull carries no credentials (pkg/cri/server/image_pull.go registryHosts).
+    const HTP_MIRROR: &[(&str, &str)] = &[(
+        "{ANON}",
+        "server = \"http://{EMPTY}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+    )];
+    v.push(
+        r(
+            "config.toml: configs auth of the mirror's host used on the mirror",
+            "{ANON}/app:v1",
+        )
+        .files(HTP_MIRROR)
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{HTP}\".auth]\n",
+            "  username = \"runtime-user\"\n  password = \"runtime-password-1\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: the image registry's configs auth is not sent to the mirror",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{HTP}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )])
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{ANON}\".auth]\n",
+            "  username = \"runtime-user\"\n  password = \"runtime-password-1\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: the pull's credentials beat configs auth (wrong there)",
+            "{ANON}/app:v1",
+        )
+        .files(HTP_MIRROR)
+        .creds(USER, PASSWORD)
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{HTP}\".auth]\n",
+            "  username = \"runtime-user\"\n  password = \"wrong-password-2\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: no config_path, deprecated mirrors with configs auth (mirror's host)",
+            "{ANON}/app:v1",
+        )
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"{ANON}\"]\n",
+            "  endpoint = [\"http://{HTP}\"]\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{HTP}\".auth]\n",
+            "  auth = \"cnVudGltZS11c2VyOnJ1bnRpbWUtcGFzc3dvcmQtMQ==\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: no config_path, no mirrors (the CRI plugin reads no certs.d)",
+            "{ANON}/app:v1",
+        )
+        .config_toml(""),
+    );
     v
 }
 
@@ -709,7 +782,30 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
             continue;
         }
         let image = env.fill(case.image);
-        let (files, args) = Files::write(&env, &case, &image);
+        let (files, mut args) = Files::write(&env, &case, &image);
+        // A case with a config.toml of its own gets a containerd of its own, started
+        // before pullcheck runs so that both read the same file.
+        let own = match case.setup.config_toml {
+            None => None,
+            Some(registry) => {
+                let hosts = files.dir.join("hosts");
+                let registry = env
+                    .fill(registry)
+                    .replace("{HOSTS}", &hosts.to_string_lossy());
+                let daemon = Containerd::start_cri(&registry)
+                    .await
+                    .expect("containerd with the case's config.toml");
+                let at = args.iter().position(|a| a == "--hosts-dir").unwrap();
+                args.splice(
+                    at..at + 2,
+                    [
+                        "--containerd-config".to_owned(),
+                        daemon.config_file().to_string_lossy().into_owned(),
+                    ],
+                );
+                Some(daemon)
+            }
+        };
         env.clear().await;
         let (pullcheck, pullcheck_served) = run_pullcheck(&env, &args, &files.dir).await;
         env.clear().await;
@@ -728,7 +824,10 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
                     .expect("ctr runs")
             }
             Rt::Cri => {
-                replace_dir(&cri_hosts, &files.dir.join("hosts"));
+                let cri = own.as_ref().unwrap_or(&cri);
+                if own.is_none() {
+                    replace_dir(&cri_hosts, &files.dir.join("hosts"));
+                }
                 let auth = case
                     .setup
                     .creds
