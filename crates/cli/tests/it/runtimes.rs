@@ -8,7 +8,7 @@
 //!
 //! `#[ignore]`d: it needs Debian's `containerd` and `podman` and root; `scripts/test.sh`
 //! runs it (`-- --ignored`) when both are installed and prints `SKIPPED:` otherwise.
-//! With `PULLCHECK_RUNTIMES_TABLE=FILE` it writes the table of `docs/runtimes.md`
+//! With `PULLCHECK_RUNTIMES_TABLE=FILE` it writes the table of `docs/fidelity.md`
 //! (`scripts/runtimes-table.sh`). A row where pullcheck deliberately differs carries its
 //! explanation; such a row must still differ (a stale explanation fails the test).
 //! `PULLCHECK_RUNTIMES_ONLY=NAME` runs only the cases of one runtime (`containerd`,
@@ -740,6 +740,42 @@ async fn run_pullcheck(env: &Env, args: &[String], home: &Path) -> (String, Opti
     (answer, served)
 }
 
+/// A config.toml with `config_path` and `mirrors` together: containerd does not load
+/// its CRI plugin (`ValidatePluginConfig`), and pullcheck refuses the file (exit 2,
+/// naming it and the key).
+async fn refused_by_both(env: &Env) {
+    let registry = env.fill(
+        "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/nonexistent\"\n\
+         [plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"{ANON}\"]\n  endpoint = [\"http://{MIRROR}\"]\n",
+    );
+    let err = Containerd::start_cri(&registry)
+        .await
+        .expect_err("containerd refuses config_path with mirrors");
+    assert!(
+        err.to_string()
+            .contains("`mirrors` cannot be set when `config_path` is provided"),
+        "{err}"
+    );
+    let dir = temp_dir("runtimes-refused");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, format!("version = 2\n{registry}")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+        .args(["check", "--containerd-config"])
+        .arg(&config)
+        .args(["--image", &env.fill("{ANON}/app:v1")])
+        .current_dir(&dir)
+        .env("HOME", &dir)
+        .output()
+        .expect("run pullcheck");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--containerd-config"), "{stderr}");
+    assert!(
+        stderr.contains("`mirrors` cannot be set when `config_path` is provided"),
+        "{stderr}"
+    );
+}
+
 /// Empties `to` and copies the tree `from` into it (directories and files).
 fn replace_dir(to: &Path, from: &Path) {
     for entry in std::fs::read_dir(to).unwrap() {
@@ -869,6 +905,9 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
             differs: case.differs,
         };
         rows.push(row);
+    }
+    if only.as_deref().is_none_or(|o| o == Rt::Cri.name()) {
+        refused_by_both(&env).await;
     }
     let versions = format!(
         "{} (ctr, and CRI plugin); {}",
