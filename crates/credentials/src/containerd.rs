@@ -82,7 +82,8 @@ impl ContainerdAuths {
                 .map_or_else(String::new, |(l, c)| format!("line {l}, column {c}: "));
             error(format!("{at}not TOML: {}", e.message()))
         })?;
-        let (registry, key) = registry_table(&doc);
+        let (registry, key) = pullcheck_mirrors::containerd_config::cri_registry_section(&doc);
+        let registry = registry.and_then(toml::Value::as_table);
         let mut auths = ContainerdAuths {
             file: file.to_owned(),
             entries: BTreeMap::new(),
@@ -149,34 +150,6 @@ impl ContainerdAuths {
             },
         })
     }
-}
-
-/// The CRI plugin's `registry` table and its key path: version 2 (or 3's
-/// `io.containerd.cri.v1.images`) by plugin id, version 1 (`version` absent or 1) as
-/// `plugins.cri`.
-fn registry_table(doc: &toml::Table) -> (Option<&toml::Table>, &'static str) {
-    let plugins = doc.get("plugins").and_then(toml::Value::as_table);
-    let version = doc
-        .get("version")
-        .and_then(toml::Value::as_integer)
-        .unwrap_or(1);
-    let (id, key) = match version {
-        1 => ("cri", "plugins.cri.registry"),
-        3 => (
-            "io.containerd.cri.v1.images",
-            "plugins.\"io.containerd.cri.v1.images\".registry",
-        ),
-        _ => (
-            "io.containerd.grpc.v1.cri",
-            "plugins.\"io.containerd.grpc.v1.cri\".registry",
-        ),
-    };
-    let table = plugins
-        .and_then(|p| p.get(id))
-        .and_then(toml::Value::as_table)
-        .and_then(|t| t.get("registry"))
-        .and_then(toml::Value::as_table);
-    (table, key)
 }
 
 fn auth_table(value: &toml::Value, at: &str) -> Result<AuthTable, String> {

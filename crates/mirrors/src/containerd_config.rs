@@ -83,31 +83,13 @@ impl ContainerdConfig {
             file: file.to_owned(),
             message,
         };
-        let version = doc
-            .get("version")
-            .and_then(toml::Value::as_integer)
-            .unwrap_or(1);
-        let (id, key) = match version {
-            1 => ("cri", "plugins.cri.registry"),
-            3 => (
-                "io.containerd.cri.v1.images",
-                "plugins.\"io.containerd.cri.v1.images\".registry",
-            ),
-            _ => (
-                "io.containerd.grpc.v1.cri",
-                "plugins.\"io.containerd.grpc.v1.cri\".registry",
-            ),
-        };
+        let (registry, key) = cri_registry_section(&doc);
         let mut config = ContainerdConfig {
             file: file.to_owned(),
             key: key.to_owned(),
             ..ContainerdConfig::default()
         };
-        let Some(registry) = doc
-            .get("plugins")
-            .and_then(|p| p.get(id))
-            .and_then(|c| c.get("registry"))
-        else {
+        let Some(registry) = registry else {
             return Ok(config);
         };
         let registry = registry
@@ -290,6 +272,34 @@ impl ContainerdConfig {
         }
         Resolution::Endpoints(endpoints)
     }
+}
+
+/// The CRI plugin's `registry` value in a parsed `config.toml`, if any, and its key path
+/// for messages: by the file's `version` (absent: 1), `plugins.cri.registry` (1),
+/// `plugins."io.containerd.grpc.v1.cri".registry` (2), or
+/// `plugins."io.containerd.cri.v1.images".registry` (3). `pullcheck-credentials` reads
+/// the same section's `configs.*.auth` through it.
+pub fn cri_registry_section(doc: &toml::Table) -> (Option<&toml::Value>, &'static str) {
+    let version = doc
+        .get("version")
+        .and_then(toml::Value::as_integer)
+        .unwrap_or(1);
+    let (id, key) = match version {
+        1 => ("cri", "plugins.cri.registry"),
+        3 => (
+            "io.containerd.cri.v1.images",
+            "plugins.\"io.containerd.cri.v1.images\".registry",
+        ),
+        _ => (
+            "io.containerd.grpc.v1.cri",
+            "plugins.\"io.containerd.grpc.v1.cri\".registry",
+        ),
+    };
+    let value = doc
+        .get("plugins")
+        .and_then(|p| p.get(id))
+        .and_then(|c| c.get("registry"));
+    (value, key)
 }
 
 fn parse_tls(value: &toml::Value, at: &str) -> Result<RegistryTls, String> {
