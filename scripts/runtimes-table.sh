@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates docs/runtimes.md: runs the differential suite (crates/cli/tests/it/runtimes.rs)
+# Regenerates docs/fidelity.md: runs the differential suite (crates/cli/tests/it/runtimes.rs)
 # against the installed containerd and podman, which writes the table of its run, and puts
 # it under the page's fixed text (scripts/runtimes-notes.md). Needs root and both runtimes
 # (scripts/install-deps.sh installs them).
@@ -12,5 +12,5 @@ PULLCHECK_RUNTIMES_TABLE="$table" cargo test --locked -p pullcheck-cli --test it
   cat scripts/runtimes-notes.md
   echo
   cat "$table"
-} > docs/runtimes.md
-echo "wrote docs/runtimes.md"
+} > docs/fidelity.md
+echo "wrote docs/fidelity.md"

@@ -143,6 +143,16 @@ struct NodeArgs {
         group = "mirror_source"
     )]
     hosts_dir: Option<PathBuf>,
+    /// containerd's config.toml: its CRI registry section as containerd 1.6 applies it
+    /// (config_path as the hosts directory, else the deprecated mirrors and configs.tls;
+    /// configs.auth for each contacted host when the pull carries no credentials).
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Mirrors",
+        group = "mirror_source"
+    )]
+    containerd_config: Option<PathBuf>,
     /// Docker daemon.json: its registry-mirrors (Docker Hub only) and insecure-registries.
     #[arg(
         long,
@@ -152,7 +162,8 @@ struct NodeArgs {
     )]
     docker_daemon_config: Option<PathBuf>,
     /// Read the standard paths of a node running this runtime: crio
-    /// (/etc/containers/registries.conf), containerd (/etc/containerd/certs.d), docker
+    /// (/etc/containers/registries.conf), containerd (/etc/containerd/config.toml when
+    /// present, else /etc/containerd/certs.d), docker
     /// (/etc/docker/daemon.json).
     #[arg(
         long,
@@ -728,6 +739,8 @@ impl NodeArgs {
             MirrorConfig::load_registries_conf(path)
         } else if let Some(dir) = &self.hosts_dir {
             MirrorConfig::load_hosts_dir(dir)
+        } else if let Some(path) = &self.containerd_config {
+            MirrorConfig::load_containerd_config(path)
         } else if let Some(path) = &self.docker_daemon_config {
             MirrorConfig::load_docker_daemon(path)
         } else if let Some(profile) = &self.node_config {
@@ -746,6 +759,11 @@ impl NodeArgs {
                     "containers registries.conf",
                 ),
                 ("--hosts-dir", &self.hosts_dir, "containerd hosts directory"),
+                (
+                    "--containerd-config",
+                    &self.containerd_config,
+                    "containerd config.toml",
+                ),
                 (
                     "--docker-daemon-config",
                     &self.docker_daemon_config,
@@ -777,6 +795,7 @@ impl NodeArgs {
             },
         })
         .map_err(|e| self.credential_error(&e))?;
+        let node = self.with_containerd_auths(node)?;
         let (Some(config), Some(bin_dir)) = (
             &self.image_credential_provider_config,
             &self.image_credential_provider_bin_dir,
@@ -790,6 +809,34 @@ impl NodeArgs {
         })
         .map_err(|e| self.credential_error(&e))?;
         Ok(node.with_providers(std::sync::Arc::new(providers)))
+    }
+
+    /// The `configs."HOST".auth` of containerd's config.toml: `--containerd-config`'s, or
+    /// with `--node-config containerd` /etc/containerd/config.toml's when present.
+    fn with_containerd_auths(&self, node: NodeCredentials) -> Result<NodeCredentials, String> {
+        const NODE_FILE: &str = "/etc/containerd/config.toml";
+        let profile_file = self
+            .node_config
+            .as_deref()
+            .and_then(|p| p.parse::<NodeProfile>().ok())
+            .filter(|p| *p == NodeProfile::Containerd)
+            .map(|_| std::path::Path::new(NODE_FILE))
+            .filter(|p| p.exists());
+        let Some(path) = self.containerd_config.as_deref().or(profile_file) else {
+            return Ok(node);
+        };
+        let auths = pullcheck::credentials::ContainerdAuths::load(path).map_err(|e| match &self
+            .containerd_config
+        {
+            Some(p) => option_error(
+                "--containerd-config",
+                p,
+                "containerd config.toml",
+                &e.to_string(),
+            ),
+            None => e.to_string(),
+        })?;
+        Ok(node.with_containerd_auths(std::sync::Arc::new(auths)))
     }
 
     /// A node credential error, named by the option that gave the file.

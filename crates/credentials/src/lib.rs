@@ -62,6 +62,7 @@ use serde::ser::SerializeStruct as _;
 use tokio::sync::OnceCell;
 
 pub mod authfile;
+pub mod containerd;
 mod credential;
 mod dockercfg;
 mod error;
@@ -76,6 +77,7 @@ pub mod secret;
 mod tree;
 
 pub use authfile::{AuthEntry, AuthFile, AuthFileKind};
+pub use containerd::ContainerdAuths;
 pub use credential::{Credential, Secret};
 pub use error::{CredentialError, HelperFailure};
 pub use helper::{HelperAnswer, HelperCall, HelperOptions};

@@ -78,9 +78,23 @@ pub struct NodeCredentials {
     containers: Option<AuthFile>,
     helpers: HelperOptions,
     providers: Option<Arc<CredentialProviders>>,
+    containerd: Option<Arc<crate::ContainerdAuths>>,
 }
 
 impl NodeCredentials {
+    /// With containerd's `config.toml` per-host auth (`configs."HOST".auth`), which the
+    /// CRI plugin sends to a contacted host only when the pull carries no credentials
+    /// ([`crate::containerd`]); the resolver applies it in containerd mode.
+    pub fn with_containerd_auths(mut self, auths: Arc<crate::ContainerdAuths>) -> NodeCredentials {
+        self.containerd = Some(auths);
+        self
+    }
+
+    /// containerd's `config.toml` per-host auth, when given.
+    pub fn containerd_auths(&self) -> Option<&crate::ContainerdAuths> {
+        self.containerd.as_deref()
+    }
+
     /// No node credentials at all.
     pub fn empty() -> NodeCredentials {
         NodeCredentials::default()
@@ -97,6 +111,7 @@ impl NodeCredentials {
             containers,
             helpers,
             providers: None,
+            containerd: None,
         }
     }
 
@@ -161,6 +176,7 @@ impl NodeCredentials {
             containers,
             helpers: options.helpers.clone(),
             providers: None,
+            containerd: None,
         })
     }
 

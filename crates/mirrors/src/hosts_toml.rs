@@ -815,7 +815,7 @@ fn ignored_source(label: &str) -> String {
 
 /// containerd `isProxy`: asking a host other than the image's own, where
 /// `registry-1.docker.io` counts as `docker.io`'s own.
-fn is_proxy(host: &str, refhost: &str) -> bool {
+pub(crate) fn is_proxy(host: &str, refhost: &str) -> bool {
     host != refhost && !(refhost == "docker.io" && host == DOCKER_HUB_API_HOST)
 }
 

@@ -5,7 +5,9 @@
 //! Three formats, one per runtime family:
 //! - [`registries_conf`]: containers-registries.conf v2 with `registries.conf.d`
 //!   drop-ins (CRI-O, podman; containers/image `pkg/sysregistriesv2`);
-//! - [`hosts_toml`]: containerd's `hosts.toml` directory (`config_path`, `certs.d`);
+//! - [`hosts_toml`]: containerd's `hosts.toml` directory (`config_path`, `certs.d`), and
+//!   [`containerd_config`]: containerd's `config.toml`, whose CRI `registry` section names
+//!   that directory or holds the deprecated `mirrors` and `configs.*.tls`;
 //! - [`docker_daemon`]: the Docker daemon's `daemon.json` `registry-mirrors` and
 //!   `insecure-registries`.
 //!
@@ -39,6 +41,7 @@ use std::str::FromStr;
 
 use pullcheck_reference::Reference;
 
+pub mod containerd_config;
 pub mod docker_daemon;
 mod duration;
 mod endpoint;
@@ -53,6 +56,7 @@ pub use endpoint::{ClientCert, CredentialRule, Endpoint, Mode, Resolution};
 pub use error::MirrorError;
 pub use url::DOCKER_HUB_API_HOST;
 
+use containerd_config::ContainerdConfig;
 use docker_daemon::DaemonConfig;
 use hosts_toml::HostsDir;
 use registries_conf::RegistriesConf;
@@ -62,7 +66,8 @@ use registries_conf::RegistriesConf;
 pub enum NodeProfile {
     /// CRI-O: `/etc/containers/registries.conf` and `/etc/containers/registries.conf.d/`.
     Crio,
-    /// containerd: `/etc/containerd/certs.d/`.
+    /// containerd: `/etc/containerd/config.toml` (its CRI `registry` section) when
+    /// present, else `/etc/containerd/certs.d/`.
     Containerd,
     /// Docker (with cri-dockerd): `/etc/docker/daemon.json`.
     Docker,
@@ -85,7 +90,7 @@ impl NodeProfile {
                 "/etc/containers/registries.conf",
                 "/etc/containers/registries.conf.d",
             ],
-            NodeProfile::Containerd => &["/etc/containerd/certs.d"],
+            NodeProfile::Containerd => &["/etc/containerd/config.toml", "/etc/containerd/certs.d"],
             NodeProfile::Docker => &["/etc/docker/daemon.json"],
         }
     }
@@ -116,6 +121,7 @@ enum Source {
     Direct,
     RegistriesConf(RegistriesConf),
     Containerd(HostsDir),
+    ContainerdCri(ContainerdConfig),
     Docker(DaemonConfig),
 }
 
@@ -194,6 +200,51 @@ impl MirrorConfig {
         Ok(Self::from_hosts_dir(HostsDir::load(dir)?))
     }
 
+    /// `--containerd-config PATH`: containerd's `config.toml` (must exist), applied as
+    /// containerd 1.6's CRI plugin does ([`containerd_config`]): its `config_path` is
+    /// the hosts directory (the first of a `:`-list, with a warning for the others; a
+    /// directory that does not exist is an empty one, as containerd finds no host
+    /// directory there), else its `mirrors` and `configs.*.tls`. The `configs.*.auth`
+    /// credentials are `pullcheck-credentials`' `ContainerdAuths`.
+    ///
+    /// # Errors
+    /// As [`ContainerdConfig::load`] and [`HostsDir::load`].
+    pub fn load_containerd_config(path: &Path) -> Result<MirrorConfig, MirrorError> {
+        Self::containerd_config_under(path, None)
+    }
+
+    fn containerd_config_under(
+        path: &Path,
+        root: Option<&Path>,
+    ) -> Result<MirrorConfig, MirrorError> {
+        let conf = ContainerdConfig::load(path)?;
+        let Some((first, rest)) = conf.config_path().split_first() else {
+            return Ok(MirrorConfig {
+                source: Source::ContainerdCri(conf),
+                notes: Vec::new(),
+            });
+        };
+        let dir = match first.to_str() {
+            Some(abs) if first.is_absolute() => rooted(root, abs),
+            _ => first.clone(),
+        };
+        let mut c = if dir.exists() {
+            Self::from_hosts_dir(HostsDir::load(&dir)?)
+        } else {
+            Self::from_hosts_dir(HostsDir::new(&dir))
+        };
+        if !rest.is_empty() {
+            c.notes.push(format!(
+                "{}: config_path lists {} directories; only {} is read here, while containerd \
+                 takes each host from the first directory that has it",
+                conf.file(),
+                rest.len() + 1,
+                dir.display()
+            ));
+        }
+        Ok(c)
+    }
+
     /// `--docker-daemon-config PATH`: a `daemon.json` (must exist).
     ///
     /// # Errors
@@ -242,9 +293,20 @@ impl MirrorConfig {
                 c
             }
             NodeProfile::Containerd => {
+                let config = rooted(root, "/etc/containerd/config.toml");
                 let dir = rooted(root, "/etc/containerd/certs.d");
-                if dir.exists() {
-                    Self::from_hosts_dir(HostsDir::load(&dir)?)
+                if config.exists() {
+                    Self::containerd_config_under(&config, root)?
+                } else if dir.exists() {
+                    let mut c = Self::from_hosts_dir(HostsDir::load(&dir)?);
+                    c.notes.push(format!(
+                        "node profile containerd: {} was not found, so {} is read as the hosts \
+                         directory, as a config_path naming it would be; containerd 1.6's CRI \
+                         plugin reads it only when config.toml's config_path names it",
+                        config.display(),
+                        dir.display()
+                    ));
+                    c
                 } else {
                     let mut c = Self::from_hosts_dir(HostsDir::new(&dir));
                     c.notes.push(format!(
@@ -283,7 +345,7 @@ impl MirrorConfig {
         match self.source {
             Source::Direct => Mode::Direct,
             Source::RegistriesConf(_) => Mode::RegistriesConf,
-            Source::Containerd(_) => Mode::Containerd,
+            Source::Containerd(_) | Source::ContainerdCri(_) => Mode::Containerd,
             Source::Docker(_) => Mode::Docker,
         }
     }
@@ -295,6 +357,7 @@ impl MirrorConfig {
             Source::RegistriesConf(c) if c.files().is_empty() => " (no files)".to_owned(),
             Source::RegistriesConf(c) => format!(" ({})", c.files().join(", ")),
             Source::Containerd(d) => format!(" ({})", d.root().display()),
+            Source::ContainerdCri(c) => format!(" ({}, no config_path)", c.file()),
             Source::Docker(d) => format!(" ({})", d.file()),
         };
         format!("{}{from}: {}", self.mode(), self.mode().describe())
@@ -309,7 +372,7 @@ impl MirrorConfig {
         match &self.source {
             Source::Containerd(d) => w.extend(d.warnings().iter().cloned()),
             Source::RegistriesConf(c) => w.extend(c.warnings()),
-            Source::Direct | Source::Docker(_) => {}
+            Source::Direct | Source::Docker(_) | Source::ContainerdCri(_) => {}
         }
         w
     }
@@ -321,6 +384,7 @@ impl MirrorConfig {
             Source::Direct => direct(reference),
             Source::RegistriesConf(c) => c.resolve(reference),
             Source::Containerd(d) => d.resolve(reference),
+            Source::ContainerdCri(c) => c.resolve(reference),
             Source::Docker(d) => d.resolve(reference),
         }
     }

@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 
 pub mod credential_provider;
+pub mod cri;
 mod error;
 mod http;
 mod image;

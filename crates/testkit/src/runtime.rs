@@ -13,6 +13,11 @@
 //!   `--cert-dir`, `--tls-verify` and `--platform` as given, `HOME` and `XDG_RUNTIME_DIR`
 //!   in its own directory so that no user file of the machine is read.
 //!
+//! - [`Containerd::start_cri`] starts it with the CRI plugin on instead, and
+//!   [`Containerd::cri_pull`] pulls through `ImageService.PullImage` as the kubelet does
+//!   ([`crate::cri`]): the CRI plugin's own resolver setup, with its credential rules
+//!   and the config's `registry` section (`config_path`, `mirrors`, `configs`).
+//!
 //! Each pull is bounded ([`PULL_TIMEOUT`]) and killed when its future is dropped. The
 //! outcome is a [`PullOutcome`]: success, or the failure's [`FailureKind`] read from
 //! what the runtime printed (these are the runtimes' own messages, matched here in the
@@ -277,12 +282,33 @@ impl Containerd {
     }
 
     /// Starts containerd with its root, state and socket in a new temporary directory
-    /// and waits (at most 20 s) until `ctr version` answers.
+    /// and the CRI plugin off, and waits (at most 20 s) until `ctr version` answers.
     ///
     /// # Errors
     /// Not installed, the config cannot be written, or containerd exits or does not
     /// answer in time (with its stderr).
     pub async fn start() -> Result<Containerd, Error> {
+        Self::start_with(None).await
+    }
+
+    /// Starts containerd with the CRI plugin on (version 2 config; the native
+    /// snapshotter; CNI directories of its own under the temporary directory, empty:
+    /// the plugin starts without a network configuration and `PullImage` needs none;
+    /// the streaming server on `127.0.0.1`, port chosen by the kernel) and `registry`
+    /// appended to the config: TOML tables under
+    /// `[plugins."io.containerd.grpc.v1.cri".registry]` (`config_path`, `mirrors`,
+    /// `configs`), or `""`. Waits (at most 20 s) until `ctr plugins ls` lists the CRI
+    /// plugin `ok`.
+    ///
+    /// # Errors
+    /// As [`Containerd::start`]; and when the CRI plugin did not load (containerd
+    /// refusing the registry section, e.g. `config_path` with `mirrors`), with
+    /// containerd's log.
+    pub async fn start_cri(registry: &str) -> Result<Containerd, Error> {
+        Self::start_with(Some(registry)).await
+    }
+
+    async fn start_with(cri: Option<&str>) -> Result<Containerd, Error> {
         let version = Self::installed().ok_or_else(|| {
             Error::Unsupported(format!(
                 "{CONTAINERD_BINARY} or {CTR_BINARY} is not installed"
@@ -291,11 +317,10 @@ impl Containerd {
         let dir = TempDir::new("containerd")?;
         let socket = dir.path().join("containerd.sock");
         let config = dir.path().join("config.toml");
-        let toml = format!(
+        let mut toml = format!(
             "version = 2\n\
              root = {root}\n\
              state = {state}\n\
-             disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n\
              [grpc]\n  address = {sock}\n\
              [ttrpc]\n  address = {ttrpc}\n\
              [debug]\n  address = \"\"\n\
@@ -305,6 +330,31 @@ impl Containerd {
             sock = toml_str(&socket),
             ttrpc = toml_str(&dir.path().join("containerd.sock.ttrpc")),
         );
+        match cri {
+            None => toml.insert_str(
+                toml.find("[grpc]").unwrap_or(0),
+                "disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n",
+            ),
+            Some(registry) => {
+                for sub in ["cni-bin", "cni-conf"] {
+                    std::fs::create_dir(dir.path().join(sub))
+                        .map_err(|e| Error::io(format!("creating {sub}"), e))?;
+                }
+                toml.push_str(&format!(
+                    "[plugins.\"io.containerd.grpc.v1.cri\"]\n\
+                     \x20 stream_server_address = \"127.0.0.1\"\n\
+                     \x20 stream_server_port = \"0\"\n\
+                     [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n\
+                     \x20 snapshotter = \"native\"\n\
+                     [plugins.\"io.containerd.grpc.v1.cri\".cni]\n\
+                     \x20 bin_dir = {bin}\n\
+                     \x20 conf_dir = {conf}\n\
+                     {registry}\n",
+                    bin = toml_str(&dir.path().join("cni-bin")),
+                    conf = toml_str(&dir.path().join("cni-conf")),
+                ));
+            }
+        }
         std::fs::write(&config, toml)
             .map_err(|e| Error::io(format!("writing {}", config.display()), e))?;
         let mut process = Process::spawn(
@@ -314,6 +364,7 @@ impl Containerd {
             |_| {},
         )?;
         let deadline = Instant::now() + Duration::from_secs(20);
+        let sock = socket.to_string_lossy().into_owned();
         loop {
             if let Some(status) = process.exited() {
                 return Err(Error::Tool {
@@ -323,18 +374,15 @@ impl Containerd {
                 });
             }
             if socket.exists() {
-                let sock = socket.to_string_lossy().into_owned();
-                let ok = tokio::process::Command::new(CTR_BINARY)
-                    .args(["--address", &sock, "version"])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .kill_on_drop(true)
-                    .status()
-                    .await
-                    .is_ok_and(|s| s.success());
-                if ok {
-                    break;
+                match ctr_plugin_state(&sock, cri.is_some()).await {
+                    PluginState::Ready => break,
+                    PluginState::Failed => {
+                        return Err(Error::Unsupported(format!(
+                            "containerd's CRI plugin did not load; containerd's log:\n{}",
+                            process.stderr()
+                        )));
+                    }
+                    PluginState::NotYet => {}
                 }
             }
             if Instant::now() > deadline {
@@ -357,6 +405,12 @@ impl Containerd {
     /// The version line.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The `config.toml` this daemon was started with (for pullcheck's
+    /// `--containerd-config` on the same file).
+    pub fn config_file(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
     }
 
     /// Pulls `reference` with `ctr images pull` (fetch and unpack with the native
@@ -394,6 +448,95 @@ impl Containerd {
             outcome.output = outcome.output.replace(password, "<redacted>");
         }
         Ok(outcome)
+    }
+
+    /// Pulls `reference` through the CRI plugin (`ImageService.PullImage`, as the
+    /// kubelet: [`crate::cri::pull_request`]) with `auth` or none, bounded by
+    /// [`PULL_TIMEOUT`]. The daemon must have been started with
+    /// [`Containerd::start_cri`]. The platform is the node's (containerd's default).
+    ///
+    /// # Errors
+    /// Only when the socket cannot be connected; a failed pull is a [`PullOutcome`]
+    /// whose output is the gRPC status message, the secret redacted.
+    pub async fn cri_pull(
+        &self,
+        reference: &str,
+        auth: Option<&crate::cri::CriAuth>,
+    ) -> Result<PullOutcome, Error> {
+        let started = Instant::now();
+        let request = crate::cri::pull_request(reference, auth);
+        let answer = tokio::time::timeout(
+            PULL_TIMEOUT,
+            crate::cri::pull_image(self.socket.clone(), request),
+        )
+        .await;
+        let (result, mut output) = match answer {
+            Err(_) => (
+                Err(FailureKind::Other),
+                format!(
+                    "PullImage {reference}: no answer after {}s",
+                    PULL_TIMEOUT.as_secs()
+                ),
+            ),
+            Ok(answer) => match answer? {
+                Ok(response) => (Ok(()), response.image_ref),
+                Err(status) => {
+                    let message = status.message().replace('\n', " ");
+                    (Err(classify_failure(&message)), message)
+                }
+            },
+        };
+        if let Some(auth) = auth {
+            output = output.replace(auth.secret(), "<redacted>");
+        }
+        Ok(PullOutcome {
+            result,
+            output,
+            elapsed: started.elapsed(),
+        })
+    }
+}
+
+enum PluginState {
+    Ready,
+    NotYet,
+    Failed,
+}
+
+/// Whether containerd answers on `sock` (`ctr version`) and, with `cri`, whether
+/// `ctr plugins ls` lists `io.containerd.grpc.v1 cri` as `ok` (`error`: it failed to
+/// load; containerd itself runs on without it).
+async fn ctr_plugin_state(sock: &str, cri: bool) -> PluginState {
+    let args: &[&str] = if cri {
+        &["--address", sock, "plugins", "ls"]
+    } else {
+        &["--address", sock, "version"]
+    };
+    let Ok(out) = tokio::process::Command::new(CTR_BINARY)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+    else {
+        return PluginState::NotYet;
+    };
+    if !out.status.success() {
+        return PluginState::NotYet;
+    }
+    if !cri {
+        return PluginState::Ready;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| {
+        let mut w = l.split_whitespace();
+        w.next() == Some("io.containerd.grpc.v1") && w.next() == Some("cri")
+    });
+    match line.and_then(|l| l.split_whitespace().last()) {
+        Some("ok") => PluginState::Ready,
+        Some("error") => PluginState::Failed,
+        _ => PluginState::NotYet,
     }
 }
 

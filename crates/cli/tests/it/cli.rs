@@ -1085,3 +1085,66 @@ fn an_unused_kubeconfig_is_warned_about() {
         text(&out)
     );
 }
+
+#[test]
+fn explain_shows_containerd_config_auth_per_contacted_host() {
+    let dir = temp_dir("containerd-config");
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        r#"version = 2
+[plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.example.com"]
+  endpoint = ["https://mirror.example.com"]
+[plugins."io.containerd.grpc.v1.cri".registry.configs."mirror.example.com".auth]
+  username = "node"
+  password = "canary-config-password-3"
+"#,
+    )
+    .unwrap();
+    let path = config.to_string_lossy().into_owned();
+    let out = pullcheck(
+        &[
+            "explain",
+            "registry.example.com/app:1",
+            "--containerd-config",
+            &path,
+            "--format",
+            "json",
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("canary-config-password-3"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let endpoints = v["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 2);
+    assert_eq!(endpoints[0]["url"], "https://mirror.example.com/v2/");
+    assert_eq!(endpoints[0]["mirror"], true);
+    let c = endpoints[0]["credentials"].as_array().unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0]["key"], r#"configs."mirror.example.com".auth"#);
+    assert_eq!(c[0]["username"], "node");
+    // The registry itself has no entry: anonymous there.
+    assert_eq!(endpoints[1]["url"], "https://registry.example.com/v2/");
+    assert_eq!(endpoints[1]["credentials"].as_array().unwrap().len(), 0);
+
+    // What containerd refuses to load is an exit-2 error naming the option and the key.
+    std::fs::write(
+        &config,
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/nonexistent\"\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".tls]\n  insecure_skip_verify = true\n",
+    )
+    .unwrap();
+    let out = pullcheck(
+        &[
+            "explain",
+            "registry.example.com/app:1",
+            "--containerd-config",
+            &path,
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("--containerd-config"), "{err}");
+    assert!(err.contains("configs.\"h\".tls"), "{err}");
+}

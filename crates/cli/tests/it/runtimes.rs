@@ -1,5 +1,6 @@
 //! The differential suite: every case runs through `pullcheck check` and through the
-//! real runtime (containerd by `ctr`, podman for containers/image) on the same loopback
+//! real runtime (containerd by `ctr` and through its CRI plugin's `PullImage` as the
+//! kubelet calls it, podman for containers/image) on the same loopback
 //! registries and the same configuration files, and the two must agree: pullcheck's
 //! `present` ⇔ the pull succeeds, a failure's kind mapped (not found, unauthorized,
 //! TLS, unreachable, platform, blocked), and, for a success, the registry that served
@@ -7,14 +8,17 @@
 //!
 //! `#[ignore]`d: it needs Debian's `containerd` and `podman` and root; `scripts/test.sh`
 //! runs it (`-- --ignored`) when both are installed and prints `SKIPPED:` otherwise.
-//! With `PULLCHECK_RUNTIMES_TABLE=FILE` it writes the table of `docs/runtimes.md`
+//! With `PULLCHECK_RUNTIMES_TABLE=FILE` it writes the table of `docs/fidelity.md`
 //! (`scripts/runtimes-table.sh`). A row where pullcheck deliberately differs carries its
 //! explanation; such a row must still differ (a stale explanation fails the test).
+//! `PULLCHECK_RUNTIMES_ONLY=NAME` runs only the cases of one runtime (`containerd`,
+//! `containerd CRI`, `podman`) while working on them; the table is then partial.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pullcheck_testkit::cri::CriAuth;
 use pullcheck_testkit::kube::{DockerAuth, pull_secret_manifest};
 use pullcheck_testkit::runtime::{
     Containerd, CtrPull, Podman, PodmanPull, PullOutcome, make_tls_files,
@@ -166,8 +170,21 @@ impl Env {
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Rt {
+    /// containerd through `ctr` (the client-side resolver).
     Containerd,
+    /// containerd through its CRI plugin (`PullImage`, as the kubelet calls it).
+    Cri,
     Podman,
+}
+
+impl Rt {
+    fn name(self) -> &'static str {
+        match self {
+            Rt::Containerd => "containerd",
+            Rt::Cri => "containerd CRI",
+            Rt::Podman => "podman",
+        }
+    }
 }
 
 /// The runtime side of a case: the files both it and pullcheck read.
@@ -182,6 +199,10 @@ struct Setup {
     auth_key: Option<&'static str>,
     /// podman `--cert-dir` with the test CA / pullcheck `--ca-file`.
     ca: bool,
+    /// containerd CRI: the `registry` section of a config.toml of this case's own
+    /// (`{HOSTS}` is the case's hosts directory): a containerd is started with it, and
+    /// pullcheck gets `--containerd-config` on the same file instead of `--hosts-dir`.
+    config_toml: Option<&'static str>,
 }
 
 struct Case {
@@ -218,6 +239,10 @@ impl Case {
         self.setup.auth_key = Some(key);
         self
     }
+    fn config_toml(mut self, registry: &'static str) -> Case {
+        self.setup.config_toml = Some(registry);
+        self
+    }
     fn ca(mut self) -> Case {
         self.setup.ca = true;
         self
@@ -242,8 +267,10 @@ const INSECURE: &str = "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n\
 fn cases() -> Vec<Case> {
     use Rt::{Containerd as C, Podman as P};
     let mut v = Vec::new();
-    // The same questions of both runtimes: formats, platforms, missing, auth, network.
-    for rt in [C, P] {
+    // The same questions of every runtime: formats, platforms, missing, auth, network.
+    // The CRI plugin pulls for the node's platform (linux/amd64 here; PullImage has no
+    // platform), so it gets no case that asks for another one.
+    for rt in [C, Rt::Cri, P] {
         let open: &[(&str, &str)] = if rt == P { &[("", INSECURE)] } else { &[] };
         let c = |name, image| case(name, rt, image).files(open);
         v.push(c("OCI manifest, present", "{ANON}/app:v1"));
@@ -253,20 +280,22 @@ fn cases() -> Vec<Case> {
             "Docker manifest list with linux/amd64",
             "{ANON}/app:list",
         ));
-        v.push(
-            c(
-                "OCI index without the platform (linux/s390x)",
-                "{ANON}/app:idx",
-            )
-            .platform("linux/s390x"),
-        );
-        v.push(
-            c(
-                "Docker list without the platform (linux/s390x)",
-                "{ANON}/app:list",
-            )
-            .platform("linux/s390x"),
-        );
+        if rt != Rt::Cri {
+            v.push(
+                c(
+                    "OCI index without the platform (linux/s390x)",
+                    "{ANON}/app:idx",
+                )
+                .platform("linux/s390x"),
+            );
+            v.push(
+                c(
+                    "Docker list without the platform (linux/s390x)",
+                    "{ANON}/app:list",
+                )
+                .platform("linux/s390x"),
+            );
+        }
         v.push(c(
             "single-platform linux/arm64 image asked for linux/amd64",
             "{ANON}/arm:v1",
@@ -468,6 +497,111 @@ fn cases() -> Vec<Case> {
         "{TLS}/app:v1",
         "[[registry]]\nlocation = \"{TLS}\"\ninsecure = true\n",
     ));
+    // containerd through its CRI plugin: the kubelet's PullImage, the pod's pull secret
+    // as its AuthConfig (no server address), config_path the hosts directory.
+    // (The questions every runtime is asked are in the loop above.)
+    let r = |name, image| case(name, Rt::Cri, image);
+    v.push(r("hosts.toml: mirror first", "{ANON}/app:v1").files(&[(
+        "{ANON}",
+        "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+    )]));
+    v.push(
+        r(
+            "hosts.toml: the pod's pull secret on the mirror (htpasswd mirror)",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{EMPTY}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )])
+        .creds(USER, PASSWORD),
+    );
+    v.push(
+        r(
+            "hosts.toml: a 401 at the mirror moves on (htpasswd mirror, no credentials)",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{ANON}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )]),
+    );
+    v.push(
+        r(
+            "hosts.toml: wrong credentials at the mirror move on (htpasswd mirror)",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{ANON}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )])
+        .creds(USER, WRONG),
+    );
+    // containerd's own config.toml: configs."HOST".auth, per contacted host, only when
+    // the pull carries no credentials (pkg/cri/server/image_pull.go registryHosts).
+    const HTP_MIRROR: &[(&str, &str)] = &[(
+        "{ANON}",
+        "server = \"http://{EMPTY}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+    )];
+    v.push(
+        r(
+            "config.toml: configs auth of the mirror's host used on the mirror",
+            "{ANON}/app:v1",
+        )
+        .files(HTP_MIRROR)
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{HTP}\".auth]\n",
+            "  username = \"runtime-user\"\n  password = \"runtime-password-1\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: the image registry's configs auth is not sent to the mirror",
+            "{ANON}/app:v1",
+        )
+        .files(&[(
+            "{ANON}",
+            "server = \"http://{HTP}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
+        )])
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{ANON}\".auth]\n",
+            "  username = \"runtime-user\"\n  password = \"runtime-password-1\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: the pull's credentials beat configs auth (wrong there)",
+            "{ANON}/app:v1",
+        )
+        .files(HTP_MIRROR)
+        .creds(USER, PASSWORD)
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{HTP}\".auth]\n",
+            "  username = \"runtime-user\"\n  password = \"wrong-password-2\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: no config_path, deprecated mirrors with configs auth (mirror's host)",
+            "{ANON}/app:v1",
+        )
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"{ANON}\"]\n",
+            "  endpoint = [\"http://{HTP}\"]\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{HTP}\".auth]\n",
+            "  auth = \"cnVudGltZS11c2VyOnJ1bnRpbWUtcGFzc3dvcmQtMQ==\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: no config_path, no mirrors (the CRI plugin reads no certs.d)",
+            "{ANON}/app:v1",
+        )
+        .config_toml(""),
+    );
     v
 }
 
@@ -530,7 +664,7 @@ impl Files {
         ];
         let path = |p: &Path| p.to_string_lossy().into_owned();
         match case.rt {
-            Rt::Containerd => {
+            Rt::Containerd | Rt::Cri => {
                 let hosts = dir.join("hosts");
                 std::fs::create_dir(&hosts).unwrap();
                 for (d, text) in &case.setup.files {
@@ -598,6 +732,58 @@ async fn run_pullcheck(env: &Env, args: &[String], home: &Path) -> (String, Opti
     (answer, served)
 }
 
+/// A config.toml with `config_path` and `mirrors` together: containerd does not load
+/// its CRI plugin (`ValidatePluginConfig`), and pullcheck refuses the file (exit 2,
+/// naming it and the key).
+async fn refused_by_both(env: &Env) {
+    let registry = env.fill(
+        "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/nonexistent\"\n\
+         [plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"{ANON}\"]\n  endpoint = [\"http://{MIRROR}\"]\n",
+    );
+    let err = Containerd::start_cri(&registry)
+        .await
+        .expect_err("containerd refuses config_path with mirrors");
+    assert!(
+        err.to_string()
+            .contains("`mirrors` cannot be set when `config_path` is provided"),
+        "{err}"
+    );
+    let dir = temp_dir("runtimes-refused");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, format!("version = 2\n{registry}")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+        .args(["check", "--containerd-config"])
+        .arg(&config)
+        .args(["--image", &env.fill("{ANON}/app:v1")])
+        .current_dir(&dir)
+        .env("HOME", &dir)
+        .output()
+        .expect("run pullcheck");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--containerd-config"), "{stderr}");
+    assert!(
+        stderr.contains("`mirrors` cannot be set when `config_path` is provided"),
+        "{stderr}"
+    );
+}
+
+/// Empties `to` and copies the tree `from` into it (directories and files).
+fn replace_dir(to: &Path, from: &Path) {
+    for entry in std::fs::read_dir(to).unwrap() {
+        std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+    }
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        std::fs::create_dir(&dest).unwrap();
+        for file in std::fs::read_dir(entry.path()).unwrap() {
+            let file = file.unwrap();
+            std::fs::copy(file.path(), dest.join(file.file_name())).unwrap();
+        }
+    }
+}
+
 fn first_word(s: &str) -> &str {
     s.split(' ').next().unwrap_or(s)
 }
@@ -609,10 +795,45 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
     let containerd = Containerd::start().await.expect("containerd");
     let podman = Podman::new().expect("podman");
     let env = Env::start().await;
+    // The CRI plugin's config_path: each CRI case's hosts.toml files are copied here.
+    let cri_hosts = temp_dir("runtimes-cri-hosts");
+    let cri = Containerd::start_cri(&format!(
+        "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = {}\n",
+        serde_json::Value::String(cri_hosts.to_string_lossy().into_owned())
+    ))
+    .await
+    .expect("containerd with the CRI plugin");
     let mut rows = Vec::new();
+    let only = std::env::var("PULLCHECK_RUNTIMES_ONLY").ok();
     for case in cases() {
+        if only.as_deref().is_some_and(|o| o != case.rt.name()) {
+            continue;
+        }
         let image = env.fill(case.image);
-        let (files, args) = Files::write(&env, &case, &image);
+        let (files, mut args) = Files::write(&env, &case, &image);
+        // A case with a config.toml of its own gets a containerd of its own, started
+        // before pullcheck runs so that both read the same file.
+        let own = match case.setup.config_toml {
+            None => None,
+            Some(registry) => {
+                let hosts = files.dir.join("hosts");
+                let registry = env
+                    .fill(registry)
+                    .replace("{HOSTS}", &hosts.to_string_lossy());
+                let daemon = Containerd::start_cri(&registry)
+                    .await
+                    .expect("containerd with the case's config.toml");
+                let at = args.iter().position(|a| a == "--hosts-dir").unwrap();
+                args.splice(
+                    at..at + 2,
+                    [
+                        "--containerd-config".to_owned(),
+                        daemon.config_file().to_string_lossy().into_owned(),
+                    ],
+                );
+                Some(daemon)
+            }
+        };
         env.clear().await;
         let (pullcheck, pullcheck_served) = run_pullcheck(&env, &args, &files.dir).await;
         env.clear().await;
@@ -629,6 +850,20 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
                     .await
                     .expect("ctr within 90 s")
                     .expect("ctr runs")
+            }
+            Rt::Cri => {
+                let cri = own.as_ref().unwrap_or(&cri);
+                if own.is_none() {
+                    replace_dir(&cri_hosts, &files.dir.join("hosts"));
+                }
+                let auth = case
+                    .setup
+                    .creds
+                    .map(|(u, p)| CriAuth::UserPassword(u.to_owned(), p.to_owned()));
+                tokio::time::timeout(Duration::from_secs(90), cri.cri_pull(&image, auth.as_ref()))
+                    .await
+                    .expect("PullImage within 90 s")
+                    .expect("the CRI socket answers")
             }
             Rt::Podman => {
                 let conf = files.dir.join("registries.conf");
@@ -663,7 +898,14 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
         };
         rows.push(row);
     }
-    let versions = format!("{}; {}", containerd.version(), podman.version());
+    if only.as_deref().is_none_or(|o| o == Rt::Cri.name()) {
+        refused_by_both(&env).await;
+    }
+    let versions = format!(
+        "{} (ctr, and CRI plugin); {}",
+        containerd.version(),
+        podman.version()
+    );
     let elapsed = started.elapsed();
     let table = render(&rows, &versions, elapsed);
     if let Some(path) = std::env::var_os("PULLCHECK_RUNTIMES_TABLE") {
@@ -718,10 +960,7 @@ fn render(rows: &[Row], versions: &str, elapsed: Duration) -> String {
         };
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} |\n",
-            match r.rt {
-                Rt::Containerd => "containerd",
-                Rt::Podman => "podman",
-            },
+            r.rt.name(),
             r.case,
             r.pullcheck,
             r.pullcheck_served.as_deref().unwrap_or("-"),

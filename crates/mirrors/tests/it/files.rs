@@ -385,3 +385,67 @@ location = "mirror.example.org"
         "mirror.example.org"
     );
 }
+
+#[test]
+fn node_profile_containerd_follows_config_toml() {
+    let root = std::env::temp_dir().join(format!(
+        "pullcheck-mirrors-containerd-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    let hosts = root.join("srv/hosts/docker.io");
+    std::fs::create_dir_all(&hosts).unwrap();
+    std::fs::write(
+        hosts.join("hosts.toml"),
+        "server = \"https://registry-1.docker.io\"\n[host.\"https://mirror.example.com\"]\n",
+    )
+    .unwrap();
+    let etc = root.join("etc/containerd");
+    std::fs::create_dir_all(etc.join("certs.d/docker.io")).unwrap();
+    std::fs::write(
+        etc.join("certs.d/docker.io/hosts.toml"),
+        "[host.\"https://certs-d.example.com\"]\n",
+    )
+    .unwrap();
+    let image = Reference::parse_normalized("alpine:3").unwrap();
+    let first_host = |c: &MirrorConfig| match c.resolve(&image) {
+        Resolution::Endpoints(e) => e[0].host.clone(),
+        other => panic!("{other:?}"),
+    };
+    // Without config.toml: certs.d, with a note on containerd 1.6's CRI default.
+    let c = MirrorConfig::from_node_profile(NodeProfile::Containerd, Some(&root)).unwrap();
+    assert_eq!(first_host(&c), "certs-d.example.com");
+    assert_eq!(c.warnings().len(), 1, "{:?}", c.warnings());
+    assert!(c.warnings()[0].contains("only when config.toml's config_path names it"));
+    // config.toml's config_path wins (rooted like the profile's own paths).
+    std::fs::write(
+        etc.join("config.toml"),
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/srv/hosts\"\n",
+    )
+    .unwrap();
+    let c = MirrorConfig::from_node_profile(NodeProfile::Containerd, Some(&root)).unwrap();
+    assert_eq!(first_host(&c), "mirror.example.com");
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+    // A config.toml without config_path: the CRI plugin's default host, no certs.d.
+    std::fs::write(etc.join("config.toml"), "version = 2\n").unwrap();
+    let c = MirrorConfig::from_node_profile(NodeProfile::Containerd, Some(&root)).unwrap();
+    assert_eq!(first_host(&c), "registry-1.docker.io");
+    // One containerd refuses: the error names the file and the key.
+    std::fs::write(
+        etc.join("config.toml"),
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/srv/hosts\"\n[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]\n  endpoint = [\"https://m.example.com\"]\n",
+    )
+    .unwrap();
+    let e = MirrorConfig::from_node_profile(NodeProfile::Containerd, Some(&root))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "{}: plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors: `mirrors` cannot be set \
+             when `config_path` is provided (containerd does not load its CRI plugin with both)",
+            etc.join("config.toml").display()
+        )
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}

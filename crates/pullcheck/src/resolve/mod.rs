@@ -108,12 +108,17 @@ pub struct Credentials {
     pub chain: CredentialChain,
     /// Node files and helpers only, for endpoints that do not get the pull secrets.
     pub node_only: CredentialChain,
+    /// containerd's `config.toml` per-host auth (`configs."HOST".auth`), from the node's
+    /// credentials: in containerd mode, a route whose pull carries no credentials gets
+    /// the entry of its own host, as the CRI plugin does.
+    pub containerd: Option<pullcheck_credentials::ContainerdAuths>,
 }
 
 impl Credentials {
     /// Credentials over a keyring of pull secrets and the node's files.
     pub fn new(pull_secrets: Keyring, node: pullcheck_credentials::NodeCredentials) -> Self {
         Credentials {
+            containerd: node.containerd_auths().cloned(),
             node_only: CredentialChain::new(Keyring::new(), node.clone()),
             chain: CredentialChain::new(pull_secrets, node),
         }
@@ -135,12 +140,26 @@ impl Credentials {
         }
     }
 
-    /// The credential steps for one route, without running helpers (for `explain`).
+    /// The credential steps for one route, without running helpers (for `explain`):
+    /// when there are none, containerd's `configs."HOST".auth` for the route's host.
     pub fn explain_route(&self, route: &PlannedRoute) -> Vec<CredentialStep> {
-        match lookup_reference(route) {
+        let steps = match lookup_reference(route) {
             Some(r) => self.chain_for(&route.credentials).explain_for(&r),
             None => Vec::new(),
+        };
+        if steps.is_empty()
+            && let Some(c) = self.containerd_for(route)
+        {
+            return vec![CredentialStep::Credential(c)];
         }
+        steps
+    }
+
+    /// containerd `registryHosts` (`pkg/cri/server/image_pull.go`, 1.6.20): a pull
+    /// without credentials uses `configs[host].auth` of the host contacted.
+    fn containerd_for(&self, route: &PlannedRoute) -> Option<ResolvedCredential> {
+        let auths = self.containerd.as_ref()?;
+        auths.for_host(&route.endpoint.endpoint.host)
     }
 }
 
@@ -195,11 +214,23 @@ pub async fn resolve_within(
             }
             None => Default::default(),
         };
+        let mut rule = p.credentials.rule.clone();
+        let mut found_credentials = found.credentials;
+        if found_credentials.is_empty()
+            && resolver.mirrors.mode() == pullcheck_mirrors::Mode::Containerd
+            && let Some(c) = credentials.containerd_for(&p)
+        {
+            rule = format!(
+                "the pull carries no credentials, so containerd's CRI plugin sends {} {} to {}",
+                c.source.source, c.source.key, p.endpoint.endpoint.host
+            );
+            found_credentials.push(c);
+        }
         routes.push(Route {
-            credential_rule: p.credentials.rule.clone(),
+            credential_rule: rule,
             endpoint: p.endpoint,
             repository: p.repository,
-            credentials: found.credentials,
+            credentials: found_credentials,
             provider_failures: found.provider_failures,
         });
     }
