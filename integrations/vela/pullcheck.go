@@ -263,7 +263,9 @@ type Remedy struct {
 
 // Attempt is one endpoint and credential asked about an image.
 type Attempt struct {
-	// Registry is the endpoint asked (host[:port], with its API path when not /v2/).
+	// Endpoint is the endpoint asked: host[:port], with its API path when not /v2/.
+	Endpoint string `json:"endpoint"`
+	// Registry is the endpoint's host, host[:port].
 	Registry string `json:"registry"`
 	// Credential is the credential it was asked with; nil for anonymous.
 	Credential *Credential `json:"credential"`
@@ -273,6 +275,8 @@ type Attempt struct {
 	Reason string `json:"reason"`
 	// Detail is the answer in words.
 	Detail string `json:"detail"`
+	// Chosen is true on the one attempt that decided the image's status and reason.
+	Chosen bool `json:"chosen"`
 }
 
 // The values of Image.Reason and Attempt.Reason (docs/reasons.md says what each

@@ -32,8 +32,10 @@ pub fn setting(setting: Setting) -> &'static str {
     }
 }
 
-/// The report with every row's remedies worded into its detail, for text and JSON.
+/// The report with every row's other attempts and remedies worded into its detail, for
+/// text and JSON.
 pub fn report(mut report: Report) -> Report {
+    report.word_attempts();
     report.word_remedies(remedies);
     report
 }

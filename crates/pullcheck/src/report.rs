@@ -325,7 +325,10 @@ pub(crate) fn skip_detail(skip: &pullcheck_input::Skip) -> String {
 /// One (endpoint, credential) pair asked about an image, for [`ImageReport::attempts`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AttemptReport {
-    /// The endpoint asked: `host[:port]`, with its API path when it is not `/v2/`.
+    /// The endpoint asked: `host[:port]`, with its API path when it is not `/v2/`
+    /// (`mirror.example.com/proxy/v2/`, containerd's `override_path`).
+    pub endpoint: String,
+    /// The endpoint's registry host: `host[:port]`, as in [`ImageReport::registry`].
     pub registry: String,
     /// The credential it was asked with; `null` for anonymous.
     pub credential: Option<CredentialSource>,
@@ -335,6 +338,9 @@ pub struct AttemptReport {
     pub reason: Reason,
     /// The answer in words.
     pub detail: String,
+    /// Whether this is the answer the row reports (its `status`, `reason`, `detail`);
+    /// exactly one attempt of a row is.
+    pub chosen: bool,
 }
 
 /// A reference parse error, as in `explain`, or an unknown pull policy.
@@ -558,6 +564,20 @@ impl Report {
         }
     }
 
+    /// Words every row's other [`ImageReport::attempts`] into its detail, once, after the
+    /// chosen answer's: `detail; also tried: E1: missing (…); E2, E3: same answer` (`after:`
+    /// when the chosen answer is `present` or `unrunnable`). Attempts with the same status
+    /// and detail are named together, and those with the chosen answer's own are `same
+    /// answer`, so no answer is written twice. `E` is the endpoint, with `with SOURCE key
+    /// "KEY"` for a credential. The attempts stay in the row as data.
+    pub fn word_attempts(&mut self) {
+        for image in &mut self.images {
+            if let Some(words) = attempts_words(image) {
+                image.detail = format!("{}; {words}", image.detail);
+            }
+        }
+    }
+
     /// The report as pretty JSON, in the documented shape.
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail.
@@ -668,6 +688,47 @@ impl Report {
         }
         out
     }
+}
+
+/// The other attempts of `image` in words, for [`Report::word_attempts`]; `None` when
+/// there are none.
+fn attempts_words(image: &ImageReport) -> Option<String> {
+    let chosen = image.attempts.iter().find(|a| a.chosen)?;
+    // (status, detail) → the endpoints that answered so, in first-seen order.
+    let mut groups: Vec<(Status, &str, Vec<String>)> = Vec::new();
+    for a in image.attempts.iter().filter(|a| !a.chosen) {
+        let name = match &a.credential {
+            Some(c) => format!("{} with {} key {:?}", a.endpoint, c.source, c.key),
+            None => a.endpoint.clone(),
+        };
+        match groups
+            .iter_mut()
+            .find(|(s, d, _)| *s == a.status && *d == a.detail)
+        {
+            Some((_, _, names)) => names.push(name),
+            None => groups.push((a.status, &a.detail, vec![name])),
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let verb = if matches!(chosen.status, Status::Present | Status::Unrunnable) {
+        "after"
+    } else {
+        "also tried"
+    };
+    let listed: Vec<String> = groups
+        .into_iter()
+        .map(|(status, detail, names)| {
+            let names = names.join(", ");
+            if status == chosen.status && detail == chosen.detail {
+                format!("{names}: same answer")
+            } else {
+                format!("{names}: {} ({detail})", status.as_str())
+            }
+        })
+        .collect();
+    Some(format!("{verb}: {}", listed.join("; ")))
 }
 
 /// The indentation of a row's wrapped detail: under the reference, past the status.
@@ -840,6 +901,91 @@ mod tests {
             problems: Vec::new(),
             variables: Vec::new(),
         }
+    }
+
+    fn attempt(
+        endpoint: &str,
+        credential: Option<&str>,
+        status: Status,
+        detail: &str,
+    ) -> AttemptReport {
+        AttemptReport {
+            endpoint: endpoint.into(),
+            registry: endpoint.split('/').next().unwrap_or_default().into(),
+            credential: credential.map(|source| CredentialSource {
+                source: source.into(),
+                key: "registry.example.com".into(),
+                username: None,
+            }),
+            status,
+            reason: Reason::AccessDenied,
+            detail: detail.into(),
+            chosen: false,
+        }
+    }
+
+    /// The golden renderings of the other attempts: equal answers are named together,
+    /// the chosen answer's own is `same answer`, never written twice.
+    #[test]
+    fn attempts_are_worded_once_each() {
+        let mut denied = image(Status::Denied);
+        denied.detail = "access denied".into();
+        denied.attempts = vec![
+            attempt(
+                "mirror.example.com/proxy/v2/",
+                None,
+                Status::Unreachable,
+                "connection refused",
+            ),
+            AttemptReport {
+                chosen: true,
+                ..attempt(
+                    "registry.example.com",
+                    Some("pull secret a (s.yml)"),
+                    Status::Denied,
+                    "access denied",
+                )
+            },
+            attempt(
+                "registry.example.com",
+                Some("/root/.docker/config.json"),
+                Status::Denied,
+                "access denied",
+            ),
+            attempt(
+                "other.example.com",
+                None,
+                Status::Unreachable,
+                "connection refused",
+            ),
+        ];
+        let mut present = image(Status::Present);
+        present.detail = "found".into();
+        present.attempts = vec![
+            attempt(
+                "mirror.example.com",
+                None,
+                Status::Missing,
+                "tag v1 not found",
+            ),
+            AttemptReport {
+                chosen: true,
+                ..attempt("registry.example.com", None, Status::Present, "found")
+            },
+        ];
+        let mut report = Report::new(vec![denied, present, image(Status::Present)], vec![]);
+        report.word_attempts();
+        let details: Vec<&str> = report.images.iter().map(|i| i.detail.as_str()).collect();
+        assert_eq!(
+            details,
+            [
+                "access denied; also tried: mirror.example.com/proxy/v2/, other.example.com: \
+                 unreachable (connection refused); registry.example.com with \
+                 /root/.docker/config.json key \"registry.example.com\": same answer",
+                "found; after: mirror.example.com: missing (tag v1 not found)",
+                "",
+            ]
+        );
     }
 
     #[test]
