@@ -1091,7 +1091,7 @@ async fn check_uses(
                 .is_terminal()
                 .then(terminal_width)
                 .flatten();
-            report.to_text_width(color, width)
+            render::text(&report, color, width)
         }
     };
     emit(&text, report.exit_code())

@@ -39,7 +39,7 @@
 //!     NodeCredentials::empty(),
 //! )?;
 //! let report = checker.check(uses, &CheckOptions::default()).await;
-//! println!("{}", report.to_text(false));
+//! println!("{}", report.to_json());
 //! std::process::exit(report.exit_code());
 //! # }
 //! ```

@@ -3,8 +3,6 @@
 //! Knows nothing about HTTP or pipelines: it takes the plan's items and the query's
 //! outcomes as data.
 
-use std::fmt::Write as _;
-
 use pullcheck_input::{Origin, PullPolicy};
 use serde::Serialize;
 
@@ -583,111 +581,6 @@ impl Report {
         // Serialising plain data with string keys cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
-
-    /// The report as text: one line per image (more for extra uses) with its status,
-    /// reference, first use, detail and the credential that answered (source and key,
-    /// never the secret); then warnings and a summary line. `color` adds ANSI colours to
-    /// the status. As [`Report::to_text_width`] without a width: one line per image.
-    pub fn to_text(&self, color: bool) -> String {
-        self.to_text_width(color, None)
-    }
-
-    /// [`Report::to_text`] for a terminal `width` columns wide: a row longer than that
-    /// has its detail and credential on the lines below it, indented and wrapped at the
-    /// width (as cargo wraps its notes). `None` (output to a pipe or a file): one line
-    /// per image, however long.
-    pub fn to_text_width(&self, color: bool, width: Option<usize>) -> String {
-        let terminal = width;
-        let mut out = String::new();
-        let width = self
-            .images
-            .iter()
-            .map(|i| display_reference(i).chars().count())
-            .max()
-            .unwrap_or(0)
-            .min(60);
-        for image in &self.images {
-            let status = format!("{:<11}", image.status.as_str());
-            let status = if color {
-                paint(image.status, &status)
-            } else {
-                status
-            };
-            let mut origins = image.origins.iter();
-            let first = origins.next().map(describe_origin).unwrap_or_default();
-            let head = format!("{:<width$}  {first}", display_reference(image),);
-            let mut tail = Vec::new();
-            if !image.detail.is_empty() {
-                tail.push(escape_controls(&image.detail).into_owned());
-            }
-            if let Some(c) = &image.credential {
-                tail.push(format!("[credential: {} key {:?}]", c.source, c.key));
-            }
-            let long = |w: usize| {
-                let tail: usize = tail.iter().map(|t| 2 + t.chars().count()).sum();
-                12 + head.chars().count() + tail > w
-            };
-            match terminal {
-                Some(w) if !tail.is_empty() && long(w) => {
-                    let _ = writeln!(out, "{status} {}", head.trim_end());
-                    for line in wrap(&tail.join("  "), w.saturating_sub(INDENT.len()).max(20)) {
-                        let _ = writeln!(out, "{INDENT}{line}");
-                    }
-                }
-                _ => {
-                    let _ = write!(out, "{status} {head}");
-                    for t in &tail {
-                        let _ = write!(out, "  {t}");
-                    }
-                    out.push('\n');
-                }
-            }
-            for origin in origins {
-                let _ = writeln!(
-                    out,
-                    "{:11} {:width$}  also {}",
-                    "",
-                    "",
-                    describe_origin(origin)
-                );
-            }
-        }
-        for warning in &self.warnings {
-            let _ = writeln!(out, "warning: {warning}");
-        }
-        let s = &self.summary;
-        let mut summary = String::new();
-        let _ = write!(
-            summary,
-            "{} image{}: {} present, {} failed, {} unverified, {} skipped, {} deferred",
-            s.total,
-            if s.total == 1 { "" } else { "s" },
-            s.present,
-            s.failed,
-            s.unverified,
-            s.skipped,
-            s.deferred
-        );
-        if s.template_steps > 0 {
-            let _ = write!(
-                summary,
-                "; {} template step{} not checked",
-                s.template_steps,
-                if s.template_steps == 1 { "" } else { "s" }
-            );
-        }
-        match terminal {
-            Some(w) => {
-                for line in wrap(&summary, w.max(20)) {
-                    let _ = writeln!(out, "{line}");
-                }
-            }
-            None => {
-                let _ = writeln!(out, "{summary}");
-            }
-        }
-        out
-    }
 }
 
 /// The other attempts of `image` in words, for [`Report::word_attempts`]; `None` when
@@ -731,50 +624,10 @@ fn attempts_words(image: &ImageReport) -> Option<String> {
     Some(format!("{verb}: {}", listed.join("; ")))
 }
 
-/// The indentation of a row's wrapped detail: under the reference, past the status.
-const INDENT: &str = "            ";
-
-/// `text` in lines of at most `width` characters, broken at spaces (a longer word keeps
-/// a line of its own).
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
 impl ImageReport {
     /// Whether this is a step that uses a `template:`: no image, skipped.
     pub fn is_template_step(&self) -> bool {
         self.reference.is_empty() && self.status == Status::Skipped
-    }
-}
-
-/// The reference for the text report: control characters escaped, so a hostile
-/// pipeline cannot split or repaint a report line.
-/// A substituted image shows both: `golang:${GO} → golang:1.22`.
-fn display_reference(image: &ImageReport) -> String {
-    if image.reference.is_empty() {
-        "(no image)".to_string()
-    } else if let Some(s) = &image.substituted {
-        format!(
-            "{} → {}",
-            escape_controls(&image.reference),
-            escape_controls(s)
-        )
-    } else {
-        escape_controls(&image.reference).into_owned()
     }
 }
 
@@ -786,56 +639,15 @@ fn is_unsafe_for_terminal(c: char) -> bool {
         || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// Text with control characters escaped (`\u{1b}`), for one report line.
-pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+/// Text with control characters and Unicode bidirectional formatting characters escaped
+/// as Rust's `escape_debug` does (`\u{1b}`, `\u{202e}`), so a hostile pipeline cannot
+/// split, repaint or reorder a report line; other text is returned as it is.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     if text.chars().any(is_unsafe_for_terminal) {
         text.escape_debug().to_string().into()
     } else {
         text.into()
     }
-}
-
-/// `file:line:col kind "name" (stage s)`.
-fn describe_origin(o: &Origin) -> String {
-    let mut s = String::new();
-    match (&o.file, o.line, o.column) {
-        (Some(f), Some(l), Some(c)) => {
-            let _ = write!(s, "{}:{l}:{c} ", escape_controls(f));
-        }
-        (Some(f), Some(l), None) => {
-            let _ = write!(s, "{}:{l} ", escape_controls(f));
-        }
-        (Some(f), None, _) => {
-            let _ = write!(s, "{} ", escape_controls(f));
-        }
-        _ => {}
-    }
-    let kind = serde_json::to_value(o.kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    if kind == "image" {
-        s.push_str("--image");
-    } else if o.kind == pullcheck_input::ContainerKind::Container {
-        // The name says it all: `Deployment/web container app`.
-        s.push_str(&escape_controls(&o.name));
-    } else {
-        let _ = write!(s, "{kind} {:?}", o.name);
-    }
-    if let Some(stage) = &o.stage {
-        let _ = write!(s, " (stage {stage:?})");
-    }
-    s
-}
-
-fn paint(status: Status, text: &str) -> String {
-    let code = match status {
-        Status::Present => "32",
-        Status::Unreachable | Status::Unresolved => "33",
-        Status::Deferred | Status::Skipped => "2",
-        _ => "31;1",
-    };
-    format!("\x1b[{code}m{text}\x1b[0m")
 }
 
 #[cfg(test)]
@@ -851,21 +663,6 @@ mod tests {
             "a\\u{2066}b\\u{1b}[31m"
         );
         assert_eq!(escape_controls("plain ü"), "plain ü");
-        let origin = Origin {
-            file: Some("evil\u{1b}[31m\nname.yml".into()),
-            line: Some(3),
-            column: Some(12),
-            kind: ContainerKind::Step,
-            name: "a\u{202e}b".into(),
-            stage: None,
-            pod: None,
-        };
-        let shown = describe_origin(&origin);
-        assert!(!shown.chars().any(is_unsafe_for_terminal), "{shown:?}");
-        assert!(
-            shown.starts_with("evil\\u{1b}[31m\\nname.yml:3:12 "),
-            "{shown}"
-        );
     }
     use pullcheck_input::ContainerKind;
 
@@ -1026,12 +823,6 @@ mod tests {
         i.reference = "alpine:${V}".into();
         i.substituted = Some("alpine:3.19".into());
         let r = Report::new(vec![i], vec![]);
-        assert!(
-            r.to_text(false)
-                .starts_with("present     alpine:${V} → alpine:3.19  .vela.yml:4:12"),
-            "{}",
-            r.to_text(false)
-        );
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         assert_eq!(v["images"][0]["reference"], "alpine:${V}");
         assert_eq!(v["images"][0]["substituted"], "alpine:3.19");
@@ -1058,8 +849,8 @@ mod tests {
         assert_eq!(v["summary"]["total"], 1);
     }
 
-    /// The golden renderings of an unresolved row, in text and JSON: a wording or
-    /// shape change shows here.
+    /// The golden JSON of an unresolved row: a shape change shows here (its text row is
+    /// the CLI's, `crates/cli/src/render.rs`).
     #[test]
     fn an_unresolved_row_golden() {
         use pullcheck_input::{Field, Position, Problem, UnresolvedVariable, ValueSource};
@@ -1091,14 +882,6 @@ mod tests {
         }];
         i.variables = unresolved.variables;
         let r = Report::new(vec![i], vec![]);
-        assert_eq!(
-            r.to_text(false).lines().next(),
-            Some(
-                "unresolved  app:${TAG}  .vela.yml:4:12 step \"test\"  .vela.yml:4:12: not \
-                 checked: image \"app:${TAG}\" is known only when the build runs: ${TAG} is the \
-                 target of secret `release_tag`, whose value the worker injects at build time"
-            )
-        );
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         let row = &v["images"][0];
         assert_eq!(row["reason"], "unresolved_variable");
@@ -1121,26 +904,5 @@ mod tests {
              the target of secret `release_tag`, whose value the worker injects at build time"
         );
         assert_eq!(row["origins"][0].get("pod"), None);
-    }
-
-    #[test]
-    fn text_names_the_position_and_colours_only_on_request() {
-        let r = Report::new(vec![image(Status::Missing)], vec!["w".into()]);
-        let plain = r.to_text(false);
-        assert!(plain.contains("missing"), "{plain}");
-        assert!(plain.contains(".vela.yml:4:12 step \"test\""), "{plain}");
-        assert!(plain.contains("warning: w"));
-        assert!(
-            plain.ends_with("1 image: 0 present, 1 failed, 0 unverified, 0 skipped, 0 deferred\n")
-        );
-        assert!(!plain.contains('\x1b'));
-        assert!(r.to_text(true).contains("\x1b[31;1mmissing"));
-        // A hostile reference cannot split or repaint a line.
-        let mut hostile = image(Status::Invalid);
-        hostile.reference = "alp\x1b[31mine\r\nOVERWRITE".into();
-        hostile.detail = "bad\nline".into();
-        let text = Report::new(vec![hostile], vec![]).to_text(false);
-        assert_eq!(text.lines().count(), 2, "{text}");
-        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text}");
     }
 }

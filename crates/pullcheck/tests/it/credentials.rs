@@ -565,7 +565,7 @@ async fn a_known_password_or_token_is_in_no_debug_error_or_report() {
             Status::Denied | Status::NoAccess
         ),
         "{}",
-        report.to_text(false)
+        report.to_json()
     );
 
     let shown = [
@@ -576,7 +576,7 @@ async fn a_known_password_or_token_is_in_no_debug_error_or_report() {
         format!("{error:?} {error}"),
         format!("{report:?}"),
         report.to_json().to_string(),
-        report.to_text(false),
+        report.to_json(),
     ];
     for text in &shown {
         assert!(!text.contains(CANARY), "the password shows in: {text}");

@@ -136,7 +136,7 @@ async fn check(
 }
 
 fn only(report: &Report) -> &ImageReport {
-    assert_eq!(report.images.len(), 1, "{}", report.to_text(false));
+    assert_eq!(report.images.len(), 1, "{}", report.to_json());
     &report.images[0]
 }
 

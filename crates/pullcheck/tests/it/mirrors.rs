@@ -140,7 +140,7 @@ fn image<'a>(report: &'a Report, reference: &str) -> &'a ImageReport {
         .images
         .iter()
         .find(|i| i.reference == reference)
-        .unwrap_or_else(|| panic!("{reference} not in the report:\n{}", report.to_text(false)))
+        .unwrap_or_else(|| panic!("{reference} not in the report:\n{}", report.to_json()))
 }
 
 /// Each endpoint asked about `i`, in order: (registry host, status, whether it is the
