@@ -200,6 +200,12 @@ type Image struct {
 	Problems []Problem `json:"problems"`
 	// Variables are, for ReasonUnresolvedVariable, each variable the image waits for.
 	Variables []Variable `json:"variables"`
+	// Platforms are, for ReasonPlatformNotFound, the platforms the image index lists,
+	// each "os/arch[/variant]" (linux/arm64/v8), in its order.
+	Platforms []string `json:"platforms"`
+	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds the registry asked
+	// for in its 429's Retry-After header; nil when it sent none.
+	RetryAfter *int64 `json:"retry_after"`
 }
 
 // ProviderFailure is a kubelet credential provider plugin that failed for an image.

@@ -287,6 +287,8 @@ mod tests {
             provider_failures: Vec::new(),
             problems: Vec::new(),
             variables: Vec::new(),
+            platforms: Vec::new(),
+            retry_after: None,
         }
     }
 

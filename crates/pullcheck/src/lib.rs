@@ -324,6 +324,8 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         provider_failures: Vec::new(),
         problems: Vec::new(),
         variables: Vec::new(),
+        platforms: Vec::new(),
+        retry_after: None,
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
@@ -341,6 +343,8 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.remedies = o.remedies.clone();
                 image.attempts = o.attempts.clone();
                 image.provider_failures = o.provider_failures.clone();
+                image.platforms = o.platforms.clone();
+                image.retry_after = o.retry_after;
             }
             None => {
                 image.status = Status::Unreachable;

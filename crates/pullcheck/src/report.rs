@@ -458,6 +458,15 @@ pub struct ImageReport {
     /// "nowhere"}`) and `default_ignored`. In JSON only when not empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub variables: Vec<pullcheck_input::UnresolvedVariable>,
+    /// For reason `platform_not_found`: the platforms the image index lists, each
+    /// `os/arch[/variant]` as in the index (`linux/arm64/v8`), in its order. In JSON only
+    /// when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<String>,
+    /// For reason `rate_limited`: the wait the registry asked for in its 429's
+    /// `Retry-After` header, in whole seconds, when it sent one. In JSON only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -697,6 +706,8 @@ mod tests {
             provider_failures: Vec::new(),
             problems: Vec::new(),
             variables: Vec::new(),
+            platforms: Vec::new(),
+            retry_after: None,
         }
     }
 

@@ -952,6 +952,9 @@ fn finding(image: &ImageReport) -> String {
             parsed.as_ref().and_then(|r| r.digest()).unwrap_or_default()
         ),
         R::RepositoryNotFound => format!("repository {path} not found"),
+        R::PlatformNotFound if !image.platforms.is_empty() => {
+            format!("the index lists only {}", image.platforms.join(", "))
+        }
         R::PlatformNotFound => "no manifest for the node's platform".to_owned(),
         R::UnauthorizedAnonymous => "the registry asks for credentials, none matched".to_owned(),
         R::Unauthorized => format!("not authorized with {credential}"),
@@ -960,7 +963,10 @@ fn finding(image: &ImageReport) -> String {
         R::CredentialsRejected => format!("{credential} was rejected"),
         R::AccessDenied => format!("{host} answered 403"),
         R::TlsUntrusted => format!("the certificate of {host} is not trusted"),
-        R::RateLimited => format!("{host} is rate limiting (429)"),
+        R::RateLimited => match image.retry_after {
+            Some(wait) => format!("{host} is rate limiting (429; retry after {wait} s)"),
+            None => format!("{host} is rate limiting (429)"),
+        },
         R::ServerError => format!("{host} failed to answer (server error)"),
         R::NotARegistry => format!("{host} did not answer as a registry"),
         R::DigestMismatch => format!("{host} served another digest"),
@@ -1236,6 +1242,8 @@ mod tests {
             provider_failures: Vec::new(),
             problems: Vec::new(),
             variables: Vec::new(),
+            platforms: Vec::new(),
+            retry_after: None,
         }
     }
 
@@ -1270,7 +1278,21 @@ mod tests {
             key: "registry.example.com".into(),
             username: None,
         });
-        let lines: Vec<String> = [tag, mirrored, refused, rejected]
+        let mut limited = row(
+            "registry.example.com/team/app:v1",
+            Status::Unreachable,
+            R::RateLimited,
+        );
+        limited.registry = Some("registry.example.com".into());
+        limited.retry_after = Some(30);
+        let mut platform = row(
+            "registry.example.com/team/app:v1",
+            Status::Missing,
+            R::PlatformNotFound,
+        );
+        platform.registry = Some("registry.example.com".into());
+        platform.platforms = vec!["linux/amd64".into(), "linux/arm64/v8".into()];
+        let lines: Vec<String> = [tag, mirrored, refused, rejected, limited, platform]
             .iter()
             .flat_map(lines_of)
             .map(|l| l.full)
@@ -1286,6 +1308,10 @@ mod tests {
                  registry.example.com refused the connection",
                 "container app: image registry.example.com/team/app:v1 access denied: pull \
                  secret ci-pull (namespace ci) was rejected",
+                "container app: image registry.example.com/team/app:v1 not verified: \
+                 registry.example.com is rate limiting (429; retry after 30 s)",
+                "container app: image registry.example.com/team/app:v1 not found: the index \
+                 lists only linux/amd64, linux/arm64/v8",
             ]
         );
     }

@@ -133,6 +133,10 @@ pub(crate) struct Outcome {
     pub attempts: Vec<AttemptReport>,
     /// The credential provider plugins that matched and failed.
     pub provider_failures: Vec<ProviderError>,
+    /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`.
+    pub platforms: Vec<String>,
+    /// For `rate_limited`: the wait the registry asked for, in whole seconds.
+    pub retry_after: Option<u64>,
 }
 
 /// One (route, credential) pair to try.
@@ -611,6 +615,8 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         attempts: Vec::new(),
         egress: None,
         provider_failures: Vec::new(),
+        platforms: Vec::new(),
+        retry_after: None,
     }
 }
 
@@ -823,6 +829,8 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         attempts: Vec::new(),
         egress: answer.refusal,
         provider_failures: Vec::new(),
+        platforms: answer.platforms.iter().map(ToString::to_string).collect(),
+        retry_after: answer.retry_after.map(|d| d.as_secs()),
     }
 }
 

@@ -207,6 +207,8 @@ impl Registry for Scripted {
             media_type: None,
             attempts: 1,
             refusal: None,
+            platforms: Vec::new(),
+            retry_after: None,
         }
     }
 }
@@ -771,6 +773,8 @@ fn an_egress_refusal_is_blocked_with_reason_egress_denied_and_the_refusal() {
         media_type: None,
         attempts: 1,
         refusal: Some(refusal.clone()),
+        platforms: Vec::new(),
+        retry_after: None,
     };
     let outcome = outcome_of(answer, "169.254.169.254".into(), None);
     assert_eq!(
