@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use pullcheck::input::{ContainerKind, Origin};
 use pullcheck::report::{ImageReport, Remedy, Report, Status, escape_controls};
+use pullcheck_files::{FaultKind, FileFault};
 use pullcheck_kube::{ConfigGap, KubeError};
 use pullcheck_sources::Setting;
 
@@ -41,6 +42,40 @@ pub fn report(mut report: Report) -> Report {
     report.word_attempts();
     report.word_remedies(remedies);
     report
+}
+
+/// A file option's error, from the library's [`FileFault`]: `OPTION PATH: PROBLEM` when
+/// the file cannot be read, `OPTION PATH: not a EXPECTED: line L, column C: PROBLEM` when
+/// it is not in the format, `OPTION PATH[:L:C]: invalid EXPECTED: PROBLEM` when a value in
+/// it is rejected. `OPTION` is the flag that gave the file, `EXPECTED` what it should be
+/// (`Docker config.json`).
+pub fn file_option(option: &str, expected: &str, fault: &FileFault<'_>) -> String {
+    let FileFault {
+        path,
+        kind,
+        line,
+        column,
+        message,
+    } = fault;
+    match kind {
+        FaultKind::Unreadable => format!("{option} {path}: {message}"),
+        FaultKind::Syntax => {
+            let at = match (line, column) {
+                (Some(l), Some(c)) => format!("line {l}, column {c}: "),
+                (Some(l), None) => format!("line {l}: "),
+                _ => String::new(),
+            };
+            format!("{option} {path}: not a {expected}: {at}{message}")
+        }
+        FaultKind::Invalid => {
+            let at = match (line, column) {
+                (Some(l), Some(c)) => format!(":{l}:{c}"),
+                (Some(l), None) => format!(":{l}"),
+                _ => String::new(),
+            };
+            format!("{option} {path}{at}: invalid {expected}: {message}")
+        }
+    }
 }
 
 /// A cluster connection error in the CLI's words: a missing context or kubeconfig names
