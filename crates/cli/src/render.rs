@@ -293,16 +293,7 @@ mod tests {
 
     fn image(status: Status) -> ImageReport {
         ImageReport {
-            reference: "alpine:3.19".into(),
-            substituted: None,
             canonical: Some("docker.io/library/alpine:3.19".into()),
-            policy: PullPolicy::Always.into(),
-            status,
-            reason: Reason::Found,
-            missing: None,
-            digest: None,
-            registry: None,
-            detail: String::new(),
             origins: vec![Origin {
                 file: Some(".vela.yml".into()),
                 line: Some(4),
@@ -312,18 +303,12 @@ mod tests {
                 stage: None,
                 pod: None,
             }],
-            credential: None,
-            error: None,
-            cached: false,
-            egress: None,
-            close_tags: Vec::new(),
-            remedies: Vec::new(),
-            attempts: Vec::new(),
-            provider_failures: Vec::new(),
-            problems: Vec::new(),
-            variables: Vec::new(),
-            platforms: Vec::new(),
-            retry_after: None,
+            ..ImageReport::new(
+                "alpine:3.19",
+                PullPolicy::Always.into(),
+                status,
+                Reason::Found,
+            )
         }
     }
 

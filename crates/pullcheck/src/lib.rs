@@ -303,29 +303,15 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
             .map(|r| r.canonical())
     });
     let mut image = ImageReport {
-        reference: item.reference,
         substituted: item.substituted,
         canonical,
-        policy: item.policy.into(),
-        status: Status::Skipped,
-        reason: report::Reason::NeverPulled,
-        missing: None,
-        digest: None,
-        registry: None,
-        detail: String::new(),
         origins: item.origins,
-        credential: None,
-        error: None,
-        cached: false,
-        egress: None,
-        close_tags: Vec::new(),
-        remedies: Vec::new(),
-        attempts: Vec::new(),
-        provider_failures: Vec::new(),
-        problems: Vec::new(),
-        variables: Vec::new(),
-        platforms: Vec::new(),
-        retry_after: None,
+        ..ImageReport::new(
+            item.reference,
+            item.policy.into(),
+            Status::Skipped,
+            report::Reason::NeverPulled,
+        )
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {

@@ -634,6 +634,42 @@ fn attempts_words(image: &ImageReport) -> Option<String> {
 }
 
 impl ImageReport {
+    /// A row for `reference` (as written) under `policy` with `status` and `reason`, and
+    /// nothing else yet: no canonical form, origins, detail or facts; the fields are
+    /// public, for the caller to fill.
+    pub fn new(
+        reference: impl Into<String>,
+        policy: ReportedPolicy,
+        status: Status,
+        reason: Reason,
+    ) -> ImageReport {
+        ImageReport {
+            reference: reference.into(),
+            substituted: None,
+            canonical: None,
+            policy,
+            status,
+            reason,
+            missing: None,
+            digest: None,
+            registry: None,
+            detail: String::new(),
+            origins: Vec::new(),
+            credential: None,
+            error: None,
+            cached: false,
+            egress: None,
+            close_tags: Vec::new(),
+            remedies: Vec::new(),
+            attempts: Vec::new(),
+            provider_failures: Vec::new(),
+            problems: Vec::new(),
+            variables: Vec::new(),
+            platforms: Vec::new(),
+            retry_after: None,
+        }
+    }
+
     /// Whether this is a step that uses a `template:`: no image, skipped.
     pub fn is_template_step(&self) -> bool {
         self.reference.is_empty() && self.status == Status::Skipped
@@ -677,16 +713,7 @@ mod tests {
 
     fn image(status: Status) -> ImageReport {
         ImageReport {
-            reference: "alpine:3.19".into(),
-            substituted: None,
             canonical: Some("docker.io/library/alpine:3.19".into()),
-            policy: PullPolicy::Always.into(),
-            status,
-            reason: Reason::Found,
-            missing: None,
-            digest: None,
-            registry: None,
-            detail: String::new(),
             origins: vec![Origin {
                 file: Some(".vela.yml".into()),
                 line: Some(4),
@@ -696,18 +723,12 @@ mod tests {
                 stage: None,
                 pod: None,
             }],
-            credential: None,
-            error: None,
-            cached: false,
-            egress: None,
-            close_tags: Vec::new(),
-            remedies: Vec::new(),
-            attempts: Vec::new(),
-            provider_failures: Vec::new(),
-            problems: Vec::new(),
-            variables: Vec::new(),
-            platforms: Vec::new(),
-            retry_after: None,
+            ..ImageReport::new(
+                "alpine:3.19",
+                PullPolicy::Always.into(),
+                status,
+                Reason::Found,
+            )
         }
     }
 

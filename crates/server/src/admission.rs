@@ -1207,18 +1207,9 @@ mod tests {
 
     fn row(reference: &str, status: Status, reason: pullcheck::report::Reason) -> ImageReport {
         ImageReport {
-            reference: reference.to_owned(),
-            substituted: None,
             canonical: pullcheck::reference::Reference::parse_normalized(reference)
                 .ok()
                 .map(|r| r.canonical()),
-            policy: pullcheck::input::PullPolicy::Always.into(),
-            status,
-            reason,
-            missing: None,
-            digest: None,
-            registry: None,
-            detail: String::new(),
             origins: vec![Origin {
                 file: Some("Pod ci".into()),
                 line: Some(9),
@@ -1232,18 +1223,12 @@ mod tests {
                     name: "app".into(),
                 }),
             }],
-            credential: None,
-            error: None,
-            cached: false,
-            egress: None,
-            close_tags: Vec::new(),
-            remedies: Vec::new(),
-            attempts: Vec::new(),
-            provider_failures: Vec::new(),
-            problems: Vec::new(),
-            variables: Vec::new(),
-            platforms: Vec::new(),
-            retry_after: None,
+            ..ImageReport::new(
+                reference,
+                pullcheck::input::PullPolicy::Always.into(),
+                status,
+                reason,
+            )
         }
     }
 
