@@ -185,12 +185,7 @@ async fn containerd_sends_the_pull_secret_to_the_mirror() {
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.up()), "{}", i.detail);
     // The mirror was asked first, and did not answer present.
-    let asked: Vec<(&str, bool)> = i
-        .attempts
-        .iter()
-        .map(|a| (a.registry.as_str(), a.chosen))
-        .collect();
-    assert_eq!(asked, [(pair.mir(), false), (pair.up(), true)]);
+    assert_eq!(asked(i), [(pair.mir(), false), (pair.up(), true)]);
 }
 
 #[tokio::test]
@@ -224,12 +219,7 @@ async fn crio_sends_the_nodes_credentials_for_the_mirror_host_only() {
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.up()), "{}", i.detail);
     // The mirror was asked first, and did not answer present.
-    let asked: Vec<(&str, bool)> = i
-        .attempts
-        .iter()
-        .map(|a| (a.registry.as_str(), a.chosen))
-        .collect();
-    assert_eq!(asked, [(pair.mir(), false), (pair.up(), true)]);
+    assert_eq!(asked(i), [(pair.mir(), false), (pair.up(), true)]);
 
     // The node's credentials for the mirror's host do.
     let report = check(
@@ -268,4 +258,12 @@ async fn docker_sends_the_hub_credentials_to_the_mirror() {
     let i = only(&report);
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.mir()), "{}", i.detail);
+}
+
+/// Each registry asked about `i`, in order, and whether its answer is the one reported.
+fn asked(i: &pullcheck::report::ImageReport) -> Vec<(&str, bool)> {
+    i.attempts
+        .iter()
+        .map(|a| (a.registry.as_str(), a.chosen))
+        .collect()
 }
