@@ -200,6 +200,12 @@ type Image struct {
 	Problems []Problem `json:"problems"`
 	// Variables are, for ReasonUnresolvedVariable, each variable the image waits for.
 	Variables []Variable `json:"variables"`
+	// Platforms are, for ReasonPlatformNotFound, the platforms the image index lists,
+	// each "os/arch[/variant]" (linux/arm64/v8), in its order.
+	Platforms []string `json:"platforms"`
+	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds the registry asked
+	// for in its 429's Retry-After header; nil when it sent none.
+	RetryAfter *int64 `json:"retry_after"`
 }
 
 // ProviderFailure is a kubelet credential provider plugin that failed for an image.
@@ -265,7 +271,9 @@ type Remedy struct {
 
 // Attempt is one endpoint and credential asked about an image.
 type Attempt struct {
-	// Registry is the endpoint asked (host[:port], with its API path when not /v2/).
+	// Endpoint is the endpoint asked: host[:port], with its API path when not /v2/.
+	Endpoint string `json:"endpoint"`
+	// Registry is the endpoint's host, host[:port].
 	Registry string `json:"registry"`
 	// Credential is the credential it was asked with; nil for anonymous.
 	Credential *Credential `json:"credential"`
@@ -275,6 +283,8 @@ type Attempt struct {
 	Reason string `json:"reason"`
 	// Detail is the answer in words.
 	Detail string `json:"detail"`
+	// Chosen is true on the one attempt that decided the image's status and reason.
+	Chosen bool `json:"chosen"`
 }
 
 // The values of Image.Reason and Attempt.Reason (docs/reasons.md says what each

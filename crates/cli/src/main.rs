@@ -751,7 +751,6 @@ impl NodeArgs {
             Ok(MirrorConfig::none())
         }
         .map_err(|e| {
-            let message = e.to_string();
             let named = [
                 (
                     "--registries-conf",
@@ -770,13 +769,13 @@ impl NodeArgs {
                     "Docker daemon.json",
                 ),
             ];
-            named
-                .into_iter()
-                .find_map(|(option, path, expected)| {
-                    path.as_deref()
-                        .map(|p| option_error(option, p, expected, &message))
-                })
-                .unwrap_or(message)
+            // The one file option given names the error's file.
+            match (e.fault(), named.iter().find(|(_, path, _)| path.is_some())) {
+                (Some(fault), Some((option, _, expected))) => {
+                    render::file_option(option, expected, &fault)
+                }
+                _ => e.to_string(),
+            }
         })?;
         Ok(Resolver {
             mirrors,
@@ -825,31 +824,23 @@ impl NodeArgs {
         let Some(path) = self.containerd_config.as_deref().or(profile_file) else {
             return Ok(node);
         };
-        let auths = pullcheck::credentials::ContainerdAuths::load(path).map_err(|e| match &self
-            .containerd_config
-        {
-            Some(p) => option_error(
-                "--containerd-config",
-                p,
-                "containerd config.toml",
-                &e.to_string(),
-            ),
-            None => e.to_string(),
+        let auths = pullcheck::credentials::ContainerdAuths::load(path).map_err(|e| {
+            match (self.containerd_config.is_some(), e.fault()) {
+                (true, Some(fault)) => {
+                    render::file_option("--containerd-config", "containerd config.toml", &fault)
+                }
+                _ => e.to_string(),
+            }
         })?;
         Ok(node.with_containerd_auths(std::sync::Arc::new(auths)))
     }
 
     /// A node credential error, named by the option that gave the file.
     fn credential_error(&self, e: &pullcheck::credentials::CredentialError) -> String {
-        use pullcheck::credentials::CredentialError;
-        let message = e.to_string();
-        let path = match e {
-            CredentialError::Read { path, .. }
-            | CredentialError::AuthFile { path, .. }
-            | CredentialError::ProviderConfig { file: path, .. } => path,
-            _ => return message,
+        let Some(fault) = e.fault() else {
+            return e.to_string();
         };
-        let path = std::path::Path::new(path);
+        let path = std::path::Path::new(fault.path.as_ref());
         let named = [
             ("--docker-config", &self.docker_config, "Docker config.json"),
             ("--auth-file", &self.auth_file, "containers auth.json"),
@@ -868,77 +859,11 @@ impl NodeArgs {
             if let Some(given) = given
                 && path.starts_with(given)
             {
-                return option_error(option, path, expected, &message);
+                return render::file_option(option, expected, &fault);
             }
         }
-        message
+        e.to_string()
     }
-}
-
-/// The error of a file option: `OPTION PATH: not EXPECTED: PROBLEM` for a file that does
-/// not parse (`invalid EXPECTED: PROBLEM` for one that parses but holds a bad value;
-/// `OPTION PATH: PROBLEM` when it cannot be read). `message` is the library's error,
-/// which starts with the path (or `kubeconfig PATH`); `line L column C` becomes
-/// `line L, column C`.
-fn option_error(option: &str, path: &std::path::Path, expected: &str, message: &str) -> String {
-    let mut shown = path.display().to_string();
-    let mut rest = message;
-    for prefix in [format!("kubeconfig {shown}"), shown.clone()] {
-        if let Some(r) = rest.strip_prefix(prefix.as_str()) {
-            // `PATH:10:7: problem` keeps its position with the path.
-            let position: String = r
-                .strip_prefix(':')
-                .unwrap_or_default()
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == ':')
-                .collect();
-            let position = position.trim_end_matches(':');
-            if !position.is_empty() {
-                shown = format!("{shown}:{position}");
-                rest = r[1 + position.len()..].trim_start_matches(':').trim_start();
-            } else {
-                rest = r.trim_start_matches(':').trim_start();
-            }
-            break;
-        }
-    }
-    let mut rest = comma_position(rest);
-    // serde_json's own ` at line L column C`, after the position already given.
-    if rest.starts_with("line ")
-        && let Some(i) = rest.rfind(" at line ")
-    {
-        rest.truncate(i);
-    }
-    let unreadable = [
-        "cannot read",
-        "larger than",
-        "not UTF-8",
-        "No such file",
-        "not found",
-        "not a file",
-        "is a directory",
-    ]
-    .iter()
-    .any(|m| rest.contains(m));
-    if unreadable || rest.starts_with("not a ") {
-        format!("{option} {shown}: {rest}")
-    } else if rest.starts_with("line ") {
-        format!("{option} {shown}: not a {expected}: {rest}")
-    } else {
-        format!("{option} {shown}: invalid {expected}: {rest}")
-    }
-}
-
-/// `line 1 column 2: …` at the start of `text` as `line 1, column 2: …`.
-fn comma_position(text: &str) -> String {
-    if let Some(after) = text.strip_prefix("line ")
-        && let Some((line, tail)) = after.split_once(" column ")
-        && !line.is_empty()
-        && line.bytes().all(|b| b.is_ascii_digit())
-    {
-        return format!("line {line}, column {tail}");
-    }
-    text.to_owned()
 }
 
 impl PodArgs {
@@ -985,19 +910,27 @@ impl PodArgs {
 /// file is named by the option.
 async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, String> {
     match options {
-        Some(o) => Cluster::connect(o).await.map(Some).map_err(|e| {
-            let message = render::kube_error(&e);
-            let about_file = message
-                .strip_prefix("Kubernetes configuration: ")
-                .filter(|m| {
-                    o.kubeconfig.as_ref().is_some_and(|path| {
-                        m.starts_with(&format!("kubeconfig {}:", path.display()))
-                    })
-                });
-            match (&o.kubeconfig, about_file) {
-                (Some(path), Some(m)) => option_error("--kubeconfig", path, "kubeconfig", m),
-                _ => message,
+        Some(o) => Cluster::connect(o).await.map(Some).map_err(|e| match &e {
+            pullcheck_kube::KubeError::Kubeconfig {
+                file,
+                from_env: false,
+                kind,
+                message,
+            } if o
+                .kubeconfig
+                .as_ref()
+                .is_some_and(|path| path.display().to_string() == *file) =>
+            {
+                let fault = pullcheck_files::FileFault {
+                    path: file.as_str().into(),
+                    kind: *kind,
+                    line: None,
+                    column: None,
+                    message: message.as_str().into(),
+                };
+                render::file_option("--kubeconfig", "kubeconfig", &fault)
             }
+            _ => render::kube_error(&e),
         }),
         None => Ok(None),
     }
@@ -1010,12 +943,14 @@ fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> 
     for file in files {
         match PullSecret::read_manifests(file) {
             Ok(s) => secrets.extend(s),
-            Err(e) => errors.push(option_error(
-                "--pull-secret",
-                file,
-                "Secret manifest (kubernetes.io/dockerconfigjson or dockercfg)",
-                &e.to_string(),
-            )),
+            Err(e) => errors.push(match e.fault() {
+                Some(fault) => render::file_option(
+                    "--pull-secret",
+                    "Secret manifest (kubernetes.io/dockerconfigjson or dockercfg)",
+                    &fault,
+                ),
+                None => format!("--pull-secret {}: {e}", file.display()),
+            }),
         }
     }
     if errors.is_empty() {
@@ -1138,7 +1073,7 @@ async fn check_uses(
                 .is_terminal()
                 .then(terminal_width)
                 .flatten();
-            report.to_text_width(color, width)
+            render::text(&report, color, width)
         }
     };
     emit(&text, report.exit_code())
@@ -1174,12 +1109,19 @@ async fn gather_within_deadline(
     let template_file = args.pod.pods_template_file.as_ref().map(|path| {
         // Read here first, so that its error names the option.
         pullcheck_kube::read_template_file(path).map_err(|e| {
-            option_error(
-                "--pods-template-file",
-                path,
-                "PipelinePodsTemplate",
-                &e.to_string(),
-            )
+            // An input error has a position when the file was read and did not parse.
+            let fault = pullcheck_files::FileFault {
+                path: e.file.as_deref().unwrap_or_default().into(),
+                kind: if e.line.is_some() {
+                    pullcheck_files::FaultKind::Invalid
+                } else {
+                    pullcheck_files::FaultKind::Unreadable
+                },
+                line: e.line,
+                column: e.column,
+                message: e.message.as_str().into(),
+            };
+            render::file_option("--pods-template-file", "PipelinePodsTemplate", &fault)
         })
     });
     let files = read_files(&args.files);

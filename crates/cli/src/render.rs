@@ -2,7 +2,11 @@
 //! the libraries as data ([`Remedy`], [`ConfigGap`]) and are worded here, with this
 //! program's flags. No other crate names a flag of the CLI.
 
-use pullcheck::report::{Remedy, Report};
+use std::fmt::Write as _;
+
+use pullcheck::input::{ContainerKind, Origin};
+use pullcheck::report::{ImageReport, Remedy, Report, Status, escape_controls};
+use pullcheck_files::{FaultKind, FileFault};
 use pullcheck_kube::{ConfigGap, KubeError};
 use pullcheck_sources::Setting;
 
@@ -32,10 +36,46 @@ pub fn setting(setting: Setting) -> &'static str {
     }
 }
 
-/// The report with every row's remedies worded into its detail, for text and JSON.
+/// The report with every row's other attempts and remedies worded into its detail, for
+/// text and JSON.
 pub fn report(mut report: Report) -> Report {
+    report.word_attempts();
     report.word_remedies(remedies);
     report
+}
+
+/// A file option's error, from the library's [`FileFault`]: `OPTION PATH: PROBLEM` when
+/// the file cannot be read, `OPTION PATH: not a EXPECTED: line L, column C: PROBLEM` when
+/// it is not in the format, `OPTION PATH[:L:C]: invalid EXPECTED: PROBLEM` when a value in
+/// it is rejected. `OPTION` is the flag that gave the file, `EXPECTED` what it should be
+/// (`Docker config.json`).
+pub fn file_option(option: &str, expected: &str, fault: &FileFault<'_>) -> String {
+    let FileFault {
+        path,
+        kind,
+        line,
+        column,
+        message,
+    } = fault;
+    match kind {
+        FaultKind::Unreadable => format!("{option} {path}: {message}"),
+        FaultKind::Syntax => {
+            let at = match (line, column) {
+                (Some(l), Some(c)) => format!("line {l}, column {c}: "),
+                (Some(l), None) => format!("line {l}: "),
+                _ => String::new(),
+            };
+            format!("{option} {path}: not a {expected}: {at}{message}")
+        }
+        FaultKind::Invalid => {
+            let at = match (line, column) {
+                (Some(l), Some(c)) => format!(":{l}:{c}"),
+                (Some(l), None) => format!(":{l}"),
+                _ => String::new(),
+            };
+            format!("{option} {path}{at}: invalid {expected}: {message}")
+        }
+    }
 }
 
 /// A cluster connection error in the CLI's words: a missing context or kubeconfig names
@@ -59,9 +99,269 @@ pub fn kube_error(error: &KubeError) -> String {
     format!("Kubernetes configuration: {problem}")
 }
 
+// ---- The text report ----
+
+/// The report as text: one line per image (more for extra uses) with its status,
+/// reference, first use, detail and the credential that answered (source and key, never
+/// the secret); then warnings and a summary line. `color` adds ANSI colours to the
+/// status. For a terminal `width` columns wide, a row longer than that has its detail
+/// and credential on the lines below it, indented and wrapped at the width (as cargo
+/// wraps its notes); `None` (output to a pipe or a file): one line per image, however
+/// long.
+pub fn text(report: &Report, color: bool, width: Option<usize>) -> String {
+    let terminal = width;
+    let mut out = String::new();
+    let width = report
+        .images
+        .iter()
+        .map(|i| display_reference(i).chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(60);
+    for image in &report.images {
+        let status = format!("{:<11}", image.status.as_str());
+        let status = if color {
+            paint(image.status, &status)
+        } else {
+            status
+        };
+        let mut origins = image.origins.iter();
+        let first = origins.next().map(describe_origin).unwrap_or_default();
+        let head = format!("{:<width$}  {first}", display_reference(image),);
+        let mut tail = Vec::new();
+        if !image.detail.is_empty() {
+            tail.push(escape_controls(&image.detail).into_owned());
+        }
+        if let Some(c) = &image.credential {
+            tail.push(format!("[credential: {} key {:?}]", c.source, c.key));
+        }
+        let long = |w: usize| {
+            let tail: usize = tail.iter().map(|t| 2 + t.chars().count()).sum();
+            12 + head.chars().count() + tail > w
+        };
+        match terminal {
+            Some(w) if !tail.is_empty() && long(w) => {
+                let _ = writeln!(out, "{status} {}", head.trim_end());
+                for line in wrap(&tail.join("  "), w.saturating_sub(INDENT.len()).max(20)) {
+                    let _ = writeln!(out, "{INDENT}{line}");
+                }
+            }
+            _ => {
+                let _ = write!(out, "{status} {head}");
+                for t in &tail {
+                    let _ = write!(out, "  {t}");
+                }
+                out.push('\n');
+            }
+        }
+        for origin in origins {
+            let _ = writeln!(
+                out,
+                "{:11} {:width$}  also {}",
+                "",
+                "",
+                describe_origin(origin)
+            );
+        }
+    }
+    for warning in &report.warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
+    let s = &report.summary;
+    let mut summary = String::new();
+    let _ = write!(
+        summary,
+        "{} image{}: {} present, {} failed, {} unverified, {} skipped, {} deferred",
+        s.total,
+        if s.total == 1 { "" } else { "s" },
+        s.present,
+        s.failed,
+        s.unverified,
+        s.skipped,
+        s.deferred
+    );
+    if s.template_steps > 0 {
+        let _ = write!(
+            summary,
+            "; {} template step{} not checked",
+            s.template_steps,
+            if s.template_steps == 1 { "" } else { "s" }
+        );
+    }
+    match terminal {
+        Some(w) => {
+            for line in wrap(&summary, w.max(20)) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        None => {
+            let _ = writeln!(out, "{summary}");
+        }
+    }
+    out
+}
+
+/// The indentation of a row's wrapped detail: under the reference, past the status.
+const INDENT: &str = "            ";
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word keeps
+/// a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The reference for the text report: control characters escaped, so a hostile
+/// pipeline cannot split or repaint a report line.
+/// A substituted image shows both: `golang:${GO} → golang:1.22`.
+fn display_reference(image: &ImageReport) -> String {
+    if image.reference.is_empty() {
+        "(no image)".to_string()
+    } else if let Some(s) = &image.substituted {
+        format!(
+            "{} → {}",
+            escape_controls(&image.reference),
+            escape_controls(s)
+        )
+    } else {
+        escape_controls(&image.reference).into_owned()
+    }
+}
+
+/// `file:line:col kind "name" (stage s)`.
+fn describe_origin(o: &Origin) -> String {
+    let mut s = String::new();
+    match (&o.file, o.line, o.column) {
+        (Some(f), Some(l), Some(c)) => {
+            let _ = write!(s, "{}:{l}:{c} ", escape_controls(f));
+        }
+        (Some(f), Some(l), None) => {
+            let _ = write!(s, "{}:{l} ", escape_controls(f));
+        }
+        (Some(f), None, _) => {
+            let _ = write!(s, "{} ", escape_controls(f));
+        }
+        _ => {}
+    }
+    let kind = serde_json::to_value(o.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    if o.kind == ContainerKind::Image {
+        // An `--image` argument: no file, no name of its own.
+        s.push_str("--image");
+    } else if o.kind == ContainerKind::Container {
+        // The name says it all: `Deployment/web container app`.
+        s.push_str(&escape_controls(&o.name));
+    } else {
+        let _ = write!(s, "{kind} {:?}", o.name);
+    }
+    if let Some(stage) = &o.stage {
+        let _ = write!(s, " (stage {stage:?})");
+    }
+    s
+}
+
+fn paint(status: Status, text: &str) -> String {
+    let code = match status {
+        Status::Present => "32",
+        Status::Unreachable | Status::Unresolved => "33",
+        Status::Deferred | Status::Skipped => "2",
+        _ => "31;1",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pullcheck::input::PullPolicy;
+    use pullcheck::report::Reason;
+
+    fn image(status: Status) -> ImageReport {
+        ImageReport {
+            canonical: Some("docker.io/library/alpine:3.19".into()),
+            origins: vec![Origin {
+                file: Some(".vela.yml".into()),
+                line: Some(4),
+                column: Some(12),
+                kind: ContainerKind::Step,
+                name: "test".into(),
+                stage: None,
+                pod: None,
+            }],
+            ..ImageReport::new(
+                "alpine:3.19",
+                PullPolicy::Always.into(),
+                status,
+                Reason::Found,
+            )
+        }
+    }
+
+    /// The golden text rows: a wording change of the text report shows here.
+    #[test]
+    fn text_rows_golden() {
+        let mut substituted = image(Status::Present);
+        substituted.reference = "alpine:${V}".into();
+        substituted.substituted = Some("alpine:3.19".into());
+        let mut missing = image(Status::Missing);
+        missing.reference = "golang:1.2".into();
+        missing.detail = "tag 1.2 not found in library/golang; did you mean 1.22?".into();
+        missing.origins[0].stage = Some("build".into());
+        let mut argument = image(Status::Unreachable);
+        argument.origins[0] = Origin {
+            file: None,
+            line: None,
+            column: None,
+            kind: ContainerKind::Image,
+            name: "--image".into(),
+            stage: None,
+            pod: None,
+        };
+        argument.detail = "connection refused".into();
+        let r = Report::new(vec![substituted, missing, argument], vec!["w".into()]);
+        assert_eq!(
+            text(&r, false, None),
+            "present     alpine:${V} → alpine:3.19  .vela.yml:4:12 step \"test\"\n\
+             missing     golang:1.2                 .vela.yml:4:12 step \"test\" (stage \"build\")  \
+             tag 1.2 not found in library/golang; did you mean 1.22?\n\
+             unreachable alpine:3.19                --image  connection refused\n\
+             warning: w\n\
+             3 images: 1 present, 1 failed, 1 unverified, 0 skipped, 0 deferred\n"
+        );
+    }
+
+    #[test]
+    fn an_origin_cannot_split_or_repaint_a_line() {
+        let origin = Origin {
+            file: Some("evil\u{1b}[31m\nname.yml".into()),
+            line: Some(3),
+            column: Some(12),
+            kind: ContainerKind::Step,
+            name: "a\u{202e}b".into(),
+            stage: None,
+            pod: None,
+        };
+        let shown = describe_origin(&origin);
+        assert_eq!(
+            shown,
+            "evil\\u{1b}[31m\\nname.yml:3:12 step \"a\\u{202e}b\""
+        );
+    }
 
     /// The golden renderings of the CLI's remedies: a wording change shows here.
     #[test]
@@ -96,5 +396,26 @@ mod tests {
             "Kubernetes configuration: kubeconfig k.yaml: it sets no current-context; name one \
              (--context)"
         );
+    }
+
+    #[test]
+    fn text_names_the_position_and_colours_only_on_request() {
+        let r = Report::new(vec![image(Status::Missing)], vec!["w".into()]);
+        let plain = text(&r, false, None);
+        assert!(plain.contains("missing"), "{plain}");
+        assert!(plain.contains(".vela.yml:4:12 step \"test\""), "{plain}");
+        assert!(plain.contains("warning: w"));
+        assert!(
+            plain.ends_with("1 image: 0 present, 1 failed, 0 unverified, 0 skipped, 0 deferred\n")
+        );
+        assert!(!plain.contains('\x1b'));
+        assert!(text(&r, true, None).contains("\x1b[31;1mmissing"));
+        // A hostile reference cannot split or repaint a line.
+        let mut hostile = image(Status::Invalid);
+        hostile.reference = "alp\x1b[31mine\r\nOVERWRITE".into();
+        hostile.detail = "bad\nline".into();
+        let text = text(&Report::new(vec![hostile], vec![]), false, None);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text}");
     }
 }

@@ -141,6 +141,8 @@ impl AuthFile {
     ) -> Result<AuthFile, CredentialError> {
         let err = |message: String| CredentialError::AuthFile {
             path: path.display().to_string(),
+            line: None,
+            column: None,
             message,
         };
         // Docker's `configfile.LoadFromReader` takes an empty (or whitespace-only)
@@ -154,7 +156,12 @@ impl AuthFile {
                 creds_store: None,
             });
         }
-        let root = tree::parse_json(bytes).map_err(|e| err(tree::json_error_message(&e)))?;
+        let root = tree::parse_json(bytes).map_err(|e| CredentialError::AuthFile {
+            path: path.display().to_string(),
+            line: Some(e.line()),
+            column: Some(e.column()),
+            message: tree::json_error_what(&e),
+        })?;
         let mut entries = Vec::new();
         if let Some(auths) = tree::go_member(&root, "auths", "the document").map_err(err)? {
             for (key, value) in tree::go_map(auths, "`auths`").map_err(err)? {

@@ -73,14 +73,21 @@ impl ContainerdAuths {
     pub fn parse(file: &str, text: &str) -> Result<ContainerdAuths, CredentialError> {
         let error = |message: String| CredentialError::AuthFile {
             path: file.to_owned(),
+            line: None,
+            column: None,
             message,
         };
         let doc: toml::Table = toml::from_str(text).map_err(|e| {
-            let at = e
+            let (line, column) = e
                 .span()
                 .map(|s| line_column(text, s.start))
-                .map_or_else(String::new, |(l, c)| format!("line {l}, column {c}: "));
-            error(format!("{at}not TOML: {}", e.message()))
+                .map_or((None, None), |(l, c)| (Some(l), Some(c)));
+            CredentialError::AuthFile {
+                path: file.to_owned(),
+                line,
+                column,
+                message: format!("not TOML: {}", e.message()),
+            }
         })?;
         let (registry, key) = pullcheck_mirrors::containerd_config::cri_registry_section(&doc);
         let registry = registry.and_then(toml::Value::as_table);

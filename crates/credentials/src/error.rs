@@ -43,12 +43,20 @@ pub enum CredentialError {
         /// valid base64`.
         message: String,
     },
-    /// A malformed Docker `config.json` or containers `auth.json`.
-    #[error("{path}: {message}")]
+    /// A malformed Docker `config.json` or containers `auth.json`: `PATH: line L column
+    /// C: message` for a JSON syntax error, `PATH: message` for a bad value.
+    #[error("{path}: {}{message}", match (line, column) {
+        (Some(l), Some(c)) => format!("line {l} column {c}: "),
+        _ => String::new(),
+    })]
     AuthFile {
         /// The file.
         path: String,
-        /// What is wrong, with a line and column for JSON syntax errors.
+        /// 1-based line of a JSON syntax error.
+        line: Option<usize>,
+        /// 1-based column of a JSON syntax error.
+        column: Option<usize>,
+        /// What is wrong, without the position.
         message: String,
     },
     /// A credential provider config (`--image-credential-provider-config`) that does
@@ -78,6 +86,56 @@ pub enum CredentialError {
         /// What went wrong.
         failure: HelperFailure,
     },
+}
+
+impl CredentialError {
+    /// The file this error is about, as data, for a front end that names the option or
+    /// field that gave it: `None` for a pull secret's content ([`CredentialError::Secret`],
+    /// which may come from the cluster) and a helper's failure.
+    /// [`CredentialError::ProviderConfig`]'s problems are joined by `; `.
+    pub fn fault(&self) -> Option<pullcheck_files::FileFault<'_>> {
+        use pullcheck_files::{FaultKind, FileFault};
+        use std::borrow::Cow;
+        fn fault<'a>(path: &'a str, kind: FaultKind, message: Cow<'a, str>) -> FileFault<'a> {
+            FileFault {
+                path: Cow::Borrowed(path),
+                kind,
+                line: None,
+                column: None,
+                message,
+            }
+        }
+        Some(match self {
+            CredentialError::Read { path, message, .. } => {
+                fault(path, FaultKind::Unreadable, Cow::Borrowed(message.as_str()))
+            }
+            CredentialError::Manifest { file, message } => {
+                fault(file, FaultKind::Invalid, Cow::Borrowed(message.as_str()))
+            }
+            CredentialError::AuthFile {
+                path,
+                line,
+                column,
+                message,
+            } => FileFault {
+                line: *line,
+                column: *column,
+                ..fault(
+                    path,
+                    if line.is_some() {
+                        FaultKind::Syntax
+                    } else {
+                        FaultKind::Invalid
+                    },
+                    Cow::Borrowed(message.as_str()),
+                )
+            },
+            CredentialError::ProviderConfig { file, errors } => {
+                fault(file, FaultKind::Invalid, Cow::Owned(errors.join("; ")))
+            }
+            CredentialError::Secret { .. } | CredentialError::Helper { .. } => return None,
+        })
+    }
 }
 
 /// How a credential helper failed. Never holds the helper's output, which may contain

@@ -63,8 +63,18 @@ pub(crate) fn parse_json(bytes: &[u8]) -> Result<Node, serde_json::Error> {
 /// A JSON syntax error as a message with its position, never with input text: serde's
 /// data errors can quote values, so only syntax and end-of-input messages are shown.
 pub(crate) fn json_error_message(e: &serde_json::Error) -> String {
+    format!(
+        "line {} column {}: {}",
+        e.line(),
+        e.column(),
+        json_error_what(e)
+    )
+}
+
+/// What a JSON error says, without its position.
+pub(crate) fn json_error_what(e: &serde_json::Error) -> String {
     use serde_json::error::Category;
-    let what = match e.classify() {
+    match e.classify() {
         Category::Syntax | Category::Eof => {
             // serde_json appends " at line L column C"; we print our own position.
             let text = e.to_string();
@@ -75,8 +85,7 @@ pub(crate) fn json_error_message(e: &serde_json::Error) -> String {
         }
         Category::Data => "unexpected value".to_string(),
         Category::Io => "cannot read input".to_string(),
-    };
-    format!("line {} column {}: {what}", e.line(), e.column())
+    }
 }
 
 impl<'de> Deserialize<'de> for Node {

@@ -100,6 +100,38 @@ pub fn read_from(source: impl Read) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// What kind of problem a file has, for [`FileFault`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The file could not be read: missing, a directory or device, over the size
+    /// limit, not UTF-8, no permission.
+    Unreadable,
+    /// The file was read but is not in the expected format (a JSON, TOML or YAML syntax
+    /// error, or the wrong kind of document).
+    Syntax,
+    /// The file parses, but a value in it is rejected.
+    Invalid,
+}
+
+/// A problem with a file a user named, as data, so that a front end can name the option
+/// or field that gave the file and word the kind itself (`--docker-config PATH: not a
+/// Docker config.json: line 1, column 1: …`). The library errors that are about one file
+/// give it (`MirrorError::fault`, `CredentialError::fault`); their `Display` stays the
+/// whole message for everyone else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileFault<'a> {
+    /// The file as it was given to the loader.
+    pub path: std::borrow::Cow<'a, str>,
+    /// What kind of problem.
+    pub kind: FaultKind,
+    /// 1-based line of the problem, when known.
+    pub line: Option<usize>,
+    /// 1-based column (in characters) of the problem, when known.
+    pub column: Option<usize>,
+    /// What is wrong, without the path or the position.
+    pub message: std::borrow::Cow<'a, str>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

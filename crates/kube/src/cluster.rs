@@ -1,6 +1,7 @@
 //! Cluster access: the kubeconfig (or in-cluster) configuration, and the only requests this
 //! crate makes: a `GET` of one named object. Never a list, never a watch.
 
+use pullcheck_files::FaultKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -561,17 +562,42 @@ impl ObjectSource for Cluster {
     }
 }
 
+/// Where a kubeconfig came from: its file (the files `$KUBECONFIG` named, joined by `, `).
+struct Origin {
+    file: String,
+    from_env: bool,
+}
+
+impl Origin {
+    fn file(path: &Path) -> Origin {
+        Origin {
+            file: path.display().to_string(),
+            from_env: false,
+        }
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.from_env {
+            write!(f, "$KUBECONFIG ({})", self.file)
+        } else {
+            f.write_str(&self.file)
+        }
+    }
+}
+
 /// The configuration `options` describe: explicit kubeconfig, else `$KUBECONFIG`, else
 /// `~/.kube/config`, else in-cluster.
 async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError> {
     let kubeconfig = if let Some(path) = &options.kubeconfig {
-        Some((read_kubeconfig(path, "")?, path.display().to_string()))
+        Some((read_kubeconfig(path, false)?, Origin::file(path)))
     } else if let Some(found) = from_env_list()? {
         Some(found)
     } else {
         match std::env::var_os("HOME").map(|home| Path::new(&home).join(".kube").join("config")) {
             Some(path) if path.is_file() => {
-                Some((read_kubeconfig(&path, "")?, path.display().to_string()))
+                Some((read_kubeconfig(&path, false)?, Origin::file(&path)))
             }
             _ => None,
         }
@@ -590,21 +616,30 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
             kube::Config::from_custom_kubeconfig(kubeconfig, &kube_options)
                 .await
                 .map_err(|e| {
+                    let mut kind = FaultKind::Invalid;
                     let problem = match (&e, options.context.as_deref()) {
-                        _ if no_kubeconfig => "not a kubeconfig: it has no clusters, contexts \
-                                               or users (expected apiVersion: v1, kind: Config)"
-                            .to_owned(),
+                        _ if no_kubeconfig => {
+                            kind = FaultKind::Syntax;
+                            "it has no clusters, contexts or users (expected apiVersion: v1, \
+                             kind: Config)"
+                                .to_owned()
+                        }
                         (kube::config::KubeconfigError::LoadContext(_), Some(context)) => {
                             format!("it has no context {context:?}")
                         }
                         (kube::config::KubeconfigError::CurrentContextNotSet, None) => {
                             return KubeError::Incomplete(ConfigGap::NoCurrentContext {
-                                kubeconfig: origin.clone(),
+                                kubeconfig: origin.to_string(),
                             });
                         }
                         _ => error_chain(&e),
                     };
-                    KubeError::Config(format!("kubeconfig {origin}: {problem}"))
+                    KubeError::Kubeconfig {
+                        file: origin.file.clone(),
+                        from_env: origin.from_env,
+                        kind,
+                        message: problem,
+                    }
                 })
         }
         None if options.context.is_some() => {
@@ -622,16 +657,26 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
 /// refusing (`pullcheck_files::check_bounded`) a device or an over-large file there or
 /// at any file it names (CA, client certificate and key, token file): kube-rs reads them whole.
 /// `label` follows the path in errors.
-fn read_kubeconfig(path: &Path, label: &str) -> Result<Kubeconfig, KubeError> {
-    let error = |problem: String| {
-        KubeError::Config(format!("kubeconfig {}{label}: {problem}", path.display()))
+fn read_kubeconfig(path: &Path, from_env: bool) -> Result<Kubeconfig, KubeError> {
+    let error = |kind: FaultKind, problem: String| KubeError::Kubeconfig {
+        file: path.display().to_string(),
+        from_env,
+        kind,
+        message: problem,
     };
-    pullcheck_files::check_bounded(path).map_err(|e| error(e.to_string()))?;
+    pullcheck_files::check_bounded(path)
+        .map_err(|e| error(FaultKind::Unreadable, e.to_string()))?;
     // kube-rs names the path quoted twice (`from '"nosuch"'`); the error names it already.
     let config = Kubeconfig::read_from(path).map_err(|e| {
         let quoted = format!(" from '{:?}'", path.display().to_string());
         let quoted_path = format!(" from '{path:?}'");
+        let kind = match &e {
+            kube::config::KubeconfigError::ReadConfig(..) => FaultKind::Unreadable,
+            kube::config::KubeconfigError::Parse(_) => FaultKind::Syntax,
+            _ => FaultKind::Invalid,
+        };
         error(
+            kind,
             error_chain(&e)
                 .replace(&quoted, "")
                 .replace(&quoted_path, ""),
@@ -658,7 +703,7 @@ fn read_kubeconfig(path: &Path, label: &str) -> Result<Kubeconfig, KubeError> {
     for (what, file) in named {
         if let Some(file) = file {
             pullcheck_files::check_bounded(Path::new(file))
-                .map_err(|e| error(format!("{what} {file}: {e}")))?;
+                .map_err(|e| error(FaultKind::Unreadable, format!("{what} {file}: {e}")))?;
         }
     }
     Ok(config)
@@ -666,7 +711,7 @@ fn read_kubeconfig(path: &Path, label: &str) -> Result<Kubeconfig, KubeError> {
 
 /// `$KUBECONFIG`: a list of files, merged in order (first one to set a value wins); empty
 /// entries and files that do not exist are skipped, as kubectl skips them.
-fn from_env_list() -> Result<Option<(Kubeconfig, String)>, KubeError> {
+fn from_env_list() -> Result<Option<(Kubeconfig, Origin)>, KubeError> {
     let Some(value) = std::env::var_os("KUBECONFIG") else {
         return Ok(None);
     };
@@ -683,7 +728,7 @@ fn from_env_list() -> Result<Option<(Kubeconfig, String)>, KubeError> {
         if !path.exists() {
             continue;
         }
-        let config = read_kubeconfig(path, " (from $KUBECONFIG)")?;
+        let config = read_kubeconfig(path, true)?;
         merged = Some(match merged {
             None => config,
             Some(m) => m
@@ -693,7 +738,13 @@ fn from_env_list() -> Result<Option<(Kubeconfig, String)>, KubeError> {
         used.push(path.display().to_string());
     }
     match merged {
-        Some(config) => Ok(Some((config, format!("$KUBECONFIG ({})", used.join(", "))))),
+        Some(config) => Ok(Some((
+            config,
+            Origin {
+                file: used.join(", "),
+                from_env: true,
+            },
+        ))),
         None => Err(KubeError::Config(format!(
             "$KUBECONFIG names no existing file: {}",
             value.to_string_lossy()

@@ -17,6 +17,27 @@ pub enum KubeError {
     #[error("Kubernetes configuration: {0}")]
     Config(String),
 
+    /// A kubeconfig file that cannot be read (kind `Unreadable`, also a file it names:
+    /// `certificate-authority PATH: …`), is not a kubeconfig (`Syntax`: not YAML, or none
+    /// of `clusters`, `contexts`, `users`), or names a context or value kube-rs refuses
+    /// (`Invalid`). `file` is the kubeconfig's path, `from_env` whether `$KUBECONFIG`
+    /// named it; each front end names its own option for the file.
+    #[error(
+        "Kubernetes configuration: kubeconfig {file}{}: {}{message}",
+        if *from_env { " (from $KUBECONFIG)" } else { "" },
+        if *kind == pullcheck_files::FaultKind::Syntax { "not a kubeconfig: " } else { "" }
+    )]
+    Kubeconfig {
+        /// The kubeconfig's path, as given or found.
+        file: String,
+        /// Whether `$KUBECONFIG` named it.
+        from_env: bool,
+        /// What kind of problem.
+        kind: pullcheck_files::FaultKind,
+        /// What is wrong, without the path.
+        message: String,
+    },
+
     /// No usable cluster configuration, for a reason the caller can fix by naming a
     /// context or a kubeconfig ([`ConfigGap`]); each front end names its own option.
     #[error("Kubernetes configuration: {0}")]

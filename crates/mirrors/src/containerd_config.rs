@@ -81,6 +81,8 @@ impl ContainerdConfig {
             toml::from_str(text).map_err(|e| crate::text::toml_error(file, text, &e))?;
         let syntax = |message: String| MirrorError::Syntax {
             file: file.to_owned(),
+            line: None,
+            column: None,
             message,
         };
         let (registry, key) = cri_registry_section(&doc);

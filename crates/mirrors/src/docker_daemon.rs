@@ -112,11 +112,22 @@ impl DaemonConfig {
     pub fn parse(file: &str, text: &str) -> Result<DaemonConfig, MirrorError> {
         let value: Value = serde_json::from_str(text).map_err(|e| MirrorError::Syntax {
             file: file.to_owned(),
-            message: format!("line {}, column {}: {e}", e.line(), e.column()),
+            line: Some(e.line()),
+            column: Some(e.column()),
+            // serde_json ends its message with ` at line L column C`, given above.
+            message: {
+                let text = e.to_string();
+                match text.rfind(" at line ") {
+                    Some(i) => text[..i].to_owned(),
+                    None => text,
+                }
+            },
         })?;
         let Value::Object(obj) = value else {
             return Err(MirrorError::Syntax {
                 file: file.to_owned(),
+                line: None,
+                column: None,
                 message: "expected a JSON object at the top level".to_owned(),
             });
         };

@@ -22,13 +22,17 @@ pub enum MirrorError {
         message: String,
     },
     /// The file is not valid TOML or JSON, or a value has the wrong type
-    /// (`insecure = "yes"`). `message` starts with `line L, column C:` when the
-    /// parser knows where.
-    #[error("{file}: {message}")]
+    /// (`insecure = "yes"`). Shown as `FILE: line L, column C: message` when the parser
+    /// knows where.
+    #[error("{file}: {}{message}", position(*line, *column))]
     Syntax {
         /// The file, as given to the loader.
         file: String,
-        /// What is wrong, with its position.
+        /// 1-based line, when the parser knows it.
+        line: Option<usize>,
+        /// 1-based column (characters), when the parser knows it.
+        column: Option<usize>,
+        /// What is wrong, without the position.
         message: String,
     },
     /// The file parses but one of its entries is rejected, as the runtime would reject
@@ -48,7 +52,56 @@ pub enum MirrorError {
     UnknownProfile(String),
 }
 
+/// `line L, column C: ` for a known position, else nothing.
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!("line {l}, column {c}: "),
+        (Some(l), None) => format!("line {l}: "),
+        _ => String::new(),
+    }
+}
+
 impl MirrorError {
+    /// The file this error is about, as data: `None` for [`MirrorError::UnknownProfile`]
+    /// (no file). An [`MirrorError::Invalid`] entry leads its message (`ENTRY: message`).
+    pub fn fault(&self) -> Option<pullcheck_files::FileFault<'_>> {
+        use pullcheck_files::{FaultKind, FileFault};
+        use std::borrow::Cow;
+        Some(match self {
+            MirrorError::Read { path, message } => FileFault {
+                path: path.to_string_lossy(),
+                kind: FaultKind::Unreadable,
+                line: None,
+                column: None,
+                message: Cow::Borrowed(message),
+            },
+            MirrorError::Syntax {
+                file,
+                line,
+                column,
+                message,
+            } => FileFault {
+                path: Cow::Borrowed(file),
+                kind: FaultKind::Syntax,
+                line: *line,
+                column: *column,
+                message: Cow::Borrowed(message),
+            },
+            MirrorError::Invalid {
+                file,
+                entry,
+                message,
+            } => FileFault {
+                path: Cow::Borrowed(file),
+                kind: FaultKind::Invalid,
+                line: None,
+                column: None,
+                message: Cow::Owned(format!("{entry}: {message}")),
+            },
+            MirrorError::UnknownProfile(_) => return None,
+        })
+    }
+
     pub(crate) fn read(path: impl Into<PathBuf>, err: &std::io::Error) -> Self {
         MirrorError::Read {
             path: path.into(),

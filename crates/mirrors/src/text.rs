@@ -24,18 +24,20 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// A TOML error as `line L, column C: message`.
+/// A TOML error, at its line and column when it has a span.
 pub(crate) fn toml_error(file: &str, text: &str, err: &toml::de::Error) -> MirrorError {
-    let message = match err.span() {
+    let (line, column) = match err.span() {
         Some(span) => {
             let (line, col) = line_col(text, span.start);
-            format!("line {line}, column {col}: {}", err.message())
+            (Some(line), Some(col))
         }
-        None => err.message().to_owned(),
+        None => (None, None),
     };
     MirrorError::Syntax {
         file: file.to_owned(),
-        message,
+        line,
+        column,
+        message: err.message().to_owned(),
     }
 }
 

@@ -39,7 +39,7 @@
 //!     NodeCredentials::empty(),
 //! )?;
 //! let report = checker.check(uses, &CheckOptions::default()).await;
-//! println!("{}", report.to_text(false));
+//! println!("{}", report.to_json());
 //! std::process::exit(report.exit_code());
 //! # }
 //! ```
@@ -303,27 +303,15 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
             .map(|r| r.canonical())
     });
     let mut image = ImageReport {
-        reference: item.reference,
         substituted: item.substituted,
         canonical,
-        policy: item.policy.into(),
-        status: Status::Skipped,
-        reason: report::Reason::NeverPulled,
-        missing: None,
-        digest: None,
-        registry: None,
-        detail: String::new(),
         origins: item.origins,
-        credential: None,
-        error: None,
-        cached: false,
-        egress: None,
-        close_tags: Vec::new(),
-        remedies: Vec::new(),
-        attempts: Vec::new(),
-        provider_failures: Vec::new(),
-        problems: Vec::new(),
-        variables: Vec::new(),
+        ..ImageReport::new(
+            item.reference,
+            item.policy.into(),
+            Status::Skipped,
+            report::Reason::NeverPulled,
+        )
     };
     match item.action {
         Action::Check(r) => match outcomes.get(&QueryKey::new(item.set, &r)) {
@@ -341,6 +329,8 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.remedies = o.remedies.clone();
                 image.attempts = o.attempts.clone();
                 image.provider_failures = o.provider_failures.clone();
+                image.platforms = o.platforms.clone();
+                image.retry_after = o.retry_after;
             }
             None => {
                 image.status = Status::Unreachable;

@@ -146,6 +146,8 @@ pub(crate) fn answer(status: Status, reason: Reason, http_status: u16, detail: S
         media_type: None,
         attempts: 1,
         refusal: None,
+        platforms: Vec::new(),
+        retry_after: None,
     }
 }
 
@@ -278,6 +280,8 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                 media_type,
                 attempts: 1,
                 refusal: None,
+                platforms: Vec::new(),
+                retry_after: None,
             })
         }
         404 => {
@@ -339,12 +343,15 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                 failure.push_str(&format!(" (retry after {} s)", wait.as_secs()));
             }
             Decision::Retryable {
-                answer: answer(
-                    Status::Unreachable,
-                    Reason::RateLimited,
-                    status,
-                    with_errors(detail, reply.errors),
-                ),
+                answer: Answer {
+                    retry_after: wait,
+                    ..answer(
+                        Status::Unreachable,
+                        Reason::RateLimited,
+                        status,
+                        with_errors(detail, reply.errors),
+                    )
+                },
                 retry_after: wait,
                 failure,
             }
@@ -430,6 +437,8 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
         media_type: None,
         attempts: 1,
         refusal: err.refusal.clone(),
+        platforms: Vec::new(),
+        retry_after: None,
     }
 }
 
@@ -450,6 +459,8 @@ pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError)
         media_type: None,
         attempts: 1,
         refusal: None,
+        platforms: Vec::new(),
+        retry_after: None,
     }
 }
 
@@ -466,6 +477,8 @@ pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> Answer {
         media_type: None,
         attempts: 1,
         refusal: Some(refusal),
+        platforms: Vec::new(),
+        retry_after: None,
     }
 }
 

@@ -30,6 +30,8 @@ pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str
         media_type: None,
         attempts: 1,
         refusal: None,
+        platforms: Vec::new(),
+        retry_after: None,
     }
 }
 

@@ -474,6 +474,13 @@ pub struct Answer {
     pub attempts: u32,
     /// For [`Status::Refused`]: the egress rule and what it matched.
     pub refusal: Option<EgressRefusal>,
+    /// For [`Reason::PlatformNotFound`]: the platforms the image index lists, in its
+    /// order (OCI image index `manifests[].platform`); else empty.
+    pub platforms: Vec<Platform>,
+    /// For [`Reason::RateLimited`]: the wait the registry asked for in its last 429's
+    /// `Retry-After` header (seconds or an HTTP date, RFC 9110 §10.2.3), when it sent
+    /// one; else `None`.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 /// A failure to ping or authenticate against a registry, which applies to every image on

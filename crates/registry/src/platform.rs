@@ -207,6 +207,7 @@ pub(crate) fn check(
                 "platform {want} not in the index of {what} on {host}; it lists {}",
                 list(&platforms)
             ),
+            platforms,
             ..present
         },
     }

@@ -953,11 +953,14 @@ fn what(status: Status) -> &'static str {
     }
 }
 
-/// The report's detail without ` on HOST` when HOST is the reference's own registry
-/// (Docker Hub's API host for `docker.io`); a mirror's name stays. A container's
+/// What an image's row found, in a few words made from its fields (reason, the
+/// reference's parts, the registry host, the credential's source, the plugins that
+/// failed), never from another crate's text: `tag 1.2 not found in library/golang`, `on
+/// HOST` added when a mirror, not the reference's own registry, answered. A container's
 /// problems are their messages alone: their positions are in pullcheck's own copy of the
 /// object (the JSON it was given), which mean nothing to the person who wrote it.
-fn detail_of(image: &ImageReport) -> String {
+fn finding(image: &ImageReport) -> String {
+    use pullcheck::report::Reason as R;
     if !image.problems.is_empty() {
         return image
             .problems
@@ -966,16 +969,93 @@ fn detail_of(image: &ImageReport) -> String {
             .collect::<Vec<_>>()
             .join("; ");
     }
-    let detail = image.detail.clone();
-    let canonical = image.canonical.as_deref().unwrap_or(&image.reference);
-    match &image.registry {
-        Some(host)
-            if canonical.starts_with(&format!("{host}/"))
-                || (host == "registry-1.docker.io" && canonical.starts_with("docker.io/")) =>
-        {
-            detail.replace(&format!(" on {host}"), "")
+    let parsed = image
+        .canonical
+        .as_deref()
+        .and_then(|c| pullcheck::reference::Reference::parse(c).ok());
+    let path = parsed.as_ref().map_or("", |r| r.path());
+    let host = image.registry.as_deref().unwrap_or("the registry");
+    let credential = image
+        .credential
+        .as_ref()
+        .map_or("no credential", |c| c.source.as_str());
+    let words = match image.reason {
+        R::TagNotFound => format!(
+            "tag {} not found in {path}",
+            parsed.as_ref().and_then(|r| r.tag()).unwrap_or("latest")
+        ),
+        R::DigestNotFound => format!(
+            "digest {} not found in {path}",
+            parsed.as_ref().and_then(|r| r.digest()).unwrap_or_default()
+        ),
+        R::RepositoryNotFound => format!("repository {path} not found"),
+        R::PlatformNotFound if !image.platforms.is_empty() => {
+            format!("the index lists only {}", image.platforms.join(", "))
         }
-        _ => detail,
+        R::PlatformNotFound => "no manifest for the node's platform".to_owned(),
+        R::UnauthorizedAnonymous => "the registry asks for credentials, none matched".to_owned(),
+        R::Unauthorized => format!("not authorized with {credential}"),
+        R::CredentialsRequired => "the registry asks for a user name and password".to_owned(),
+        R::UnsupportedAuth => "the registry's authentication is not supported".to_owned(),
+        R::CredentialsRejected => format!("{credential} was rejected"),
+        R::AccessDenied => format!("{host} answered 403"),
+        R::TlsUntrusted => format!("the certificate of {host} is not trusted"),
+        R::RateLimited => match image.retry_after {
+            Some(wait) => format!("{host} is rate limiting (429; retry after {wait} s)"),
+            None => format!("{host} is rate limiting (429)"),
+        },
+        R::ServerError => format!("{host} failed to answer (server error)"),
+        R::NotARegistry => format!("{host} did not answer as a registry"),
+        R::DigestMismatch => format!("{host} served another digest"),
+        R::TlsFailed => format!("TLS with {host} failed"),
+        R::ConnectionRefused => format!("{host} refused the connection"),
+        R::ConnectionFailed => format!("the connection to {host} failed"),
+        R::Timeout => format!("{host} timed out"),
+        R::NameNotResolved => format!("{host} did not resolve"),
+        R::DeadlineExceeded => format!("no answer from {host} in time"),
+        R::ClientConfig => format!("the service's settings for {host} are unusable"),
+        R::CredentialHelperFailed => "a credential helper failed".to_owned(),
+        R::CredentialProviderFailed => {
+            let names: Vec<&str> = image
+                .provider_failures
+                .iter()
+                .map(|f| f.provider.as_str())
+                .collect();
+            format!("credential provider {} failed", names.join(", "))
+        }
+        R::NoEndpoint => "no endpoint to ask".to_owned(),
+        R::BlockedByConfig => "the node's mirror configuration blocks it".to_owned(),
+        R::EgressDenied => format!("the service's egress policy refuses {host}"),
+        R::UnpullableByConfig => "the node's mirror configuration cannot pull it".to_owned(),
+        R::InvalidReference => image
+            .error
+            .as_ref()
+            .map_or_else(String::new, |e| e.message.clone()),
+        R::Found
+        | R::Cached
+        | R::PlatformMismatch
+        | R::UnknownPullPolicy
+        | R::InvalidContainer
+        | R::UnresolvedVariable
+        | R::TemplateStep
+        | R::InitStep
+        | R::NeverPulled
+        | R::Exempt
+        | R::DeferredOnStart => String::new(),
+    };
+    let answered_by_mirror = matches!(
+        image.reason,
+        R::TagNotFound | R::DigestNotFound | R::RepositoryNotFound | R::PlatformNotFound
+    ) && match (&image.registry, &parsed) {
+        (Some(registry), Some(r)) => {
+            registry != r.domain() && !(r.is_docker_hub() && registry == "registry-1.docker.io")
+        }
+        _ => false,
+    };
+    if answered_by_mirror {
+        format!("{words} on {host}")
+    } else {
+        words
     }
 }
 
@@ -996,7 +1076,7 @@ struct Line {
 /// you mean 1.22?`; the short form keeps the status and the tag hints only.
 fn lines_of(image: &ImageReport) -> Vec<Line> {
     let what = what(image.status);
-    let detail = detail_of(image);
+    let detail = finding(image);
     let reason = if detail.is_empty() {
         what.to_owned()
     } else {
@@ -1016,7 +1096,7 @@ fn lines_of(image: &ImageReport) -> Vec<Line> {
     containers
         .into_iter()
         .map(|c| Line {
-            full: format!("{c}: image {} {reason}", image.reference),
+            full: format!("{c}: image {} {reason}{hint}", image.reference),
             short: format!("{c}: {} {what}{hint}", image.reference),
             container: c,
             reference: image.reference.clone(),
@@ -1108,14 +1188,18 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
     }
 }
 
-/// `text` cut to [`MAX_WARNING_CHARS`] characters, ending in `…` when cut.
+/// `text` cut to [`MAX_WARNING_CHARS`] characters at a space, ending in `…` when cut
+/// (a single word longer than that is cut where it must be).
 fn shorten(text: &str) -> String {
     if text.chars().count() <= MAX_WARNING_CHARS {
         return text.to_owned();
     }
-    let mut cut: String = text.chars().take(MAX_WARNING_CHARS - 1).collect();
-    cut.push('…');
-    cut
+    let cut: String = text.chars().take(MAX_WARNING_CHARS - 1).collect();
+    let cut = match cut.rfind(' ') {
+        Some(space) if space > 0 => cut[..space].trim_end().to_owned(),
+        _ => cut,
+    };
+    format!("{cut}…")
 }
 
 /// Each warning shortened; at most [`MAX_WARNINGS_TOTAL`] characters in all, the rest
@@ -1156,6 +1240,111 @@ mod tests {
             capped.last().is_some_and(|w| w.contains("more")),
             "{capped:?}"
         );
+    }
+
+    fn row(reference: &str, status: Status, reason: pullcheck::report::Reason) -> ImageReport {
+        ImageReport {
+            canonical: pullcheck::reference::Reference::parse_normalized(reference)
+                .ok()
+                .map(|r| r.canonical()),
+            origins: vec![Origin {
+                file: Some("Pod ci".into()),
+                line: Some(9),
+                column: Some(14),
+                kind: pullcheck::input::ContainerKind::Container,
+                name: "Pod/p container app".into(),
+                stage: None,
+                pod: Some(pullcheck::input::PodContainer {
+                    owner: "Pod/p".into(),
+                    list: ContainerList::Containers,
+                    name: "app".into(),
+                }),
+            }],
+            ..ImageReport::new(
+                reference,
+                pullcheck::input::PullPolicy::Always.into(),
+                status,
+                reason,
+            )
+        }
+    }
+
+    /// The golden admission lines: each made from the row's fields; the registry's
+    /// own words (`detail`) are not read.
+    #[test]
+    fn admission_lines_golden() {
+        use pullcheck::report::Reason as R;
+        let mut tag = row("golang:1.2", Status::Missing, R::TagNotFound);
+        tag.registry = Some("registry-1.docker.io".into());
+        tag.close_tags = vec!["1.22".into(), "1.21".into()];
+        tag.detail = "words nobody reads".into();
+        let mut mirrored = row(
+            "registry.example.com/team/app:v9",
+            Status::Missing,
+            R::TagNotFound,
+        );
+        mirrored.registry = Some("mirror.example.com".into());
+        let mut refused = row(
+            "registry.example.com/team/app:v1",
+            Status::Unreachable,
+            R::ConnectionRefused,
+        );
+        refused.registry = Some("registry.example.com".into());
+        let mut rejected = row(
+            "registry.example.com/team/app:v1",
+            Status::Denied,
+            R::CredentialsRejected,
+        );
+        rejected.credential = Some(pullcheck::credentials::CredentialSource {
+            source: "pull secret ci-pull (namespace ci)".into(),
+            key: "registry.example.com".into(),
+            username: None,
+        });
+        let mut limited = row(
+            "registry.example.com/team/app:v1",
+            Status::Unreachable,
+            R::RateLimited,
+        );
+        limited.registry = Some("registry.example.com".into());
+        limited.retry_after = Some(30);
+        let mut platform = row(
+            "registry.example.com/team/app:v1",
+            Status::Missing,
+            R::PlatformNotFound,
+        );
+        platform.registry = Some("registry.example.com".into());
+        platform.platforms = vec!["linux/amd64".into(), "linux/arm64/v8".into()];
+        let lines: Vec<String> = [tag, mirrored, refused, rejected, limited, platform]
+            .iter()
+            .flat_map(lines_of)
+            .map(|l| l.full)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "container app: image golang:1.2 not found: tag 1.2 not found in library/golang; \
+                 did you mean 1.22 or 1.21?",
+                "container app: image registry.example.com/team/app:v9 not found: tag v9 not \
+                 found in team/app on mirror.example.com",
+                "container app: image registry.example.com/team/app:v1 not verified: \
+                 registry.example.com refused the connection",
+                "container app: image registry.example.com/team/app:v1 access denied: pull \
+                 secret ci-pull (namespace ci) was rejected",
+                "container app: image registry.example.com/team/app:v1 not verified: \
+                 registry.example.com is rate limiting (429; retry after 30 s)",
+                "container app: image registry.example.com/team/app:v1 not found: the index \
+                 lists only linux/amd64, linux/arm64/v8",
+            ]
+        );
+    }
+
+    /// A warning too long is cut at a space, never inside a word.
+    #[test]
+    fn a_warning_is_cut_between_words() {
+        let long = format!("pullcheck: {}", "word ".repeat(40));
+        let cut = shorten(&long);
+        assert!(cut.chars().count() <= MAX_WARNING_CHARS, "{cut}");
+        assert!(cut.ends_with("word…"), "{cut}");
     }
 
     /// A realistic long reference keeps the container, the status and the hint in its

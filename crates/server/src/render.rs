@@ -32,8 +32,10 @@ pub(crate) fn setting(setting: Setting) -> &'static str {
     }
 }
 
-/// The report with every row's remedies worded into its detail, for the API's answer.
+/// The report with every row's other attempts and remedies worded into its detail, for
+/// the API's answer.
 pub(crate) fn report(mut report: Report) -> Report {
+    report.word_attempts();
     report.word_remedies(remedies);
     report
 }

@@ -23,7 +23,7 @@
 //!     ..CheckRequest::default()
 //! };
 //! let report = request.run(checker, None).await?;
-//! println!("{}", report.to_text(false));
+//! println!("{}", report.to_json());
 //! # Ok(())
 //! # }
 //! ```

@@ -146,6 +146,8 @@ mod tests {
             remedies: Vec::new(),
             attempts: Vec::new(),
             provider_failures: Vec::new(),
+            platforms: Vec::new(),
+            retry_after: None,
         }
     }
 

@@ -133,6 +133,10 @@ pub(crate) struct Outcome {
     pub attempts: Vec<AttemptReport>,
     /// The credential provider plugins that matched and failed.
     pub provider_failures: Vec<ProviderError>,
+    /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`.
+    pub platforms: Vec<String>,
+    /// For `rate_limited`: the wait the registry asked for, in whole seconds.
+    pub retry_after: Option<u64>,
 }
 
 /// One (route, credential) pair to try.
@@ -150,10 +154,10 @@ struct Pending {
     key: QueryKey,
     reference: Reference,
     attempts: VecDeque<Attempt>,
-    /// Every failed attempt so far: (where, outcome).
+    /// Every failed attempt so far: (endpoint name, outcome).
     failures: Vec<(String, Outcome)>,
-    /// The host of the attempt in flight, for the deadline message.
-    asking: String,
+    /// The endpoint of the attempt in flight (host, name), for the deadline message.
+    asking: Option<(String, String)>,
     /// The credential provider plugins that failed for it, on any route.
     provider_failures: Vec<ProviderError>,
 }
@@ -378,7 +382,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                     reference: reference.clone(),
                     attempts,
                     failures: Vec::new(),
-                    asking: String::new(),
+                    asking: None,
                     provider_failures,
                 });
                 return;
@@ -430,7 +434,10 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             let Some(attempt) = p.attempts.pop_front() else {
                 continue;
             };
-            p.asking = attempt.endpoint.host.clone();
+            p.asking = Some((
+                attempt.endpoint.host.clone(),
+                endpoint_name(&attempt.endpoint),
+            ));
             let slot = (attempt.endpoint, attempt.credential);
             let job = Job {
                 index,
@@ -483,16 +490,17 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                 deadline.as_millis()
             );
             let mut failures = p.failures;
-            let host = if p.asking.is_empty() {
-                p.attempts
-                    .front()
-                    .map(|a| a.endpoint.host.clone())
-                    .unwrap_or_default()
-            } else {
-                p.asking.clone()
-            };
+            let (host, endpoint) = p
+                .asking
+                .clone()
+                .or_else(|| {
+                    p.attempts
+                        .front()
+                        .map(|a| (a.endpoint.host.clone(), endpoint_name(&a.endpoint)))
+                })
+                .unwrap_or_default();
             failures.push((
-                host.clone(),
+                endpoint,
                 Outcome {
                     registry: Some(host.clone()),
                     ..failure(
@@ -607,6 +615,8 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         attempts: Vec::new(),
         egress: None,
         provider_failures: Vec::new(),
+        platforms: Vec::new(),
+        retry_after: None,
     }
 }
 
@@ -623,8 +633,11 @@ fn rank(status: Status) -> u8 {
     }
 }
 
-/// The outcome to report from every attempt's answer: the present one, else the most
-/// meaningful failure, with the other attempts listed in the detail.
+/// The outcome to report from every attempt's answer (endpoint name, outcome): the
+/// present one, else the most meaningful failure, with every attempt as data in
+/// [`Outcome::attempts`] when more than one was made. The detail is the chosen answer's
+/// own; the front ends word the other attempts from the list
+/// ([`Report::word_attempts`](crate::report::Report::word_attempts)).
 fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
     let best = attempts
         .iter()
@@ -641,34 +654,33 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
     let listed: Vec<AttemptReport> = if attempts.len() > 1 {
         attempts
             .iter()
-            .map(|(place, o)| AttemptReport {
-                registry: place.clone(),
+            .enumerate()
+            .map(|(i, (endpoint, o))| AttemptReport {
+                endpoint: endpoint.clone(),
+                registry: o.registry.clone().unwrap_or_default(),
                 credential: o.credential.clone(),
                 status: o.status,
                 reason: o.reason,
                 detail: o.detail.clone(),
+                chosen: i == best,
             })
             .collect()
     } else {
         Vec::new()
     };
-    let others: Vec<String> = attempts
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != best)
-        .map(|(_, (place, o))| format!("{place}: {} ({})", o.status.as_str(), o.detail))
-        .collect();
     let mut chosen = attempts.swap_remove(best).1;
-    if !others.is_empty() {
-        let verb = if matches!(chosen.status, Status::Present | Status::Unrunnable) {
-            "after"
-        } else {
-            "also tried"
-        };
-        chosen.detail = format!("{}; {verb}: {}", chosen.detail, others.join("; "));
-    }
     chosen.attempts = listed;
     chosen
+}
+
+/// An endpoint as the report names it: `host[:port]`, with its API path when that is not
+/// `/v2/` (two endpoints on one host differ by it, containerd's `override_path`).
+fn endpoint_name(endpoint: &Endpoint) -> String {
+    if endpoint.base_path == "/v2/" {
+        endpoint.host.clone()
+    } else {
+        format!("{}{}", endpoint.host, endpoint.base_path)
+    }
 }
 
 /// A (endpoint, credential) pair and the references to ask it about this round.
@@ -704,18 +716,10 @@ async fn ask_group<R: Registry>(
     let deadline = deadline.into_std();
     let (endpoint, credential) = &group.slot;
     let host = endpoint.host.clone();
-    // Two endpoints on one host differ by their API path (containerd `override_path`).
-    let at = if endpoint.base_path == "/v2/" {
-        host.clone()
-    } else {
-        format!("{host}{}", endpoint.base_path)
-    };
-    let place = match &group.source {
-        Some(s) => format!("{at} with {} key {:?}", s.source, s.key),
-        None => at,
-    };
+    let place = endpoint_name(endpoint);
     tracing::debug!(
         endpoint = %place,
+        credential = ?group.source.as_ref().map(|s| &s.source),
         images = group.jobs.len(),
         session = if cached.is_some() { "reused" } else { "new" },
         "asking"
@@ -825,6 +829,8 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         attempts: Vec::new(),
         egress: answer.refusal,
         provider_failures: Vec::new(),
+        platforms: answer.platforms.iter().map(ToString::to_string).collect(),
+        retry_after: answer.retry_after.map(|d| d.as_secs()),
     }
 }
 

@@ -34,9 +34,19 @@ fn a_definite_404_outranks_a_network_error() {
         ("primary".into(), outcome(Status::Missing, "tag not found")),
     ]);
     assert_eq!(chosen.status, Status::Missing);
+    // The detail is the chosen answer's; the others are data.
+    assert_eq!(chosen.detail, "tag not found");
+    let attempts: Vec<(&str, Status, bool)> = chosen
+        .attempts
+        .iter()
+        .map(|a| (a.endpoint.as_str(), a.status, a.chosen))
+        .collect();
     assert_eq!(
-        chosen.detail,
-        "tag not found; also tried: mirror: unreachable (connection refused)"
+        attempts,
+        [
+            ("mirror", Status::Unreachable, false),
+            ("primary", Status::Missing, true)
+        ]
     );
 }
 
@@ -47,7 +57,19 @@ fn present_wins_and_names_earlier_failures() {
         ("b".into(), outcome(Status::Present, "HEAD 200")),
     ]);
     assert_eq!(chosen.status, Status::Present);
-    assert_eq!(chosen.detail, "HEAD 200; after: a: denied (rejected)");
+    assert_eq!(chosen.detail, "HEAD 200");
+    let attempts: Vec<(&str, Reason, bool)> = chosen
+        .attempts
+        .iter()
+        .map(|a| (a.endpoint.as_str(), a.reason, a.chosen))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("a", Reason::AccessDenied, false),
+            ("b", Reason::Found, true)
+        ]
+    );
 }
 
 #[test]
@@ -56,7 +78,11 @@ fn among_equals_the_first_attempt_is_reported() {
         ("a".into(), outcome(Status::NoAccess, "first")),
         ("b".into(), outcome(Status::NoAccess, "second")),
     ]);
-    assert!(chosen.detail.starts_with("first;"), "{}", chosen.detail);
+    assert_eq!(chosen.detail, "first");
+    assert_eq!(
+        chosen.attempts.iter().map(|a| a.chosen).collect::<Vec<_>>(),
+        [true, false]
+    );
 }
 
 /// What the scripted registry does with one check.
@@ -181,6 +207,8 @@ impl Registry for Scripted {
             media_type: None,
             attempts: 1,
             refusal: None,
+            platforms: Vec::new(),
+            retry_after: None,
         }
     }
 }
@@ -276,23 +304,42 @@ async fn a_mirror_that_misses_falls_back_to_the_primary() {
     assert_eq!((o.status, o.reason), (Status::Present, Reason::Found));
     assert_eq!(o.registry.as_deref(), Some("registry.local"));
     // Every attempt as data, in order.
-    let attempts: Vec<(&str, Status, Reason)> = o
+    let attempts: Vec<(&str, &str, Status, Reason, &str, bool)> = o
         .attempts
         .iter()
-        .map(|a| (a.registry.as_str(), a.status, a.reason))
+        .map(|a| {
+            (
+                a.endpoint.as_str(),
+                a.registry.as_str(),
+                a.status,
+                a.reason,
+                a.detail.as_str(),
+                a.chosen,
+            )
+        })
         .collect();
     assert_eq!(
         attempts,
         [
-            ("mirror.local", Status::Missing, Reason::TagNotFound),
-            ("registry.local", Status::Present, Reason::Found),
+            (
+                "mirror.local",
+                "mirror.local",
+                Status::Missing,
+                Reason::TagNotFound,
+                "Missing at mirror.local",
+                false
+            ),
+            (
+                "registry.local",
+                "registry.local",
+                Status::Present,
+                Reason::Found,
+                "Present at registry.local",
+                true
+            ),
         ]
     );
-    // The detail keeps every attempt: the mirror's miss too.
-    assert_eq!(
-        o.detail,
-        "Present at registry.local; after: mirror.local: missing (Missing at mirror.local)"
-    );
+    assert_eq!(o.detail, "Present at registry.local");
     assert_eq!(
         registry.calls(),
         [
@@ -389,10 +436,18 @@ async fn anonymous_is_never_tried_after_credentials_fail() {
         o.credential.as_ref().map(|c| c.source.as_str()),
         Some("pull secret bob")
     );
-    assert!(
-        o.detail.contains("registry.local refused alice"),
-        "{}",
-        o.detail
+    let alice = o
+        .attempts
+        .iter()
+        .find(|a| {
+            a.credential
+                .as_ref()
+                .is_some_and(|c| c.source == "pull secret alice")
+        })
+        .map(|a| (a.status, a.detail.as_str(), a.chosen));
+    assert_eq!(
+        alice,
+        Some((Status::Denied, "registry.local refused alice", false))
     );
     let calls = registry.calls();
     assert!(calls.iter().all(|c| !c.contains("anonymous")), "{calls:?}");
@@ -434,10 +489,31 @@ async fn the_next_credential_is_tried_after_a_failing_one() {
         o.credential.as_ref().map(|c| c.source.as_str()),
         Some("pull secret bob")
     );
+    let attempts: Vec<(Option<&str>, Status, &str)> = o
+        .attempts
+        .iter()
+        .map(|a| {
+            (
+                a.credential.as_ref().map(|c| c.source.as_str()),
+                a.status,
+                a.detail.as_str(),
+            )
+        })
+        .collect();
     assert_eq!(
-        o.detail,
-        "Present at registry.local; after: registry.local with pull secret alice key \
-         \"registry.local\": denied (registry.local refused alice)"
+        attempts,
+        [
+            (
+                Some("pull secret alice"),
+                Status::Denied,
+                "registry.local refused alice"
+            ),
+            (
+                Some("pull secret bob"),
+                Status::Present,
+                "Present at registry.local"
+            ),
+        ]
     );
     assert_eq!(
         registry.calls(),
@@ -697,6 +773,8 @@ fn an_egress_refusal_is_blocked_with_reason_egress_denied_and_the_refusal() {
         media_type: None,
         attempts: 1,
         refusal: Some(refusal.clone()),
+        platforms: Vec::new(),
+        retry_after: None,
     };
     let outcome = outcome_of(answer, "169.254.169.254".into(), None);
     assert_eq!(

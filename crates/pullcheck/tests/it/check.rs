@@ -76,7 +76,7 @@ fn status_of<'a>(report: &'a Report, reference: &str) -> &'a pullcheck::report::
         .images
         .iter()
         .find(|i| i.reference == reference)
-        .unwrap_or_else(|| panic!("{reference} not in report:\n{}", report.to_text(false)))
+        .unwrap_or_else(|| panic!("{reference} not in report:\n{}", report.to_json()))
 }
 
 /// The matrix every mode must pass, with the credentials the mode needs.
@@ -378,7 +378,7 @@ steps:
             (Status::Invalid, Reason::UnknownPullPolicy, "whenever"),
         ],
         "{}",
-        report.to_text(false)
+        report.to_json()
     );
     let deferred = &report.images[3];
     assert_eq!(

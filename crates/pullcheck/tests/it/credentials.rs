@@ -172,9 +172,13 @@ async fn htpasswd_a_wrong_specific_key_then_a_working_host_key() {
         assert_eq!(credential.source, source_of("general"));
         assert_eq!(credential.key, host);
         assert_eq!(credential.username.as_deref(), Some("ci"));
-        // The failed first attempt is named, without its password.
-        assert!(i.detail.contains(&source_of("specific")), "{}", i.detail);
-        assert!(!i.detail.contains(WRONG), "{}", i.detail);
+        // The failed first attempt is listed, without its password.
+        assert_eq!(tried_with(i), [source_of("specific"), source_of("general")]);
+        assert!(
+            !format!("{:?}", i.attempts).contains(WRONG),
+            "{:?}",
+            i.attempts
+        );
     }
     // Only the host key applies: one attempt, nothing before it.
     let i = image(&report, &public);
@@ -253,10 +257,9 @@ async fn token_every_matching_credential_wrong_fails_without_trying_anonymous() 
         app_report.credential.as_ref().map(|c| c.source.clone()),
         Some(source_of("specific"))
     );
-    assert!(
-        app_report.detail.contains(&source_of("general")),
-        "{}",
-        app_report.detail
+    assert_eq!(
+        tried_with(app_report),
+        [source_of("specific"), source_of("general")]
     );
     // `public` matches only the host key.
     assert_eq!(
@@ -305,7 +308,7 @@ async fn htpasswd_every_matching_credential_wrong_fails_without_trying_anonymous
         Some(source_of("specific")),
         "the first of equally bad answers is reported"
     );
-    assert!(i.detail.contains(&source_of("general")), "{}", i.detail);
+    assert_eq!(tried_with(i), [source_of("specific"), source_of("general")]);
     // Both credentials were refused at `GET /v2/`, before any manifest request; an
     // anonymous attempt would have sent the manifest request without credentials.
     let served = registry.requests().await.expect("log");
@@ -385,7 +388,10 @@ async fn the_node_docker_config_comes_after_the_pull_secrets() {
     let credential = i.credential.as_ref().expect("credential");
     assert_eq!(credential.source, path.display().to_string());
     assert_eq!(credential.key, format!("http://{host}"));
-    assert!(i.detail.contains(&source_of("regcred")), "{}", i.detail);
+    assert_eq!(
+        tried_with(i),
+        [source_of("regcred"), path.display().to_string()]
+    );
     assert_eq!(
         token_auths(&registry),
         [rejected("ci"), TokenAuth::User("ci".into())]
@@ -565,7 +571,7 @@ async fn a_known_password_or_token_is_in_no_debug_error_or_report() {
             Status::Denied | Status::NoAccess
         ),
         "{}",
-        report.to_text(false)
+        report.to_json()
     );
 
     let shown = [
@@ -576,7 +582,7 @@ async fn a_known_password_or_token_is_in_no_debug_error_or_report() {
         format!("{error:?} {error}"),
         format!("{report:?}"),
         report.to_json().to_string(),
-        report.to_text(false),
+        report.to_json(),
     ];
     for text in &shown {
         assert!(!text.contains(CANARY), "the password shows in: {text}");
@@ -588,4 +594,16 @@ async fn a_known_password_or_token_is_in_no_debug_error_or_report() {
     }
     // The credential was really presented, and refused.
     assert!(token_auths(&registry).contains(&rejected("ci")));
+}
+
+/// The credential sources of an image's attempts, in order (`anonymous` for none).
+fn tried_with(i: &pullcheck::report::ImageReport) -> Vec<String> {
+    i.attempts
+        .iter()
+        .map(|a| {
+            a.credential
+                .as_ref()
+                .map_or_else(|| "anonymous".to_owned(), |c| c.source.clone())
+        })
+        .collect()
 }

@@ -136,7 +136,7 @@ async fn check(
 }
 
 fn only(report: &Report) -> &ImageReport {
-    assert_eq!(report.images.len(), 1, "{}", report.to_text(false));
+    assert_eq!(report.images.len(), 1, "{}", report.to_json());
     &report.images[0]
 }
 
@@ -184,7 +184,8 @@ async fn containerd_sends_the_pull_secret_to_the_mirror() {
     let i = only(&report);
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.up()), "{}", i.detail);
-    assert!(i.detail.contains(pair.mir()), "{}", i.detail);
+    // The mirror was asked first, and did not answer present.
+    assert_eq!(asked(i), [(pair.mir(), false), (pair.up(), true)]);
 }
 
 #[tokio::test]
@@ -217,7 +218,8 @@ async fn crio_sends_the_nodes_credentials_for_the_mirror_host_only() {
     let i = only(&report);
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.up()), "{}", i.detail);
-    assert!(i.detail.contains(pair.mir()), "{}", i.detail);
+    // The mirror was asked first, and did not answer present.
+    assert_eq!(asked(i), [(pair.mir(), false), (pair.up(), true)]);
 
     // The node's credentials for the mirror's host do.
     let report = check(
@@ -256,4 +258,12 @@ async fn docker_sends_the_hub_credentials_to_the_mirror() {
     let i = only(&report);
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.mir()), "{}", i.detail);
+}
+
+/// Each registry asked about `i`, in order, and whether its answer is the one reported.
+fn asked(i: &pullcheck::report::ImageReport) -> Vec<(&str, bool)> {
+    i.attempts
+        .iter()
+        .map(|a| (a.registry.as_str(), a.chosen))
+        .collect()
 }

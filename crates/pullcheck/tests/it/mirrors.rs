@@ -140,7 +140,16 @@ fn image<'a>(report: &'a Report, reference: &str) -> &'a ImageReport {
         .images
         .iter()
         .find(|i| i.reference == reference)
-        .unwrap_or_else(|| panic!("{reference} not in the report:\n{}", report.to_text(false)))
+        .unwrap_or_else(|| panic!("{reference} not in the report:\n{}", report.to_json()))
+}
+
+/// Each endpoint asked about `i`, in order: (registry host, status, whether it is the
+/// answer reported).
+fn tried(i: &ImageReport) -> Vec<(String, Status, bool)> {
+    i.attempts
+        .iter()
+        .map(|a| (a.registry.clone(), a.status, a.chosen))
+        .collect()
 }
 
 /// The requests for manifest `reference` of `repository`, with any query.
@@ -302,8 +311,8 @@ async fn crio_present_through_the_mirror() {
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.mir()), "{}", i.detail);
     assert_eq!(i.digest.as_deref(), Some(pair.image.digest.as_str()));
-    // The first endpoint answered: no earlier failure to list.
-    assert!(!i.detail.contains("after:"), "{}", i.detail);
+    // The first endpoint answered: no earlier attempt to list.
+    assert!(i.attempts.is_empty(), "{:?}", i.attempts);
 
     let mirror_log = pair.mirror.requests().await.unwrap();
     let heads = manifest_requests(&mirror_log, "team/app", "v1");
@@ -330,11 +339,13 @@ async fn crio_mirror_down_the_primary_answers() {
     let report = check_present(config, &reference, pair.up()).await;
     let i = image(&report, &reference);
     assert_eq!(i.digest.as_deref(), Some(pair.image.digest.as_str()));
-    // The mirror's failure is kept in the detail.
-    assert!(
-        i.detail.contains(&format!("after: {dead}: unreachable")),
-        "{}",
-        i.detail
+    // The mirror's failure is kept as an attempt.
+    assert_eq!(
+        tried(i),
+        [
+            (dead.clone(), Status::Unreachable, false),
+            (pair.up().to_owned(), Status::Present, true)
+        ]
     );
 
     let upstream_log = pair.upstream.requests().await.unwrap();
@@ -385,11 +396,12 @@ async fn crio_a_tag_only_upstream_is_present() {
     pair.clear().await;
     let report = check_present(config, &reference, pair.up()).await;
     let i = image(&report, &reference);
-    assert!(
-        i.detail
-            .contains(&format!("after: {}: missing", other.host())),
-        "{}",
-        i.detail
+    assert_eq!(
+        tried(i),
+        [
+            (other.host().to_owned(), Status::Missing, false),
+            (pair.up().to_owned(), Status::Present, true)
+        ]
     );
     let other_log = other.requests().await.unwrap();
     let heads = manifest_requests(&other_log, "team/app", "fresh");
@@ -413,14 +425,15 @@ async fn crio_a_missing_tag_lists_every_endpoint() {
     let i = image(&report, &reference);
     assert_eq!(i.status, Status::Missing, "{}", i.detail);
     assert_eq!(i.missing, Some(MissingPart::Tag), "{}", i.detail);
-    // Both answered 404: the first (the mirror) is reported, the primary's answer is in
-    // the detail.
+    // Both answered 404: the first (the mirror) is reported, the primary's answer is an
+    // attempt.
     assert_eq!(i.registry.as_deref(), Some(pair.mir()));
-    assert!(
-        i.detail
-            .contains(&format!("also tried: {}: missing", pair.up())),
-        "{}",
-        i.detail
+    assert_eq!(
+        tried(i),
+        [
+            (pair.mir().to_owned(), Status::Missing, true),
+            (pair.up().to_owned(), Status::Missing, false)
+        ]
     );
     // The tag hint comes from the mirror's tag list, which it fetched from upstream.
     assert!(
@@ -457,11 +470,12 @@ async fn crio_a_definite_404_outranks_a_network_error() {
     assert_eq!(i.status, Status::Missing, "{}", i.detail);
     assert_eq!(i.missing, Some(MissingPart::Tag));
     assert_eq!(i.registry.as_deref(), Some(pair.up()));
-    assert!(
-        i.detail
-            .contains(&format!("also tried: {dead}: unreachable")),
-        "{}",
-        i.detail
+    assert_eq!(
+        tried(i),
+        [
+            (dead.clone(), Status::Unreachable, false),
+            (pair.up().to_owned(), Status::Missing, true)
+        ]
     );
     assert_eq!(report.exit_code(), 1);
 }
@@ -554,7 +568,7 @@ async fn crio_a_blocked_primary_still_tries_its_mirror() {
     assert_eq!(m.status, Status::Missing, "{}", m.detail);
     assert_eq!(m.registry.as_deref(), Some(mir));
     // Only the mirror was asked.
-    assert!(!m.detail.contains("also tried"), "{}", m.detail);
+    assert!(m.attempts.is_empty(), "{:?}", m.attempts);
 }
 
 #[tokio::test]
@@ -730,19 +744,22 @@ async fn containerd_mirror_down_the_server_answers() {
     let i = image(&report, &reference);
     assert_eq!(i.status, Status::Present, "{}", i.detail);
     assert_eq!(i.registry.as_deref(), Some(pair.up()));
-    assert!(
-        i.detail.contains(&format!("after: {dead}: unreachable")),
-        "{}",
-        i.detail
+    assert_eq!(
+        tried(i),
+        [
+            (dead.clone(), Status::Unreachable, false),
+            (pair.up().to_owned(), Status::Present, true)
+        ]
     );
     let m = image(&report, &missing);
     assert_eq!(m.status, Status::Missing, "{}", m.detail);
     assert_eq!(m.registry.as_deref(), Some(pair.up()));
-    assert!(
-        m.detail
-            .contains(&format!("also tried: {dead}: unreachable")),
-        "{}",
-        m.detail
+    assert_eq!(
+        tried(m),
+        [
+            (dead.clone(), Status::Unreachable, false),
+            (pair.up().to_owned(), Status::Missing, true)
+        ]
     );
 }
 
@@ -823,7 +840,7 @@ async fn containerd_override_path_asks_the_configured_path() {
         1,
         "{mirror_log:?}"
     );
-    assert!(!i.detail.contains("after:"), "{}", i.detail);
+    assert!(i.attempts.is_empty(), "{:?}", i.attempts);
 }
 
 // ---- Docker daemon.json ----

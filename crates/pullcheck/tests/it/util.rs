@@ -38,5 +38,5 @@ pub fn image<'a>(
         .images
         .iter()
         .find(|i| i.reference == reference)
-        .unwrap_or_else(|| panic!("{reference} not in report:\n{}", report.to_text(false)))
+        .unwrap_or_else(|| panic!("{reference} not in report:\n{}", report.to_json()))
 }

@@ -302,6 +302,8 @@ async fn rate_limit_beyond_the_cap_or_the_deadline_is_not_waited_for() {
         (a.status, a.reason, a.http_status, a.attempts),
         (Status::Unreachable, Reason::RateLimited, Some(429), 1)
     );
+    // The wait asked for, as data.
+    assert_eq!(a.retry_after, Some(Duration::from_secs(3600)));
     assert_eq!(
         a.detail,
         format!(

@@ -799,6 +799,9 @@ async fn platforms_of_indexes_and_manifest_lists() {
         let a = session.check(APP, tag).await;
         assert_status(&a, Status::Missing, Some(Missing::Platform));
         assert_eq!(a.reason, Reason::PlatformNotFound);
+        // The platforms served, as data.
+        let served: Vec<String> = a.platforms.iter().map(ToString::to_string).collect();
+        assert_eq!(served, ["linux/amd64", "linux/arm64/v8"]);
         assert_eq!(
             a.detail,
             format!(

@@ -574,3 +574,45 @@ spec:
     );
     server.stop().await;
 }
+
+/// Facts as fields in the service's answer: an index without the platform asked for
+/// names the platforms it lists (`platforms`), not only in `detail`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_platform_lists_the_platforms_served() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("team/multi", "v1", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    let host = registry.host().to_owned();
+    let server = TestServer::start(ServeOptions::default()).await;
+    let request = json!({
+        "images": [{"reference": format!("{host}/team/multi:v1")}],
+        "platform": "linux/s390x",
+        "deadline_seconds": 20,
+    });
+    let (status, report) = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        server.check(None, &request),
+    )
+    .await
+    .expect("answered in time");
+    assert_eq!(status, 200, "{report}");
+    let row = &report["images"][0];
+    assert_eq!(
+        (&row["status"], &row["reason"], &row["missing"]),
+        (
+            &json!("missing"),
+            &json!("platform_not_found"),
+            &json!("platform")
+        ),
+        "{report}"
+    );
+    assert_eq!(
+        row["platforms"],
+        json!(["linux/amd64", "linux/arm64/v8"]),
+        "{report}"
+    );
+    assert_eq!(row.get("retry_after"), None, "{report}");
+    server.stop().await;
+}
