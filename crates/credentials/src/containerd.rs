@@ -295,10 +295,13 @@ version = 2
             e,
             "c.toml: plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".auth: `auth` does not decode to user:password"
         );
-        let e = ContainerdAuths::parse("c.toml", "version = 2\n[plugins\nx = 1\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("c.toml: line 2, column "), "{e}");
+        let e = ContainerdAuths::parse("c.toml", "version = 2\n[plugins\nx = 1\n").unwrap_err();
+        let fault = e.fault().expect("a file fault");
+        assert_eq!(
+            (fault.path.as_ref(), fault.kind, fault.line),
+            ("c.toml", pullcheck_files::FaultKind::Syntax, Some(2)),
+            "{e}"
+        );
         let e = ContainerdAuths::parse(
             "c.toml",
             "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".auth]\npassword = 7\n",

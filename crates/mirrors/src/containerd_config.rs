@@ -461,10 +461,13 @@ mod tests {
             e,
             "c.toml: plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".tls.insecure_skip_verify is not a boolean"
         );
-        let e = ContainerdConfig::parse("c.toml", "version = 2\nx = [\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("c.toml: line 2, column "), "{e}");
+        let e = ContainerdConfig::parse("c.toml", "version = 2\nx = [\n").unwrap_err();
+        let fault = e.fault().expect("a file fault");
+        assert_eq!(
+            (fault.path.as_ref(), fault.kind, fault.line),
+            ("c.toml", pullcheck_files::FaultKind::Syntax, Some(2)),
+            "{e}"
+        );
         let e = ContainerdConfig::parse("c.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"a\"]\n  endpoint = \"https://m\"\n")
             .unwrap_err()
             .to_string();
