@@ -124,7 +124,8 @@ pub use observe::{Observer, RequestEvent, RequestKind};
 /// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
 pub use pullcheck_credentials::Credential;
 pub use reason::Reason;
-pub use session::{MANIFEST_ACCEPT, Session};
+pub use session::Session;
+pub use urls::MANIFEST_ACCEPT;
 
 /// How to reach one registry host: where its API is, and what every request to it
 /// carries. Build it with [`Endpoint::new`] and struct update syntax, so that new fields
