@@ -87,9 +87,12 @@ impl Client {
     /// yielding a session that can query them (and others, at the cost of a token
     /// each).
     ///
-    /// - `https://` first; when that fails before any HTTP answer (DNS, TCP, TLS,
-    ///   timeout) and [`Endpoint::allow_http`] is set, `http://`, which the session
-    ///   then keeps.
+    /// - `https://`; when [`Endpoint::allow_http`] is set, `http://` is tried at the
+    ///   same time (after `https://` when the endpoint has [`Endpoint::headers`], which
+    ///   may carry a secret), and its answer is taken only when `https://` failed
+    ///   before any HTTP answer (DNS, TCP, TLS, timeout), as the sequential order
+    ///   would choose; the session keeps that scheme. The ping carries no credential,
+    ///   so none goes over plain HTTP to a registry that answers over TLS.
     /// - **Warm state.** What a ping learned (the scheme that answered, the status and
     ///   the challenge) is kept per endpoint (all of [`Endpoint`]'s fields) for
     ///   5 minutes when it was a 2xx or a usable 401, and used instead of pinging.

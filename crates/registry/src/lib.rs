@@ -151,8 +151,10 @@ pub struct Endpoint {
     /// `host[:port]` as it goes in the URL, e.g. `registry-1.docker.io`, `127.0.0.1:5000`,
     /// `[::1]:5000`.
     pub host: String,
-    /// Plain HTTP may be used (after HTTPS fails), as Docker allows for insecure
-    /// registries and for `localhost`/127.0.0.0/8.
+    /// Plain HTTP may be used (when HTTPS fails before any HTTP answer), as Docker
+    /// allows for insecure registries and for `localhost`/127.0.0.0/8. The first
+    /// request (ping, or manifest `HEAD` in its place) is then sent over both schemes
+    /// at once, without credentials, unless [`Endpoint::headers`] is set.
     pub allow_http: bool,
     /// TLS certificates are not verified (an insecure registry).
     pub skip_verify: bool,

@@ -272,9 +272,11 @@ struct PingFailure {
     refusal: Option<EgressRefusal>,
 }
 
-/// One try of the first request: over https, then (when allowed and https failed
-/// before any HTTP answer) plain http; with `only`, over that scheme alone. Returns
-/// the base that answered, the request's URL and the response.
+/// One try of the first request: over https and, when the endpoint allows plain HTTP,
+/// over http at the same time (after https when the endpoint has configured headers),
+/// whose answer is taken only when https failed before any HTTP answer; with `only`,
+/// over that scheme alone. Returns the base that answered, the request's URL and the
+/// response.
 async fn first_once(
     endpoint: &Endpoint,
     headers: &HeaderMap,
@@ -335,8 +337,34 @@ async fn first_once(
             }),
         };
     }
-    let https_error = match get("https").await? {
-        (base, url, Ok(response)) => return Ok((base, url, response)),
+    // Both schemes at once when plain HTTP is allowed and nothing configured goes with
+    // the request (a configured header may carry a secret): https is kept whenever it
+    // answers, as the sequential order would choose, and the plain answer is used only
+    // when https got none. The first request carries no credential, so none goes over
+    // plain HTTP to a registry that answers over TLS.
+    let together = endpoint.allow_http && endpoint.headers.is_empty();
+    let https = get("https");
+    let http = get("http");
+    futures::pin_mut!(https, http);
+    let mut early = None;
+    let https_out = if together {
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut https => break out,
+                out = &mut http, if early.is_none() => early = Some(out),
+            }
+        }
+    } else {
+        (&mut https).await
+    };
+    let https_error = match https_out? {
+        (base, url, Ok(response)) => {
+            if together {
+                tracing::debug!(host, "https answered; the plain-http attempt is not used");
+            }
+            return Ok((base, url, response));
+        }
         (_, _, Err(e)) => e,
     };
     if !(endpoint.allow_http && https_error.connection_level) {
@@ -351,8 +379,12 @@ async fn first_once(
             refusal: https_error.refusal,
         });
     }
-    tracing::debug!(host, reason = %https_error.reason, "https failed; trying plain http");
-    match get("http").await? {
+    tracing::debug!(host, reason = %https_error.reason, "https failed; plain http");
+    let http_out = match early {
+        Some(out) => out,
+        None => (&mut http).await,
+    };
+    match http_out? {
         (base, url, Ok(response)) => Ok((base, url, response)),
         (_, _, Err(e)) => Err(PingFailure {
             message: format!(

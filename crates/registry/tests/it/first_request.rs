@@ -1,12 +1,17 @@
 //! `Client::authorize_first` against real distribution registries on loopback: on a
 //! cold endpoint the first manifest `HEAD` goes out in place of the ping; its 401 is
-//! the ping's answer, an open registry's answer is the image's own. Every test reads
-//! the registry's access log (`METHOD PATH STATUS`) and the client's request counter.
+//! the ping's answer, an open registry's answer is the image's own; https and plain
+//! http are tried together for an endpoint allowed plain HTTP. Every test reads the
+//! registry's access log (`METHOD PATH STATUS`) and the client's request counter or a
+//! proxy's connection counts.
 
 use std::time::{Duration, Instant};
 
 use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Missing, Reason, Status};
-use pullcheck_testkit::{Auth, ImageKind, Registry, TokenAuth, TokenPolicy, User};
+use pullcheck_testkit::runtime::make_tls_files;
+use pullcheck_testkit::{
+    Auth, ImageKind, LatencyProxy, ProxyOptions, Registry, TempDir, TokenAuth, TokenPolicy, User,
+};
 
 const APP: &str = "team/app";
 const WORKER: &str = "team/worker";
@@ -267,4 +272,125 @@ async fn a_basic_challenge_checks_the_credential_on_v2_as_after_a_ping() {
         log(&registry).await,
         ["HEAD /v2/team/app/manifests/v1 401", "GET /v2/ 401"]
     );
+}
+
+/// The canary credential of the scheme tests: it may go only over TLS.
+const CANARY: &str = "canary-9f3c2e71";
+
+/// A TLS htpasswd registry (user `alice`, password [`CANARY`]) holding `team/app:v1`,
+/// behind a recording proxy (no delay, no TLS of its own: it sees which connections
+/// open with a TLS hello and keeps what the plain ones send). Returns the registry,
+/// the proxy, a client trusting the registry's CA, and the TLS files' directory.
+async fn tls_registry_behind_a_proxy() -> (Registry, LatencyProxy, Client, TempDir) {
+    let dir = TempDir::new("first-request-tls").expect("temp dir");
+    let files = make_tls_files(dir.path()).expect("TLS files");
+    let registry = Registry::builder()
+        .auth(Auth::Htpasswd(vec![User::new("alice", CANARY)]))
+        .tls(files.clone())
+        .start()
+        .await
+        .expect("registry");
+    registry
+        .push(APP, "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    registry.clear_requests().await.expect("clear");
+    let target = registry.host().parse().expect("address");
+    let proxy = LatencyProxy::start(
+        target,
+        ProxyOptions {
+            record_plain: true,
+            ..ProxyOptions::default()
+        },
+    )
+    .await
+    .expect("proxy");
+    let client = Client::new(ClientOptions {
+        ca_file: Some(files.ca.clone()),
+        ..ClientOptions::default()
+    })
+    .expect("client");
+    (registry, proxy, client, dir)
+}
+
+#[tokio::test]
+async fn both_schemes_start_together_https_is_kept_and_no_credential_goes_over_plain_http() {
+    let (registry, proxy, client, _dir) = tls_registry_behind_a_proxy().await;
+    let endpoint = Endpoint {
+        allow_http: true,
+        ..Endpoint::new(proxy.host())
+    };
+    let canary = Credential::Basic {
+        username: "alice".into(),
+        password: CANARY.into(),
+    };
+    let session = client
+        .authorize_first(&endpoint, &canary, &[APP.to_string()], (APP, "v1"), soon())
+        .await
+        .expect("authorize");
+    assert!(session.base_url().starts_with("https://"), "{session:?}");
+    let a = session.check(APP, "v1").await;
+    assert_eq!(a.status, Status::Present, "{a:?}");
+    // Everything the registry served came over TLS: the first HEAD's 401, the Basic
+    // check, the HEAD with the credential.
+    assert_eq!(
+        log(&registry).await,
+        [
+            "HEAD /v2/team/app/manifests/v1 401",
+            "GET /v2/ 200",
+            "HEAD /v2/team/app/manifests/v1 200",
+        ]
+    );
+    // The plain attempt was made at the same time as the https one (in the sequential
+    // order there would be none: https answered), and Go's TLS server answered it
+    // (400): both answered, and https was kept.
+    let stats = proxy.stats();
+    assert_eq!(stats.plain, 1, "{stats:?}");
+    assert!(stats.tls >= 1, "{stats:?}");
+    let plain = proxy.plain_bytes();
+    assert_eq!(plain.len(), 1);
+    let sent = String::from_utf8_lossy(&plain[0]).to_ascii_lowercase();
+    assert!(
+        sent.starts_with("head /v2/team/app/manifests/v1 http/1.1\r\n"),
+        "{sent}"
+    );
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("alice:{CANARY}"));
+    assert!(!sent.contains("authorization"), "{sent}");
+    assert!(!sent.contains(CANARY), "{sent}");
+    assert!(!sent.contains(&basic.to_ascii_lowercase()), "{sent}");
+}
+
+#[tokio::test]
+async fn a_plain_registry_answers_the_plain_attempt_started_with_the_https_one() {
+    let registry = registry(Auth::Anonymous).await;
+    let proxy = LatencyProxy::start(
+        registry.host().parse().expect("address"),
+        ProxyOptions::default(),
+    )
+    .await
+    .expect("proxy");
+    let client = client();
+    let endpoint = Endpoint {
+        allow_http: true,
+        ..Endpoint::new(proxy.host())
+    };
+    let session = client
+        .authorize_first(
+            &endpoint,
+            &Credential::Anonymous,
+            &repos(),
+            (APP, "v1"),
+            soon(),
+        )
+        .await
+        .expect("authorize");
+    assert!(session.base_url().starts_with("http://"), "{session:?}");
+    assert_eq!(session.check(APP, "v1").await.status, Status::Present);
+    // One https attempt (the hello answered with a plain 400), one plain connection
+    // that carried the HEAD.
+    let stats = proxy.stats();
+    assert_eq!((stats.tls, stats.plain), (1, 1), "{stats:?}");
+    assert_eq!(log(&registry).await, ["HEAD /v2/team/app/manifests/v1 200"]);
+    assert_eq!(client.request_count(), 2);
 }
