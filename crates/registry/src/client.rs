@@ -166,7 +166,9 @@ impl Client {
     ///
     /// - A **401** is the ping's answer: its challenge starts the token flow (or the
     ///   Basic check) exactly as a ping's would, and is kept in the ping cache; the
-    ///   session then sends `first`'s `HEAD` again with the token or credential.
+    ///   session then sends `first`'s `HEAD` again with the token or credential (a
+    ///   Basic challenge without a user name and password: the 401 is `first`'s
+    ///   answer, as the session would send the same request).
     /// - A **2xx** for [`Credential::Anonymous`] is `first`'s answer: the session is
     ///   open (as after a ping answering 2xx), [`Session::check`] of `first` reads that
     ///   answer instead of sending the `HEAD` again, and the other repositories go out
@@ -174,9 +176,10 @@ impl Client {
     /// - **Anything else** (404, 403, 5xx after the retries, or a 2xx when a credential
     ///   is to be used, where `/v2/` may still challenge) says nothing certain about
     ///   how the registry authenticates: `GET /v2/` follows on the scheme that
-    ///   answered, and decides as [`Client::authorize`]; when it answers 2xx the
-    ///   `HEAD`'s answer is still `first`'s (it is the request the open session would
-    ///   send), otherwise it is dropped.
+    ///   answered, and decides as [`Client::authorize`]; where the session then sends
+    ///   no credential (open, or Basic without a user name), the `HEAD`'s answer is
+    ///   still `first`'s (it is the request the session would send), otherwise it is
+    ///   dropped.
     ///
     /// So the requests per endpoint are those of [`Client::authorize`] with the ping's
     /// place taken by a `HEAD` (a 401 costs the same two requests, a ping and a `HEAD`
@@ -300,8 +303,9 @@ impl Client {
             Err(e) => return Err(e),
         };
         let api = pinged.api(endpoint);
-        // Only an open session's first `HEAD` is the probe's request.
-        let first = answered.filter(|_| auth == Auth::Open);
+        // The session reads it only where its own first request would be the same,
+        // without credentials (open, or a Basic challenge and no user name).
+        let first = answered;
         Ok(Session::new(Parts {
             shared: Arc::clone(&self.shared),
             endpoint: endpoint.clone(),
@@ -338,9 +342,10 @@ impl Client {
         match probed.status {
             401 if probed.reusable(endpoint) => {
                 tracing::debug!(host, "the first HEAD was challenged: the ping's answer");
-                drop(answer);
                 self.shared.remember_ping(endpoint, &probed);
-                Ok((probed, None))
+                // Still the first image's answer where the session sends it again
+                // without credentials (a Basic challenge and no user name).
+                Ok((probed, Some(answer)))
             }
             200..=299 if matches!(credential, Credential::Anonymous) => {
                 tracing::debug!(host, "the first HEAD answered anonymously: open");
@@ -357,8 +362,8 @@ impl Client {
                 if pinged.reusable(endpoint) {
                     self.shared.remember_ping(endpoint, &pinged);
                 }
-                let open = (200..300).contains(&pinged.status) && pinged.base == probed.base;
-                Ok((pinged, open.then_some(answer)))
+                let same_scheme = pinged.base == probed.base;
+                Ok((pinged, same_scheme.then_some(answer)))
             }
         }
     }

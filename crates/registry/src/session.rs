@@ -50,8 +50,9 @@ pub(crate) struct Parts<'a> {
     /// The scope batches of `repositories` ([`scope::token_batches`]), one token each.
     pub batches: Vec<Vec<String>>,
     /// The answer to the first manifest `HEAD`, sent by `authorize` in place of the
-    /// ping without credentials ([`ping::probe`]), for an open session only: the
-    /// check of that URL reads it instead of sending the request again.
+    /// ping without credentials ([`ping::probe`]): the first check of that URL that
+    /// would send it without credentials too (an open registry, or a Basic challenge
+    /// and no user name) reads it instead of sending the request again.
     pub first: Option<ping::Probe>,
 }
 

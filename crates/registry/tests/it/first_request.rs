@@ -251,6 +251,34 @@ async fn a_basic_challenge_checks_the_credential_on_v2_as_after_a_ping() {
         ]
     );
 
+    // Anonymous: the session would send the same anonymous HEAD, so the first one's
+    // 401 is the image's answer: no credentials, and one request in all.
+    registry.clear_requests().await.expect("clear");
+    let anonymous = self::client();
+    let session = anonymous
+        .authorize_first(
+            &endpoint(&registry),
+            &Credential::Anonymous,
+            &repos(),
+            (APP, "v1"),
+            soon(),
+        )
+        .await
+        .expect("authorize");
+    let a = session.check(APP, "v1").await;
+    assert_eq!(
+        (a.status, a.reason, a.http_status),
+        (Status::NoAccess, Reason::CredentialsRequired, Some(401)),
+        "{a:?}"
+    );
+    assert_eq!(log(&registry).await, ["HEAD /v2/team/app/manifests/v1 401"]);
+    let b = session.check(WORKER, "v1").await;
+    assert_eq!(
+        (b.status, b.reason),
+        (Status::NoAccess, Reason::CredentialsRequired)
+    );
+    assert_eq!(log(&registry).await.len(), 2);
+
     // A wrong password is denied for the whole registry, as `authorize` denies it.
     registry.clear_requests().await.expect("clear");
     let wrong = Credential::Basic {
