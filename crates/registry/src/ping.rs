@@ -127,9 +127,7 @@ pub(crate) async fn ping(
     http: &Http,
     attempts: &mut Attempts,
 ) -> Result<Pinged, AuthorizeError> {
-    first_request(endpoint, headers, http, attempts, Target::Base, None)
-        .await
-        .map(|(pinged, _)| pinged)
+    ping_over(endpoint, headers, http, attempts, None).await
 }
 
 /// [`ping`] on the scheme of `base` only (`scheme://host[:port]/`, as a [`probe`]
@@ -150,16 +148,20 @@ pub(crate) async fn ping_on(
     } else {
         "https"
     };
-    first_request(
-        endpoint,
-        headers,
-        http,
-        attempts,
-        Target::Base,
-        Some(scheme),
-    )
-    .await
-    .map(|(pinged, _)| pinged)
+    ping_over(endpoint, headers, http, attempts, Some(scheme)).await
+}
+
+/// [`ping`] over `only` (a scheme), or over both when `None`.
+async fn ping_over(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    http: &Http,
+    attempts: &mut Attempts,
+    only: Option<&'static str>,
+) -> Result<Pinged, AuthorizeError> {
+    first_request(endpoint, headers, http, attempts, Target::Base, only)
+        .await
+        .map(|(pinged, _)| pinged)
 }
 
 /// The first manifest `HEAD` of a cold endpoint in place of the ping

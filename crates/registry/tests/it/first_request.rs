@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Missing, Reason, Status};
 use pullcheck_testkit::runtime::make_tls_files;
 use pullcheck_testkit::{
-    Auth, ImageKind, LatencyProxy, ProxyOptions, Registry, TempDir, TokenAuth, TokenPolicy, User,
+    Auth, ImageKind, LatencyProxy, ProxyOptions, Registry, RegistryBuilder, TempDir, TokenAuth,
+    TokenPolicy, User,
 };
 
 const APP: &str = "team/app";
@@ -44,11 +45,13 @@ fn soon() -> Instant {
 
 /// A registry of `auth` holding `team/app:v1` and `team/worker:v1`, its log cleared.
 async fn registry(auth: Auth) -> Registry {
-    let registry = Registry::builder()
-        .auth(auth)
-        .start()
-        .await
-        .expect("registry");
+    started(Registry::builder().auth(auth)).await
+}
+
+/// The registry of `builder`, holding `team/app:v1` and `team/worker:v1`, its log
+/// cleared.
+async fn started(builder: RegistryBuilder) -> Registry {
+    let registry = builder.start().await.expect("registry");
     registry
         .push(APP, "v1", ImageKind::OciManifest)
         .await
@@ -305,24 +308,20 @@ async fn a_basic_challenge_checks_the_credential_on_v2_as_after_a_ping() {
 /// The canary credential of the scheme tests: it may go only over TLS.
 const CANARY: &str = "canary-9f3c2e71";
 
-/// A TLS htpasswd registry (user `alice`, password [`CANARY`]) holding `team/app:v1`,
+/// A TLS htpasswd registry (user `alice`, password [`CANARY`]) holding `team/app:v1`
+/// and `team/worker:v1`,
 /// behind a recording proxy (no delay, no TLS of its own: it sees which connections
 /// open with a TLS hello and keeps what the plain ones send). Returns the registry,
 /// the proxy, a client trusting the registry's CA, and the TLS files' directory.
 async fn tls_registry_behind_a_proxy() -> (Registry, LatencyProxy, Client, TempDir) {
     let dir = TempDir::new("first-request-tls").expect("temp dir");
     let files = make_tls_files(dir.path()).expect("TLS files");
-    let registry = Registry::builder()
-        .auth(Auth::Htpasswd(vec![User::new("alice", CANARY)]))
-        .tls(files.clone())
-        .start()
-        .await
-        .expect("registry");
-    registry
-        .push(APP, "v1", ImageKind::OciManifest)
-        .await
-        .expect("push");
-    registry.clear_requests().await.expect("clear");
+    let registry = started(
+        Registry::builder()
+            .auth(Auth::Htpasswd(vec![User::new("alice", CANARY)]))
+            .tls(files.clone()),
+    )
+    .await;
     let target = registry.host().parse().expect("address");
     let proxy = LatencyProxy::start(
         target,
