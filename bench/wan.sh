@@ -4,7 +4,7 @@
 # way; connections counted), over TLS with a CA made here, and over plain HTTP; token
 # auth. See bench/README.md ("Across a network").
 #
-#   bench/wan.sh [--rtts "0 20 50"] [--sizes "10 100 1000"] [--transports "tls plain"]
+#   bench/wan.sh [--rtts "0 20 50"] [--sizes "10 50 100 1000"] [--transports "tls plain"]
 #                [--runs R] [--peer-runs R] [--seq-max M] [--par-max M]
 #                [--sweep "16 32 64 100"] [--sweep-sizes "100 1000"] [--sweep-runs R]
 #                [--out DIR] [--no-build] [--no-docs]
@@ -16,7 +16,7 @@
 set -euo pipefail
 
 rtts="0 20 50"
-sizes="10 100 1000"
+sizes="10 50 100 1000"
 transports="tls plain"
 runs=10
 peer_runs=3

@@ -87,9 +87,12 @@ impl Client {
     /// yielding a session that can query them (and others, at the cost of a token
     /// each).
     ///
-    /// - `https://` first; when that fails before any HTTP answer (DNS, TCP, TLS,
-    ///   timeout) and [`Endpoint::allow_http`] is set, `http://`, which the session
-    ///   then keeps.
+    /// - `https://`; when [`Endpoint::allow_http`] is set, `http://` is tried at the
+    ///   same time (after `https://` when the endpoint has [`Endpoint::headers`], which
+    ///   may carry a secret), and its answer is taken only when `https://` failed
+    ///   before any HTTP answer (DNS, TCP, TLS, timeout), as the sequential order
+    ///   would choose; the session keeps that scheme. The ping carries no credential,
+    ///   so none goes over plain HTTP to a registry that answers over TLS.
     /// - **Warm state.** What a ping learned (the scheme that answered, the status and
     ///   the challenge) is kept per endpoint (all of [`Endpoint`]'s fields) for
     ///   5 minutes when it was a 2xx or a usable 401, and used instead of pinging.
@@ -155,6 +158,64 @@ impl Client {
             .await
     }
 
+    /// [`Client::authorize_before`] that, on a cold endpoint (nothing in the ping
+    /// cache), sends no ping of its own: the first request is the manifest `HEAD` of
+    /// `first` (`(repository, reference)`, one of `repositories`, the reference as
+    /// [`Session::check`] takes it), without credentials, as containerd's resolver
+    /// sends its first request and learns the challenge from the 401.
+    ///
+    /// - A **401** is the ping's answer: its challenge starts the token flow (or the
+    ///   Basic check) exactly as a ping's would, and is kept in the ping cache; the
+    ///   session then sends `first`'s `HEAD` again with the token or credential (a
+    ///   Basic challenge without a user name and password: the 401 is `first`'s
+    ///   answer, as the session would send the same request).
+    /// - A **2xx** for [`Credential::Anonymous`] is `first`'s answer: the session is
+    ///   open (as after a ping answering 2xx), [`Session::check`] of `first` reads that
+    ///   answer instead of sending the `HEAD` again, and the other repositories go out
+    ///   at once.
+    /// - **Anything else** (404, 403, 5xx after the retries, or a 2xx when a credential
+    ///   is to be used, where `/v2/` may still challenge) says nothing certain about
+    ///   how the registry authenticates: `GET /v2/` follows on the scheme that
+    ///   answered, and decides as [`Client::authorize`]; where the session then sends
+    ///   no credential (open, or Basic without a user name), the `HEAD`'s answer is
+    ///   still `first`'s (it is the request the session would send), otherwise it is
+    ///   dropped.
+    ///
+    /// So the requests per endpoint are those of [`Client::authorize`] with the ping's
+    /// place taken by a `HEAD` (a 401 costs the same two requests, a ping and a `HEAD`
+    /// either way), one fewer on an open registry checked anonymously, and the round
+    /// trip of the ping is saved whenever the `HEAD` answers. With a warm ping cache,
+    /// exactly [`Client::authorize_before`].
+    ///
+    /// # Errors
+    /// As [`Client::authorize`].
+    pub async fn authorize_first(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        repositories: &[String],
+        first: (&str, &str),
+        deadline: Instant,
+    ) -> Result<Session, AuthorizeError> {
+        let mut attempts = Attempts::new(
+            self.shared.policy,
+            retry::earliest(self.shared.options.deadline, Some(deadline)),
+        );
+        self.authorize_with(
+            endpoint,
+            credential,
+            repositories,
+            Some(first),
+            &mut attempts,
+        )
+        .await
+        .map_err(|mut e| {
+            attempts.annotate(&mut e.message);
+            e.message = auth::redact(&e.message, credential, None);
+            e
+        })
+    }
+
     async fn authorize_until(
         &self,
         endpoint: &Endpoint,
@@ -166,7 +227,7 @@ impl Client {
             self.shared.policy,
             retry::earliest(self.shared.options.deadline, deadline),
         );
-        self.authorize_with(endpoint, credential, repositories, &mut attempts)
+        self.authorize_with(endpoint, credential, repositories, None, &mut attempts)
             .await
             .map_err(|mut e| {
                 attempts.annotate(&mut e.message);
@@ -180,6 +241,7 @@ impl Client {
         endpoint: &Endpoint,
         credential: &Credential,
         repositories: &[String],
+        first: Option<(&str, &str)>,
         attempts: &mut Attempts,
     ) -> Result<Session, AuthorizeError> {
         let host = endpoint.host.as_str();
@@ -196,12 +258,21 @@ impl Client {
         let batches = scope::token_batches(repositories.iter().map(String::as_str));
         let cached = self.shared.cached_ping(endpoint);
         let warm = cached.is_some();
-        let pinged = match cached {
-            Some(pinged) => {
+        let (pinged, answered) = match (cached, first) {
+            (Some(pinged), _) => {
                 tracing::debug!(host, "using what the last ping learned");
-                pinged
+                (pinged, None)
             }
-            None => self.fresh_ping(endpoint, &headers, &http, attempts).await?,
+            (None, Some((repository, reference))) => {
+                self.probe(
+                    endpoint, credential, &headers, &http, attempts, repository, reference,
+                )
+                .await?
+            }
+            (None, None) => (
+                self.fresh_ping(endpoint, &headers, &http, attempts).await?,
+                None,
+            ),
         };
         let acted = self
             .act(
@@ -219,7 +290,7 @@ impl Client {
                 );
                 self.shared.forget_ping(endpoint);
                 let fresh = self.fresh_ping(endpoint, &headers, &http, attempts).await?;
-                if fresh == pinged {
+                if fresh.same_answer(&pinged, endpoint, credential) {
                     return Err(e);
                 }
                 let done = self
@@ -232,6 +303,9 @@ impl Client {
             Err(e) => return Err(e),
         };
         let api = pinged.api(endpoint);
+        // The session reads it only where its own first request would be the same,
+        // without credentials (open, or a Basic challenge and no user name).
+        let first = answered;
         Ok(Session::new(Parts {
             shared: Arc::clone(&self.shared),
             endpoint: endpoint.clone(),
@@ -245,7 +319,53 @@ impl Client {
             warm,
             repositories,
             batches,
+            first,
         }))
+    }
+
+    /// The first manifest `HEAD` in place of the ping ([`Client::authorize_first`]):
+    /// what it learned, and the answer that is `first`'s own, if any.
+    #[allow(clippy::too_many_arguments)]
+    async fn probe(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        headers: &HeaderMap,
+        http: &Http,
+        attempts: &mut Attempts,
+        repository: &str,
+        reference: &str,
+    ) -> Result<(ping::Pinged, Option<ping::Probe>), AuthorizeError> {
+        let host = endpoint.host.as_str();
+        let (probed, answer) =
+            ping::probe(endpoint, headers, http, attempts, repository, reference).await?;
+        match probed.status {
+            401 if probed.reusable(endpoint) => {
+                tracing::debug!(host, "the first HEAD was challenged: the ping's answer");
+                self.shared.remember_ping(endpoint, &probed);
+                // Still the first image's answer where the session sends it again
+                // without credentials (a Basic challenge and no user name).
+                Ok((probed, Some(answer)))
+            }
+            200..=299 if matches!(credential, Credential::Anonymous) => {
+                tracing::debug!(host, "the first HEAD answered anonymously: open");
+                self.shared.remember_ping(endpoint, &probed);
+                Ok((probed, Some(answer)))
+            }
+            status => {
+                tracing::debug!(
+                    host,
+                    status,
+                    "the first HEAD does not say how the registry authenticates; pinging"
+                );
+                let pinged = ping::ping_on(endpoint, headers, http, attempts, &probed.base).await?;
+                if pinged.reusable(endpoint) {
+                    self.shared.remember_ping(endpoint, &pinged);
+                }
+                let same_scheme = pinged.base == probed.base;
+                Ok((pinged, same_scheme.then_some(answer)))
+            }
+        }
     }
 
     /// Pings `endpoint` and keeps what it learned when that can be used again

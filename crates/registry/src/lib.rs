@@ -124,7 +124,8 @@ pub use observe::{Observer, RequestEvent, RequestKind};
 /// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
 pub use pullcheck_credentials::Credential;
 pub use reason::Reason;
-pub use session::{MANIFEST_ACCEPT, Session};
+pub use session::Session;
+pub use urls::MANIFEST_ACCEPT;
 
 /// How to reach one registry host: where its API is, and what every request to it
 /// carries. Build it with [`Endpoint::new`] and struct update syntax, so that new fields
@@ -150,8 +151,10 @@ pub struct Endpoint {
     /// `host[:port]` as it goes in the URL, e.g. `registry-1.docker.io`, `127.0.0.1:5000`,
     /// `[::1]:5000`.
     pub host: String,
-    /// Plain HTTP may be used (after HTTPS fails), as Docker allows for insecure
-    /// registries and for `localhost`/127.0.0.0/8.
+    /// Plain HTTP may be used (when HTTPS fails before any HTTP answer), as Docker
+    /// allows for insecure registries and for `localhost`/127.0.0.0/8. The first
+    /// request (ping, or manifest `HEAD` in its place) is then sent over both schemes
+    /// at once, without credentials, unless [`Endpoint::headers`] is set.
     pub allow_http: bool,
     /// TLS certificates are not verified (an insecure registry).
     pub skip_verify: bool,

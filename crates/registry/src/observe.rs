@@ -59,9 +59,10 @@ pub struct RequestEvent<'a> {
     /// The `RateLimit-Remaining` header's count (IETF `draft-ietf-httpapi-ratelimit-headers`,
     /// as Docker Hub sends it: `97;w=21600` is 97), when the answer had a readable one.
     pub ratelimit_remaining: Option<u64>,
-    /// The `https://` ping of an endpoint allowed plain HTTP got no HTTP answer (refused,
-    /// TLS failed): the expected first half of the plain-HTTP fallback, which the ping
-    /// sends next over `http://` as a request of its own. `false` for every other
+    /// The `https://` first request of an endpoint allowed plain HTTP (the ping, or on
+    /// a cold endpoint the first manifest `HEAD` sent in its place) got no HTTP answer
+    /// (refused, TLS failed): the expected first half of the plain-HTTP fallback, which
+    /// is sent next over `http://` as a request of its own. `false` for every other
     /// request.
     pub falls_back_to_http: bool,
 }

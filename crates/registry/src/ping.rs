@@ -1,20 +1,24 @@
-//! The ping, `GET <base_path>`: over https, then plain http when the endpoint allows it,
-//! retried while its failures are retryable. What it learns ([`Pinged`]: the scheme
-//! that answered, the status and the challenge) is all [`crate::auth::plan`] needs.
+//! The first request to an endpoint: the ping, `GET <base_path>`, or on a cold endpoint
+//! the first manifest `HEAD` in its place ([`probe`], as containerd's resolver learns
+//! the challenge from a manifest request's 401). Over https, then plain http when the
+//! endpoint allows it, retried while its failures are retryable. What it learns
+//! ([`Pinged`]: the scheme that answered, the status and the challenge) is all
+//! [`crate::auth::plan`] needs.
 //!
-//! IO: sends the ping through [`crate::transport`].
+//! IO: sends the request through [`crate::transport`].
 
 use std::time::Instant;
 
 use reqwest::Method;
-use reqwest::header::{HeaderMap, WWW_AUTHENTICATE};
+use reqwest::header::{ACCEPT, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
 use url::Url;
 
 use crate::RequestKind;
 use crate::auth::{self, Auth};
+use crate::classify::Ref;
 use crate::retry::{self, Attempts};
 use crate::transport::Http;
-use crate::urls::{api_url, base_url, with_query};
+use crate::urls::{MANIFEST_ACCEPT, api_url, base_url, manifest_url, with_query};
 use crate::{AuthorizeError, Credential, EgressRefusal, Endpoint, Reason, Status};
 
 /// What a ping learned.
@@ -29,6 +33,26 @@ pub(crate) struct Pinged {
 }
 
 impl Pinged {
+    /// Whether `other` asks for the same as this answer, for `credential`: the same
+    /// scheme, and the same [`Pinged::plan`] (a manifest's 401 carries a `scope` and
+    /// an `error` that the ping's does not, and plans the same).
+    pub fn same_answer(
+        &self,
+        other: &Pinged,
+        endpoint: &Endpoint,
+        credential: &Credential,
+    ) -> bool {
+        self.base == other.base
+            && match (
+                self.plan(endpoint, credential),
+                other.plan(endpoint, credential),
+            ) {
+                (Ok(a), Ok(b)) => a == b,
+                (Err(a), Err(b)) => a.status == b.status && a.reason == b.reason,
+                _ => false,
+            }
+    }
+
     /// The API base the ping answered on: [`Pinged::base`] with the endpoint's base path.
     pub fn api(&self, endpoint: &Endpoint) -> Url {
         api_url(&self.base, endpoint)
@@ -68,6 +92,28 @@ impl Pinged {
     }
 }
 
+/// What a first request asks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// The ping, `GET <base_path>`.
+    Base,
+    /// `HEAD <base_path><repository>/manifests/<reference>` with the manifest `Accept`
+    /// list, without credentials: what the session would send first on an open
+    /// registry.
+    Manifest {
+        repository: &'a str,
+        /// As [`crate::Session::check`] takes it (`tag@digest` asks the digest).
+        reference: &'a str,
+    },
+}
+
+/// The answer to a [`probe`]: the request's URL and its response, unread (a `HEAD`).
+#[derive(Debug)]
+pub(crate) struct Probe {
+    pub url: Url,
+    pub response: reqwest::Response,
+}
+
 /// `GET <base_path>` over https, then http when allowed, retried while the failures
 /// are retryable (statuses 408, 429, 502, 503, 504 after their `Retry-After`, and
 /// refused or reset connections).
@@ -81,13 +127,101 @@ pub(crate) async fn ping(
     http: &Http,
     attempts: &mut Attempts,
 ) -> Result<Pinged, AuthorizeError> {
+    ping_over(endpoint, headers, http, attempts, None).await
+}
+
+/// [`ping`] on the scheme of `base` only (`scheme://host[:port]/`, as a [`probe`]
+/// learned it): no second https attempt for a registry already known to speak plain
+/// HTTP.
+///
+/// # Errors
+/// As [`ping`].
+pub(crate) async fn ping_on(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    http: &Http,
+    attempts: &mut Attempts,
+    base: &Url,
+) -> Result<Pinged, AuthorizeError> {
+    let scheme = if base.scheme() == "http" {
+        "http"
+    } else {
+        "https"
+    };
+    ping_over(endpoint, headers, http, attempts, Some(scheme)).await
+}
+
+/// [`ping`] over `only` (a scheme), or over both when `None`.
+async fn ping_over(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    http: &Http,
+    attempts: &mut Attempts,
+    only: Option<&'static str>,
+) -> Result<Pinged, AuthorizeError> {
+    first_request(endpoint, headers, http, attempts, Target::Base, only)
+        .await
+        .map(|(pinged, _)| pinged)
+}
+
+/// The first manifest `HEAD` of a cold endpoint in place of the ping
+/// ([`Target::Manifest`]), over the schemes and with the retries of [`ping`]: its
+/// status and challenge are what a ping would have learned when it is a 401; any other
+/// answer is the manifest's own, which the caller hands to the session or, when it
+/// cannot tell how the endpoint authenticates from it, follows with a ping.
+///
+/// # Errors
+/// As [`ping`].
+pub(crate) async fn probe(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    http: &Http,
+    attempts: &mut Attempts,
+    repository: &str,
+    reference: &str,
+) -> Result<(Pinged, Probe), AuthorizeError> {
+    let target = Target::Manifest {
+        repository,
+        reference,
+    };
+    let (pinged, answered) = first_request(endpoint, headers, http, attempts, target, None).await?;
+    let (url, response) = answered;
+    Ok((pinged, Probe { url, response }))
+}
+
+/// The request of `target` on its URL over `scheme://host`, with the endpoint's query.
+fn target_url(base: &Url, endpoint: &Endpoint, target: Target<'_>) -> Url {
+    let api = api_url(base, endpoint);
+    let url = match target {
+        Target::Base => api,
+        Target::Manifest {
+            repository,
+            reference,
+        } => manifest_url(&api, repository, Ref::parse(reference).as_str()),
+    };
+    with_query(url, &endpoint.query)
+}
+
+/// [`ping`] or [`probe`]: the retry loop around [`first_once`]; `only` limits it to one
+/// scheme.
+async fn first_request(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    http: &Http,
+    attempts: &mut Attempts,
+    target: Target<'_>,
+    only: Option<&'static str>,
+) -> Result<(Pinged, (Url, reqwest::Response)), AuthorizeError> {
     loop {
-        match ping_once(endpoint, headers, http, attempts.deadline()).await {
-            Ok((base, response)) => {
+        match first_once(endpoint, headers, http, attempts.deadline(), target, only).await {
+            Ok((base, url, response)) => {
                 let status = response.status().as_u16();
                 if retry::retryable_status(status) {
                     let retry_after = retry::retry_after(response.headers());
-                    let failure = format!("HTTP {status} on {}", endpoint.api_path());
+                    let failure = match target {
+                        Target::Base => format!("HTTP {status} on {}", endpoint.api_path()),
+                        Target::Manifest { .. } => format!("HTTP {status} on {}", url.path()),
+                    };
                     if attempts.retry(failure, retry_after).await {
                         continue;
                     }
@@ -98,11 +232,12 @@ pub(crate) async fn ping(
                     .iter()
                     .map(|v| v.as_bytes().to_vec())
                     .collect();
-                return Ok(Pinged {
+                let pinged = Pinged {
                     base,
                     status,
                     www_authenticate,
-                });
+                };
+                return Ok((pinged, (url, response)));
             }
             Err(failure) => {
                 if let Some(refusal) = failure.refusal {
@@ -139,12 +274,19 @@ struct PingFailure {
     refusal: Option<EgressRefusal>,
 }
 
-async fn ping_once(
+/// One try of the first request: over https and, when the endpoint allows plain HTTP,
+/// over http at the same time (after https when the endpoint has configured headers),
+/// whose answer is taken only when https failed before any HTTP answer; with `only`,
+/// over that scheme alone. Returns the base that answered, the request's URL and the
+/// response.
+async fn first_once(
     endpoint: &Endpoint,
     headers: &HeaderMap,
     http: &Http,
     deadline: Option<Instant>,
-) -> Result<(Url, reqwest::Response), PingFailure> {
+    target: Target<'_>,
+    only: Option<&'static str>,
+) -> Result<(Url, Url, reqwest::Response), PingFailure> {
     let host = endpoint.host.as_str();
     let invalid = |message: String| PingFailure {
         message,
@@ -153,25 +295,79 @@ async fn ping_once(
         retryable: false,
         refusal: None,
     };
-    // `GET <scheme>://host<base_path>`, with the endpoint's query and headers.
+    // The target's request over `<scheme>://host`, with the endpoint's query and headers.
     let get = |scheme: &'static str| async move {
         let base = base_url(scheme, host).map_err(invalid)?;
-        let url = with_query(api_url(&base, endpoint), &endpoint.query);
+        let url = target_url(&base, endpoint, target);
+        let (method, kind, request) = match target {
+            Target::Base => (
+                Method::GET,
+                RequestKind::Ping,
+                http.client.get(url.clone()).headers(headers.clone()),
+            ),
+            Target::Manifest { .. } => {
+                let mut headers = headers.clone();
+                headers.insert(ACCEPT, HeaderValue::from_static(MANIFEST_ACCEPT));
+                (
+                    Method::HEAD,
+                    RequestKind::Manifest,
+                    http.client.head(url.clone()).headers(headers),
+                )
+            }
+        };
         let sent = http
             .send_or_fall_back(
-                http.client.get(url.clone()).headers(headers.clone()),
-                &Method::GET,
+                request,
+                &method,
                 &url,
-                (RequestKind::Ping, host),
+                (kind, host),
                 deadline,
-                scheme == "https" && endpoint.allow_http,
+                scheme == "https" && endpoint.allow_http && only.is_none(),
             )
             .await;
-        Ok::<_, PingFailure>((base, sent))
+        Ok::<_, PingFailure>((base, url, sent))
     };
-    let https_error = match get("https").await? {
-        (base, Ok(response)) => return Ok((base, response)),
-        (_, Err(e)) => e,
+    if let Some(scheme) = only {
+        return match get(scheme).await? {
+            (base, url, Ok(response)) => Ok((base, url, response)),
+            (_, _, Err(e)) => Err(PingFailure {
+                message: format!("registry {host} unreachable over {scheme}: {}", e.reason),
+                short: format!("{scheme}: {}", e.reason),
+                kind: e.kind,
+                retryable: e.retryable,
+                refusal: e.refusal,
+            }),
+        };
+    }
+    // Both schemes at once when plain HTTP is allowed and nothing configured goes with
+    // the request (a configured header may carry a secret): https is kept whenever it
+    // answers, as the sequential order would choose, and the plain answer is used only
+    // when https got none. The first request carries no credential, so none goes over
+    // plain HTTP to a registry that answers over TLS.
+    let together = endpoint.allow_http && endpoint.headers.is_empty();
+    let https = get("https");
+    let http = get("http");
+    futures::pin_mut!(https, http);
+    let mut early = None;
+    let https_out = if together {
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut https => break out,
+                out = &mut http, if early.is_none() => early = Some(out),
+            }
+        }
+    } else {
+        (&mut https).await
+    };
+    let https_error = match https_out? {
+        (base, url, Ok(response)) => {
+            if together {
+                tracing::debug!(host, "https answered; the plain-http attempt is not used");
+            }
+            return Ok((base, url, response));
+        }
+        (_, _, Err(e)) => e,
     };
     if !(endpoint.allow_http && https_error.connection_level) {
         return Err(PingFailure {
@@ -185,10 +381,14 @@ async fn ping_once(
             refusal: https_error.refusal,
         });
     }
-    tracing::debug!(host, reason = %https_error.reason, "https failed; trying plain http");
-    match get("http").await? {
-        (base, Ok(response)) => Ok((base, response)),
-        (_, Err(e)) => Err(PingFailure {
+    tracing::debug!(host, reason = %https_error.reason, "https failed; plain http");
+    let http_out = match early {
+        Some(out) => out,
+        None => (&mut http).await,
+    };
+    match http_out? {
+        (base, url, Ok(response)) => Ok((base, url, response)),
+        (_, _, Err(e)) => Err(PingFailure {
             message: format!(
                 "registry {host} unreachable: https: {}; http: {}",
                 https_error.reason, e.reason

@@ -24,16 +24,8 @@ use crate::scope;
 use crate::shared::Shared;
 use crate::token::{BearerHeader, CacheKey, Secret};
 use crate::transport::{self, Body, Http};
-use crate::urls::{blob_url, manifest_url, tags_url, with_query};
+use crate::urls::{MANIFEST_ACCEPT, blob_url, manifest_url, tags_url, with_query};
 use crate::{Answer, Credential, EgressRefusal, Endpoint, Missing, Platform, RequestKind, Status};
-
-/// The `Accept` list of every manifest request: OCI index and manifest, Docker manifest
-/// list and schema 2 manifest. A shorter list makes some registries (distribution
-/// among them) answer 404 for manifests that exist.
-pub const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
-     application/vnd.oci.image.manifest.v1+json, \
-     application/vnd.docker.distribution.manifest.list.v2+json, \
-     application/vnd.docker.distribution.manifest.v2+json";
 
 /// The header that carries a manifest's digest.
 const DOCKER_CONTENT_DIGEST: &str = "docker-content-digest";
@@ -57,6 +49,11 @@ pub(crate) struct Parts<'a> {
     pub repositories: &'a [String],
     /// The scope batches of `repositories` ([`scope::token_batches`]), one token each.
     pub batches: Vec<Vec<String>>,
+    /// The answer to the first manifest `HEAD`, sent by `authorize` in place of the
+    /// ping without credentials ([`ping::probe`]): the first check of that URL that
+    /// would send it without credentials too (an open registry, or a Basic challenge
+    /// and no user name) reads it instead of sending the request again.
+    pub first: Option<ping::Probe>,
 }
 
 /// The session's [`Auth`] with, for [`Auth::Bearer`], the HTTP client its realm is
@@ -99,6 +96,8 @@ struct Inner {
     /// The `tags/list` answer of each repository, fetched once however many of its
     /// images are missing.
     tags: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<TagsFetch>>>>,
+    /// [`Parts::first`], taken by the first check of its URL.
+    first: Mutex<Option<ping::Probe>>,
 }
 
 /// One `tags/list` answer, shared by every missing image of a repository.
@@ -186,6 +185,7 @@ impl Session {
                 auth,
                 refresh: tokio::sync::OnceCell::new(),
                 tags: Mutex::new(HashMap::new()),
+                first: Mutex::new(parts.first),
             }),
         }
     }
@@ -397,17 +397,26 @@ impl Session {
                 true,
                 authorization.as_ref(),
             );
-            let response = match inner
-                .http
-                .send(
-                    request,
-                    &http_method,
-                    &url,
-                    (RequestKind::Manifest, &inner.endpoint.host),
-                    attempts.deadline(),
-                )
-                .await
-            {
+            let probed = match (method, &authorization) {
+                (Method::Head, None) => self.take_first(&url),
+                _ => None,
+            };
+            let sent = match probed {
+                Some(response) => Ok(response),
+                None => {
+                    inner
+                        .http
+                        .send(
+                            request,
+                            &http_method,
+                            &url,
+                            (RequestKind::Manifest, &inner.endpoint.host),
+                            attempts.deadline(),
+                        )
+                        .await
+                }
+            };
+            let response = match sent {
                 Ok(r) => r,
                 Err(e) => {
                     if e.retryable && attempts.retry(e.reason.clone(), None).await {
@@ -508,6 +517,19 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// The answer `authorize` got to the `HEAD` of `url` ([`Parts::first`]), once.
+    fn take_first(&self, url: &Url) -> Option<reqwest::Response> {
+        let mut first = self
+            .inner
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if first.as_ref().is_some_and(|p| p.url == *url) {
+            return first.take().map(|p| p.response);
+        }
+        None
     }
 
     fn query<'a>(&'a self, repository: &'a str, reference: Ref<'a>) -> Query<'a> {

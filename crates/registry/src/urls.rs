@@ -8,6 +8,14 @@ use url::Url;
 
 use crate::Endpoint;
 
+/// The `Accept` list of every manifest request: OCI index and manifest, Docker manifest
+/// list and schema 2 manifest. A shorter list makes some registries (distribution
+/// among them) answer 404 for manifests that exist.
+pub const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
+     application/vnd.oci.image.manifest.v1+json, \
+     application/vnd.docker.distribution.manifest.list.v2+json, \
+     application/vnd.docker.distribution.manifest.v2+json";
+
 /// `scheme://host/` for a configured `host[:port]`.
 ///
 /// # Errors

@@ -26,8 +26,9 @@ pub const MAX_REGISTRY_LABELS: usize = 64;
 /// registry sends that mean something to the check (OK, authentication, access, not
 /// found, rate limit, server errors and gateways), `other` for any other status,
 /// `error` for a request that got no HTTP answer, and `fallback` for the expected
-/// failure of the `https://` ping of a registry allowed plain HTTP (the ping then asks
-/// over `http://`, counted on its own).
+/// failure of the `https://` first request (the ping, or the first manifest `HEAD` in
+/// its place) of a registry allowed plain HTTP (it is then sent over `http://`,
+/// counted on its own).
 pub const REGISTRY_CODES: [&str; 12] = [
     "200", "401", "403", "404", "429", "500", "502", "503", "504", "other", "error", "fallback",
 ];
@@ -271,7 +272,7 @@ impl Metrics {
         let registry_requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "registry_requests",
-            "Requests sent to registries, by registry host, kind (ping, token, manifest, tags, blob) and code (200, 401, 403, 404, 429, 500, 502, 503, 504, other; error without an answer; fallback for the https ping of a registry allowed plain HTTP)",
+            "Requests sent to registries, by registry host, kind (ping, token, manifest, tags, blob) and code (200, 401, 403, 404, 429, 500, 502, 503, 504, other; error without an answer; fallback for the https first request of a registry allowed plain HTTP)",
             registry_requests.clone(),
         );
         let registry_duration = Family::<KindLabels, Histogram>::new_with_constructor(

@@ -21,11 +21,13 @@
 //! front on a plain-HTTP server such as the harness's token server.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -40,6 +42,9 @@ pub struct ProxyOptions {
     pub delay: Duration,
     /// Terminate TLS with this server configuration and forward plaintext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Keep the first 64 KiB a client sends on each plain (not TLS) connection, for
+    /// [`LatencyProxy::plain_bytes`]: a test reads what went over plain HTTP.
+    pub record_plain: bool,
 }
 
 impl std::fmt::Debug for ProxyOptions {
@@ -47,6 +52,7 @@ impl std::fmt::Debug for ProxyOptions {
         f.debug_struct("ProxyOptions")
             .field("delay", &self.delay)
             .field("tls", &self.tls.is_some())
+            .field("record_plain", &self.record_plain)
             .finish()
     }
 }
@@ -71,7 +77,12 @@ struct Counters {
     tls: AtomicU64,
     plain: AtomicU64,
     failed: AtomicU64,
+    /// With [`ProxyOptions::record_plain`]: what each plain connection's client sent.
+    plain_bytes: Mutex<Vec<Arc<Mutex<Vec<u8>>>>>,
 }
+
+/// How much of each plain connection [`ProxyOptions::record_plain`] keeps.
+const RECORD_LIMIT: usize = 64 * 1024;
 
 /// A running proxy; dropping it stops accepting (connections already open run on).
 #[derive(Debug)]
@@ -124,6 +135,21 @@ impl LatencyProxy {
         self.addr.to_string()
     }
 
+    /// With [`ProxyOptions::record_plain`], the bytes each plain (not TLS) connection's
+    /// client has sent so far (up to 64 KiB each), in the order they were accepted;
+    /// empty without it.
+    pub fn plain_bytes(&self) -> Vec<Vec<u8>> {
+        let recorded = self
+            .counters
+            .plain_bytes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        recorded
+            .iter()
+            .map(|b| b.lock().map(|b| b.clone()).unwrap_or_default())
+            .collect()
+    }
+
     /// The counts so far.
     pub fn stats(&self) -> ProxyStats {
         let c = &self.counters;
@@ -159,11 +185,26 @@ async fn accept_loop(
         tokio::spawn(async move {
             let _ = client.set_nodelay(true);
             let mut first = [0u8; 1];
-            match client.peek(&mut first).await {
-                Ok(1) if first[0] == 0x16 => counters.tls.fetch_add(1, Ordering::Relaxed),
-                Ok(1) => counters.plain.fetch_add(1, Ordering::Relaxed),
-                _ => 0,
+            let plain = match client.peek(&mut first).await {
+                Ok(1) if first[0] == 0x16 => {
+                    counters.tls.fetch_add(1, Ordering::Relaxed);
+                    false
+                }
+                Ok(1) => {
+                    counters.plain.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                _ => false,
             };
+            let record = (plain && options.record_plain).then(|| {
+                let bytes = Arc::new(Mutex::new(Vec::new()));
+                counters
+                    .plain_bytes
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(Arc::clone(&bytes));
+                bytes
+            });
             let Ok(upstream) = TcpStream::connect(target).await else {
                 counters.failed.fetch_add(1, Ordering::Relaxed);
                 return;
@@ -177,9 +218,63 @@ async fn accept_loop(
                     };
                     forward(tls, upstream, options.delay, accepted).await;
                 }
-                None => forward(client, upstream, options.delay, accepted).await,
+                None => match record {
+                    Some(bytes) => {
+                        let client = Recorded {
+                            inner: client,
+                            bytes,
+                        };
+                        forward(client, upstream, options.delay, accepted).await;
+                    }
+                    None => forward(client, upstream, options.delay, accepted).await,
+                },
             }
         });
+    }
+}
+
+/// A connection whose reads are also kept ([`ProxyOptions::record_plain`]).
+struct Recorded<C> {
+    inner: C,
+    bytes: Arc<Mutex<Vec<u8>>>,
+}
+
+impl<C: AsyncRead + Unpin> AsyncRead for Recorded<C> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            let mut kept = self
+                .bytes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let new = &buf.filled()[before..];
+            let room = RECORD_LIMIT.saturating_sub(kept.len());
+            kept.extend_from_slice(&new[..new.len().min(room)]);
+        }
+        polled
+    }
+}
+
+impl<C: AsyncWrite + Unpin> AsyncWrite for Recorded<C> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -302,6 +397,7 @@ mod tests {
             ProxyOptions {
                 delay: Duration::from_millis(30),
                 tls: None,
+                record_plain: false,
             },
         )
         .await

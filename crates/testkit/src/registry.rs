@@ -229,8 +229,15 @@ impl RegistryBuilder {
         };
         let front = match self.latency {
             Some(delay) => Some(
-                LatencyProxy::start(direct_addr(&main.1)?, ProxyOptions { delay, tls: None })
-                    .await?,
+                LatencyProxy::start(
+                    direct_addr(&main.1)?,
+                    ProxyOptions {
+                        delay,
+                        tls: None,
+                        record_plain: false,
+                    },
+                )
+                .await?,
             ),
             None => None,
         };
@@ -624,6 +631,7 @@ async fn token_front(
             ProxyOptions {
                 delay: Duration::ZERO,
                 tls: Some(config),
+                record_plain: false,
             },
         )
         .await?;
@@ -631,7 +639,15 @@ async fn token_front(
         proxies.push(front);
     }
     if let Some(delay) = latency {
-        let front = LatencyProxy::start(target, ProxyOptions { delay, tls: None }).await?;
+        let front = LatencyProxy::start(
+            target,
+            ProxyOptions {
+                delay,
+                tls: None,
+                record_plain: false,
+            },
+        )
+        .await?;
         target = front.addr();
         proxies.insert(0, front);
     }

@@ -731,9 +731,15 @@ async fn ask_group<R: Registry>(
                 group.jobs.iter().map(|j| j.repository.clone()).collect();
             repositories.sort();
             repositories.dedup();
+            // The first job's `HEAD` goes out alone in place of the ping; the others
+            // follow when its answer says how the registry authenticates.
+            let first = group
+                .jobs
+                .first()
+                .map(|j| (j.repository.as_str(), j.manifest_reference.as_str()));
             let _permit = options.permits.acquire().await;
             registry
-                .authorize(endpoint, credential, &repositories, deadline)
+                .authorize(endpoint, credential, &repositories, first, deadline)
                 .await
         }
     };

@@ -14,13 +14,17 @@ pub(crate) trait Registry: Sync {
     /// An authorized session with one endpoint, for one credential; clones share it.
     type Session: Clone + Send + Sync;
 
-    /// Pings `endpoint` and authenticates `credential` for `repositories` (pull scope),
-    /// as [`Client::authorize_before`].
+    /// Authenticates `credential` for `repositories` (pull scope) on `endpoint`, as
+    /// [`Client::authorize_first`]: on a cold endpoint the manifest `HEAD` of `first`
+    /// (`(repository, reference)`, one of the group's) goes out in place of the ping,
+    /// and the session's check of it reads that answer when it was the open
+    /// registry's; `None` pings as [`Client::authorize_before`].
     fn authorize(
         &self,
         endpoint: &Endpoint,
         credential: &Credential,
         repositories: &[String],
+        first: Option<(&str, &str)>,
         deadline: Instant,
     ) -> impl Future<Output = Result<Self::Session, AuthorizeError>> + Send;
 
@@ -45,10 +49,19 @@ impl Registry for Client {
         endpoint: &Endpoint,
         credential: &Credential,
         repositories: &[String],
+        first: Option<(&str, &str)>,
         deadline: Instant,
     ) -> Result<Self::Session, AuthorizeError> {
-        self.authorize_before(endpoint, credential, repositories, deadline)
-            .await
+        match first {
+            Some(first) => {
+                self.authorize_first(endpoint, credential, repositories, first, deadline)
+                    .await
+            }
+            None => {
+                self.authorize_before(endpoint, credential, repositories, deadline)
+                    .await
+            }
+        }
     }
 
     async fn check(

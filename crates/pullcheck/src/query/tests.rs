@@ -140,6 +140,7 @@ impl Registry for Scripted {
         endpoint: &Endpoint,
         credential: &Credential,
         repositories: &[String],
+        _first: Option<(&str, &str)>,
         _deadline: std::time::Instant,
     ) -> Result<FakeSession, AuthorizeError> {
         let user = user_of(credential);

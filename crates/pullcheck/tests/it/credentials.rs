@@ -309,10 +309,15 @@ async fn htpasswd_every_matching_credential_wrong_fails_without_trying_anonymous
         "the first of equally bad answers is reported"
     );
     assert_eq!(tried_with(i), [source_of("specific"), source_of("general")]);
-    // Both credentials were refused at `GET /v2/`, before any manifest request; an
-    // anonymous attempt would have sent the manifest request without credentials.
+    // Both credentials were refused at `GET /v2/`. The one manifest request is the
+    // first `HEAD`, sent in place of the ping without credentials, whose 401 brought
+    // the Basic challenge; an anonymous attempt would have sent another.
     let served = registry.requests().await.expect("log");
-    assert_eq!(manifest_requests(&served), Vec::<&RequestRecord>::new());
+    let heads: Vec<(&str, u16)> = manifest_requests(&served)
+        .iter()
+        .map(|r| (r.method.as_str(), r.status))
+        .collect();
+    assert_eq!(heads, [("HEAD", 401)], "{served:?}");
     assert!(
         served
             .iter()

@@ -2,6 +2,7 @@
 
 mod egress;
 mod faults;
+mod first_request;
 mod no_secrets;
 mod registries;
 mod scripted;

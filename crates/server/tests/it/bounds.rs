@@ -190,8 +190,9 @@ async fn counters_start_at_zero_and_a_plain_http_registry_s_https_ping_is_a_fall
         assert!(has_line(&metrics, line), "{line} in\n{metrics}");
     }
 
-    // A loopback registry speaks plain HTTP (allowed, as Docker allows loopback): its
-    // https ping fails as expected and is `fallback`, not `error`.
+    // A loopback registry speaks plain HTTP (allowed, as Docker allows loopback): the
+    // https attempt of its first request (the manifest `HEAD`, sent in place of the
+    // ping) fails as expected and is `fallback`, not `error`; no ping follows the 200.
     let registry = pullcheck_testkit::Registry::anonymous()
         .await
         .expect("registry");
@@ -207,15 +208,16 @@ async fn counters_start_at_zero_and_a_plain_http_registry_s_https_ping_is_a_fall
         .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["images"][0]["status"], "present", "{report}");
-    let ping = |code: &str| {
+    let line = |kind: &str, code: &str| {
         format!(
-            "pullcheck_registry_requests_total{{registry=\"{}\",kind=\"ping\",code=\"{code}\"}} ",
+            "pullcheck_registry_requests_total{{registry=\"{}\",kind=\"{kind}\",code=\"{code}\"}} ",
             registry.host()
         )
     };
-    assert_eq!(server.metric(&ping("fallback")).await, 1.0);
-    assert_eq!(server.metric(&ping("error")).await, 0.0);
-    assert_eq!(server.metric(&ping("200")).await, 1.0);
+    assert_eq!(server.metric(&line("manifest", "fallback")).await, 1.0);
+    assert_eq!(server.metric(&line("manifest", "error")).await, 0.0);
+    assert_eq!(server.metric(&line("manifest", "200")).await, 1.0);
+    assert_eq!(server.metric(&line("ping", "200")).await, 0.0);
     assert_eq!(
         server
             .metric("pullcheck_checks_total{result=\"pass\"} ")

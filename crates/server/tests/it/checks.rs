@@ -257,9 +257,10 @@ async fn the_second_identical_check_sends_only_heads() {
     assert!(requests.iter().all(|r| r.method == "HEAD"), "{lines:?}");
     let tokens_after = registry.token_server().map_or(0, |t| t.requests().len());
     assert_eq!(tokens_after, tokens_before, "no token request");
-    // The registry client's observer counted both checks: one ping answered (after the
-    // HTTPS attempt that a plain-HTTP loopback registry cannot answer), one token
-    // request in all, four HEADs, and the second check's token from the cache.
+    // The registry client's observer counted both checks: no ping, the first check's
+    // first HEAD answered 401 with the challenge (after the HTTPS attempt that a
+    // plain-HTTP loopback registry cannot answer), one token request in all, four
+    // HEADs answered, and the second check's token and challenge from the caches.
     let (_, metrics) = server.get("/metrics").await;
     let count = |kind: &str| -> f64 {
         metrics
@@ -271,13 +272,13 @@ async fn the_second_identical_check_sends_only_heads() {
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum()
     };
-    assert!(
-        metrics.contains("kind=\"ping\",code=\"401\"} 1\n"),
-        "{metrics}"
-    );
-    assert_eq!(count("ping"), 2.0, "{metrics}");
+    for (code, n) in [("fallback", 1), ("401", 1), ("200", 4)] {
+        let line = format!("kind=\"manifest\",code=\"{code}\"}} {n}\n");
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
+    assert_eq!(count("ping"), 0.0, "{metrics}");
     assert_eq!(count("token"), 1.0, "{metrics}");
-    assert_eq!(count("manifest"), 4.0, "{metrics}");
+    assert_eq!(count("manifest"), 6.0, "{metrics}");
     assert!(
         server.metric("pullcheck_token_cache_hits_total").await >= 1.0,
         "{metrics}"
