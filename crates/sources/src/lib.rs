@@ -68,8 +68,16 @@ pub struct NamedText {
 pub enum InputKind {
     /// Kubernetes manifests (Pods, Deployments, ...).
     Manifests,
-    /// A pipeline: Vela source YAML or a compiled build's JSON.
+    /// A pipeline: Vela source YAML or a compiled build's JSON (told apart by the
+    /// build's top-level `id`).
     Pipeline,
+    /// A compiled Vela build (go-vela/server `pipeline.Build` JSON, as a worker gets it)
+    /// whatever its keys: its `id` is `omitempty`, so a build may have none. Never
+    /// detected ([`detect`]); a surface that only takes builds says it (the service's
+    /// `build` field). An error about it has no line or column: the text is the
+    /// surface's own encoding of the build, which its author never saw; the message
+    /// names the container and field instead.
+    Build,
 }
 
 /// Detects the kind of a text as the CLI does for its files: Kubernetes manifests when
@@ -298,8 +306,16 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
             inputs.workloads.extend(manifests.workloads);
             found
         }
-        InputKind::Pipeline => {
-            let read = pullcheck::input::read_pipeline_read(name, text)?;
+        InputKind::Pipeline | InputKind::Build => {
+            let read = if kind == InputKind::Build {
+                pullcheck::input::read_build_read(name, text).map_err(|mut e| {
+                    e.line = None;
+                    e.column = None;
+                    e
+                })?
+            } else {
+                pullcheck::input::read_pipeline_read(name, text)?
+            };
             inputs.warnings.extend(read.warnings);
             let templates = read.uses.iter().filter(|u| is_template_step(u)).count();
             if templates == read.uses.len() && (templates > 0 || read.inline_templates > 0) {
