@@ -881,6 +881,7 @@ impl NodeArgs {
 /// which starts with the path (or `kubeconfig PATH`); `line L column C` becomes
 /// `line L, column C`.
 fn option_error(option: &str, path: &std::path::Path, expected: &str, message: &str) -> String {
+    let option = plugin::option_name(option);
     let mut shown = path.display().to_string();
     let mut rest = message;
     for prefix in [format!("kubeconfig {shown}"), shown.clone()] {

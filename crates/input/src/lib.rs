@@ -341,6 +341,18 @@ pub fn read_pipeline_in_build(
     read_pipeline_full(file, text, build_env, false).map(|read| (read.uses, read.warnings))
 }
 
+/// [`read_pipeline_in_build`] with what is not read ([`PipelineRead`]).
+///
+/// # Errors
+/// As [`read_pipeline`].
+pub fn read_pipeline_read_in_build(
+    file: &str,
+    text: &str,
+    build_env: &std::collections::HashMap<String, String>,
+) -> Result<PipelineRead, InputError> {
+    read_pipeline_full(file, text, build_env, false)
+}
+
 /// What [`read_pipeline_read`] gives: the uses and warnings of
 /// [`read_pipeline_with_warnings`], and what of the pipeline is not read.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -160,7 +160,9 @@ pub struct Inputs {
     from_templates: Vec<(String, usize, usize)>,
 }
 
-fn is_template_step(u: &ImageUse) -> bool {
+/// Whether `u` is a template step, whose image is known only once the server expands
+/// its template (`Skip::Template`).
+pub fn is_template_step(u: &ImageUse) -> bool {
     matches!(u.disposition, Disposition::Skip(Skip::Template { .. }))
 }
 
@@ -219,20 +221,7 @@ impl Inputs {
             parts.push(no_image_message(&self.without_images));
         }
         for (name, steps, inline) in &self.from_templates {
-            let what = match (steps, inline) {
-                (0, n) => format!("{n} `render_inline` template{}", plural(*n)),
-                (n, 0) => format!("{n} template step{}", plural(*n)),
-                (n, m) => format!(
-                    "{n} template step{} and {m} `render_inline` template{}",
-                    plural(*n),
-                    plural(*m)
-                ),
-            };
-            parts.push(format!(
-                "no image to check in {name}: its images come from templates that are not \
-                 expanded ({what}); the Vela server expands them when it compiles the build, \
-                 pullcheck does not (check the compiled build instead); nothing was checked"
-            ));
+            parts.push(templates_only_message(name, *steps, *inline));
         }
         let mut message = parts.join("; ");
         for warning in &self.warnings {
@@ -243,6 +232,26 @@ impl Inputs {
         }
         Some(message)
     }
+}
+
+/// The message for a pipeline `name` whose every image comes from a template the server
+/// expands: `steps` template steps and `inline` `render_inline` templates (counts).
+/// Callers add how to pass anyway, as for [`no_image_message`].
+pub fn templates_only_message(name: &str, steps: usize, inline: usize) -> String {
+    let what = match (steps, inline) {
+        (0, n) => format!("{n} `render_inline` template{}", plural(n)),
+        (n, 0) => format!("{n} template step{}", plural(n)),
+        (n, m) => format!(
+            "{n} template step{} and {m} `render_inline` template{}",
+            plural(n),
+            plural(m)
+        ),
+    };
+    format!(
+        "no image to check in {name}: its images come from templates that are not \
+         expanded ({what}); the Vela server expands them when it compiles the build, \
+         pullcheck does not (check the compiled build instead); nothing was checked"
+    )
 }
 
 /// The message for inputs that hold no image: `no image to check in a.yml, b.yml: …`,
