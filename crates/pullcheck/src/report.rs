@@ -594,7 +594,10 @@ impl Report {
                 status
             };
             let mut origins = image.origins.iter();
-            let first = origins.next().map(describe_origin).unwrap_or_default();
+            let first = origins
+                .next()
+                .map(|o| describe_origin(o, &image.reference))
+                .unwrap_or_default();
             let head = format!("{:<width$}  {first}", display_reference(image),);
             let mut tail = Vec::new();
             if !image.detail.is_empty() {
@@ -628,7 +631,7 @@ impl Report {
                     "{:11} {:width$}  also {}",
                     "",
                     "",
-                    describe_origin(origin)
+                    describe_origin(origin, &image.reference)
                 );
             }
         }
@@ -694,9 +697,10 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 }
 
 impl ImageReport {
-    /// Whether this is a step that uses a `template:`: no image, skipped.
+    /// Whether this is a step that uses a `template:` (skipped, reason `template_step`),
+    /// with or without an `image:` of its own, which the expanded template replaces.
     pub fn is_template_step(&self) -> bool {
-        self.reference.is_empty() && self.status == Status::Skipped
+        self.status == Status::Skipped && self.reason == Reason::TemplateStep
     }
 }
 
@@ -734,8 +738,9 @@ pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// `file:line:col kind "name" (stage s)`.
-fn describe_origin(o: &Origin) -> String {
+/// `file:line:col kind "name" (stage s)`; an image given by reference alone (its name
+/// is `reference`) is `--image`, one given with a name `image "name"`.
+fn describe_origin(o: &Origin, reference: &str) -> String {
     let mut s = String::new();
     match (&o.file, o.line, o.column) {
         (Some(f), Some(l), Some(c)) => {
@@ -753,7 +758,9 @@ fn describe_origin(o: &Origin) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    if kind == "image" {
+    if kind == "image" && o.name != reference {
+        let _ = write!(s, "image {:?}", escape_controls(&o.name));
+    } else if kind == "image" {
         s.push_str("--image");
     } else if o.kind == pullcheck_input::ContainerKind::Container {
         // The name says it all: `Deployment/web container app`.
@@ -799,7 +806,7 @@ mod tests {
             stage: None,
             pod: None,
         };
-        let shown = describe_origin(&origin);
+        let shown = describe_origin(&origin, "x");
         assert!(!shown.chars().any(is_unsafe_for_terminal), "{shown:?}");
         assert!(
             shown.starts_with("evil\\u{1b}[31m\\nname.yml:3:12 "),
