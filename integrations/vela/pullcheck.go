@@ -433,8 +433,8 @@ type Summary struct {
 	Total int `json:"total"`
 	// Present counts the uses of present images.
 	Present int `json:"present"`
-	// Failed counts the uses of missing, no_access, denied, blocked and invalid
-	// images.
+	// Failed counts the uses of missing, no_access, denied, unrunnable, blocked and
+	// invalid images (IsFailure).
 	Failed int `json:"failed"`
 	// Unverified counts the uses of unreachable and unresolved images.
 	Unverified int `json:"unverified"`

@@ -226,7 +226,17 @@ fn stages(
         return Ok(());
     };
     let named: Vec<(String, Reached)> = if r.doc.is_map(stages.id) {
-        r.entries(stages)?
+        // `StageSlice.UnmarshalYAML`: the stage's own `name:`, else its key.
+        let mut named = Vec::new();
+        for (key, stage) in r.entries(stages)? {
+            let name = if r.doc.is_map(stage.id) {
+                r.text(stage, "name")?.filter(|n| !n.is_empty())
+            } else {
+                None
+            };
+            named.push((name.unwrap_or(key), stage));
+        }
+        named
     } else if r.mode == Mode::Compile && r.doc.items(stages.id).is_some() {
         // go-vela/server `StageSlice.UnmarshalYAML`: source stages are a mapping.
         return Err(r.error_at(

@@ -465,7 +465,8 @@ pub struct Summary {
     pub total: usize,
     /// `present`.
     pub present: usize,
-    /// `missing`, `no_access`, `denied`, `blocked` and `invalid`.
+    /// `missing`, `no_access`, `denied`, `unrunnable`, `blocked` and `invalid`
+    /// ([`Status::is_failure`]).
     pub failed: usize,
     /// `unreachable` and `unresolved`.
     pub unverified: usize,

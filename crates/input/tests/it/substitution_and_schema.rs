@@ -494,3 +494,13 @@ steps:
         [("S", true)]
     );
 }
+
+#[test]
+fn a_stage_s_own_name_is_the_origin_s_stage() {
+    // go-vela/server `StageSlice.UnmarshalYAML`: `name:` wins over the key.
+    let (uses, _) = read(
+        "version: \"1\"\nstages:\n  one:\n    name: build\n    steps:\n      - {name: a, image: alpine:3.19, commands: [x]}\n  two:\n    steps:\n      - {name: b, image: alpine:3.18, commands: [x]}\n",
+    );
+    let stages: Vec<Option<&str>> = uses.iter().map(|u| u.origin.stage.as_deref()).collect();
+    assert_eq!(stages, [Some("build"), Some("two")]);
+}
