@@ -37,6 +37,12 @@ func buildJSON(build any) (json.RawMessage, error) {
 			out[key] = v
 		}
 	}
+	// pipeline.Build's ID is `omitempty`; pullcheck reads a document with a
+	// top-level "id" as a compiled build (without one, as pipeline source), so a
+	// build always carries one here.
+	if v, ok := out["id"]; !ok || string(v) == "null" {
+		out["id"] = json.RawMessage(`""`)
+	}
 	for _, key := range []string{"services", "steps"} {
 		if v, ok := top[key]; ok {
 			out[key] = mapList(v, container)

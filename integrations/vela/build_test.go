@@ -215,3 +215,30 @@ func TestBuildJSONKeepsTheVariableOfALength(t *testing.T) {
 		t.Fatalf("an unused variable was sent: %s", raw)
 	}
 }
+
+// A build without an ID (pipeline.Build's `id` is omitempty) is still sent with a
+// top-level "id", the key by which pullcheck tells a compiled build from source.
+func TestBuildJSONAlwaysCarriesAnID(t *testing.T) {
+	for name, build := range map[string]any{
+		"no id":   json.RawMessage(`{"steps":[{"name":"a","image":"alpine:3"}]}`),
+		"null id": json.RawMessage(`{"id":null,"steps":[]}`),
+		"an id":   json.RawMessage(`{"id":"x_1","steps":[]}`),
+	} {
+		out, err := buildJSON(build)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		id, ok := got["id"].(string)
+		want := ""
+		if name == "an id" {
+			want = "x_1"
+		}
+		if !ok || id != want {
+			t.Errorf("%s: id %v, want %q", name, got["id"], want)
+		}
+	}
+}

@@ -343,7 +343,8 @@ type Refusal struct {
 	Kind string `json:"kind"`
 	// Container is "step", "service" or "secret" (an origin), where the kind names one.
 	Container string `json:"container,omitempty"`
-	// Name is the container's (or, for RefusalDuplicateStage, the stage's) name.
+	// Name is the container's (or, for RefusalDuplicateStage and
+	// RefusalStageNeedsItself, the stage's) name.
 	Name string `json:"name,omitempty"`
 	// Stage is the stage of a stage step; empty otherwise.
 	Stage string `json:"stage,omitempty"`
@@ -353,6 +354,13 @@ type Refusal struct {
 	// Template is the template's name; TemplateType its type as written.
 	Template     string `json:"template,omitempty"`
 	TemplateType string `json:"template_type,omitempty"`
+	// TemplateFormat is the template's format as written
+	// (RefusalUnsupportedTemplateFormat).
+	TemplateFormat string `json:"template_format,omitempty"`
+	// ReportAs is the `report_as` two steps share (RefusalDuplicateReportAs), Step
+	// the second of them and TargetedBy the first.
+	ReportAs   string `json:"report_as,omitempty"`
+	TargetedBy string `json:"targeted_by,omitempty"`
 	// Variable is the environment variable whose value is refused (RefusalEnvironment;
 	// empty for a list item), Found what was found there or in a field.
 	Variable string `json:"variable,omitempty"`
@@ -369,20 +377,23 @@ type Refusal struct {
 
 // The kinds of Refusal, one per check of Vela's compiler.
 const (
-	RefusalNoVersion                = "no_version"
-	RefusalLegacyVersion            = "legacy_version"
-	RefusalStagesAndSteps           = "stages_and_steps"
-	RefusalNothingToRun             = "nothing_to_run"
-	RefusalRenderInlineTemplateStep = "render_inline_template_step"
-	RefusalNoName                   = "no_name"
-	RefusalNoImage                  = "no_image"
-	RefusalNoCommands               = "no_commands"
-	RefusalDuplicateName            = "duplicate_name"
-	RefusalDuplicateStage           = "duplicate_stage"
-	RefusalEnvironment              = "environment"
-	RefusalMissingTemplate          = "missing_template"
-	RefusalUnsupportedTemplateType  = "unsupported_template_type"
-	RefusalWrongType                = "wrong_type"
+	RefusalNoVersion                 = "no_version"
+	RefusalLegacyVersion             = "legacy_version"
+	RefusalStagesAndSteps            = "stages_and_steps"
+	RefusalNothingToRun              = "nothing_to_run"
+	RefusalRenderInlineTemplateStep  = "render_inline_template_step"
+	RefusalNoName                    = "no_name"
+	RefusalNoImage                   = "no_image"
+	RefusalNoCommands                = "no_commands"
+	RefusalDuplicateName             = "duplicate_name"
+	RefusalDuplicateStage            = "duplicate_stage"
+	RefusalEnvironment               = "environment"
+	RefusalMissingTemplate           = "missing_template"
+	RefusalUnsupportedTemplateType   = "unsupported_template_type"
+	RefusalWrongType                 = "wrong_type"
+	RefusalStageNeedsItself          = "stage_needs_itself"
+	RefusalDuplicateReportAs         = "duplicate_report_as"
+	RefusalUnsupportedTemplateFormat = "unsupported_template_format"
 )
 
 // Origin is one container that uses an image.
@@ -432,8 +443,8 @@ type Summary struct {
 	Total int `json:"total"`
 	// Present counts the uses of present images.
 	Present int `json:"present"`
-	// Failed counts the uses of missing, no_access, denied, blocked and invalid
-	// images.
+	// Failed counts the uses of missing, no_access, denied, unrunnable, blocked and
+	// invalid images (IsFailure).
 	Failed int `json:"failed"`
 	// Unverified counts the uses of unreachable and unresolved images.
 	Unverified int `json:"unverified"`

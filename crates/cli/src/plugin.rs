@@ -16,6 +16,30 @@ use std::path::PathBuf;
 
 use clap::Parser as _;
 
+/// The options the plugin's parameters become, and the variable each comes from.
+const PARAMETER_OPTIONS: [(&str, &str); 5] = [
+    ("--namespace", "PARAMETER_NAMESPACE"),
+    ("--pods-template", "PARAMETER_PODS_TEMPLATE"),
+    ("--docker-config", "PARAMETER_DOCKER_CONFIG"),
+    ("--pull-secret", "PARAMETER_PULL_SECRETS"),
+    ("--platform", "PARAMETER_PLATFORM"),
+];
+
+/// Set once the plugin runs: its errors name the `PARAMETER_*` variable a user wrote,
+/// never the option it became.
+static IN_PLUGIN: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+
+/// The name an error gives `option`: in the plugin, the `PARAMETER_*` variable that set
+/// it (docs/vela.md); else the option itself.
+pub(crate) fn option_name(option: &str) -> &str {
+    if IN_PLUGIN.get().is_some()
+        && let Some((_, variable)) = PARAMETER_OPTIONS.iter().find(|(o, _)| *o == option)
+    {
+        return variable;
+    }
+    option
+}
+
 /// What fails the step (`PARAMETER_FAIL_ON`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FailOn {
@@ -146,6 +170,7 @@ fn build_variables(env: &HashMap<String, String>) -> HashMap<String, String> {
 /// (as `check`) when it fails, 2 for a bad parameter or pipeline.
 pub(crate) async fn run() -> i32 {
     let env: HashMap<String, String> = std::env::vars().collect();
+    let _ = IN_PLUGIN.set(());
     let plugin = match plugin(&env) {
         Ok(p) => p,
         Err(e) => return super::fail(&e),
@@ -154,11 +179,24 @@ pub(crate) async fn run() -> i32 {
         Ok(read) => read,
         Err(e) => return super::fail(&format!("PARAMETER_PIPELINE: {e}")),
     };
-    let (uses, warnings) =
-        match pullcheck::input::read_pipeline_in_build(&name, &text, &build_variables(&env)) {
+    let read =
+        match pullcheck::input::read_pipeline_read_in_build(&name, &text, &build_variables(&env)) {
             Ok(read) => read,
             Err(e) => return super::fail(&e),
         };
+    let (uses, warnings) = (read.uses, read.warnings);
+    let templates = uses
+        .iter()
+        .filter(|u| pullcheck_sources::is_template_step(u))
+        .count();
+    if templates == uses.len() && (templates > 0 || read.inline_templates > 0) {
+        // As `check` says it, without a way to pass anyway: the step has nothing to check.
+        return super::fail(&pullcheck_sources::templates_only_message(
+            &name,
+            templates,
+            read.inline_templates,
+        ));
+    }
     if uses.is_empty() {
         return super::fail(&format!(
             "no image to check in {name} (PARAMETER_PIPELINE): it has no step, service or \

@@ -50,6 +50,8 @@ pub fn report(mut report: Report) -> Report {
 /// it is rejected. `OPTION` is the flag that gave the file, `EXPECTED` what it should be
 /// (`Docker config.json`).
 pub fn file_option(option: &str, expected: &str, fault: &FileFault<'_>) -> String {
+    // In the plugin, the PARAMETER_* variable that set the option.
+    let option = crate::plugin::option_name(option);
     let FileFault {
         path,
         kind,
@@ -126,7 +128,10 @@ pub fn text(report: &Report, color: bool, width: Option<usize>) -> String {
             status
         };
         let mut origins = image.origins.iter();
-        let first = origins.next().map(describe_origin).unwrap_or_default();
+        let first = origins
+            .next()
+            .map(|o| describe_origin(o, &image.reference))
+            .unwrap_or_default();
         let head = format!("{:<width$}  {first}", display_reference(image),);
         let mut tail = Vec::new();
         if !image.detail.is_empty() {
@@ -160,7 +165,7 @@ pub fn text(report: &Report, color: bool, width: Option<usize>) -> String {
                 "{:11} {:width$}  also {}",
                 "",
                 "",
-                describe_origin(origin)
+                describe_origin(origin, &image.reference)
             );
         }
     }
@@ -241,8 +246,9 @@ fn display_reference(image: &ImageReport) -> String {
     }
 }
 
-/// `file:line:col kind "name" (stage s)`.
-fn describe_origin(o: &Origin) -> String {
+/// `file:line:col kind "name" (stage s)`; an image given by reference alone (its name
+/// is `reference`) is `--image`, one given with a name (`--named-image`) `image "name"`.
+fn describe_origin(o: &Origin, reference: &str) -> String {
     let mut s = String::new();
     match (&o.file, o.line, o.column) {
         (Some(f), Some(l), Some(c)) => {
@@ -260,7 +266,9 @@ fn describe_origin(o: &Origin) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    if o.kind == ContainerKind::Image {
+    if o.kind == ContainerKind::Image && o.name != reference {
+        let _ = write!(s, "image {:?}", escape_controls(&o.name));
+    } else if o.kind == ContainerKind::Image {
         // An `--image` argument: no file, no name of its own.
         s.push_str("--image");
     } else if o.kind == ContainerKind::Container {
@@ -356,7 +364,7 @@ mod tests {
             stage: None,
             pod: None,
         };
-        let shown = describe_origin(&origin);
+        let shown = describe_origin(&origin, "x");
         assert_eq!(
             shown,
             "evil\\u{1b}[31m\\nname.yml:3:12 step \"a\\u{202e}b\""

@@ -399,10 +399,10 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
                     },
                 ));
             };
-            if !s.always_kept || fetched.contains(source) {
+            if !s.always_kept {
                 continue;
             }
-            if !supported_type(template_type) {
+            if !fetched.contains(source) && !supported_type(template_type) {
                 return Err(r.refuse(
                     type_node.unwrap_or(*at),
                     Refusal::UnsupportedTemplateType {
@@ -412,6 +412,18 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
                 ));
             }
             fetched.insert(source.clone());
+            // `mergeTemplate`, for every step, once the template is fetched.
+            if let Some((format_node, format)) = templates.formats.get(template)
+                && !["go", "golang", "starlark", ""].contains(&format.as_str())
+            {
+                return Err(r.refuse(
+                    format_node.unwrap_or(*at),
+                    Refusal::UnsupportedTemplateFormat {
+                        template: template.clone(),
+                        template_format: format.clone(),
+                    },
+                ));
+            }
         }
     }
     // A template step is expanded (and so replaced) only when there are templates.
@@ -451,7 +463,19 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     for service in &services {
         required(r, *service, ContainerKind::Service)?;
     }
-    for s in &steps {
+    // `validateYAMLStages`: each stage's `needs`, then its steps; then the steps.
+    for (name, stage) in &stages {
+        if needs(r, *stage)?.iter().any(|n| n == name) {
+            let at = r.get_set(*stage, "needs")?.unwrap_or(*stage);
+            return Err(r.refuse(at, Refusal::StageNeedsItself { name: name.clone() }));
+        }
+        for s in steps.iter().filter(|s| s.stage.as_ref() == Some(name)) {
+            if !(expanded && s.template.is_some()) {
+                validate_step(r, s)?;
+            }
+        }
+    }
+    for s in steps.iter().filter(|s| s.stage.is_none()) {
         if expanded && s.template.is_some() {
             continue;
         }
@@ -488,12 +512,15 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
 struct Templates {
     all: Vec<(String, Option<Reached>, String)>,
     by_name: HashMap<String, (String, Option<Reached>, String)>,
+    /// By name (the last definition wins): the `format` node and the format.
+    formats: HashMap<String, (Option<Reached>, String)>,
 }
 
 fn templates(r: &mut Reader<'_>, root: Reached) -> Result<Templates, InputError> {
     let mut out = Templates {
         all: Vec::new(),
         by_name: HashMap::new(),
+        formats: HashMap::new(),
     };
     for (i, t) in r
         .list(root, "templates", "templates")?
@@ -518,11 +545,33 @@ fn templates(r: &mut Reader<'_>, root: Reached) -> Result<Templates, InputError>
             .and_then(|n| r.doc.text(n.id))
             .unwrap_or_default()
             .to_owned();
+        let format_node = r.get_set(t, "format")?;
+        let format = format_node
+            .and_then(|n| r.doc.text(n.id))
+            .unwrap_or_default()
+            .to_owned();
+        out.formats.insert(name.clone(), (format_node, format));
         out.all
             .push((name.clone(), type_node, template_type.clone()));
         out.by_name.insert(name, (source, type_node, template_type));
     }
     Ok(out)
+}
+
+/// A stage's `needs` as Vela's `raw.StringSlice` reads it: a list of strings or one.
+fn needs(r: &mut Reader<'_>, stage: Reached) -> Result<Vec<String>, InputError> {
+    let Some(node) = r.get_set(stage, "needs")? else {
+        return Ok(Vec::new());
+    };
+    if let Some(text) = r.doc.text(node.id) {
+        return Ok(vec![text.to_owned()]);
+    }
+    Ok(r.doc
+        .items(node.id)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|&i| r.doc.text(i).map(str::to_owned))
+        .collect())
 }
 
 /// `getTemplate`'s types (case-insensitive).
@@ -705,6 +754,8 @@ fn duplicates(
     container: ContainerKind,
 ) -> Result<(), InputError> {
     let mut seen: HashMap<String, &Step> = HashMap::new();
+    // `report_as` → the step that reports as it (steps kept by every build).
+    let mut reports: HashMap<String, String> = HashMap::new();
     for s in containers {
         if expanded && s.template.is_some() {
             continue;
@@ -740,6 +791,23 @@ fn duplicates(
             None => {
                 seen.insert(key, s);
             }
+        }
+        if container == ContainerKind::Step
+            && s.always_kept
+            && let Some(report_as) = r.text(s.node, "report_as")?.filter(|t| !t.is_empty())
+        {
+            if let Some(first) = reports.get(&report_as) {
+                let at = r.get_set(s.node, "report_as")?.unwrap_or(s.node);
+                return Err(r.refuse(
+                    at,
+                    Refusal::DuplicateReportAs {
+                        report_as,
+                        step: name.clone(),
+                        targeted_by: first.clone(),
+                    },
+                ));
+            }
+            reports.insert(report_as, name.clone());
         }
     }
     Ok(())

@@ -637,6 +637,8 @@ impl<'a> Reader<'a> {
         }
         Ok(Env {
             mode: self.mode,
+            // The compiler substitutes steps only (`SubstituteSteps`, `SubstituteStages`).
+            compiled: place.kind == ContainerKind::Step,
             build: match self.mode {
                 Mode::Compile => self.build_env.clone(),
                 Mode::Run => HashMap::new(),

@@ -338,7 +338,19 @@ pub fn read_pipeline_in_build(
     text: &str,
     build_env: &std::collections::HashMap<String, String>,
 ) -> Result<(Vec<ImageUse>, Vec<String>), InputError> {
-    read_pipeline_full(file, text, build_env).map(|read| (read.uses, read.warnings))
+    read_pipeline_full(file, text, build_env, false).map(|read| (read.uses, read.warnings))
+}
+
+/// [`read_pipeline_in_build`] with what is not read ([`PipelineRead`]).
+///
+/// # Errors
+/// As [`read_pipeline`].
+pub fn read_pipeline_read_in_build(
+    file: &str,
+    text: &str,
+    build_env: &std::collections::HashMap<String, String>,
+) -> Result<PipelineRead, InputError> {
+    read_pipeline_full(file, text, build_env, false)
 }
 
 /// What [`read_pipeline_read`] gives: the uses and warnings of
@@ -360,7 +372,19 @@ pub struct PipelineRead {
 /// # Errors
 /// As [`read_pipeline`].
 pub fn read_pipeline_read(file: &str, text: &str) -> Result<PipelineRead, InputError> {
-    read_pipeline_full(file, text, &std::collections::HashMap::new())
+    read_pipeline_full(file, text, &std::collections::HashMap::new(), false)
+}
+
+/// [`read_pipeline_read`] for a text that is a compiled build whatever its keys: what a
+/// worker receives (go-vela/server `pipeline.Build`, whose `id` is `omitempty`, so a
+/// build may have none). Its `${VAR}`s get the worker's substitution and none of the
+/// compiler's refusals apply; a document with none of a pipeline's keys is an empty
+/// build, not an error.
+///
+/// # Errors
+/// As [`read_pipeline`], except that the keys are not required.
+pub fn read_build_read(file: &str, text: &str) -> Result<PipelineRead, InputError> {
+    read_pipeline_full(file, text, &std::collections::HashMap::new(), true)
 }
 
 /// [`read_pipeline_read`] with the build's server-set variables ([`read_pipeline_in_build`]).
@@ -368,6 +392,7 @@ fn read_pipeline_full(
     file: &str,
     text: &str,
     build_env: &std::collections::HashMap<String, String>,
+    compiled: bool,
 ) -> Result<PipelineRead, InputError> {
     let with_template_note = |mut e: InputError| {
         if let Some(line) = template_line(text, false) {
@@ -383,7 +408,8 @@ fn read_pipeline_full(
         Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
     };
     let (uses, mut warnings, inline_templates) =
-        pipeline::read(file, &doc, looks_like_json(text), build_env).map_err(with_template_note)?;
+        pipeline::read(file, &doc, looks_like_json(text), build_env, compiled)
+            .map_err(with_template_note)?;
     if let Some(line) = template_line(text, true) {
         warnings.push(format!(
             "{file}:{line}: `{{{{ ... }}}}` looks like Go template syntax: the Vela server \

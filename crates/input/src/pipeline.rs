@@ -30,7 +30,8 @@ const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services"
 /// `render_inline` templates it has (whose steps are not read); `json` says the
 /// text is JSON (a compiled build as the worker decodes it); `build_env` holds the
 /// server-set variables of a running build (empty outside one), which win over the
-/// pipeline's own values ([`crate::read_pipeline_in_build`]). What Vela refuses
+/// pipeline's own values ([`crate::read_pipeline_in_build`]); `compiled` says the
+/// document is a compiled build whatever its keys ([`crate::read_build_read`]). What Vela refuses
 /// ([`crate::compiler`]) is an error after the containers are read, so that a shape
 /// error of the file itself comes first, as upstream's decoder meets it first.
 pub(crate) fn read(
@@ -38,6 +39,7 @@ pub(crate) fn read(
     doc: &Doc,
     json: bool,
     build_env: &HashMap<String, String>,
+    compiled: bool,
 ) -> Result<(Vec<ImageUse>, Vec<String>, usize), InputError> {
     let mut r = Reader::new(doc, file);
     r.build_env = build_env.clone();
@@ -58,10 +60,12 @@ pub(crate) fn read(
         ));
     }
     let root = doc.reach_root(root);
-    ensure_pipeline(&mut r, root)?;
+    if !compiled {
+        ensure_pipeline(&mut r, root)?;
+    }
     let mut global_env = HashMap::new();
     let mut gets_global = Global::default();
-    if r.get_set(root, "id")?.is_some() {
+    if compiled || r.get_set(root, "id")?.is_some() {
         r.mode = Mode::Run;
     } else {
         if let Some(env) = r.get_set(root, "environment")? {
@@ -222,7 +226,17 @@ fn stages(
         return Ok(());
     };
     let named: Vec<(String, Reached)> = if r.doc.is_map(stages.id) {
-        r.entries(stages)?
+        // `StageSlice.UnmarshalYAML`: the stage's own `name:`, else its key.
+        let mut named = Vec::new();
+        for (key, stage) in r.entries(stages)? {
+            let name = if r.doc.is_map(stage.id) {
+                r.text(stage, "name")?.filter(|n| !n.is_empty())
+            } else {
+                None
+            };
+            named.push((name.unwrap_or(key), stage));
+        }
+        named
     } else if r.mode == Mode::Compile && r.doc.items(stages.id).is_some() {
         // go-vela/server `StageSlice.UnmarshalYAML`: source stages are a mapping.
         return Err(r.error_at(

@@ -101,6 +101,31 @@ pub enum Refusal {
         /// Its `type` as written (empty when absent).
         template_type: String,
     },
+    /// A stage whose `needs:` names the stage itself (`compiler/native/validate.go`
+    /// `validateYAMLStages`).
+    StageNeedsItself {
+        /// The stage's name (its `name:`, else its key).
+        name: String,
+    },
+    /// Two steps with the same `report_as`, both kept by every build
+    /// (`validatePipelineContainers`, after the name check of each step).
+    DuplicateReportAs {
+        /// The `report_as` value.
+        report_as: String,
+        /// The second step's name.
+        step: String,
+        /// The first step's name, which already reports as it.
+        targeted_by: String,
+    },
+    /// A template whose `format` is none of `go`, `golang`, `starlark` (or empty), used
+    /// by a step (`compiler/native/expand.go` `mergeTemplate`; of two templates with
+    /// one name, the last one counts).
+    UnsupportedTemplateFormat {
+        /// The template's name.
+        template: String,
+        /// Its `format` as written.
+        template_format: String,
+    },
     /// A field of the wrong type, which the decoder refuses: go-yaml for source
     /// (`image: [a]`, a step that is not a mapping), encoding/json for a compiled
     /// build (`"image": 5`).
@@ -217,6 +242,26 @@ impl fmt::Display for Refusal {
                 f,
                 "unsupported template type: {template_type} (template `{template}`; the \
                  types are github and file)"
+            ),
+            Refusal::StageNeedsItself { name } => {
+                write!(f, "stage {name} references itself in 'needs' declaration")
+            }
+            Refusal::DuplicateReportAs {
+                report_as,
+                step,
+                targeted_by,
+            } => write!(
+                f,
+                "report_as to {report_as} for step {step} is already targeted by step \
+                 {targeted_by}"
+            ),
+            Refusal::UnsupportedTemplateFormat {
+                template,
+                template_format,
+            } => write!(
+                f,
+                "format of {template_format} is unsupported (template `{template}`; the \
+                 formats are go, golang and starlark)"
             ),
             Refusal::WrongType {
                 field,

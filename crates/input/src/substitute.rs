@@ -10,6 +10,11 @@
 //!   `%q`). The worker then substitutes the compiled result again from the same
 //!   variables, which the compiled container carries: `$${VAR}` becomes `${VAR}` at
 //!   compile time and the variable's value at run time.
+//! - **Services and secret origins in source** ([`Env::compiled`] false): the compiler
+//!   substitutes only steps and stage steps, so these get the worker's pass alone
+//!   (go-vela/worker `executor/linux/service.go` and `secret.go` call
+//!   `ctn.Substitute()`): a variable set nowhere is empty and its default applies; the
+//!   server's variables and secrets are still unknown before the build.
 //!
 //! A variable nobody knows before the build makes the result unknown: the `target` of
 //! one of the container's `secrets` (the worker injects the secret's value), and in
@@ -35,6 +40,9 @@ pub(crate) enum Mode {
 #[derive(Debug, Clone)]
 pub(crate) struct Env {
     pub mode: Mode,
+    /// In source: whether the compiler substitutes this container (steps and stage
+    /// steps); `false` for services and secret origins, which only the worker does.
+    pub compiled: bool,
     /// Known values (for source: pipeline, then stage, then step; later wins).
     pub values: HashMap<String, String>,
     /// In source read inside a running build: the server-set variables of that build
@@ -229,11 +237,14 @@ impl Env {
         if self.values.contains_key(name) {
             return None;
         }
-        Some(if name.starts_with("VELA_") {
-            ValueSource::Server
+        if name.starts_with("VELA_") {
+            Some(ValueSource::Server)
+        } else if self.compiled {
+            Some(ValueSource::Nowhere)
         } else {
-            ValueSource::Nowhere
-        })
+            // Only the worker substitutes it: a name set nowhere is empty.
+            None
+        }
     }
 
     /// The value upstream's lookup gives `name` in `stage`: the compiler's keeps an
@@ -263,6 +274,7 @@ impl Env {
     pub fn substitute(&self, text: &str) -> Outcome {
         match self.mode {
             Mode::Run => self.pass(text, Mode::Run),
+            Mode::Compile if !self.compiled => self.pass(text, Mode::Run),
             Mode::Compile => match self.pass(text, Mode::Compile) {
                 Outcome::Substituted(compiled) => match self.pass(&compiled, Mode::Run) {
                     Outcome::Unchanged => Outcome::Substituted(compiled),
@@ -346,6 +358,7 @@ mod tests {
     fn env(mode: Mode, values: &[(&str, &str)], secrets: &[(&str, &str)]) -> Env {
         Env {
             mode,
+            compiled: true,
             build: HashMap::new(),
             values: values
                 .iter()

@@ -478,7 +478,8 @@ pub struct Summary {
     pub total: usize,
     /// `present`.
     pub present: usize,
-    /// `missing`, `no_access`, `denied`, `blocked` and `invalid`.
+    /// `missing`, `no_access`, `denied`, `unrunnable`, `blocked` and `invalid`
+    /// ([`Status::is_failure`]).
     pub failed: usize,
     /// `unreachable` and `unresolved`.
     pub unverified: usize,
@@ -670,9 +671,10 @@ impl ImageReport {
         }
     }
 
-    /// Whether this is a step that uses a `template:`: no image, skipped.
+    /// Whether this is a step that uses a `template:` (skipped, reason `template_step`),
+    /// with or without an `image:` of its own, which the expanded template replaces.
     pub fn is_template_step(&self) -> bool {
-        self.reference.is_empty() && self.status == Status::Skipped
+        self.status == Status::Skipped && self.reason == Reason::TemplateStep
     }
 }
 

@@ -504,7 +504,7 @@ fn parse_request(
                 name: name.clone(),
                 text,
             },
-            kind: Some(InputKind::Pipeline),
+            kind: Some(InputKind::Build),
         });
     }
     let mut images = Vec::new();

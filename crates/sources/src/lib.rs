@@ -68,8 +68,16 @@ pub struct NamedText {
 pub enum InputKind {
     /// Kubernetes manifests (Pods, Deployments, ...).
     Manifests,
-    /// A pipeline: Vela source YAML or a compiled build's JSON.
+    /// A pipeline: Vela source YAML or a compiled build's JSON (told apart by the
+    /// build's top-level `id`).
     Pipeline,
+    /// A compiled Vela build (go-vela/server `pipeline.Build` JSON, as a worker gets it)
+    /// whatever its keys: its `id` is `omitempty`, so a build may have none. Never
+    /// detected ([`detect`]); a surface that only takes builds says it (the service's
+    /// `build` field). An error about it has no line or column: the text is the
+    /// surface's own encoding of the build, which its author never saw; the message
+    /// names the container and field instead.
+    Build,
 }
 
 /// Detects the kind of a text as the CLI does for its files: Kubernetes manifests when
@@ -152,7 +160,9 @@ pub struct Inputs {
     from_templates: Vec<(String, usize, usize)>,
 }
 
-fn is_template_step(u: &ImageUse) -> bool {
+/// Whether `u` is a template step, whose image is known only once the server expands
+/// its template (`Skip::Template`).
+pub fn is_template_step(u: &ImageUse) -> bool {
     matches!(u.disposition, Disposition::Skip(Skip::Template { .. }))
 }
 
@@ -211,20 +221,7 @@ impl Inputs {
             parts.push(no_image_message(&self.without_images));
         }
         for (name, steps, inline) in &self.from_templates {
-            let what = match (steps, inline) {
-                (0, n) => format!("{n} `render_inline` template{}", plural(*n)),
-                (n, 0) => format!("{n} template step{}", plural(*n)),
-                (n, m) => format!(
-                    "{n} template step{} and {m} `render_inline` template{}",
-                    plural(*n),
-                    plural(*m)
-                ),
-            };
-            parts.push(format!(
-                "no image to check in {name}: its images come from templates that are not \
-                 expanded ({what}); the Vela server expands them when it compiles the build, \
-                 pullcheck does not (check the compiled build instead); nothing was checked"
-            ));
+            parts.push(templates_only_message(name, *steps, *inline));
         }
         let mut message = parts.join("; ");
         for warning in &self.warnings {
@@ -235,6 +232,26 @@ impl Inputs {
         }
         Some(message)
     }
+}
+
+/// The message for a pipeline `name` whose every image comes from a template the server
+/// expands: `steps` template steps and `inline` `render_inline` templates (counts).
+/// Callers add how to pass anyway, as for [`no_image_message`].
+pub fn templates_only_message(name: &str, steps: usize, inline: usize) -> String {
+    let what = match (steps, inline) {
+        (0, n) => format!("{n} `render_inline` template{}", plural(n)),
+        (n, 0) => format!("{n} template step{}", plural(n)),
+        (n, m) => format!(
+            "{n} template step{} and {m} `render_inline` template{}",
+            plural(n),
+            plural(m)
+        ),
+    };
+    format!(
+        "no image to check in {name}: its images come from templates that are not \
+         expanded ({what}); the Vela server expands them when it compiles the build, \
+         pullcheck does not (check the compiled build instead); nothing was checked"
+    )
 }
 
 /// The message for inputs that hold no image: `no image to check in a.yml, b.yml: …`,
@@ -298,8 +315,16 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
             inputs.workloads.extend(manifests.workloads);
             found
         }
-        InputKind::Pipeline => {
-            let read = pullcheck::input::read_pipeline_read(name, text)?;
+        InputKind::Pipeline | InputKind::Build => {
+            let read = if kind == InputKind::Build {
+                pullcheck::input::read_build_read(name, text).map_err(|mut e| {
+                    e.line = None;
+                    e.column = None;
+                    e
+                })?
+            } else {
+                pullcheck::input::read_pipeline_read(name, text)?
+            };
             inputs.warnings.extend(read.warnings);
             let templates = read.uses.iter().filter(|u| is_template_step(u)).count();
             if templates == read.uses.len() && (templates > 0 || read.inline_templates > 0) {

@@ -1148,3 +1148,50 @@ fn explain_shows_containerd_config_auth_per_contacted_host() {
     assert!(err.contains("--containerd-config"), "{err}");
     assert!(err.contains("configs.\"h\".tls"), "{err}");
 }
+
+/// A step with both `image:` and `template:` is a template step (the expanded template
+/// replaces it), counted in `template_steps`, not `skipped`; a `--named-image` row
+/// names its container in the text report, as JSON does. Nothing is asked of a
+/// registry (every other image is `on_start`).
+#[test]
+fn a_template_step_with_an_image_and_a_named_image_in_the_text_report() {
+    let dir = temp_dir("tmpl-image");
+    std::fs::write(
+        dir.join(".vela.yml"),
+        "version: \"1\"\ntemplates: [{name: go, source: t.yml, type: github}]\nsteps:\n\
+         \x20 - name: a\n    image: 127.0.0.1:1/team/app:v1\n    template:\n      name: go\n\
+         \x20 - name: b\n    image: 127.0.0.1:1/team/app:v2\n    pull: on_start\n    commands: [x]\n",
+    )
+    .unwrap();
+    let named = "outputs=127.0.0.1:1/vela/outputs:1=on_start";
+    let args = ["check", ".vela.yml", "--named-image", named];
+    let mut json_args = args.to_vec();
+    json_args.extend(["--format", "json"]);
+    let out = pullcheck(&json_args, &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = &json["summary"];
+    assert_eq!(
+        (
+            summary["total"].as_u64(),
+            summary["skipped"].as_u64(),
+            summary["deferred"].as_u64(),
+            summary["template_steps"].as_u64()
+        ),
+        (Some(2), Some(0), Some(2), Some(1)),
+        "{json}"
+    );
+    let out = pullcheck(&args, &dir);
+    let shown = text(&out);
+    let row: Vec<&str> = shown
+        .lines()
+        .find(|l| l.contains("127.0.0.1:1/vela/outputs:1"))
+        .expect("the named image's row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row.get(2..4),
+        Some(&["image", "\"outputs\""][..]),
+        "{shown}"
+    );
+}

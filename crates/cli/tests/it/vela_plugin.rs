@@ -229,6 +229,55 @@ fn bad_parameters_are_exit_2_naming_the_variable() {
     }
 }
 
+/// A bad file parameter is named by its `PARAMETER_*` variable, never by the option it
+/// becomes; a pipeline whose images all come from templates is exit 2 with `check`'s
+/// reason, and no option to pass anyway (the step has nothing to check).
+#[test]
+fn file_parameters_and_templates_only_pipelines_name_no_option() {
+    let dir = temp_dir("plugin-names");
+    std::fs::write(
+        dir.join(".vela.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/team/app:v1\n    commands: [x]\n",
+    )
+    .expect("write");
+    let missing = dir.join("absent");
+    let missing = missing.to_str().expect("path");
+    for (variable, value) in [
+        ("PARAMETER_PULL_SECRETS", missing),
+        ("PARAMETER_DOCKER_CONFIG", missing),
+    ] {
+        let out = plugin(&dir, &[(variable, value)]);
+        assert_eq!(out.status.code(), Some(2), "{variable}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let named = stderr
+            .strip_prefix("pullcheck: error: ")
+            .and_then(|rest| rest.split_whitespace().next());
+        assert_eq!(named, Some(variable), "{stderr}");
+        assert!(!stderr.contains("--"), "an option named: {stderr}");
+    }
+    for (file, text) in [
+        (
+            "inline.yml",
+            "version: \"1\"\nmetadata:\n  render_inline: true\ntemplates:\n  - name: go\n    source: github.com/x/y/go.yml\n    type: github\n",
+        ),
+        (
+            "steps.yml",
+            "version: \"1\"\ntemplates:\n  - name: go\n    source: github.com/x/y/go.yml\n    type: github\nsteps:\n  - name: a\n    template:\n      name: go\n",
+        ),
+    ] {
+        std::fs::write(dir.join(file), text).expect("write");
+        let out = plugin(&dir, &[("PARAMETER_PIPELINE", file)]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        assert!(out.stdout.is_empty(), "{file}: a report was printed");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("--"), "{file}: an option named: {stderr}");
+        assert!(
+            !stderr.contains("expected a Vela pipeline"),
+            "{file}: {stderr}"
+        );
+    }
+}
+
 /// PARAMETER_NAMESPACE: the pull secrets are read from the cluster as the build Pod
 /// gets them (the `default` ServiceAccount's), with the kubeconfig the environment
 /// names; the only credentials of the token registry are there.

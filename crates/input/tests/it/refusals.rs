@@ -508,3 +508,71 @@ fn a_string_slice_with_a_mapping_in_it_is_refused_as_the_decoder_refuses_it() {
     .expect("read");
     assert_eq!(uses.len(), 1);
 }
+
+#[test]
+fn a_stage_that_needs_itself() {
+    // validate.go `validateYAMLStages`: the stage's name is its `name:`, else its key.
+    for (text, name, line) in [
+        (
+            "version: \"1\"\nstages:\n  s:\n    needs: [s]\n    steps:\n      - {name: a, image: alpine:3.19, commands: [echo]}\n",
+            "s",
+            4,
+        ),
+        (
+            "version: \"1\"\nstages:\n  one:\n    name: x\n    needs: x\n    steps:\n      - {name: a, image: alpine:3.19, commands: [echo]}\n",
+            "x",
+            5,
+        ),
+    ] {
+        let e = refused(text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::StageNeedsItself { name: name.into() })
+        );
+        assert_eq!(at(&e).0, line);
+    }
+    // Needing another stage is fine.
+    let ok = "version: \"1\"\nstages:\n  a:\n    steps:\n      - {name: a, image: alpine:3.19, commands: [echo]}\n  b:\n    needs: [a]\n    steps:\n      - {name: b, image: alpine:3.19, commands: [echo]}\n";
+    assert_eq!(read_pipeline(".vela.yml", ok).expect("reads").len(), 2);
+}
+
+#[test]
+fn two_steps_reporting_as_one_name() {
+    // validate.go `validatePipelineContainers`.
+    let text = "version: \"1\"\nsteps:\n  - {name: a, image: alpine:3.19, commands: [echo], report_as: x}\n  - {name: b, image: alpine:3.18, commands: [echo], report_as: x}\n";
+    let e = refused(text);
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::DuplicateReportAs {
+            report_as: "x".into(),
+            step: "b".into(),
+            targeted_by: "a".into()
+        })
+    );
+    assert_eq!(at(&e).0, 4);
+    let ok = "version: \"1\"\nsteps:\n  - {name: a, image: alpine:3.19, commands: [echo], report_as: x}\n  - {name: b, image: alpine:3.18, commands: [echo], report_as: y}\n";
+    assert_eq!(read_pipeline(".vela.yml", ok).expect("reads").len(), 2);
+}
+
+#[test]
+fn a_template_format_vela_does_not_render() {
+    // expand.go `mergeTemplate`: go, golang, starlark or none.
+    let text = |format: &str| {
+        format!(
+            "version: \"1\"\ntemplates:\n  - name: go\n    source: github.com/x/y/go.yml\n    type: github\n    format: {format}\nsteps:\n  - name: a\n    template:\n      name: go\n  - {{name: b, image: alpine:3.18, commands: [echo]}}\n"
+        )
+    };
+    let e = refused(&text("jsonnet"));
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::UnsupportedTemplateFormat {
+            template: "go".into(),
+            template_format: "jsonnet".into()
+        })
+    );
+    assert_eq!(at(&e), (6, 13));
+    for format in ["go", "golang", "starlark"] {
+        let uses = read_pipeline(".vela.yml", &text(format)).expect(format);
+        assert_eq!(uses.len(), 2, "{format}");
+    }
+}

@@ -441,3 +441,66 @@ fn ruleset_gated_steps_are_checked() {
     );
     assert_eq!(uses[0].disposition, Disposition::Check);
 }
+
+#[test]
+fn services_and_secret_origins_get_only_the_worker_s_substitution() {
+    // The compiler substitutes steps only; the worker substitutes services and secret
+    // origins (`ctn.Substitute()`), where a name set nowhere is empty: the default applies.
+    let text = "\
+version: \"1\"
+environment:
+  APP: web
+services:
+  - name: db
+    image: registry.example.com/team/db:${PG:-16}
+  - name: cache
+    image: registry.example.com/team/${APP}:${VELA_BUILD_COMMIT}
+secrets:
+  - origin:
+      name: vault
+      image: registry.example.com/team/app:${V:-v1}
+      parameters: {addr: x}
+steps:
+  - name: a
+    image: registry.example.com/team/app:${S:-v1}
+    commands: [echo]
+";
+    let (uses, _) = read(text);
+    let by_name = |n: &str| uses.iter().find(|u| u.origin.name == n).expect(n);
+    assert_eq!(by_name("db").disposition, Disposition::Check);
+    assert_eq!(by_name("db").pulled(), "registry.example.com/team/db:16");
+    assert_eq!(by_name("vault").disposition, Disposition::Check);
+    assert_eq!(
+        by_name("vault").pulled(),
+        "registry.example.com/team/app:v1"
+    );
+    // A server variable is still unknown before the build; the default is not "ignored".
+    let cache = unresolved(by_name("cache"));
+    assert_eq!(
+        cache
+            .variables
+            .iter()
+            .map(|v| (v.name.as_str(), v.source.clone(), v.default_ignored))
+            .collect::<Vec<_>>(),
+        [("VELA_BUILD_COMMIT", ValueSource::Server, false)]
+    );
+    // A step is the compiler's: its default is dropped.
+    let step = unresolved(by_name("a"));
+    assert_eq!(
+        step.variables
+            .iter()
+            .map(|v| (v.name.as_str(), v.default_ignored))
+            .collect::<Vec<_>>(),
+        [("S", true)]
+    );
+}
+
+#[test]
+fn a_stage_s_own_name_is_the_origin_s_stage() {
+    // go-vela/server `StageSlice.UnmarshalYAML`: `name:` wins over the key.
+    let (uses, _) = read(
+        "version: \"1\"\nstages:\n  one:\n    name: build\n    steps:\n      - {name: a, image: alpine:3.19, commands: [x]}\n  two:\n    steps:\n      - {name: b, image: alpine:3.18, commands: [x]}\n",
+    );
+    let stages: Vec<Option<&str>> = uses.iter().map(|u| u.origin.stage.as_deref()).collect();
+    assert_eq!(stages, [Some("build"), Some("two")]);
+}

@@ -203,6 +203,99 @@ async fn a_build_s_problems_name_the_container_not_a_position() {
     server.stop().await;
 }
 
+/// `build` is always a compiled build, even without `id` (`pipeline.Build.ID` is
+/// `omitempty`): the worker's substitution (an unknown variable is empty, so its default
+/// applies), none of the compiler's refusals (no `version`, no `commands`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_without_an_id_is_still_a_compiled_build() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let build = json!({
+        "steps": [
+            {"name": "later", "image": "127.0.0.1:1/team/${APP:-app}:1", "pull": "on_start", "environment": {}}
+        ]
+    });
+    let (status, report) = server.check(None, &json!({"build": build})).await;
+    assert_eq!(status, 200, "{report}");
+    let image = &report["images"][0];
+    assert_eq!(
+        (
+            image["status"].as_str(),
+            image["substituted"].as_str(),
+            image["origins"][0]["kind"].as_str()
+        ),
+        (
+            Some("deferred"),
+            Some("127.0.0.1:1/team/app:1"),
+            Some("step")
+        ),
+        "{report}"
+    );
+    assert_eq!(report["images"].as_array().map(Vec::len), Some(1));
+    server.stop().await;
+}
+
+/// A build's wrong JSON type is refused naming the container's field, with no line or
+/// column: the position would be one in the server's own re-encoding of `build`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_s_type_error_names_the_field_and_no_position() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let build = json!({"id": "x", "steps": [{"name": "a", "image": 5}]});
+    let (status, answer) = server.check(None, &json!({"build": build})).await;
+    assert_eq!(status, 400, "{answer}");
+    let error = &answer["error"];
+    assert_eq!(error["line"], Value::Null, "{answer}");
+    assert_eq!(error["column"], Value::Null, "{answer}");
+    assert_eq!(
+        (
+            error["refusal"]["kind"].as_str(),
+            error["refusal"]["field"].as_str()
+        ),
+        (Some("wrong_type"), Some("steps[0].image")),
+        "{answer}"
+    );
+    server.stop().await;
+}
+
+/// A bad image reference, given or as the placeholder, is a 200 with an `invalid` row
+/// (docs/service.md), not a 400: every image given is in the report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_image_or_placeholder_is_an_invalid_row_not_a_400() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let request = json!({
+        "images": [{"reference": "127.0.0.1:1/Team/App:v1"}],
+        "runtime": "kubernetes",
+        "placeholder_image": "127.0.0.1:1/Bad/Pause:1",
+        "pipeline": "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/team/app:v1\n    pull: on_start\n    commands: [x]\n",
+    });
+    let (status, report) = server.check(None, &request).await;
+    assert_eq!(status, 200, "{report}");
+    let rows: Vec<(&str, &str, &str)> = report["images"]
+        .as_array()
+        .expect("images")
+        .iter()
+        .filter(|i| i["status"] == "invalid")
+        .map(|i| {
+            (
+                i["reference"].as_str().unwrap_or_default(),
+                i["reason"].as_str().unwrap_or_default(),
+                i["origins"][0]["kind"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{report}");
+    assert!(
+        rows.contains(&("127.0.0.1:1/Team/App:v1", "invalid_reference", "image")),
+        "{report}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.0 == "127.0.0.1:1/Bad/Pause:1" && r.1 == "invalid_reference"),
+        "{report}"
+    );
+    assert_eq!(report["exit_code"], 1, "{report}");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn images_against_a_token_registry_and_the_warm_state() {
     let registry = token_registry(PASSWORD, &[("team/app", "v1", ImageKind::OciManifest)]).await;

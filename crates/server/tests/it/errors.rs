@@ -127,8 +127,10 @@ async fn a_pipeline_vela_refuses_is_400_with_a_typed_refusal() {
                 "{answer}"
             );
         } else {
-            assert!(
-                error["line"].is_u64() && error["column"].is_u64(),
+            // A build's position would be one in the server's re-encoding: none.
+            assert_eq!(
+                (&error["line"], &error["column"]),
+                (&serde_json::Value::Null, &serde_json::Value::Null),
                 "{answer}"
             );
         }
