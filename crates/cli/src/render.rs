@@ -336,20 +336,31 @@ mod tests {
             line: None,
             column: None,
             kind: ContainerKind::Image,
-            name: "--image".into(),
+            // An `--image` use is named by its reference.
+            name: "alpine:3.19".into(),
             stage: None,
             pod: None,
         };
         argument.detail = "connection refused".into();
-        let r = Report::new(vec![substituted, missing, argument], vec!["w".into()]);
+        // A `--named-image outputs=…` use is named by its container.
+        let mut named = argument.clone();
+        named.reference = "vela/outputs:1".into();
+        named.status = Status::Present;
+        named.detail = String::new();
+        named.origins[0].name = "outputs".into();
+        let r = Report::new(
+            vec![substituted, missing, argument, named],
+            vec!["w".into()],
+        );
         assert_eq!(
             text(&r, false, None),
             "present     alpine:${V} → alpine:3.19  .vela.yml:4:12 step \"test\"\n\
              missing     golang:1.2                 .vela.yml:4:12 step \"test\" (stage \"build\")  \
              tag 1.2 not found in library/golang; did you mean 1.22?\n\
              unreachable alpine:3.19                --image  connection refused\n\
+             present     vela/outputs:1             image \"outputs\"\n\
              warning: w\n\
-             3 images: 1 present, 1 failed, 1 unverified, 0 skipped, 0 deferred\n"
+             4 images: 2 present, 1 failed, 1 unverified, 0 skipped, 0 deferred\n"
         );
     }
 
