@@ -30,9 +30,9 @@ use pullcheck_reference::Reference;
 
 use crate::dockercfg;
 use crate::error::CredentialError;
-use crate::gourl::redact_userinfo;
 use crate::helper::HelperCall;
 use crate::tree::{self, Node};
+use pullcheck_mirrors::url::redact_userinfo;
 
 /// Docker Hub's key in Docker's `config.json` (Docker's `IndexServer`), also the server
 /// URL Docker sends to credential helpers for Docker Hub.

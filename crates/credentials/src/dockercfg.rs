@@ -30,7 +30,7 @@ pub(crate) struct KubeletEntry {
 impl std::fmt::Debug for KubeletEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KubeletEntry")
-            .field("key", &crate::gourl::redact_userinfo(&self.key))
+            .field("key", &pullcheck_mirrors::url::redact_userinfo(&self.key))
             .field("username", &self.username)
             .field("password", &"<redacted>")
             .finish()
@@ -79,7 +79,10 @@ pub(crate) fn parse(bytes: &[u8], format: Format) -> Result<Vec<KubeletEntry>, S
     };
     let mut entries = Vec::new();
     for (key, value) in tree::go_map(auths, what)? {
-        let label = format!("auths[\"{}\"]", crate::gourl::redact_userinfo(key));
+        let label = format!(
+            "auths[\"{}\"]",
+            pullcheck_mirrors::url::redact_userinfo(key)
+        );
         let [username, password, _email, auth] =
             tree::go_fields(value, ["username", "password", "email", "auth"], &label)?;
         let (mut username, mut password) =

@@ -34,9 +34,9 @@ use std::collections::BTreeMap;
 use crate::Credential;
 use pullcheck_reference::Reference;
 
-use crate::gourl;
 use crate::secret::PullSecret;
 use crate::{CredentialSource, ResolvedCredential};
+use pullcheck_mirrors::url as gourl;
 
 /// The keyring key whose entries are the Docker Hub fallback (upstream
 /// `defaultRegistryHost`).

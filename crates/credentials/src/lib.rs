@@ -68,7 +68,6 @@ mod dockercfg;
 mod error;
 mod exec;
 mod glob;
-mod gourl;
 pub mod helper;
 pub mod keyring;
 pub mod node;

@@ -213,7 +213,7 @@ impl NodeCredentials {
                 credential: credential.clone(),
                 source: CredentialSource {
                     source: file.path().display().to_string(),
-                    key: crate::gourl::redact_userinfo(&entry.key).into_owned(),
+                    key: pullcheck_mirrors::url::redact_userinfo(&entry.key).into_owned(),
                     username: entry.username.clone(),
                 },
             }));

@@ -558,7 +558,7 @@ fn validate(decoded: &[Decoded], errors: &mut Vec<String>) {
             ));
         }
         for (j, m) in p.match_images.iter().enumerate() {
-            if let Err(why) = crate::gourl::parse(&format!("https://{m}")) {
+            if let Err(why) = pullcheck_mirrors::url::parse(&format!("https://{m}")) {
                 errors.push(format!(
                     "{}[{j}]: Invalid value: {m:?}: match image is invalid: {why}",
                     at("matchImages")
@@ -949,7 +949,7 @@ impl CredentialProviders {
                                 credential: basic_or_anonymous(username, password),
                                 source: CredentialSource {
                                     source: plugin.provider.describe(),
-                                    key: crate::gourl::redact_userinfo(key).into_owned(),
+                                    key: pullcheck_mirrors::url::redact_userinfo(key).into_owned(),
                                     username: Some(username.clone()).filter(|u| !u.is_empty()),
                                 },
                             },

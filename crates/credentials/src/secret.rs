@@ -50,7 +50,7 @@ pub struct SecretEntry {
 impl std::fmt::Debug for SecretEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SecretEntry")
-            .field("key", &crate::gourl::redact_userinfo(&self.key))
+            .field("key", &pullcheck_mirrors::url::redact_userinfo(&self.key))
             .field("username", &self.username)
             .field("password", &"<redacted>")
             .finish()

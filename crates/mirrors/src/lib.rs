@@ -50,7 +50,7 @@ pub mod hosts_toml;
 mod redact;
 pub mod registries_conf;
 mod text;
-mod url;
+pub mod url;
 
 pub use endpoint::{ClientCert, CredentialRule, Endpoint, Mode, Resolution};
 pub use error::MirrorError;

@@ -1,8 +1,8 @@
 //! The registry host a reference's domain names: a host name or IP literal, an
 //! optional port, and whether it is loopback. The one home of host and port splitting
 //! for registry domains and endpoint hosts; the kubelet keyring's Go-faithful
-//! `net.SplitHostPort` (in `pullcheck-credentials`' `gourl`) is the one rule that
-//! differs, and says why there.
+//! `net.SplitHostPort` (in `pullcheck-mirrors`' `url`) is the one rule that differs,
+//! and says why there.
 
 use std::fmt;
 use std::net::IpAddr;
