@@ -364,6 +364,108 @@ mod tests {
         );
     }
 
+    /// The golden JSON rows (`tests/fixtures/report.golden.json`), as `--format json`
+    /// writes them after [`report`] worded attempts and remedies: a renamed or dropped
+    /// field shows here, in one place. `PULLCHECK_UPDATE_GOLDEN=1` rewrites the file
+    /// (then the next run compares with it).
+    #[test]
+    fn json_rows_golden() {
+        use pullcheck::input::{Field, Position, Problem, UnresolvedVariable, ValueSource};
+        use pullcheck::report::{AttemptReport, MissingPart};
+
+        // Present from the second mirror, after the first refused the connection.
+        let mut mirrored = image(Status::Present);
+        mirrored.registry = Some("mirror-b.example.com".into());
+        mirrored.digest = Some(format!("sha256:{}", "a".repeat(64)));
+        mirrored.detail = "found".into();
+        let attempt = |endpoint: &str, status, reason, detail: &str, chosen| AttemptReport {
+            endpoint: endpoint.into(),
+            registry: endpoint.into(),
+            credential: None,
+            status,
+            reason,
+            detail: detail.into(),
+            chosen,
+        };
+        mirrored.attempts = vec![
+            attempt(
+                "mirror-a.example.com",
+                Status::Unreachable,
+                Reason::ConnectionRefused,
+                "connection refused",
+                false,
+            ),
+            attempt(
+                "mirror-b.example.com",
+                Status::Present,
+                Reason::Found,
+                "found",
+                true,
+            ),
+        ];
+        let mut tag = image(Status::Missing);
+        tag.reference = "golang:1.2".into();
+        tag.canonical = Some("docker.io/library/golang:1.2".into());
+        tag.reason = Reason::TagNotFound;
+        tag.missing = Some(MissingPart::Tag);
+        tag.registry = Some("registry-1.docker.io".into());
+        tag.close_tags = vec!["1.22".into()];
+        tag.detail = "tag 1.2 not found in library/golang; did you mean 1.22?".into();
+        let mut anonymous = image(Status::NoAccess);
+        anonymous.reference = "registry.example.com/team/app:v1".into();
+        anonymous.canonical = Some("registry.example.com/team/app:v1".into());
+        anonymous.reason = Reason::UnauthorizedAnonymous;
+        anonymous.registry = Some("registry.example.com".into());
+        anonymous.detail = "the registry asks for credentials and none match".into();
+        let mut unresolved = image(Status::Unresolved);
+        unresolved.reference = "app:${TAG}".into();
+        unresolved.canonical = None;
+        unresolved.reason = Reason::UnresolvedVariable;
+        unresolved.variables = vec![UnresolvedVariable {
+            name: "TAG".into(),
+            field: Field::Image,
+            source: ValueSource::Secret {
+                secret: "release_tag".into(),
+            },
+            default_ignored: false,
+        }];
+        unresolved.problems = vec![Problem {
+            at: Some(Position {
+                file: ".vela.yml".into(),
+                line: Some(4),
+                column: Some(12),
+                written: None,
+            }),
+            message: "image \"app:${TAG}\" is known only when the build runs".into(),
+        }];
+        unresolved.detail =
+            ".vela.yml:4:12: image \"app:${TAG}\" is known only when the build runs".into();
+        let mut deferred = image(Status::Deferred);
+        deferred.policy = PullPolicy::OnStart.into();
+        deferred.reason = Reason::DeferredOnStart;
+        deferred.remedies = vec![Remedy::IncludeOnStart];
+        deferred.detail = "pulled when the step starts".into();
+        let mut skipped = image(Status::Skipped);
+        skipped.policy = PullPolicy::Never.into();
+        skipped.reason = Reason::NeverPulled;
+        skipped.detail = "pull: never".into();
+        let rows = vec![mirrored, tag, anonymous, unresolved, deferred, skipped];
+        let json = format!("{}\n", report(Report::new(rows, vec![])).to_json());
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report.golden.json"
+        );
+        if std::env::var_os("PULLCHECK_UPDATE_GOLDEN").is_some() {
+            std::fs::write(path, &json).expect("write the golden file");
+            return;
+        }
+        assert_eq!(
+            json,
+            include_str!("../tests/fixtures/report.golden.json"),
+            "the JSON report changed; if on purpose, rerun with PULLCHECK_UPDATE_GOLDEN=1"
+        );
+    }
+
     #[test]
     fn an_origin_cannot_split_or_repaint_a_line() {
         let origin = Origin {
