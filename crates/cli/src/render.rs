@@ -298,27 +298,7 @@ mod tests {
     use super::*;
     use pullcheck::input::PullPolicy;
     use pullcheck::report::Reason;
-
-    fn image(status: Status) -> ImageReport {
-        ImageReport {
-            canonical: Some("docker.io/library/alpine:3.19".into()),
-            origins: vec![Origin {
-                file: Some(".vela.yml".into()),
-                line: Some(4),
-                column: Some(12),
-                kind: ContainerKind::Step,
-                name: "test".into(),
-                stage: None,
-                pod: None,
-            }],
-            ..ImageReport::new(
-                "alpine:3.19",
-                PullPolicy::Always.into(),
-                status,
-                Reason::Found,
-            )
-        }
-    }
+    use pullcheck::report::fixtures::step_image as image;
 
     /// The golden text rows: a wording change of the text report shows here.
     #[test]

@@ -44,6 +44,7 @@
 //! # }
 //! ```
 
+mod detail;
 pub mod explain;
 mod plan;
 mod query;
@@ -335,13 +336,13 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
             None => {
                 image.status = Status::Unreachable;
                 image.reason = report::Reason::NoEndpoint;
-                image.detail = "no endpoint resolved for this reference".into();
+                image.detail = detail::NO_ENDPOINT_RESOLVED.into();
             }
         },
         Action::Defer(_) => {
             image.status = Status::Deferred;
             image.reason = report::Reason::DeferredOnStart;
-            image.detail = "pull policy `on_start`: pulled when its container starts".into();
+            image.detail = detail::DEFERRED_ON_START.into();
             image.remedies = vec![report::Remedy::IncludeOnStart];
         }
         Action::Skip { reason, detail } => {

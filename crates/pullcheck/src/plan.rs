@@ -214,7 +214,7 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
             };
             return Action::Skip {
                 reason,
-                detail: crate::report::skip_detail(skip),
+                detail: crate::detail::skip(skip),
             };
         }
         Disposition::Unresolved(message) => return Action::Unresolved(message.clone()),
@@ -270,7 +270,7 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
         PullPolicy::OnStart => Action::Defer(reference),
         PullPolicy::Never => Action::Skip {
             reason: Reason::NeverPulled,
-            detail: "pull policy `never`: the image is not pulled".into(),
+            detail: crate::detail::NEVER_PULLED.into(),
         },
     }
 }

@@ -306,20 +306,6 @@ pub enum Remedy {
     IncludeOnStart,
 }
 
-/// The words for a skipped use ([`pullcheck_input::Skip`]).
-pub(crate) fn skip_detail(skip: &pullcheck_input::Skip) -> String {
-    match skip {
-        pullcheck_input::Skip::Template { name } => format!(
-            "not checked: uses template {name}; its images are known only after the server \
-             expands the template"
-        ),
-        pullcheck_input::Skip::Init => {
-            "not checked: `#init` is the init step Vela injects, not an image".to_owned()
-        }
-        pullcheck_input::Skip::Exempt => "exempt".to_owned(),
-    }
-}
-
 /// One (endpoint, credential) pair asked about an image, for [`ImageReport::attempts`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AttemptReport {
@@ -561,14 +547,9 @@ impl Report {
                 continue;
             }
             let text = words(&image.remedies);
-            if text.is_empty() {
-                continue;
+            if !text.is_empty() {
+                image.detail = crate::detail::with_remedies(&image.detail, &image.remedies, &text);
             }
-            image.detail = if image.remedies == [Remedy::IncludeOnStart] {
-                format!("{} ({text})", image.detail)
-            } else {
-                format!("{}; {text}", image.detail)
-            };
         }
     }
 
@@ -580,7 +561,7 @@ impl Report {
     /// "KEY"` for a credential. The attempts stay in the row as data.
     pub fn word_attempts(&mut self) {
         for image in &mut self.images {
-            if let Some(words) = attempts_words(image) {
+            if let Some(words) = crate::detail::attempts(image) {
                 image.detail = format!("{}; {words}", image.detail);
             }
         }
@@ -591,47 +572,6 @@ impl Report {
         // Serialising plain data with string keys cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
-}
-
-/// The other attempts of `image` in words, for [`Report::word_attempts`]; `None` when
-/// there are none.
-fn attempts_words(image: &ImageReport) -> Option<String> {
-    let chosen = image.attempts.iter().find(|a| a.chosen)?;
-    // (status, detail) → the endpoints that answered so, in first-seen order.
-    let mut groups: Vec<(Status, &str, Vec<String>)> = Vec::new();
-    for a in image.attempts.iter().filter(|a| !a.chosen) {
-        let name = match &a.credential {
-            Some(c) => format!("{} with {} key {:?}", a.endpoint, c.source, c.key),
-            None => a.endpoint.clone(),
-        };
-        match groups
-            .iter_mut()
-            .find(|(s, d, _)| *s == a.status && *d == a.detail)
-        {
-            Some((_, _, names)) => names.push(name),
-            None => groups.push((a.status, &a.detail, vec![name])),
-        }
-    }
-    if groups.is_empty() {
-        return None;
-    }
-    let verb = if matches!(chosen.status, Status::Present | Status::Unrunnable) {
-        "after"
-    } else {
-        "also tried"
-    };
-    let listed: Vec<String> = groups
-        .into_iter()
-        .map(|(status, detail, names)| {
-            let names = names.join(", ");
-            if status == chosen.status && detail == chosen.detail {
-                format!("{names}: same answer")
-            } else {
-                format!("{names}: {} ({detail})", status.as_str())
-            }
-        })
-        .collect();
-    Some(format!("{verb}: {}", listed.join("; ")))
 }
 
 impl ImageReport {
@@ -697,23 +637,18 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Report rows for tests: the one row the library's and the front ends' golden tests
+/// start from (in the library's tests, and with the feature `fixtures`).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures {
+    use pullcheck_input::{ContainerKind, Origin, PullPolicy};
 
-    #[test]
-    fn bidi_and_control_characters_are_escaped() {
-        // U+202E (RIGHT-TO-LEFT OVERRIDE) reorders what a terminal shows.
-        assert_eq!(escape_controls("foo\u{202e}bar"), "foo\\u{202e}bar");
-        assert_eq!(
-            escape_controls("a\u{2066}b\u{1b}[31m"),
-            "a\\u{2066}b\\u{1b}[31m"
-        );
-        assert_eq!(escape_controls("plain ü"), "plain ü");
-    }
-    use pullcheck_input::ContainerKind;
+    use super::{ImageReport, Reason, Status};
 
-    fn image(status: Status) -> ImageReport {
+    /// `alpine:3.19` (canonical `docker.io/library/alpine:3.19`, policy `always`, reason
+    /// `found`) used once, by the step `test` at `.vela.yml:4:12`, with `status`; every
+    /// other field empty.
+    pub fn step_image(status: Status) -> ImageReport {
         ImageReport {
             canonical: Some("docker.io/library/alpine:3.19".into()),
             origins: vec![Origin {
@@ -733,6 +668,23 @@ mod tests {
             )
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bidi_and_control_characters_are_escaped() {
+        // U+202E (RIGHT-TO-LEFT OVERRIDE) reorders what a terminal shows.
+        assert_eq!(escape_controls("foo\u{202e}bar"), "foo\\u{202e}bar");
+        assert_eq!(
+            escape_controls("a\u{2066}b\u{1b}[31m"),
+            "a\\u{2066}b\\u{1b}[31m"
+        );
+        assert_eq!(escape_controls("plain ü"), "plain ü");
+    }
+    use super::fixtures::step_image as image;
 
     fn attempt(
         endpoint: &str,

@@ -83,7 +83,7 @@ impl AnswerCache {
         let mut outcome = outcome.clone();
         outcome.cached = true;
         outcome.reason = crate::report::Reason::Cached;
-        outcome.detail = format!("{} (answer cached {} s ago)", outcome.detail, age.as_secs());
+        outcome.detail = crate::detail::cached(&outcome.detail, age);
         Some(outcome)
     }
 

@@ -58,6 +58,7 @@ pub(crate) use registry::Registry;
 
 use cache::AnswerKey;
 
+use crate::detail;
 use crate::plan::query_key;
 use crate::report::{AttemptReport, MissingPart, Reason, Remedy, Status};
 use crate::resolve::{
@@ -332,10 +333,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             let outcome = failure(
                 Status::Unreachable,
                 Reason::CredentialHelperFailed,
-                format!(
-                    "credential helpers did not answer within the overall deadline of {} ms",
-                    options.deadline.as_millis()
-                ),
+                detail::helpers_out_of_time(options.deadline),
             );
             self.finished.insert(key, outcome);
             return;
@@ -344,17 +342,17 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             Err(e) => failure(
                 Status::Unreachable,
                 Reason::CredentialHelperFailed,
-                format!("not checked: {e}"),
+                detail::not_checked(&e),
             ),
             Ok(Resolution::Blocked { rule }) => failure(
                 Status::Blocked,
                 Reason::BlockedByConfig,
-                format!("blocked by {rule}; no request was sent"),
+                detail::blocked(&rule),
             ),
             Ok(Resolution::Unresolvable { rule, reason }) => failure(
                 Status::Invalid,
                 Reason::UnpullableByConfig,
-                format!("the runtime cannot pull this: {reason} ({rule}); no request was sent"),
+                detail::unpullable(&reason, &rule),
             ),
             Ok(Resolution::Routes(routes)) => {
                 let mut provider_failures: Vec<ProviderError> = Vec::new();
@@ -485,10 +483,6 @@ impl<S: Clone + Send + Sync> Rounds<S> {
     /// every outcome.
     fn finish(mut self, deadline: Duration) -> HashMap<QueryKey, Outcome> {
         for p in std::mem::take(&mut self.pending) {
-            let waited = format!(
-                "no answer within the overall deadline of {} ms",
-                deadline.as_millis()
-            );
             let mut failures = p.failures;
             let (host, endpoint) = p
                 .asking
@@ -506,11 +500,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                     ..failure(
                         Status::Unreachable,
                         Reason::DeadlineExceeded,
-                        if self.timed_out {
-                            format!("{waited} from {host}")
-                        } else {
-                            format!("no answer from {host}")
-                        },
+                        detail::no_answer(&host, self.timed_out.then_some(deadline)),
                     )
                 },
             ));
@@ -578,22 +568,12 @@ fn with_provider_failures(mut outcome: Outcome, failures: Vec<ProviderError>) ->
     if failures.is_empty() {
         return outcome;
     }
-    let words: Vec<String> = failures
-        .iter()
-        .map(|f| format!("credential provider {} failed: {}", f.provider, f.failure))
-        .collect();
     let answered = outcome.status == Status::Present
         || (outcome.credential.is_some()
             && matches!(outcome.status, Status::Missing | Status::Unrunnable));
-    if answered {
-        outcome.detail = format!("{}; {}", outcome.detail, words.join("; "));
-    } else {
+    outcome.detail = detail::provider_failures(&outcome.detail, &failures, answered);
+    if !answered {
         outcome.reason = Reason::CredentialProviderFailed;
-        outcome.detail = format!(
-            "{}, so it was not tried; {}",
-            words.join("; "),
-            outcome.detail
-        );
     }
     outcome.provider_failures = failures;
     outcome
@@ -648,7 +628,7 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
         return failure(
             Status::Unreachable,
             Reason::NoEndpoint,
-            "no endpoint to ask".into(),
+            detail::NO_ENDPOINT_TO_ASK.into(),
         );
     }
     let listed: Vec<AttemptReport> = if attempts.len() > 1 {
@@ -859,10 +839,7 @@ fn certificate_denied(mut outcome: Outcome) -> Outcome {
     if outcome.reason == Reason::TlsUntrusted {
         let host = outcome.registry.clone().unwrap_or_default();
         outcome.status = Status::Denied;
-        outcome.detail = format!(
-            "{}; the registry as reached is not the one named",
-            outcome.detail
-        );
+        outcome.detail = detail::untrusted(&outcome.detail);
         outcome.remedies = vec![
             Remedy::TrustCa { host: host.clone() },
             Remedy::AllowInsecure { host },

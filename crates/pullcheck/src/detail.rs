@@ -1,0 +1,157 @@
+//! The detail renderer: every word the library itself writes into a row's `detail`
+//! (and an attempt's). The JSON `detail` is words by contract, rendered from the
+//! finding, whose facts travel as data beside it (`reason`, `missing`, `remedies`,
+//! `attempts`, ...); this module is the one place those words are made, so a rewording
+//! shows here only. It names no CLI flag and no field of a front end: remedies are
+//! worded by the front ends' render modules and passed in as text. The registry
+//! client's own answer details (`pullcheck_registry::Answer::detail`) and the input's
+//! problems (`pullcheck_input::Unresolved`'s `Display`) are their crates' words, taken
+//! as they are.
+
+use std::time::Duration;
+
+use pullcheck_credentials::{CredentialError, ProviderError};
+
+use crate::report::{ImageReport, Remedy, Status};
+
+/// A use under pull policy `never`.
+pub(crate) const NEVER_PULLED: &str = "pull policy `never`: the image is not pulled";
+
+/// A use under pull policy `on_start`, not checked now.
+pub(crate) const DEFERRED_ON_START: &str =
+    "pull policy `on_start`: pulled when its container starts";
+
+/// A checked reference that has no outcome (no endpoint was resolved for it).
+pub(crate) const NO_ENDPOINT_RESOLVED: &str = "no endpoint resolved for this reference";
+
+/// A reference with routes but no (route, credential) attempt to make.
+pub(crate) const NO_ENDPOINT_TO_ASK: &str = "no endpoint to ask";
+
+/// The words for a skipped use ([`pullcheck_input::Skip`]).
+pub(crate) fn skip(skip: &pullcheck_input::Skip) -> String {
+    match skip {
+        pullcheck_input::Skip::Template { name } => format!(
+            "not checked: uses template {name}; its images are known only after the server \
+             expands the template"
+        ),
+        pullcheck_input::Skip::Init => {
+            "not checked: `#init` is the init step Vela injects, not an image".to_owned()
+        }
+        pullcheck_input::Skip::Exempt => "exempt".to_owned(),
+    }
+}
+
+/// Credential helpers or plugins still running when the overall deadline (`deadline`)
+/// ran out.
+pub(crate) fn helpers_out_of_time(deadline: Duration) -> String {
+    format!(
+        "credential helpers did not answer within the overall deadline of {} ms",
+        deadline.as_millis()
+    )
+}
+
+/// The credentials of a reference could not be resolved (a helper or file failed).
+pub(crate) fn not_checked(error: &CredentialError) -> String {
+    format!("not checked: {error}")
+}
+
+/// The mirror configuration's `rule` blocks the reference.
+pub(crate) fn blocked(rule: &str) -> String {
+    format!("blocked by {rule}; no request was sent")
+}
+
+/// The mirror configuration's `rule` makes the reference unpullable, for `reason`.
+pub(crate) fn unpullable(reason: &str, rule: &str) -> String {
+    format!("the runtime cannot pull this: {reason} ({rule}); no request was sent")
+}
+
+/// No answer from `host`: within the overall `deadline` when it ran out (`Some`), else
+/// the check ended before it was asked.
+pub(crate) fn no_answer(host: &str, deadline: Option<Duration>) -> String {
+    match deadline {
+        Some(d) => format!(
+            "no answer within the overall deadline of {} ms from {host}",
+            d.as_millis()
+        ),
+        None => format!("no answer from {host}"),
+    }
+}
+
+/// `detail` with the credential provider plugins that failed: after it when the answer
+/// stands (`answered`), else before it as the reason the credential was not tried.
+pub(crate) fn provider_failures(
+    detail: &str,
+    failures: &[ProviderError],
+    answered: bool,
+) -> String {
+    let words: Vec<String> = failures
+        .iter()
+        .map(|f| format!("credential provider {} failed: {}", f.provider, f.failure))
+        .collect();
+    if answered {
+        format!("{detail}; {}", words.join("; "))
+    } else {
+        format!("{}, so it was not tried; {detail}", words.join("; "))
+    }
+}
+
+/// `detail` of a registry whose https certificate is not valid for its host.
+pub(crate) fn untrusted(detail: &str) -> String {
+    format!("{detail}; the registry as reached is not the one named")
+}
+
+/// `detail` of an answer from the answer cache, `age` old.
+pub(crate) fn cached(detail: &str, age: Duration) -> String {
+    format!("{detail} (answer cached {} s ago)", age.as_secs())
+}
+
+/// `detail` with a front end's words for its `remedies` (`text`, not empty): `detail
+/// (text)` when the only remedy is [`Remedy::IncludeOnStart`], else `detail; text`.
+pub(crate) fn with_remedies(detail: &str, remedies: &[Remedy], text: &str) -> String {
+    if remedies == [Remedy::IncludeOnStart] {
+        format!("{detail} ({text})")
+    } else {
+        format!("{detail}; {text}")
+    }
+}
+
+/// The other attempts of `image` in words, for [`Report::word_attempts`](crate::report::Report::word_attempts); `None` when
+/// there are none.
+pub(crate) fn attempts(image: &ImageReport) -> Option<String> {
+    let chosen = image.attempts.iter().find(|a| a.chosen)?;
+    // (status, detail) → the endpoints that answered so, in first-seen order.
+    let mut groups: Vec<(Status, &str, Vec<String>)> = Vec::new();
+    for a in image.attempts.iter().filter(|a| !a.chosen) {
+        let name = match &a.credential {
+            Some(c) => format!("{} with {} key {:?}", a.endpoint, c.source, c.key),
+            None => a.endpoint.clone(),
+        };
+        match groups
+            .iter_mut()
+            .find(|(s, d, _)| *s == a.status && *d == a.detail)
+        {
+            Some((_, _, names)) => names.push(name),
+            None => groups.push((a.status, &a.detail, vec![name])),
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let verb = if matches!(chosen.status, Status::Present | Status::Unrunnable) {
+        "after"
+    } else {
+        "also tried"
+    };
+    let listed: Vec<String> = groups
+        .into_iter()
+        .map(|(status, detail, names)| {
+            let names = names.join(", ");
+            if status == chosen.status && detail == chosen.detail {
+                format!("{names}: same answer")
+            } else {
+                format!("{names}: {} ({detail})", status.as_str())
+            }
+        })
+        .collect();
+    Some(format!("{verb}: {}", listed.join("; ")))
+}
