@@ -409,3 +409,188 @@ steps:
         serde_json::json!([{"kind": "include_on_start"}])
     );
 }
+
+/// The done-when table of issue 23: each distinct situation, through the real engine on
+/// loopback (an open registry, a token registry without anonymous pulls, an htpasswd
+/// registry, a closed port, a listener that never answers), gets its own `reason`, and
+/// the JSON row says the same.
+#[tokio::test]
+async fn distinct_situations_get_distinct_reasons() {
+    let open = Registry::anonymous().await.unwrap();
+    let index = open
+        .push("team/app", "v1", ImageKind::OciIndex)
+        .await
+        .expect("push");
+    let locked = Registry::builder()
+        .auth(Auth::Htpasswd(vec![User::new("alice", "wonderland-pw")]))
+        .start()
+        .await
+        .unwrap();
+    locked
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    // A token registry that lets nobody pull anonymously.
+    let token = Registry::builder()
+        .auth(Auth::Token(TokenPolicy::new(vec![
+            User::new("alice", "token-pw-alice").pulling(Repos::All),
+        ])))
+        .start()
+        .await
+        .unwrap();
+    token
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let _silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let (host, locked_host, token_host) = (open.host(), locked.host(), token.host());
+    let text = format!(
+        "\
+version: \"1\"
+templates: [{{name: go_build, source: x.yml, type: file}}]
+steps:
+  - name: init
+    image: \"#init\"
+  - name: policy
+    image: {host}/team/app:v1
+    pull: sometimes
+    commands: [ x ]
+  - name: secret
+    image: {host}/team/app:${{APP_TAG}}
+    secrets: [ app_tag ]
+  - name: later
+    image: {host}/team/app:v1
+    pull: on_start
+    commands: [ x ]
+  - name: templated
+    template:
+      name: go_build
+"
+    );
+    let mut uses = pullcheck::input::read_pipeline(".vela.yml", &text).unwrap();
+    for image in [
+        format!("{host}/team/app:v9"),
+        format!("{host}/team/nope:v1"),
+        index.reference(),
+        format!("{token_host}/team/app:v1"),
+        format!("{locked_host}/team/app:v1"),
+        format!("127.0.0.1:{closed}/team/app:v1"),
+        format!("127.0.0.1:{silent_port}/team/app:v1"),
+        format!("{host}/Team/App:v1"),
+    ] {
+        uses.push(parse_image_arg(&image).unwrap());
+    }
+    let checker = Checker::new(
+        CheckerOptions {
+            registry: pullcheck::registry::ClientOptions {
+                request_timeout: std::time::Duration::from_millis(500),
+                max_attempts: 1,
+                ..pullcheck::registry::ClientOptions::default()
+            },
+            ..CheckerOptions::default()
+        },
+        Resolver::default(),
+        NodeCredentials::empty(),
+    )
+    .unwrap();
+    let options = CheckOptions {
+        // No image here is built for it: the index lists linux/amd64 and linux/arm64.
+        platform: Some(pullcheck::registry::Platform::parse("linux/s390x").unwrap()),
+        deadline: std::time::Duration::from_secs(20),
+        ..CheckOptions::default()
+    };
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        checker.check(uses, &options),
+    )
+    .await
+    .expect("the check ends within its deadline");
+    let facts: Vec<(&str, Status, Reason)> = report
+        .images
+        .iter()
+        .map(|i| (i.reference.as_str(), i.status, i.reason))
+        .collect();
+    let index_reference = index.reference();
+    let (tag, repository) = (
+        format!("{host}/team/app:v9"),
+        format!("{host}/team/nope:v1"),
+    );
+    let (anonymous, basic, refused, hung) = (
+        format!("{token_host}/team/app:v1"),
+        format!("{locked_host}/team/app:v1"),
+        format!("127.0.0.1:{closed}/team/app:v1"),
+        format!("127.0.0.1:{silent_port}/team/app:v1"),
+    );
+    let (policy, secret, invalid) = (
+        format!("{host}/team/app:v1"),
+        format!("{host}/team/app:${{APP_TAG}}"),
+        format!("{host}/Team/App:v1"),
+    );
+    assert_eq!(
+        facts,
+        [
+            ("#init", Status::Skipped, Reason::InitStep),
+            (policy.as_str(), Status::Invalid, Reason::UnknownPullPolicy),
+            (
+                secret.as_str(),
+                Status::Unresolved,
+                Reason::UnresolvedVariable
+            ),
+            (policy.as_str(), Status::Deferred, Reason::DeferredOnStart),
+            ("", Status::Skipped, Reason::TemplateStep),
+            (tag.as_str(), Status::Missing, Reason::TagNotFound),
+            (
+                repository.as_str(),
+                Status::Missing,
+                Reason::RepositoryNotFound
+            ),
+            (
+                index_reference.as_str(),
+                Status::Missing,
+                Reason::PlatformNotFound
+            ),
+            (
+                anonymous.as_str(),
+                Status::NoAccess,
+                Reason::UnauthorizedAnonymous
+            ),
+            (
+                basic.as_str(),
+                Status::NoAccess,
+                Reason::CredentialsRequired
+            ),
+            (
+                refused.as_str(),
+                Status::Unreachable,
+                Reason::ConnectionRefused
+            ),
+            (hung.as_str(), Status::Unreachable, Reason::Timeout),
+            (invalid.as_str(), Status::Invalid, Reason::InvalidReference),
+        ],
+        "{}",
+        report.to_json()
+    );
+    // The JSON rows carry the same reasons, all distinct.
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let reasons: Vec<&str> = json["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["reason"].as_str().unwrap())
+        .collect();
+    let wanted: Vec<&str> = facts.iter().map(|(_, _, r)| r.as_str()).collect();
+    assert_eq!(reasons, wanted);
+    let distinct: std::collections::HashSet<&str> = reasons.iter().copied().collect();
+    assert_eq!(distinct.len(), reasons.len(), "{reasons:?}");
+}
