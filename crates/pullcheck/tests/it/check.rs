@@ -421,27 +421,21 @@ async fn distinct_situations_get_distinct_reasons() {
         .push("team/app", "v1", ImageKind::OciIndex)
         .await
         .expect("push");
-    let locked = Registry::builder()
-        .auth(Auth::Htpasswd(vec![User::new("alice", "wonderland-pw")]))
-        .start()
-        .await
-        .unwrap();
-    locked
-        .push("team/app", "v1", ImageKind::OciManifest)
-        .await
-        .expect("push");
+    // With `auth`, serving team/app:v1.
+    let serving = |auth| async move {
+        let registry = Registry::builder().auth(auth).start().await.unwrap();
+        registry
+            .push("team/app", "v1", ImageKind::OciManifest)
+            .await
+            .expect("push");
+        registry
+    };
+    let locked = serving(Auth::Htpasswd(vec![User::new("alice", "wonderland-pw")])).await;
     // A token registry that lets nobody pull anonymously.
-    let token = Registry::builder()
-        .auth(Auth::Token(TokenPolicy::new(vec![
-            User::new("alice", "token-pw-alice").pulling(Repos::All),
-        ])))
-        .start()
-        .await
-        .unwrap();
-    token
-        .push("team/app", "v1", ImageKind::OciManifest)
-        .await
-        .expect("push");
+    let token = serving(Auth::Token(TokenPolicy::new(vec![
+        User::new("alice", "token-pw-alice").pulling(Repos::All),
+    ])))
+    .await;
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
