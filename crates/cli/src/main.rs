@@ -545,8 +545,9 @@ struct ServeArgs {
     /// Retry-After (the API server then applies failurePolicy: Ignore).
     #[arg(long, default_value_t = pullcheck_server::admission::DEFAULT_MAX_REVIEWS, value_parser = parse_positive, value_name = "N", requires = "admission", help_heading = "Admission webhook")]
     admission_max_reviews: usize,
-    /// Containers one review checks at most; an object with more is allowed with a
-    /// warning naming this limit, unchecked.
+    /// Containers and image volumes (each an image the kubelet pulls) one review checks
+    /// at most; an object with more is allowed with a warning naming this limit,
+    /// unchecked.
     #[arg(long, default_value_t = pullcheck_server::admission::DEFAULT_MAX_CONTAINERS, value_parser = parse_positive, value_name = "N", requires = "admission", help_heading = "Admission webhook")]
     admission_max_containers: usize,
     #[command(flatten)]
