@@ -598,16 +598,14 @@ fn nothing_is_skipped_silently() {
     assert!(text(&out).contains("warning: two.yml:7"), "{}", text(&out));
 }
 
-#[test]
-fn stdin_and_unreadable_inputs() {
+/// `pullcheck ARGS` in `dir` with `input` on its standard input.
+fn with_stdin(args: &[&str], input: &str, dir: &std::path::Path) -> std::process::Output {
     use std::io::Write;
     use std::process::Stdio;
-    let dir = temp_dir("stdin");
-    // `-` is standard input, named `<stdin>` in positions.
     let mut child = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
-        .args(["check", "-", "--format", "json"])
-        .current_dir(&dir)
-        .env("HOME", &dir)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -617,9 +615,20 @@ fn stdin_and_unreadable_inputs() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n    commands: [x]\n")
+        .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn stdin_and_unreadable_inputs() {
+    let dir = temp_dir("stdin");
+    // `-` is standard input, named `<stdin>` in positions.
+    let out = with_stdin(
+        &["check", "-", "--format", "json"],
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n    commands: [x]\n",
+        &dir,
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let detail = json["images"][0]["detail"].as_str().unwrap();
@@ -655,27 +664,8 @@ fn stdin_and_unreadable_inputs() {
 /// compiled (its `${VAR:-default}` gets the worker's substitution).
 #[test]
 fn a_build_on_standard_input_has_no_positions() {
-    use std::io::Write;
-    use std::process::Stdio;
     let dir = temp_dir("build-stdin");
-    let run = |args: &[&str], input: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
-            .args(args)
-            .current_dir(&dir)
-            .env("HOME", &dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let run = |args: &[&str], input: &str| with_stdin(args, input, &dir);
     let refused = r#"{"id": "b", "steps": [{"id": "s", "name": "a", "image": 5}]}"#;
     // As a file (detected), the position is kept; as --build, none.
     let out = run(&["check", "-"], refused);
