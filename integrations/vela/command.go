@@ -16,9 +16,11 @@ import (
 //	PATH check --format json ARGS... [--namespace NS] [--pods-template NAME |
 //	    --pods-template-file FILE] [--include-on-start] [--platform P]
 //	    [--runtime R] [--placeholder-image REF] [--named-image NAME=REF=POLICY]...
-//	    [--deadline D] -
+//	    [--deadline D] --build -
 //
-// with the build JSON on its standard input, and an environment of the allowed
+// with the build JSON on its standard input (read as a compiled build, so that
+// its errors name the container and field, never a line and column in the
+// package's own encoding of the build), and an environment of the allowed
 // variables only (see [Command.Env]). Exit codes 0, 1 and 3 give a report
 // (its ExitCode); 2 is a *[StatusError] with the binary's standard error as the
 // message. Its fields may be set before the first Check; a Command is safe for
@@ -128,7 +130,7 @@ func (c *Command) commandArgs(req CheckRequest) []string {
 		}
 		args = append(args, "--deadline", fmt.Sprintf("%dms", ms))
 	}
-	return append(args, "-")
+	return append(args, "--build", "-")
 }
 
 // limitedBuffer keeps the first max bytes written and counts the rest.

@@ -12,7 +12,7 @@
 //
 //   - [Client] posts the build to `pullcheck serve` (POST /v1/checks), which answers
 //     from warm connections and cached registry tokens;
-//   - [Command] runs the `pullcheck` binary (`pullcheck check --format json ... -`)
+//   - [Command] runs the `pullcheck` binary (`pullcheck check --format json ... --build -`)
 //     with the build on its standard input.
 //
 // Both send the same JSON report shape that `pullcheck check --format json` prints.

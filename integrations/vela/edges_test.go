@@ -54,7 +54,7 @@ func TestExtraImages(t *testing.T) {
 	args := NewCommand("/bin/pullcheck").commandArgs(req)
 	want := []string{"check", "--format", "json",
 		"--named-image", "outputs=127.0.0.1:5000/vela/outputs:1=always",
-		"--named-image", "127.0.0.1:5000/vela/sidecar:2=127.0.0.1:5000/vela/sidecar:2=not_present", "-"}
+		"--named-image", "127.0.0.1:5000/vela/sidecar:2=127.0.0.1:5000/vela/sidecar:2=not_present", "--build", "-"}
 	if !reflect.DeepEqual(args, want) {
 		t.Errorf("args:\n got %q\nwant %q", args, want)
 	}

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -911,6 +912,24 @@ func TestBuildProblemsNameTheContainer(t *testing.T) {
 				t.Errorf("Err() = %v, want prefix %q", err, want)
 			}
 		})
+	}
+}
+
+// The Command's binary reads the build as a compiled build (--build -): a refused
+// build's message names the field, never a <stdin>:LINE:COLUMN into the package's
+// own JSON, as the Client's 400 has no Line or Column.
+func TestCommandRefusalHasNoPosition(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bad := json.RawMessage(`{"id":"o_r_1","version":"1","steps":[{"id":"step_o_r_1_a","name":"a","image":5}]}`)
+	_, err := NewCommand(bin).Check(ctx, CheckRequest{Build: bad})
+	var status *StatusError
+	if !errors.As(err, &status) || status.ExitCode != 2 || status.Line != 0 || status.Column != 0 {
+		t.Fatalf("refused build: %v (%+v)", err, status)
+	}
+	if regexp.MustCompile(`<stdin>:[0-9]`).MatchString(status.Message) || !strings.Contains(status.Message, "steps[0].image") {
+		t.Errorf("message %q: want the field and no position", status.Message)
 	}
 }
 

@@ -311,6 +311,13 @@ struct CheckArgs {
     /// over 64 MiB are refused.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// A compiled Vela build (go-vela/server `pipeline.Build` JSON, as a worker receives
+    /// it; `-` reads standard input), read as the service's `build` field: compiled
+    /// whatever its keys, and its errors name the container and field instead of a line
+    /// and column in a text no user wrote (what the Vela Go package's command transport
+    /// sends). Repeatable.
+    #[arg(long = "build", value_name = "FILE")]
+    builds: Vec<PathBuf>,
     /// An image to check, with an optional pull policy (always, not_present, on_start,
     /// never, or Kubernetes' Always, IfNotPresent, Never). Default policy: always.
     /// Repeatable.
@@ -538,8 +545,9 @@ struct ServeArgs {
     /// Retry-After (the API server then applies failurePolicy: Ignore).
     #[arg(long, default_value_t = pullcheck_server::admission::DEFAULT_MAX_REVIEWS, value_parser = parse_positive, value_name = "N", requires = "admission", help_heading = "Admission webhook")]
     admission_max_reviews: usize,
-    /// Containers one review checks at most; an object with more is allowed with a
-    /// warning naming this limit, unchecked.
+    /// Containers and image volumes (each an image the kubelet pulls) one review checks
+    /// at most; an object with more is allowed with a warning naming this limit,
+    /// unchecked.
     #[arg(long, default_value_t = pullcheck_server::admission::DEFAULT_MAX_CONTAINERS, value_parser = parse_positive, value_name = "N", requires = "admission", help_heading = "Admission webhook")]
     admission_max_containers: usize,
     #[command(flatten)]
@@ -962,12 +970,13 @@ fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> 
 
 /// Reads the pipeline files and manifests one after the other (`-`: standard input, at
 /// most once), each into its text or the error that names it.
-fn read_files(files: &[PathBuf]) -> Result<Vec<Result<NamedText, String>>, String> {
-    if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+fn read_files<'a>(
+    files: impl Iterator<Item = &'a PathBuf> + Clone,
+) -> Result<Vec<Result<NamedText, String>>, String> {
+    if files.clone().filter(|f| f.as_os_str() == "-").count() > 1 {
         return Err("`-` (standard input) is given more than once".into());
     }
     Ok(files
-        .iter()
         .map(|file| {
             let (name, read) = if file.as_os_str() == "-" {
                 ("<stdin>".to_string(), read_stdin())
@@ -1012,7 +1021,11 @@ fn named(read: std::io::Result<String>, name: &str) -> Result<String, String> {
 }
 
 async fn run_check(args: CheckArgs) -> i32 {
-    if args.files.is_empty() && args.images.is_empty() && args.named_images.is_empty() {
+    if args.files.is_empty()
+        && args.builds.is_empty()
+        && args.images.is_empty()
+        && args.named_images.is_empty()
+    {
         return fail(&"nothing to check: give pipeline files and/or --image REF[=POLICY]");
     }
     let mut images = Vec::new();
@@ -1124,7 +1137,9 @@ async fn gather_within_deadline(
             render::file_option("--pods-template-file", "PipelinePodsTemplate", &fault)
         })
     });
-    let files = read_files(&args.files);
+    // The files, then the --build files (compiled whatever their keys).
+    let files = read_files(args.files.iter().chain(&args.builds));
+    let build_from = args.files.len();
     // Each file's error, in file order: its reading, or its parsing below.
     let mut file_errors: Vec<Option<String>> = Vec::new();
     // The file of each of the request's inputs.
@@ -1136,7 +1151,7 @@ async fn gather_within_deadline(
                 file_of.push(i);
                 inputs.push(pullcheck_sources::Input {
                     text: text.clone(),
-                    kind: None,
+                    kind: (i >= build_from).then_some(pullcheck_sources::InputKind::Build),
                 });
                 file_errors.push(None);
             }

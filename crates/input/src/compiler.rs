@@ -297,6 +297,135 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     Ok(())
 }
 
+/// What a bool field of go.yaml.in/yaml/v3 decodes `node` to: a plain `true`/`false`
+/// (any of YAML 1.2's cases), and, into a typed `bool` only, YAML 1.1's words (`yes`,
+/// `on`, `y`, `no`, `off`, `n` in their three cases) quoted or not; `None` for anything
+/// else (a quoted `"true"`, a number), which the decoder refuses.
+fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
+    let Value::Scalar { plain, text, .. } = r.doc.value(node.id) else {
+        return None;
+    };
+    match text.as_str() {
+        "true" | "True" | "TRUE" if *plain => Some(true),
+        "false" | "False" | "FALSE" if *plain => Some(false),
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
+/// The decoding of go-vela/server's `yaml.Build` (go.yaml.in/yaml/v3, `internal/yaml.go`)
+/// outside what the compiler validates: a field of the wrong YAML type fails the whole
+/// file (`unable to unmarshal yaml`), at the value. Top level: `version` a scalar,
+/// `metadata` and `worker` mappings (`worker.flavor`/`platform` scalars; `metadata`'s
+/// `template` and `render_inline` bools, `environment` a list), `secrets`, `services`,
+/// `secrets` items and their `origin` mappings; each container's `image` a scalar
+/// (`image: [a]` refuses the file). Not yet: the other fields of a container, and a
+/// step or service that is not a mapping (an `invalid` row here, refused by Vela).
+pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
+    let wrong = |r: &Reader<'_>, node: Reached, field: String, expected: &'static str| {
+        r.refuse(
+            node,
+            Refusal::WrongType {
+                field,
+                expected,
+                found: r.doc.kind_name(node.id).to_owned(),
+                json: false,
+            },
+        )
+    };
+    let is_scalar = |r: &Reader<'_>, node: Reached| {
+        matches!(r.doc.value(node.id), Value::Scalar { .. } | Value::Null)
+    };
+    if let Some(v) = r.get_set(root, "version")?
+        && !is_scalar(r, v)
+    {
+        return Err(wrong(r, v, "version".into(), "string"));
+    }
+    for key in ["metadata", "worker"] {
+        let Some(node) = r.get_set(root, key)? else {
+            continue;
+        };
+        if !r.doc.is_map(node.id) {
+            return Err(wrong(r, node, key.into(), "mapping"));
+        }
+    }
+    if let Some(m) = r.get_set(root, "metadata")? {
+        for key in ["template", "render_inline"] {
+            if let Some(v) = r.get_set(m, key)?
+                && yaml_v3_bool(r, v).is_none()
+            {
+                return Err(wrong(r, v, format!("metadata.{key}"), "bool"));
+            }
+        }
+    }
+    if let Some(w) = r.get_set(root, "worker")? {
+        for key in ["flavor", "platform"] {
+            if let Some(v) = r.get_set(w, key)?
+                && !is_scalar(r, v)
+            {
+                return Err(wrong(r, v, format!("worker.{key}"), "string"));
+            }
+        }
+    }
+    // A list that is not one is the reader's error at its place (`Reader::list`).
+    let mut containers = Vec::new();
+    for key in ["secrets", "services", "steps"] {
+        let Some(node) = r.get_set(root, key)? else {
+            continue;
+        };
+        let Some(items) = r.doc.items(node.id).map(<[_]>::to_vec) else {
+            continue;
+        };
+        for (i, &item) in items.iter().enumerate() {
+            let item = r.doc.reach(node, None, item);
+            let path = format!("{key}[{i}]");
+            if key != "secrets" {
+                containers.push((item, path));
+                continue;
+            }
+            if r.doc.is_null(item.id) {
+                continue;
+            }
+            if !r.doc.is_map(item.id) {
+                return Err(wrong(r, item, path, "mapping"));
+            }
+            if let Some(origin) = r.get_set(item, "origin")? {
+                if !r.doc.is_map(origin.id) {
+                    return Err(wrong(r, origin, format!("{path}.origin"), "mapping"));
+                }
+                containers.push((origin, format!("{path}.origin")));
+            }
+        }
+    }
+    if let Some(stages) = r.get_set(root, "stages")?
+        && r.doc.is_map(stages.id)
+    {
+        for (name, stage) in r.entries(stages)? {
+            if !r.doc.is_map(stage.id) {
+                continue;
+            }
+            let path = format!("stages.{name}.steps");
+            if let Some(steps) = r.get_set(stage, "steps")?
+                && let Some(items) = r.doc.items(steps.id).map(<[_]>::to_vec)
+            {
+                for (j, &item) in items.iter().enumerate() {
+                    let item = r.doc.reach(steps, None, item);
+                    if r.doc.is_map(item.id) {
+                        containers.push((item, format!("{path}[{j}]")));
+                    }
+                }
+            }
+        }
+    }
+    for (node, path) in containers {
+        if r.doc.is_map(node.id) {
+            r.expect_string(node, "image", &path, false)?;
+        }
+    }
+    Ok(())
+}
+
 /// Pipeline source, as the compiler refuses it.
 fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     // Parsing (`internal/yaml.go`): the version, then decoding.
@@ -310,8 +439,7 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     let render_inline = match metadata {
         Some(m) => r
             .get_set(m, "render_inline")?
-            .and_then(|v| r.doc.text(v.id))
-            .is_some_and(|t| matches!(t, "true" | "True" | "TRUE")),
+            .is_some_and(|v| yaml_v3_bool(r, v) == Some(true)),
         None => false,
     };
     if let Some(env) = r.get_set(root, "environment")? {

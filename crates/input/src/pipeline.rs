@@ -68,6 +68,8 @@ pub(crate) fn read(
     if compiled || r.get_set(root, "id")?.is_some() {
         r.mode = Mode::Run;
     } else {
+        // Vela decodes the whole file before it reads any of it.
+        crate::compiler::decode_source(&mut r, root)?;
         if let Some(env) = r.get_set(root, "environment")? {
             global_env.extend(r.env_values(env)?);
         }

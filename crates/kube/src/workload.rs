@@ -847,7 +847,7 @@ impl Reader<'_> {
             if reference.is_empty() {
                 disposition = Disposition::Invalid(vec![Problem::at(
                     self.at(at),
-                    format!("{}: image volume has no reference", origin.name),
+                    format!("image volume {name:?} has no image.reference"),
                 )]);
             }
             workload.images.push(ImageUse {

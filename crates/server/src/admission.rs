@@ -727,7 +727,7 @@ fn image_volumes(spec: &Map<String, Value>) -> impl Iterator<Item = (&str, &str)
         })
 }
 
-/// The warning for an object with more containers to check than
+/// The warning for an object with more containers and image volumes to check than
 /// `--admission-max-containers`, counted before it is read or checked: allowed,
 /// unchecked, as anything the webhook cannot decide.
 fn over_max_containers(
@@ -749,7 +749,7 @@ fn over_max_containers(
         "admission: over --admission-max-containers; allowed unchecked"
     );
     Some(format!(
-        "pullcheck: {count} containers to check, over the limit of {} \
+        "pullcheck: {count} containers and image volumes, over the limit of {} \
          (--admission-max-containers); images not checked",
         admission.max_containers
     ))
@@ -1096,8 +1096,17 @@ fn lines_of(image: &ImageReport) -> Vec<Line> {
     containers
         .into_iter()
         .map(|c| Line {
-            full: format!("{c}: image {} {reason}{hint}", image.reference),
-            short: format!("{c}: {} {what}{hint}", image.reference),
+            // An image volume without a reference names none: its problem says so.
+            full: if image.reference.is_empty() {
+                format!("{c}: {reason}{hint}")
+            } else {
+                format!("{c}: image {} {reason}{hint}", image.reference)
+            },
+            short: if image.reference.is_empty() {
+                format!("{c}: {what}{hint}")
+            } else {
+                format!("{c}: {} {what}{hint}", image.reference)
+            },
             container: c,
             reference: image.reference.clone(),
             tail: format!(" {what}{hint}"),

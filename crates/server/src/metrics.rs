@@ -70,7 +70,7 @@ impl ReloadFile {
 pub enum LimitLabel {
     /// `--max-images`: image uses of a check.
     MaxImages,
-    /// `--admission-max-containers`: containers of a review.
+    /// `--admission-max-containers`: containers and image volumes of a review.
     AdmissionMaxContainers,
     /// `--admission-max-body`: an admission review's body.
     AdmissionMaxBody,

@@ -598,16 +598,14 @@ fn nothing_is_skipped_silently() {
     assert!(text(&out).contains("warning: two.yml:7"), "{}", text(&out));
 }
 
-#[test]
-fn stdin_and_unreadable_inputs() {
+/// `pullcheck ARGS` in `dir` with `input` on its standard input.
+fn with_stdin(args: &[&str], input: &str, dir: &std::path::Path) -> std::process::Output {
     use std::io::Write;
     use std::process::Stdio;
-    let dir = temp_dir("stdin");
-    // `-` is standard input, named `<stdin>` in positions.
     let mut child = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
-        .args(["check", "-", "--format", "json"])
-        .current_dir(&dir)
-        .env("HOME", &dir)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -617,9 +615,20 @@ fn stdin_and_unreadable_inputs() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n    commands: [x]\n")
+        .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn stdin_and_unreadable_inputs() {
+    let dir = temp_dir("stdin");
+    // `-` is standard input, named `<stdin>` in positions.
+    let out = with_stdin(
+        &["check", "-", "--format", "json"],
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine\n    pull: sometimes\n    commands: [x]\n",
+        &dir,
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let detail = json["images"][0]["detail"].as_str().unwrap();
@@ -647,6 +656,41 @@ fn stdin_and_unreadable_inputs() {
         "{}",
         text(&out)
     );
+}
+
+/// `--build -` reads standard input as a compiled build whatever its keys (what the Vela Go
+/// package's command transport sends): a build's refusal names the field, with no
+/// `<stdin>:LINE:COLUMN` into a JSON its user never saw, and a build without `id` is
+/// compiled (its `${VAR:-default}` gets the worker's substitution).
+#[test]
+fn a_build_on_standard_input_has_no_positions() {
+    let dir = temp_dir("build-stdin");
+    let run = |args: &[&str], input: &str| with_stdin(args, input, &dir);
+    let refused = r#"{"id": "b", "steps": [{"id": "s", "name": "a", "image": 5}]}"#;
+    // As a file (detected), the position is kept; as --build, none.
+    let out = run(&["check", "-"], refused);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("<stdin>:1:"));
+    let out = run(&["check", "--build", "-"], refused);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        stderr.starts_with("pullcheck: error: <stdin>: ") && stderr.contains("steps[0].image"),
+        "{stderr}"
+    );
+
+    // No `id`: still compiled; an unknown variable is empty and the default applies.
+    let build = r#"{"steps": [{"id": "s", "name": "a", "image": "127.0.0.1:1/team/${APP:-app}:v1", "pull": "never"}]}"#;
+    let out = run(&["check", "--build", "-", "--format", "json"], build);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["images"][0]["substituted"], "127.0.0.1:1/team/app:v1");
+    assert_eq!(json["images"][0]["status"], "skipped");
+    assert_eq!(json["images"][0]["origins"][0]["kind"], "step");
+    assert_eq!(json["images"][0]["origins"][0]["name"], "a");
+
+    let out = pullcheck(&["check", "-", "--build", "-"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 
 /// `-v` is pullcheck's debug, `-vv` its trace; `-vvv` adds the libraries' (the TLS

@@ -576,3 +576,126 @@ fn a_template_format_vela_does_not_render() {
         assert_eq!(uses.len(), 2, "{format}");
     }
 }
+
+#[test]
+fn fields_of_the_wrong_type_outside_containers_refuse_the_file() {
+    // internal/yaml.go decodes the whole file into yaml.Build (go.yaml.in/yaml/v3): a
+    // field of the wrong type fails it, at the value.
+    let step = "steps:\n  - {name: a, image: alpine:3.19, commands: [echo]}\n";
+    for (extra, field, expected, found, line, column) in [
+        ("secrets: [x]\n", "secrets[0]", "mapping", "string", 4, 11),
+        (
+            "secrets: [{name: a, origin: [x]}]\n",
+            "secrets[0].origin",
+            "mapping",
+            "list",
+            4,
+            29,
+        ),
+        ("metadata: [x]\n", "metadata", "mapping", "list", 4, 11),
+        ("worker: [x]\n", "worker", "mapping", "list", 4, 9),
+        (
+            "worker: {flavor: [x]}\n",
+            "worker.flavor",
+            "string",
+            "list",
+            4,
+            18,
+        ),
+        (
+            "metadata: {render_inline: \"true\"}\n",
+            "metadata.render_inline",
+            "bool",
+            "string",
+            4,
+            27,
+        ),
+        (
+            "metadata: {template: 1}\n",
+            "metadata.template",
+            "bool",
+            "string",
+            4,
+            22,
+        ),
+    ] {
+        let text = format!("version: \"1\"\n{step}{extra}");
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::WrongType {
+                field: field.into(),
+                expected,
+                found: found.into(),
+                json: false,
+            }),
+            "{extra}"
+        );
+        assert_eq!(at(&e), (line, column), "{extra}");
+    }
+    let e = refused(&format!("version: [1]\n{step}"));
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::WrongType {
+            field: "version".into(),
+            expected: "string",
+            found: "list".into(),
+            json: false,
+        })
+    );
+    // A mapping where a list is wanted: an error at its place (exit 2), not yet a refusal.
+    let e = read_pipeline(
+        ".vela.yml",
+        &format!("version: \"1\"\n{step}secrets: {{a: b}}\n"),
+    )
+    .expect_err("a mapping of secrets");
+    assert_eq!(
+        (e.line, e.column, e.refusal.is_none()),
+        (Some(4), Some(10), true)
+    );
+    // yaml.v3 takes YAML 1.1's words into a typed bool, quoted or not: `yes` is true.
+    for yes in ["yes", "\"yes\"", "On", "true"] {
+        let text = format!("version: \"1\"\nmetadata: {{render_inline: {yes}}}\n{step}");
+        assert_eq!(
+            read_pipeline(".vela.yml", &text).expect("reads").len(),
+            1,
+            "{yes}"
+        );
+    }
+}
+
+#[test]
+fn an_image_that_is_a_list_refuses_the_file() {
+    // Step.Image is a string: yaml.v3 refuses `image: [alpine]`, in steps, stage steps,
+    // services and secret origins alike.
+    for (text, field, line) in [
+        (
+            "version: \"1\"\nsteps:\n  - name: a\n    image: [alpine]\n    commands: [x]\n",
+            "steps[0].image",
+            4,
+        ),
+        (
+            "version: \"1\"\nstages:\n  s:\n    steps:\n      - {name: a, image: {a: b}, commands: [x]}\n",
+            "stages.s.steps[0].image",
+            5,
+        ),
+        (
+            "version: \"1\"\nservices:\n  - {name: db, image: [postgres]}\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n",
+            "services[0].image",
+            3,
+        ),
+    ] {
+        let e = refused(text);
+        let Some(Refusal::WrongType {
+            field: got,
+            expected,
+            json,
+            ..
+        }) = e.refusal.as_deref()
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!((got.as_str(), *expected, *json), (field, "string", false));
+        assert_eq!(at(&e).0, line);
+    }
+}

@@ -1000,7 +1000,7 @@ spec:
             );
             assert_eq!(
                 problems[0].message,
-                "Pod/p volume none: image volume has no reference"
+                "image volume \"none\" has no image.reference"
             );
         }
         other => panic!("{other:?}"),

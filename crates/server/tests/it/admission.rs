@@ -1092,5 +1092,33 @@ async fn a_missing_image_volume_is_denied_or_warned_and_asked_only_when_it_chang
     let asked = heads(registry.requests().await.expect("log"));
     assert_eq!(asked, ["/v2/library/golang/manifests/1.22"], "{asked:?}");
 
+    // An image volume without a reference: denied, the volume and the field named, and
+    // no empty reference between two spaces.
+    let mut empty = object.clone();
+    empty["spec"]["volumes"][1]["image"] = json!({"pullPolicy": "IfNotPresent"});
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &review(
+                "3c2a1b0d-0000-4000-8000-0000000000v3",
+                "CREATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &empty,
+                None,
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .expect("message");
+    assert_eq!(
+        message,
+        "pullcheck: image volume models: invalid: image volume \"models\" has no image.reference",
+        "{answer}"
+    );
+
     hook.stop().await;
 }

@@ -275,6 +275,27 @@ async fn admission_bounds_containers_bodies_and_reviews_in_flight() {
     assert!(w[0].contains("--admission-max-containers"), "{w:?}");
     assert_eq!(hanging.accepted.load(Ordering::SeqCst), 0);
 
+    // Two containers and an image volume: three images the kubelet pulls, over two too,
+    // and the warning counts them as what they are.
+    let mut object = pod("volumes", &[], &containers[..2], json!({}));
+    object["spec"]["volumes"] = json!([{"name": "m", "image": {"reference": image(9)}}]);
+    let answer = hook
+        .review(
+            "/v1/admission",
+            &pod_review("c0ffee00-0000-4000-8000-0000000000b9", &object),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert_eq!(
+        warnings(&answer),
+        [
+            "pullcheck: 3 containers and image volumes, over the limit of 2 \
+          (--admission-max-containers); images not checked"
+        ],
+        "{answer}"
+    );
+    assert_eq!(hanging.accepted.load(Ordering::SeqCst), 0);
+
     // A Pod without apiVersion and kind cannot be read as one: allowed with a warning
     // naming both, not allowed in silence.
     let mut bare = pod("bare", &[], &[container("c", &image(0))], json!({}));
@@ -356,7 +377,7 @@ async fn admission_bounds_containers_bodies_and_reviews_in_flight() {
 
     let metrics = hook.metrics().await;
     for (limit, count) in [
-        ("admission_max_containers", 1),
+        ("admission_max_containers", 2),
         ("admission_max_body", 1),
         ("admission_max_reviews", 1),
     ] {
