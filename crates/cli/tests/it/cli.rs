@@ -1147,6 +1147,40 @@ fn explain_shows_containerd_config_auth_per_contacted_host() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(err.contains("--containerd-config"), "{err}");
     assert!(err.contains("configs.\"h\".tls"), "{err}");
+
+    // The one parse serves mirrors and credentials: an auth table of the wrong type (the
+    // mirror side's error) and an `auth` that is not base64 of user:password (decoded by
+    // the credential side) both name the option and the key; neither shows the value.
+    for (table, expect) in [
+        (
+            "password = 7",
+            "configs.\"h\".auth.password is not a string",
+        ),
+        (
+            "auth = \"bm9jb2xvbi1jYW5hcnk=\"",
+            "configs.\"h\".auth: `auth` does not decode to user:password",
+        ),
+    ] {
+        std::fs::write(
+            &config,
+            format!("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".auth]\n  {table}\n"),
+        )
+        .unwrap();
+        let out = pullcheck(
+            &[
+                "explain",
+                "registry.example.com/app:1",
+                "--containerd-config",
+                &path,
+            ],
+            &dir,
+        );
+        assert_eq!(out.status.code(), Some(2), "{table}");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(err.contains("--containerd-config"), "{err}");
+        assert!(err.contains(expect), "{err}");
+        assert!(!err.contains("bm9jb2xvbi1jYW5hcnk"), "{err}");
+    }
 }
 
 /// A step with both `image:` and `template:` is a template step (the expanded template
