@@ -278,10 +278,8 @@ impl RegistryArgs {
     /// Reads the mirror configuration and the node's credentials, and sets the client's
     /// options (`platform`: check's `--platform`).
     fn setup(&self, platform: Option<Platform>) -> Result<Setup, String> {
-        let (resolver, node) = match (self.node.resolver(), self.node.node()) {
-            (Ok(r), Ok(n)) => (r, n),
-            (Err(e), _) | (_, Err(e)) => return Err(e),
-        };
+        let resolver = self.node.resolver()?;
+        let node = self.node.node(&resolver)?;
         let client = ClientOptions {
             request_timeout: self.client.request_timeout,
             tag_hints: !self.client.no_tag_hints,
@@ -791,7 +789,9 @@ impl NodeArgs {
         })
     }
 
-    fn node(&self) -> Result<NodeCredentials, String> {
+    /// The node's credentials; a containerd `config.toml` among them is the one
+    /// `resolver` parsed for its mirrors (the file is read once).
+    fn node(&self, resolver: &Resolver) -> Result<NodeCredentials, String> {
         let node = NodeCredentials::load(&NodeOptions {
             docker_config: self.docker_config.clone(),
             auth_file: self.auth_file.clone(),
@@ -802,7 +802,7 @@ impl NodeArgs {
             },
         })
         .map_err(|e| self.credential_error(&e))?;
-        let node = self.with_containerd_auths(node)?;
+        let node = self.with_containerd_auths(node, resolver)?;
         let (Some(config), Some(bin_dir)) = (
             &self.image_credential_provider_config,
             &self.image_credential_provider_bin_dir,
@@ -819,27 +819,25 @@ impl NodeArgs {
     }
 
     /// The `configs."HOST".auth` of containerd's config.toml: `--containerd-config`'s, or
-    /// with `--node-config containerd` /etc/containerd/config.toml's when present.
-    fn with_containerd_auths(&self, node: NodeCredentials) -> Result<NodeCredentials, String> {
-        const NODE_FILE: &str = "/etc/containerd/config.toml";
-        let profile_file = self
-            .node_config
-            .as_deref()
-            .and_then(|p| p.parse::<NodeProfile>().ok())
-            .filter(|p| *p == NodeProfile::Containerd)
-            .map(|_| std::path::Path::new(NODE_FILE))
-            .filter(|p| p.exists());
-        let Some(path) = self.containerd_config.as_deref().or(profile_file) else {
+    /// with `--node-config containerd` /etc/containerd/config.toml's when present, from
+    /// the parse `resolver`'s mirror configuration made of it.
+    fn with_containerd_auths(
+        &self,
+        node: NodeCredentials,
+        resolver: &Resolver,
+    ) -> Result<NodeCredentials, String> {
+        let Some(config) = resolver.mirrors.containerd_config() else {
             return Ok(node);
         };
-        let auths = pullcheck::credentials::ContainerdAuths::load(path).map_err(|e| {
-            match (self.containerd_config.is_some(), e.fault()) {
-                (true, Some(fault)) => {
-                    render::file_option("--containerd-config", "containerd config.toml", &fault)
+        let auths =
+            pullcheck::credentials::ContainerdAuths::from_config(config).map_err(|e| {
+                match (self.containerd_config.is_some(), e.fault()) {
+                    (true, Some(fault)) => {
+                        render::file_option("--containerd-config", "containerd config.toml", &fault)
+                    }
+                    _ => e.to_string(),
                 }
-                _ => e.to_string(),
-            }
-        })?;
+            })?;
         Ok(node.with_containerd_auths(std::sync::Arc::new(auths)))
     }
 
@@ -1336,9 +1334,13 @@ fn no_color() -> bool {
 }
 
 async fn run_explain(args: ExplainArgs) -> i32 {
-    let (resolver, node) = match (args.node.resolver(), args.node.node()) {
-        (Ok(r), Ok(n)) => (r, n),
-        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    let (resolver, node) = match args
+        .node
+        .resolver()
+        .and_then(|r| args.node.node(&r).map(|n| (r, n)))
+    {
+        Ok(both) => both,
+        Err(e) => return fail(&e),
     };
     let cluster = args.pod.cluster_options(&args.node);
     if let (None, Some(path)) = (&cluster, &args.pod.pods_template_file) {

@@ -13,15 +13,18 @@
 //! `registry.auths."URL"` map is folded in under the URL's host, as
 //! `ValidatePluginConfig` does (`configs` wins where both name a host).
 //!
-//! The mirror half of the file (`config_path`, `mirrors`, `configs.*.tls`) is read by
-//! `pullcheck-mirrors`. No secret is printed: entries hold [`Secret`]s, and errors name
-//! the file and key, never a value.
+//! The file is parsed once, by `pullcheck-mirrors` ([`ContainerdConfig`], which also
+//! reads its mirror half: `config_path`, `mirrors`, `configs.*.tls`, and keeps the auth
+//! tables as written); this module decodes those tables ([`ContainerdAuths::from_config`]).
+//! No secret is printed: entries hold [`Secret`]s, and errors name the file and key,
+//! never a value.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use base64::Engine as _;
-use serde::Deserialize;
+use pullcheck_mirrors::MirrorError;
+use pullcheck_mirrors::containerd_config::{AuthEntry, ContainerdConfig};
 
 use crate::{Credential, CredentialError, CredentialSource, ResolvedCredential, Secret};
 
@@ -33,98 +36,50 @@ pub struct ContainerdAuths {
     entries: BTreeMap<String, Credential>,
 }
 
-#[derive(Deserialize, Default)]
-struct AuthTable {
-    #[serde(default)]
-    username: String,
-    #[serde(default)]
-    password: String,
-    #[serde(default)]
-    auth: String,
-    #[serde(default)]
-    identitytoken: String,
-}
-
 impl ContainerdAuths {
-    /// Reads `path` (through `pullcheck-files`).
+    /// Reads and parses `path` (through `pullcheck-mirrors`' [`ContainerdConfig::load`]);
+    /// a caller that also applies the file's mirrors parses it once and calls
+    /// [`ContainerdAuths::from_config`] instead.
     ///
     /// # Errors
     /// [`CredentialError::Read`] when it cannot be read, [`CredentialError::AuthFile`]
     /// as [`ContainerdAuths::parse`].
     pub fn load(path: &Path) -> Result<ContainerdAuths, CredentialError> {
-        let shown = path.display().to_string();
-        let read_error = |message: String| CredentialError::Read {
-            path: shown.clone(),
-            what: "containerd config",
-            message,
-        };
-        let bytes = pullcheck_files::read(path).map_err(|e| read_error(e.to_string()))?;
-        let text = pullcheck_files::text(bytes).map_err(|e| read_error(e.to_string()))?;
-        Self::parse(&shown, &text)
+        let config = ContainerdConfig::load(path).map_err(from_mirror_error)?;
+        Self::from_config(&config)
     }
 
     /// Parses the text of `file`.
     ///
     /// # Errors
-    /// [`CredentialError::AuthFile`] naming `file` and the key: the file is not TOML
-    /// (with line and column), an auth table is not a table of strings, or an `auth`
-    /// value is not base64 of `user:password` (containerd fails the pull with "invalid
-    /// decoded auth").
+    /// [`CredentialError::AuthFile`] naming `file` and the key: as
+    /// [`ContainerdConfig::parse`] (not TOML, with line and column; a value of the wrong
+    /// type; what containerd refuses to load), or as [`ContainerdAuths::from_config`].
     pub fn parse(file: &str, text: &str) -> Result<ContainerdAuths, CredentialError> {
-        let error = |message: String| CredentialError::AuthFile {
-            path: file.to_owned(),
-            line: None,
-            column: None,
-            message,
-        };
-        let doc: toml::Table = toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map(|s| line_column(text, s.start))
-                .map_or((None, None), |(l, c)| (Some(l), Some(c)));
-            CredentialError::AuthFile {
-                path: file.to_owned(),
-                line,
-                column,
-                message: format!("not TOML: {}", e.message()),
-            }
-        })?;
-        let (registry, key) = pullcheck_mirrors::containerd_config::cri_registry_section(&doc);
-        let registry = registry.and_then(toml::Value::as_table);
+        let config = ContainerdConfig::parse(file, text).map_err(from_mirror_error)?;
+        Self::from_config(&config)
+    }
+
+    /// Decodes the auth tables of a parsed `config.toml` as containerd's `ParseAuth`
+    /// does, without a server address.
+    ///
+    /// # Errors
+    /// [`CredentialError::AuthFile`] naming the file and the key when an `auth` value is
+    /// not base64 of `user:password` (containerd fails the pull with "invalid decoded
+    /// auth").
+    pub fn from_config(config: &ContainerdConfig) -> Result<ContainerdAuths, CredentialError> {
         let mut auths = ContainerdAuths {
-            file: file.to_owned(),
+            file: config.file().to_owned(),
             entries: BTreeMap::new(),
         };
-        let Some(registry) = registry else {
-            return Ok(auths);
-        };
-        let mut raw: BTreeMap<String, (String, AuthTable)> = BTreeMap::new();
-        if let Some(old) = registry.get("auths") {
-            let old = old
-                .as_table()
-                .ok_or_else(|| error(format!("{key}.auths is not a table")))?;
-            for (url, value) in old {
-                let at = format!("{key}.auths.{}", quoted(url));
-                let table = auth_table(value, &at).map_err(error)?;
-                raw.insert(host_of_url(url), (at, table));
-            }
-        }
-        if let Some(configs) = registry.get("configs") {
-            let configs = configs
-                .as_table()
-                .ok_or_else(|| error(format!("{key}.configs is not a table")))?;
-            for (host, value) in configs {
-                let Some(auth) = value.as_table().and_then(|t| t.get("auth")) else {
-                    continue;
-                };
-                let at = format!("{key}.configs.{}.auth", quoted(host));
-                let table = auth_table(auth, &at).map_err(error)?;
-                raw.insert(host.clone(), (at, table));
-            }
-        }
-        for (host, (at, table)) in raw {
-            let credential = parse_auth(&table).map_err(|m| error(format!("{at}: {m}")))?;
-            auths.entries.insert(host, credential);
+        for (host, entry) in config.auths() {
+            let credential = parse_auth(entry).map_err(|m| CredentialError::AuthFile {
+                path: config.file().to_owned(),
+                line: None,
+                column: None,
+                message: format!("{}: {m}", entry.key),
+            })?;
+            auths.entries.insert(host.clone(), credential);
         }
         Ok(auths)
     }
@@ -159,15 +114,47 @@ impl ContainerdAuths {
     }
 }
 
-fn auth_table(value: &toml::Value, at: &str) -> Result<AuthTable, String> {
-    value
-        .clone()
-        .try_into::<AuthTable>()
-        .map_err(|e| format!("{at}: {}", e.message()))
+/// A config.toml that `pullcheck-mirrors` could not read or parse, as this crate's
+/// error, its file, line and column kept.
+fn from_mirror_error(e: MirrorError) -> CredentialError {
+    match e {
+        MirrorError::Read { path, message } => CredentialError::Read {
+            path: path.display().to_string(),
+            what: "containerd config",
+            message,
+        },
+        MirrorError::Syntax {
+            file,
+            line,
+            column,
+            message,
+        } => CredentialError::AuthFile {
+            path: file,
+            line,
+            column,
+            message,
+        },
+        MirrorError::Invalid {
+            file,
+            entry,
+            message,
+        } => CredentialError::AuthFile {
+            path: file,
+            line: None,
+            column: None,
+            message: format!("{entry}: {message}"),
+        },
+        MirrorError::UnknownProfile(name) => CredentialError::AuthFile {
+            path: String::new(),
+            line: None,
+            column: None,
+            message: format!("unknown node profile {name:?}"),
+        },
+    }
 }
 
 /// containerd `ParseAuth`, without a server address.
-fn parse_auth(t: &AuthTable) -> Result<Credential, String> {
+fn parse_auth(t: &AuthEntry) -> Result<Credential, String> {
     if !t.username.is_empty() {
         return Ok(Credential::Basic {
             username: t.username.clone(),
@@ -196,24 +183,8 @@ fn parse_auth(t: &AuthTable) -> Result<Credential, String> {
     Ok(Credential::Anonymous)
 }
 
-/// `registry.auths` keys are URLs; containerd keeps only the host when a scheme is given.
-fn host_of_url(url: &str) -> String {
-    match url.split_once("://") {
-        Some((_, rest)) => rest.split('/').next().unwrap_or(rest).to_owned(),
-        None => url.to_owned(),
-    }
-}
-
 fn quoted(key: &str) -> String {
     serde_json::Value::String(key.to_owned()).to_string()
-}
-
-/// 1-based line and column (in characters) of byte `offset`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[start..].chars().count() + 1)
 }
 
 #[cfg(test)]
@@ -300,18 +271,6 @@ version = 2
         assert_eq!(
             (fault.path.as_ref(), fault.kind, fault.line),
             ("c.toml", pullcheck_files::FaultKind::Syntax, Some(2)),
-            "{e}"
-        );
-        let e = ContainerdAuths::parse(
-            "c.toml",
-            "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".auth]\npassword = 7\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.starts_with(
-                "c.toml: plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".auth: "
-            ),
             "{e}"
         );
         let debug = format!(

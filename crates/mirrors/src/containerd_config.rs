@@ -18,7 +18,11 @@
 //!   (`insecure_skip_verify`, `ca_file`, `cert_file`, `key_file`) for its TLS, a
 //!   `cert_file` without `key_file` (or back) failing the pull.
 //!
-//! The per-host `configs."HOST".auth` is `pullcheck-credentials`' (`ContainerdAuths`).
+//! The file is parsed once, here: the per-host `configs."HOST".auth` tables (and the
+//! deprecated `auths."URL"` map, folded in under the URL's host with `configs` winning,
+//! as `ValidatePluginConfig` does) are kept as written ([`AuthEntry`]), and
+//! `pullcheck-credentials` (`ContainerdAuths::from_config`) decodes them into
+//! credentials as containerd's `ParseAuth` does.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +46,37 @@ pub struct RegistryTls {
     pub key_file: Option<PathBuf>,
 }
 
+/// One `configs."HOST".auth` table (or deprecated `auths."URL"` entry) as written, not
+/// yet decoded: each field is the empty string when absent. `Debug` shows the key and
+/// which fields are set, never their values.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AuthEntry {
+    /// Where it is written, for messages and credential sources, e.g.
+    /// `plugins."io.containerd.grpc.v1.cri".registry.configs."gcr.io".auth`.
+    pub key: String,
+    /// `username`.
+    pub username: String,
+    /// `password` (a secret).
+    pub password: String,
+    /// `auth`: base64 of `user:password` (a secret).
+    pub auth: String,
+    /// `identitytoken`: an OAuth2 refresh token (a secret).
+    pub identitytoken: String,
+}
+
+impl std::fmt::Debug for AuthEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |v: &str| if v.is_empty() { "" } else { "<set>" };
+        f.debug_struct("AuthEntry")
+            .field("key", &self.key)
+            .field("username", &self.username)
+            .field("password", &set(&self.password))
+            .field("auth", &set(&self.auth))
+            .field("identitytoken", &set(&self.identitytoken))
+            .finish()
+    }
+}
+
 /// The CRI plugin's `registry` section of one `config.toml`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerdConfig {
@@ -50,6 +85,7 @@ pub struct ContainerdConfig {
     config_path: Vec<PathBuf>,
     mirrors: BTreeMap<String, Vec<String>>,
     tls: BTreeMap<String, RegistryTls>,
+    auths: BTreeMap<String, AuthEntry>,
 }
 
 fn invalid(file: &str, entry: String, message: &str) -> MirrorError {
@@ -74,8 +110,9 @@ impl ContainerdConfig {
     ///
     /// # Errors
     /// [`MirrorError::Syntax`] when it is not TOML (line and column) or a value has the
-    /// wrong type (naming the key); [`MirrorError::Invalid`] for what containerd refuses
-    /// to load: `mirrors` or `configs.*.tls` beside `config_path`.
+    /// wrong type (naming the key, e.g. an auth table's `password = 7`);
+    /// [`MirrorError::Invalid`] for what containerd refuses to load: `mirrors` or
+    /// `configs.*.tls` beside `config_path`.
     pub fn parse(file: &str, text: &str) -> Result<ContainerdConfig, MirrorError> {
         let doc: toml::Table =
             toml::from_str(text).map_err(|e| crate::text::toml_error(file, text, &e))?;
@@ -125,11 +162,26 @@ impl ContainerdConfig {
                 config.mirrors.insert(host.clone(), endpoints);
             }
         }
+        if let Some(v) = registry.get("auths") {
+            let old = v
+                .as_table()
+                .ok_or_else(|| syntax(format!("{key}.auths is not a table")))?;
+            for (url, value) in old {
+                let at = format!("{key}.auths.{}", quoted(url));
+                let entry = parse_auth_entry(value, at).map_err(syntax)?;
+                config.auths.insert(host_of_url(url), entry);
+            }
+        }
         if let Some(v) = registry.get("configs") {
             let configs = v
                 .as_table()
                 .ok_or_else(|| syntax(format!("{key}.configs is not a table")))?;
             for (host, c) in configs {
+                if let Some(auth) = c.get("auth") {
+                    let at = format!("{key}.configs.{}.auth", quoted(host));
+                    let entry = parse_auth_entry(auth, at).map_err(syntax)?;
+                    config.auths.insert(host.clone(), entry);
+                }
                 let Some(tls) = c.get("tls") else { continue };
                 let at = format!("{key}.configs.{}.tls", quoted(host));
                 config
@@ -161,6 +213,12 @@ impl ContainerdConfig {
     /// The file read.
     pub fn file(&self) -> &str {
         &self.file
+    }
+
+    /// The `configs."HOST".auth` tables by host (`host[:port]` as written; a deprecated
+    /// `auths."URL"` entry under the URL's host), as written.
+    pub fn auths(&self) -> &BTreeMap<String, AuthEntry> {
+        &self.auths
     }
 
     /// `config_path`'s directories, in order; empty when unset.
@@ -279,9 +337,8 @@ impl ContainerdConfig {
 /// The CRI plugin's `registry` value in a parsed `config.toml`, if any, and its key path
 /// for messages: by the file's `version` (absent: 1), `plugins.cri.registry` (1),
 /// `plugins."io.containerd.grpc.v1.cri".registry` (2), or
-/// `plugins."io.containerd.cri.v1.images".registry` (3). `pullcheck-credentials` reads
-/// the same section's `configs.*.auth` through it.
-pub fn cri_registry_section(doc: &toml::Table) -> (Option<&toml::Value>, &'static str) {
+/// `plugins."io.containerd.cri.v1.images".registry` (3).
+fn cri_registry_section(doc: &toml::Table) -> (Option<&toml::Value>, &'static str) {
     let version = doc
         .get("version")
         .and_then(toml::Value::as_integer)
@@ -302,6 +359,35 @@ pub fn cri_registry_section(doc: &toml::Table) -> (Option<&toml::Value>, &'stati
         .and_then(|p| p.get(id))
         .and_then(|c| c.get("registry"));
     (value, key)
+}
+
+fn parse_auth_entry(value: &toml::Value, at: String) -> Result<AuthEntry, String> {
+    let table = value
+        .as_table()
+        .ok_or_else(|| format!("{at} is not a table"))?;
+    let string = |k: &str| -> Result<String, String> {
+        match table.get(k) {
+            None => Ok(String::new()),
+            Some(toml::Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(format!("{at}.{k} is not a string")),
+        }
+    };
+    Ok(AuthEntry {
+        username: string("username")?,
+        password: string("password")?,
+        auth: string("auth")?,
+        identitytoken: string("identitytoken")?,
+        key: at.clone(),
+    })
+}
+
+/// A `registry.auths` key is a URL; containerd keeps only its host when a scheme is
+/// given.
+fn host_of_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some((_, rest)) => rest.split('/').next().unwrap_or(rest).to_owned(),
+        None => url.to_owned(),
+    }
 }
 
 fn parse_tls(value: &toml::Value, at: &str) -> Result<RegistryTls, String> {
@@ -432,6 +518,48 @@ mod tests {
         assert_eq!(
             urls(&c, "127.0.0.1:5000/a:1"),
             ["http://127.0.0.1:5000/v2/a/manifests/1"]
+        );
+    }
+
+    #[test]
+    fn auth_tables_are_kept_as_written_by_host() {
+        let c = ContainerdConfig::parse(
+            "c.toml",
+            r#"version = 2
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/containerd/certs.d"
+[plugins."io.containerd.grpc.v1.cri".registry.auths."https://gcr.io/v2"]
+  username = "old"
+[plugins."io.containerd.grpc.v1.cri".registry.auths."quay.io"]
+  auth = "b2xkOnB3"
+[plugins."io.containerd.grpc.v1.cri".registry.configs."gcr.io".auth]
+  username = "new"
+  password = "hunter2-canary"
+"#,
+        )
+        .unwrap();
+        let hosts: Vec<&str> = c.auths().keys().map(String::as_str).collect();
+        assert_eq!(hosts, ["gcr.io", "quay.io"]);
+        let gcr = &c.auths()["gcr.io"];
+        assert_eq!(
+            (gcr.username.as_str(), gcr.password.as_str()),
+            ("new", "hunter2-canary")
+        );
+        assert_eq!(
+            gcr.key,
+            r#"plugins."io.containerd.grpc.v1.cri".registry.configs."gcr.io".auth"#
+        );
+        assert_eq!(c.auths()["quay.io"].auth, "b2xkOnB3");
+        assert!(!format!("{c:?}").contains("hunter2-canary"));
+        let e = ContainerdConfig::parse(
+            "c.toml",
+            "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".auth]\npassword = 7\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "c.toml: plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".auth.password is not a string"
         );
     }
 

@@ -130,6 +130,9 @@ enum Source {
 pub struct MirrorConfig {
     source: Source,
     notes: Vec<String>,
+    /// The containerd `config.toml` this configuration came from, parsed once: its
+    /// `configs.*.auth` are the node's containerd credentials.
+    containerd: Option<std::sync::Arc<ContainerdConfig>>,
 }
 
 impl Default for MirrorConfig {
@@ -152,6 +155,7 @@ impl MirrorConfig {
         MirrorConfig {
             source: Source::Direct,
             notes: Vec::new(),
+            containerd: None,
         }
     }
 
@@ -160,6 +164,7 @@ impl MirrorConfig {
         MirrorConfig {
             source: Source::RegistriesConf(conf),
             notes: Vec::new(),
+            containerd: None,
         }
     }
 
@@ -168,6 +173,7 @@ impl MirrorConfig {
         MirrorConfig {
             source: Source::Containerd(dir),
             notes: Vec::new(),
+            containerd: None,
         }
     }
 
@@ -176,6 +182,7 @@ impl MirrorConfig {
         MirrorConfig {
             source: Source::Docker(config),
             notes: Vec::new(),
+            containerd: None,
         }
     }
 
@@ -205,7 +212,8 @@ impl MirrorConfig {
     /// the hosts directory (the first of a `:`-list, with a warning for the others; a
     /// directory that does not exist is an empty one, as containerd finds no host
     /// directory there), else its `mirrors` and `configs.*.tls`. The `configs.*.auth`
-    /// credentials are `pullcheck-credentials`' `ContainerdAuths`.
+    /// credentials are `pullcheck-credentials`' `ContainerdAuths`, made from the same
+    /// parse ([`MirrorConfig::containerd_config`]).
     ///
     /// # Errors
     /// As [`ContainerdConfig::load`] and [`HostsDir::load`].
@@ -217,11 +225,12 @@ impl MirrorConfig {
         path: &Path,
         root: Option<&Path>,
     ) -> Result<MirrorConfig, MirrorError> {
-        let conf = ContainerdConfig::load(path)?;
+        let conf = std::sync::Arc::new(ContainerdConfig::load(path)?);
         let Some((first, rest)) = conf.config_path().split_first() else {
             return Ok(MirrorConfig {
-                source: Source::ContainerdCri(conf),
+                source: Source::ContainerdCri((*conf).clone()),
                 notes: Vec::new(),
+                containerd: Some(conf),
             });
         };
         let dir = match first.to_str() {
@@ -242,7 +251,15 @@ impl MirrorConfig {
                 dir.display()
             ));
         }
+        c.containerd = Some(conf);
         Ok(c)
+    }
+
+    /// The containerd `config.toml` read by [`MirrorConfig::load_containerd_config`] (or
+    /// the containerd node profile's), whichever way its mirrors apply; `None` for every
+    /// other source.
+    pub fn containerd_config(&self) -> Option<&ContainerdConfig> {
+        self.containerd.as_deref()
     }
 
     /// `--docker-daemon-config PATH`: a `daemon.json` (must exist).

@@ -92,7 +92,8 @@ impl Client {
     ///   may carry a secret), and its answer is taken only when `https://` failed
     ///   before any HTTP answer (DNS, TCP, TLS, timeout), as the sequential order
     ///   would choose; the session keeps that scheme. The ping carries no credential,
-    ///   so none goes over plain HTTP to a registry that answers over TLS.
+    ///   so none goes over plain HTTP to a registry that answers over TLS. With
+    ///   [`Endpoint::http_only`], `http://` alone.
     /// - **Warm state.** What a ping learned (the scheme that answered, the status and
     ///   the challenge) is kept per endpoint (all of [`Endpoint`]'s fields) for
     ///   5 minutes when it was a 2xx or a usable 401, and used instead of pinging.

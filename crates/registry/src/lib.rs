@@ -156,6 +156,12 @@ pub struct Endpoint {
     /// request (ping, or manifest `HEAD` in its place) is then sent over both schemes
     /// at once, without credentials, unless [`Endpoint::headers`] is set.
     pub allow_http: bool,
+    /// Only plain HTTP is used, never HTTPS: an `http://` endpoint as containerd asks it
+    /// (a hosts.toml `http://` host without a TLS setting, a CRI `mirrors` endpoint or
+    /// default host with the `http` scheme; `core/remotes/docker/config/hosts.go`,
+    /// `pkg/cri/server/image_pull.go` `registryHosts`, which set the host's scheme and
+    /// no fallback). Implies [`Endpoint::allow_http`].
+    pub http_only: bool,
     /// TLS certificates are not verified (an insecure registry).
     pub skip_verify: bool,
     /// The path of the API base on the host, starting and ending with `/`: `/v2/` for
@@ -197,6 +203,7 @@ impl Endpoint {
         Endpoint {
             host: host.into(),
             allow_http: false,
+            http_only: false,
             skip_verify: false,
             base_path: Endpoint::API_PATH.to_string(),
             query: Vec::new(),
@@ -225,6 +232,7 @@ impl fmt::Debug for Endpoint {
         f.debug_struct("Endpoint")
             .field("host", &self.host)
             .field("allow_http", &self.allow_http)
+            .field("http_only", &self.http_only)
             .field("skip_verify", &self.skip_verify)
             .field("base_path", &self.base_path)
             .field("query", &self.query)

@@ -212,6 +212,7 @@ async fn first_request(
     target: Target<'_>,
     only: Option<&'static str>,
 ) -> Result<(Pinged, (Url, reqwest::Response)), AuthorizeError> {
+    let only = only.or(endpoint.http_only.then_some("http"));
     loop {
         match first_once(endpoint, headers, http, attempts.deadline(), target, only).await {
             Ok((base, url, response)) => {

@@ -446,13 +446,42 @@ impl<'a> TestPlatform<'a> {
 }
 
 /// [`push`], with `platform` in the config blob of a single-platform image (an index's
-/// children are always linux/amd64 and linux/arm64/v8).
+/// children are linux/amd64 and linux/arm64/v8).
 pub(crate) async fn push_as(
     http: &Http,
     base: &str,
     host: &str,
     spec: &ImageSpec,
     platform: TestPlatform<'_>,
+    seed: &LayerSeed,
+) -> Result<PushedImage, Error> {
+    push_with(http, base, host, spec, platform, None, seed).await
+}
+
+/// [`push`] of an index kind whose entries are one child per platform of `entries`
+/// (each child's config blob and the entry's `platform` naming it, variant included).
+pub(crate) async fn push_index_as(
+    http: &Http,
+    base: &str,
+    host: &str,
+    spec: &ImageSpec,
+    entries: &[TestPlatform<'_>],
+    seed: &LayerSeed,
+) -> Result<PushedImage, Error> {
+    let first = entries
+        .first()
+        .copied()
+        .unwrap_or(TestPlatform::linux("amd64"));
+    push_with(http, base, host, spec, first, Some(entries), seed).await
+}
+
+async fn push_with(
+    http: &Http,
+    base: &str,
+    host: &str,
+    spec: &ImageSpec,
+    platform: TestPlatform<'_>,
+    entries_as: Option<&[TestPlatform<'_>]>,
     seed: &LayerSeed,
 ) -> Result<PushedImage, Error> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -473,12 +502,21 @@ pub(crate) async fn push_as(
     let (digest, children) = if spec.kind.is_index() {
         let mut entries = Vec::new();
         let mut children = Vec::new();
-        for (arch, variant) in [("amd64", None), ("arm64", Some("v8"))] {
+        let default = [
+            (TestPlatform::linux("amd64"), None),
+            (TestPlatform::linux("arm64"), Some("v8")),
+        ];
+        let listed: Vec<(TestPlatform<'_>, Option<&str>)> = match entries_as {
+            Some(list) => list.iter().map(|p| (*p, p.variant)).collect(),
+            None => default.to_vec(),
+        };
+        for (child_platform, variant) in listed {
+            let arch = child_platform.arch;
             let image_label = format!("{label} {arch}");
             let child = pusher
-                .image(oci, TestPlatform::linux(arch), &image_label, None)
+                .image(oci, child_platform, &image_label, None)
                 .await?;
-            let mut platform = json!({"architecture": arch, "os": "linux"});
+            let mut platform = json!({"architecture": arch, "os": child_platform.os});
             if let Some(v) = variant {
                 platform["variant"] = json!(v);
             }

@@ -508,6 +508,45 @@ impl Registry {
         .await
     }
 
+    /// Like [`push`](Self::push) for an index `kind` (`OciIndex` or
+    /// `DockerManifestList`) whose entries are one image per platform of `platforms`
+    /// (`os/arch[/variant]`, e.g. `["linux/arm/v7"]`: a list whose only entry has a
+    /// variant), instead of linux/amd64 and linux/arm64/v8.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a single-platform kind, no platform or a malformed one;
+    /// push failures.
+    pub async fn push_index_platforms(
+        &self,
+        repository: &str,
+        tag: &str,
+        kind: ImageKind,
+        platforms: &[&str],
+    ) -> Result<PushedImage, Error> {
+        if !kind.is_index() || platforms.is_empty() {
+            return Err(Error::Invalid {
+                what: "image kind",
+                value: kind.to_string(),
+                reason: "push_index_platforms pushes an index of at least one platform".into(),
+            });
+        }
+        let entries = platforms
+            .iter()
+            .map(|p| image::TestPlatform::parse(p))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let spec = ImageSpec::new(repository, tag, kind);
+        let seed = image::LayerSeed::default();
+        image::push_index_as(
+            &Http::new(),
+            &self.push_url()?,
+            &self.host,
+            &spec,
+            &entries,
+            &seed,
+        )
+        .await
+    }
+
     /// Pushes many images, several at once; the result is in `specs` order.
     pub async fn push_all(&self, specs: &[ImageSpec]) -> Result<Vec<PushedImage>, Error> {
         use futures::stream::{self, StreamExt, TryStreamExt};

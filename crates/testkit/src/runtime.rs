@@ -61,13 +61,20 @@ pub enum FailureKind {
     Platform,
     /// containers/image refused a `blocked = true` registry.
     Blocked,
+    /// The credentials could not be had: a credential helper named in the auth file
+    /// failed or is not installed (containers/image `error getting credentials`).
+    Credentials,
+    /// The registry answered with an HTTP status that is none of the above (400, 5xx):
+    /// containerd `failed with status code … 400 Bad Request`, containers/image
+    /// `received unexpected HTTP status: 500`.
+    ServerError,
     /// Anything else (the message is in [`PullOutcome::output`]).
     Other,
 }
 
 impl FailureKind {
     /// A short lower-case name for tables: `not_found`, `unauthorized`, `tls`,
-    /// `unreachable`, `platform`, `blocked`, `other`.
+    /// `unreachable`, `platform`, `blocked`, `credentials`, `server_error`, `other`.
     pub fn name(self) -> &'static str {
         match self {
             FailureKind::NotFound => "not_found",
@@ -76,6 +83,8 @@ impl FailureKind {
             FailureKind::Unreachable => "unreachable",
             FailureKind::Platform => "platform",
             FailureKind::Blocked => "blocked",
+            FailureKind::Credentials => "credentials",
+            FailureKind::ServerError => "server_error",
             FailureKind::Other => "other",
         }
     }
@@ -112,6 +121,8 @@ pub fn classify_failure(output: &str) -> FailureKind {
     let has = |needles: &[&str]| needles.iter().any(|n| o.contains(n));
     if has(&["blocked"]) && has(&["registry"]) {
         FailureKind::Blocked
+    } else if has(&["error getting credentials"]) {
+        FailureKind::Credentials
     } else if has(&[
         "no match for platform",
         "no image found in manifest list",
@@ -145,6 +156,14 @@ pub fn classify_failure(output: &str) -> FailureKind {
         "dial tcp",
     ]) {
         FailureKind::Unreachable
+    } else if has(&[
+        "400 bad request",
+        "500 internal server error",
+        "502 bad gateway",
+        "503 service unavailable",
+        "unexpected http status",
+    ]) {
+        FailureKind::ServerError
     } else {
         FailureKind::Other
     }
@@ -774,6 +793,14 @@ mod tests {
             (
                 "Error: registry 127.0.0.1:1 is blocked in registries.conf",
                 FailureKind::Blocked,
+            ),
+            (
+                "Error: initializing source docker://127.0.0.1:1/a:b: getting username and password: 1 error occurred: * error getting credentials - err: exec: \"docker-credential-x\": executable file not found in $PATH, out: ``",
+                FailureKind::Credentials,
+            ),
+            (
+                "failed to resolve reference \"127.0.0.1:1/app:v1\": pulling from host 127.0.0.1:1 failed with status code [manifests v1]: 400 Bad Request",
+                FailureKind::ServerError,
             ),
             ("something else", FailureKind::Other),
         ];

@@ -1172,25 +1172,41 @@ fn explain_shows_containerd_config_auth_per_contacted_host() {
     assert_eq!(endpoints[1]["url"], "https://registry.example.com/v2/");
     assert_eq!(endpoints[1]["credentials"].as_array().unwrap().len(), 0);
 
-    // What containerd refuses to load is an exit-2 error naming the option and the key.
-    std::fs::write(
-        &config,
-        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/nonexistent\"\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".tls]\n  insecure_skip_verify = true\n",
-    )
-    .unwrap();
-    let out = pullcheck(
-        &[
-            "explain",
-            "registry.example.com/app:1",
-            "--containerd-config",
-            &path,
-        ],
-        &dir,
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(err.contains("--containerd-config"), "{err}");
-    assert!(err.contains("configs.\"h\".tls"), "{err}");
+    // What containerd refuses to load is an exit-2 error naming the option and the key;
+    // the one parse serves mirrors and credentials, so an auth table of the wrong type
+    // (the mirror side's error) and an `auth` that is not base64 of user:password
+    // (decoded by the credential side) are too; none shows the value.
+    const SECTION: &str = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry";
+    for (table, expect) in [
+        (
+            "]\n  config_path = \"/nonexistent\"\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"h\".tls]\n  insecure_skip_verify = true",
+            "configs.\"h\".tls",
+        ),
+        (
+            ".configs.\"h\".auth]\n  password = 7",
+            "configs.\"h\".auth.password is not a string",
+        ),
+        (
+            ".configs.\"h\".auth]\n  auth = \"bm9jb2xvbi1jYW5hcnk=\"",
+            "configs.\"h\".auth: `auth` does not decode to user:password",
+        ),
+    ] {
+        std::fs::write(&config, format!("{SECTION}{table}\n")).unwrap();
+        let out = pullcheck(
+            &[
+                "explain",
+                "registry.example.com/app:1",
+                "--containerd-config",
+                &path,
+            ],
+            &dir,
+        );
+        assert_eq!(out.status.code(), Some(2), "{table}");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(err.contains("--containerd-config"), "{err}");
+        assert!(err.contains(expect), "{err}");
+        assert!(!err.contains("bm9jb2xvbi1jYW5hcnk"), "{err}");
+    }
 }
 
 /// A step with both `image:` and `template:` is a template step (the expanded template

