@@ -369,8 +369,8 @@ impl fmt::Display for Refusal {
                 text,
             } => write!(
                 f,
-                "unable to unmarshal configuration after substitution for step {step}: \
-                 `{field}: {text}` is not a YAML string (in step {})",
+                "unable to unmarshal configuration after substitution for step {}: \
+                 `{field}: {text}` is not a YAML string",
                 qualified(step, stage)
             ),
             Refusal::WrongType {
