@@ -526,30 +526,6 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     Ok(())
 }
 
-/// The fields of go-vela/server's `yaml.Step`, which `yaml.Marshal` writes (an unknown
-/// key is dropped by the decoder and so never substituted).
-const STEP_FIELDS: [&str; 19] = [
-    "ruleset",
-    "commands",
-    "entrypoint",
-    "secrets",
-    "template",
-    "artifacts",
-    "ulimits",
-    "volumes",
-    "image",
-    "name",
-    "pull",
-    "environment",
-    "parameters",
-    "detach",
-    "privileged",
-    "user",
-    "report_as",
-    "id_request",
-    "git",
-];
-
 /// Most scalars one step's substitution check reads (aliases can make a small text
 /// a large tree); past it the rest is not checked.
 const MAX_SCALARS: usize = 100_000;
@@ -576,7 +552,9 @@ fn substitutes(
         todo.push(env);
     }
     for (key, value) in r.entries(s.node)? {
-        if STEP_FIELDS.contains(&key.as_str()) {
+        // The fields of `yaml.Step`, which `yaml.Marshal` writes (an unknown key is
+        // dropped by the decoder and so never substituted).
+        if crate::container::STEP_KEYS.contains(&key.as_str()) {
             todo.push(value);
         }
     }

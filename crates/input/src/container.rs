@@ -16,7 +16,7 @@ use crate::tree::{BUDGET, Budget, Doc, LookupError, Pos, Reached};
 use crate::yaml::Value;
 
 /// The keys of a source step, as go-vela/server's `compiler/types/yaml` `Step` reads them.
-const STEP_KEYS: &[&str] = &[
+pub(crate) const STEP_KEYS: &[&str] = &[
     "ruleset",
     "commands",
     "entrypoint",
