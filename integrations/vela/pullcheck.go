@@ -348,8 +348,8 @@ type Refusal struct {
 	Name string `json:"name,omitempty"`
 	// Stage is the stage of a stage step; empty otherwise.
 	Stage string `json:"stage,omitempty"`
-	// Step is the step's name, for RefusalNoCommands, RefusalMissingTemplate and
-	// RefusalRenderInlineTemplateStep.
+	// Step is the step's name, for RefusalNoCommands, RefusalMissingTemplate,
+	// RefusalRenderInlineTemplateStep and the limit and substitution kinds.
 	Step string `json:"step,omitempty"`
 	// Template is the template's name; TemplateType its type as written.
 	Template     string `json:"template,omitempty"`
@@ -370,6 +370,16 @@ type Refusal struct {
 	Field    string `json:"field,omitempty"`
 	Expected string `json:"expected,omitempty"`
 	JSON     bool   `json:"json,omitempty"`
+	// Limit is the limit a count is over (RefusalReportAsLimit,
+	// RefusalGitTokenRepositories, RefusalGitTokenLimit), Counted the count of
+	// RefusalGitTokenRepositories.
+	Limit   int `json:"limit,omitempty"`
+	Counted int `json:"counted,omitempty"`
+	// Error is drone/envsubst's error (RefusalSubstitution), e.g.
+	// "missing_closing_brace"; Text the substituted text that no longer decodes
+	// (RefusalSubstitutedStep, whose Field is the field, "image").
+	Error string `json:"error,omitempty"`
+	Text  string `json:"text,omitempty"`
 	// First is where the first of two containers of one name is named
 	// (RefusalDuplicateName); nil when unknown. Its File is empty.
 	First *Position `json:"first,omitempty"`
@@ -394,6 +404,11 @@ const (
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"
 	RefusalUnsupportedTemplateFormat = "unsupported_template_format"
+	RefusalReportAsLimit             = "report_as_limit"
+	RefusalGitTokenRepositories      = "git_token_repositories"
+	RefusalGitTokenLimit             = "git_token_limit"
+	RefusalSubstitution              = "substitution"
+	RefusalSubstitutedStep           = "substituted_step"
 )
 
 // Origin is one container that uses an image.

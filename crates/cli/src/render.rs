@@ -10,9 +10,36 @@ use pullcheck_files::{FaultKind, FileFault};
 use pullcheck_kube::{ConfigGap, KubeError};
 use pullcheck_sources::Setting;
 
+/// Whose words: the CLI's flags, or the Vela plugin's variables (docs/vela.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// `pullcheck check`: flags (`--include-on-start`, `--kubeconfig`).
+    Cli,
+    /// The plugin step: `PARAMETER_*` variables and `KUBECONFIG`.
+    Plugin,
+}
+
+impl Naming {
+    /// The naming of this process: the plugin's once it runs (as
+    /// `plugin::option_name`, the plugin's one switch, says).
+    pub fn current() -> Naming {
+        if crate::plugin::option_name("--namespace") == "--namespace" {
+            Naming::Cli
+        } else {
+            Naming::Plugin
+        }
+    }
+}
+
 /// A row's remedies in the CLI's words: `trust its CA with --ca-file PEM or --certs-dir
 /// DIR (DIR/HOST/ca.crt), or allow unverified TLS with --insecure-registry HOST`.
 pub fn remedies(remedies: &[Remedy]) -> String {
+    remedies_named(Naming::current(), remedies)
+}
+
+/// [`remedies`] in `naming`'s words: the plugin's deferred row says `check now with
+/// PARAMETER_INCLUDE_ON_START=true`.
+pub fn remedies_named(naming: Naming, remedies: &[Remedy]) -> String {
     remedies
         .iter()
         .map(|r| match r {
@@ -22,7 +49,10 @@ pub fn remedies(remedies: &[Remedy]) -> String {
             Remedy::AllowInsecure { host } => {
                 format!("allow unverified TLS with --insecure-registry {host}")
             }
-            Remedy::IncludeOnStart => "check now with --include-on-start".to_owned(),
+            Remedy::IncludeOnStart => match naming {
+                Naming::Cli => "check now with --include-on-start".to_owned(),
+                Naming::Plugin => "check now with PARAMETER_INCLUDE_ON_START=true".to_owned(),
+            },
         })
         .collect::<Vec<_>>()
         .join(", or ")
@@ -83,20 +113,32 @@ pub fn file_option(option: &str, expected: &str, fault: &FileFault<'_>) -> Strin
 /// A cluster connection error in the CLI's words: a missing context or kubeconfig names
 /// `--context` and `--kubeconfig`.
 pub fn kube_error(error: &KubeError) -> String {
+    kube_error_named(Naming::current(), error)
+}
+
+/// [`kube_error`] in `naming`'s words: the plugin has no `--kubeconfig` or `--context`;
+/// it reads `$KUBECONFIG` or the in-cluster ServiceAccount.
+pub fn kube_error_named(naming: Naming, error: &KubeError) -> String {
     let KubeError::Incomplete(gap) = error else {
         return error.to_string();
     };
+    let (sources, name_context) = match naming {
+        Naming::Cli => (
+            "--kubeconfig, $KUBECONFIG, ~/.kube/config",
+            "; name one (--context)",
+        ),
+        Naming::Plugin => ("$KUBECONFIG, ~/.kube/config", ""),
+    };
     let problem = match gap {
         ConfigGap::NoCurrentContext { kubeconfig } => {
-            format!("kubeconfig {kubeconfig}: it sets no current-context; name one (--context)")
+            format!("kubeconfig {kubeconfig}: it sets no current-context{name_context}")
         }
-        ConfigGap::NoKubeconfigForContext => "a context was given but there is no kubeconfig \
-                                              (--kubeconfig, $KUBECONFIG, ~/.kube/config)"
-            .to_owned(),
-        ConfigGap::NoKubeconfig { in_cluster } => format!(
-            "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a cluster: \
-             {in_cluster}"
-        ),
+        ConfigGap::NoKubeconfigForContext => {
+            format!("a context was given but there is no kubeconfig ({sources})")
+        }
+        ConfigGap::NoKubeconfig { in_cluster } => {
+            format!("no kubeconfig ({sources}) and not in a cluster: {in_cluster}")
+        }
     };
     format!("Kubernetes configuration: {problem}")
 }
@@ -271,8 +313,8 @@ fn describe_origin(o: &Origin, reference: &str) -> String {
     } else if o.kind == ContainerKind::Image {
         // An `--image` argument: no file, no name of its own.
         s.push_str("--image");
-    } else if o.kind == ContainerKind::Container {
-        // The name says it all: `Deployment/web container app`.
+    } else if matches!(o.kind, ContainerKind::Container | ContainerKind::Volume) {
+        // The name says it all: `Deployment/web container app`, `Pod/p volume v1`.
         s.push_str(&escape_controls(&o.name));
     } else {
         let _ = write!(s, "{kind} {:?}", o.name);
@@ -464,6 +506,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_image_volume_is_named_as_its_origin_names_it() {
+        // The origin's name is already `Pod/p volume v1` (pullcheck-kube).
+        let origin = Origin {
+            file: Some("pod.yaml".into()),
+            line: Some(9),
+            column: Some(20),
+            kind: ContainerKind::Volume,
+            name: "Pod/p volume v1".into(),
+            stage: None,
+            pod: None,
+        };
+        assert_eq!(
+            describe_origin(&origin, "x"),
+            "pod.yaml:9:20 Pod/p volume v1"
+        );
+    }
+
     /// The golden renderings of the CLI's remedies: a wording change shows here.
     #[test]
     fn remedies_golden() {
@@ -481,6 +541,10 @@ mod tests {
             remedies(&[Remedy::IncludeOnStart]),
             "check now with --include-on-start"
         );
+        assert_eq!(
+            remedies_named(Naming::Plugin, &[Remedy::IncludeOnStart]),
+            "check now with PARAMETER_INCLUDE_ON_START=true"
+        );
     }
 
     #[test]
@@ -496,6 +560,25 @@ mod tests {
             })),
             "Kubernetes configuration: kubeconfig k.yaml: it sets no current-context; name one \
              (--context)"
+        );
+        // The plugin has neither flag.
+        let in_cluster = "KUBERNETES_SERVICE_HOST is not set".to_owned();
+        assert_eq!(
+            kube_error_named(
+                Naming::Plugin,
+                &KubeError::Incomplete(ConfigGap::NoKubeconfig { in_cluster })
+            ),
+            "Kubernetes configuration: no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in \
+             a cluster: KUBERNETES_SERVICE_HOST is not set"
+        );
+        assert_eq!(
+            kube_error_named(
+                Naming::Plugin,
+                &KubeError::Incomplete(ConfigGap::NoCurrentContext {
+                    kubeconfig: "k.yaml".into()
+                })
+            ),
+            "Kubernetes configuration: kubeconfig k.yaml: it sets no current-context"
         );
     }
 

@@ -613,6 +613,25 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         required(r, *origin, ContainerKind::Secret)?;
     }
 
+    // `SubstituteSteps` / `SubstituteStages`, before the purge: every step.
+    let global_env = match r.get_set(root, "environment")? {
+        Some(env) if crate::pipeline::Global::of(r, root)?.steps => Some(env),
+        _ => None,
+    };
+    for s in &steps {
+        if expanded && s.template.is_some() {
+            continue;
+        }
+        let stage_env = match &s.stage {
+            Some(name) => match stages.iter().find(|(n, _)| n == name) {
+                Some((_, stage)) => r.get_set(*stage, "environment")?,
+                None => None,
+            },
+            None => None,
+        };
+        substitutes(r, s, global_env, stage_env)?;
+    }
+
     // `ValidatePipeline`, after the purge: names kept by every build.
     let mut seen = HashMap::new();
     for (name, stage) in &stages {
@@ -633,6 +652,102 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         .collect::<Result<_, _>>()?;
     duplicates(r, &origins, false, ContainerKind::Secret)?;
     Ok(())
+}
+
+/// Most scalars one step's substitution check reads (aliases can make a small text
+/// a large tree); past it the rest is not checked.
+const MAX_SCALARS: usize = 100_000;
+
+/// Whether drone/envsubst v1.0.3 parses every string of the step as the compiler
+/// substitutes it: `SubstituteSteps` re-encodes the whole step as YAML, with the
+/// environment it gets (the pipeline's when `metadata.environment` gives it to steps,
+/// its stage's, its own) and runs `envsubst.Eval` over that text, so a `${` that does
+/// not parse anywhere in it fails the compile. Each string is parsed on its own (the
+/// upstream text joins them, so an expression open at the end of one string that a
+/// later one closes is not modelled). Refused at the string, or for a one-line plain
+/// scalar at the `${` that does not parse.
+fn substitutes(
+    r: &mut Reader<'_>,
+    s: &Step,
+    global_env: Option<Reached>,
+    stage_env: Option<Reached>,
+) -> Result<(), InputError> {
+    let mut todo: Vec<Reached> = Vec::new();
+    if let Some(env) = global_env {
+        todo.push(env);
+    }
+    if let Some(env) = stage_env {
+        todo.push(env);
+    }
+    for (key, value) in r.entries(s.node)? {
+        // The fields of `yaml.Step`, which `yaml.Marshal` writes (an unknown key is
+        // dropped by the decoder and so never substituted).
+        if crate::container::STEP_KEYS.contains(&key.as_str()) {
+            todo.push(value);
+        }
+    }
+    let mut seen = 0;
+    while let Some(node) = todo.pop() {
+        seen += 1;
+        if seen > MAX_SCALARS {
+            break;
+        }
+        let texts: Vec<(String, bool)> = match r.doc.value(node.id) {
+            Value::Scalar { text, plain, .. } => vec![(text.clone(), *plain)],
+            Value::Seq(items) => {
+                let items = items.clone();
+                todo.extend(items.into_iter().rev().map(|i| r.doc.reach(node, None, i)));
+                continue;
+            }
+            Value::Map(_) => {
+                let entries = r.entries(node)?;
+                for (key, value) in entries.into_iter().rev() {
+                    todo.push(value);
+                    if key.contains("${") {
+                        // A key: refused at its value, where it is used.
+                        check_substitution(r, s, value, &key, false)?;
+                    }
+                }
+                continue;
+            }
+            Value::Null | Value::Alias(_) => continue,
+        };
+        for (text, plain) in texts {
+            check_substitution(r, s, node, &text, plain)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `text` (the string at `node`) if envsubst cannot parse it.
+fn check_substitution(
+    r: &Reader<'_>,
+    s: &Step,
+    node: Reached,
+    text: &str,
+    plain: bool,
+) -> Result<(), InputError> {
+    if !text.contains("${") {
+        return Ok(());
+    }
+    let Err((error, offset)) = crate::envsubst::Template::parse_at(text) else {
+        return Ok(());
+    };
+    let mut e = r.refuse(
+        node,
+        Refusal::Substitution {
+            step: s.name.clone().unwrap_or_default(),
+            stage: s.stage.clone(),
+            error,
+        },
+    );
+    if plain
+        && !text.contains('\n')
+        && let Some(column) = e.column
+    {
+        e.column = Some(column + offset);
+    }
+    Err(e)
 }
 
 /// The templates: each one's name, `type` node and type in order, and by name (the
@@ -884,10 +999,18 @@ fn duplicates(
     let mut seen: HashMap<String, &Step> = HashMap::new();
     // `report_as` → the step that reports as it (steps kept by every build).
     let mut reports: HashMap<String, String> = HashMap::new();
+    let mut limits = Limits::default();
+    let mut previous_stage: Option<&Option<String>> = None;
     for s in containers {
         if expanded && s.template.is_some() {
             continue;
         }
+        // Vela checks the counts once each call has gone through its slice: after
+        // the steps, after each stage's steps.
+        if previous_stage.is_some_and(|p| p != &s.stage) {
+            limits.check(r)?;
+        }
+        previous_stage = Some(&s.stage);
         let Some(name) = &s.name else { continue };
         if CLONE_OR_INIT.contains(&name.as_str()) {
             continue;
@@ -936,7 +1059,89 @@ fn duplicates(
                 ));
             }
             reports.insert(report_as, name.clone());
+            limits.report_as += 1;
+            if limits.report_as == LIMIT + 1 {
+                let at = r.get_set(s.node, "report_as")?.unwrap_or(s.node);
+                limits.first_over.get_or_insert((
+                    at,
+                    Refusal::ReportAsLimit {
+                        step: name.clone(),
+                        stage: s.stage.clone(),
+                        limit: LIMIT,
+                    },
+                ));
+            }
+        }
+        if container == ContainerKind::Step && s.always_kept {
+            limits.git_token(r, s, name)?;
         }
     }
-    Ok(())
+    limits.check(r)
+}
+
+/// `constants.ReportStepStatusLimit`, `GitTokenRepoLimit` and `GitTokenRequestLimit`
+/// (go-vela/server v0.28.8 `constants/limit.go`): all three are 10.
+const LIMIT: usize = 10;
+
+/// The counts `validatePipelineContainers` keeps over steps kept by every build (one
+/// pair of counters for `steps:`, another across all stages), and the first refusal
+/// they reach, which Vela returns once the slice is gone through. The report count
+/// is checked before the git token count, as upstream does.
+#[derive(Default)]
+struct Limits {
+    report_as: usize,
+    git_tokens: usize,
+    first_over: Option<(Reached, Refusal)>,
+    git_over: Option<(Reached, Refusal)>,
+}
+
+impl Limits {
+    /// A step's `git.token.repositories`: more than [`LIMIT`] is refused at once;
+    /// a step with any counts as a token request.
+    fn git_token(&mut self, r: &mut Reader<'_>, s: &Step, name: &str) -> Result<(), InputError> {
+        let Some(git) = r.get_set(s.node, "git")? else {
+            return Ok(());
+        };
+        let Some(token) = r.get_set(git, "token")? else {
+            return Ok(());
+        };
+        let Some(repos) = r.get_set(token, "repositories")? else {
+            return Ok(());
+        };
+        let counted = r.doc.items(repos.id).map_or(0, <[_]>::len);
+        if counted == 0 {
+            return Ok(());
+        }
+        self.git_tokens += 1;
+        if counted > LIMIT {
+            return Err(r.refuse(
+                repos,
+                Refusal::GitTokenRepositories {
+                    step: name.to_owned(),
+                    stage: s.stage.clone(),
+                    limit: LIMIT,
+                    counted,
+                },
+            ));
+        }
+        if self.git_tokens == LIMIT + 1 {
+            self.git_over.get_or_insert((
+                repos,
+                Refusal::GitTokenLimit {
+                    step: name.to_owned(),
+                    stage: s.stage.clone(),
+                    limit: LIMIT,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// The refusal a count has reached, if any.
+    fn check(&mut self, r: &Reader<'_>) -> Result<(), InputError> {
+        match self.first_over.take().or_else(|| self.git_over.take()) {
+            Some((at, refusal)) => Err(r.refuse(at, refusal)),
+            None => Ok(()),
+        }
+    }
 }

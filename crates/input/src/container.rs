@@ -16,7 +16,7 @@ use crate::tree::{BUDGET, Budget, Doc, LookupError, Pos, Reached};
 use crate::yaml::Value;
 
 /// The keys of a source step, as go-vela/server's `compiler/types/yaml` `Step` reads them.
-const STEP_KEYS: &[&str] = &[
+pub(crate) const STEP_KEYS: &[&str] = &[
     "ruleset",
     "commands",
     "entrypoint",
@@ -416,6 +416,23 @@ impl<'a> Reader<'a> {
         let mut unresolved = Vec::new();
         let substituted = match env.substitute(&image) {
             Outcome::Unchanged => None,
+            // The compiler decodes the step again after it substitutes the YAML text.
+            Outcome::Substituted(s) if self.mode == Mode::Compile && env.compiled => {
+                match crate::substitute::redecode_plain(&image, &s) {
+                    Ok(decoded) => Some(decoded),
+                    Err(()) => {
+                        return Err(self.refuse(
+                            at,
+                            crate::Refusal::SubstitutedStep {
+                                step: name,
+                                stage: place.stage.clone(),
+                                field: "image".to_owned(),
+                                text: s,
+                            },
+                        ));
+                    }
+                }
+            }
             Outcome::Substituted(s) => Some(s),
             Outcome::Unresolved(variables) => {
                 unresolved.extend(variables);
@@ -425,10 +442,15 @@ impl<'a> Reader<'a> {
                 problems.push(self.problem(
                     at,
                     format!(
-                        "{}cannot substitute the variables of image {image:?}: {e} (Vela \
-                         refuses the pipeline with \"unable to substitute environment \
-                         variables\")",
-                        self.whose(what, &name, &place)
+                        "{}cannot substitute the variables of image {image:?}: {e} (the \
+                         worker fails the {} with \"unable to substitute container \
+                         configuration\")",
+                        self.whose(what, &name, &place),
+                        match place.kind {
+                            ContainerKind::Service => "service",
+                            ContainerKind::Secret => "secret origin",
+                            _ => "step",
+                        }
                     ),
                 ));
                 None

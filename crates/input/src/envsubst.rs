@@ -44,7 +44,8 @@ pub const MAX_TRIM: usize = 4096;
 use std::fmt;
 
 /// Why a string is not a valid substitution template; the messages are upstream's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SubstError {
     /// `bad substitution`: an expression that is not one of the forms (`${a:1x}`,
     /// `${a/x}`, `${#}`).
@@ -121,6 +122,9 @@ struct Parser {
     chars: Vec<char>,
     pos: usize,
     depth: usize,
+    /// Where the top-level `${` of the expression that failed to parse starts, in
+    /// characters.
+    failed_at: usize,
 }
 
 impl Parser {
@@ -145,6 +149,7 @@ impl Parser {
                 if !text.is_empty() {
                     parts.push(Part::Text(std::mem::take(&mut text)));
                 }
+                self.failed_at = self.pos;
                 self.pos += 2;
                 parts.push(Part::Expr(self.expr()?));
                 continue;
@@ -376,12 +381,22 @@ impl Template {
     /// [`SubstError`] as upstream's parser gives it (all but
     /// [`SubstError::NegativeLength`], which only [`Template::eval`] gives).
     pub fn parse(text: &str) -> Result<Template, SubstError> {
+        Self::parse_at(text).map_err(|(e, _)| e)
+    }
+
+    /// As [`Template::parse`], with the error the offset (in characters) of the
+    /// top-level `${` whose expression does not parse.
+    pub fn parse_at(text: &str) -> Result<Template, (SubstError, usize)> {
         let mut p = Parser {
             chars: text.chars().collect(),
             pos: 0,
             depth: 0,
+            failed_at: 0,
         };
-        Ok(Template { parts: p.top()? })
+        match p.top() {
+            Ok(parts) => Ok(Template { parts }),
+            Err(e) => Err((e, p.failed_at)),
+        }
     }
 
     /// Whether the template has an expression (`${...}`) anywhere.

@@ -154,8 +154,8 @@ pub(crate) fn read(
 /// Which containers get the pipeline's `environment:`, as `metadata.environment` says
 /// (go-vela/server `compiler/native/compile.go`, `Metadata.HasEnvironment`); absent or
 /// null, all three (`yaml.Build.UnmarshalYAML` gives that default).
-struct Global {
-    steps: bool,
+pub(crate) struct Global {
+    pub steps: bool,
     services: bool,
     secrets: bool,
 }
@@ -171,7 +171,7 @@ impl Default for Global {
 }
 
 impl Global {
-    fn of(r: &mut Reader<'_>, root: Reached) -> Result<Global, InputError> {
+    pub(crate) fn of(r: &mut Reader<'_>, root: Reached) -> Result<Global, InputError> {
         let Some(metadata) = r.get_set(root, "metadata")? else {
             return Ok(Global::default());
         };

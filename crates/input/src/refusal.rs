@@ -126,6 +126,69 @@ pub enum Refusal {
         /// Its `format` as written.
         template_format: String,
     },
+    /// More than `constants.ReportStepStatusLimit` (10) steps with a `report_as`, kept
+    /// by every build (`validatePipelineContainers`, clone and init not counted; steps and
+    /// stage steps each on their own count, a stage pipeline's across all its stages).
+    /// Vela's message prints the counter's address (`%d` of a pointer); this one the
+    /// count.
+    ReportAsLimit {
+        /// The step whose `report_as` is one over the limit.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// The limit, 10.
+        limit: usize,
+    },
+    /// A step whose `git.token.repositories` lists more than
+    /// `constants.GitTokenRepoLimit` (10) repositories (`validatePipelineContainers`).
+    GitTokenRepositories {
+        /// The step.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// The limit, 10.
+        limit: usize,
+        /// How many it lists.
+        counted: usize,
+    },
+    /// More than `constants.GitTokenRequestLimit` (10) steps kept by every build with
+    /// `git.token.repositories` (`validatePipelineContainers`, counted as `report_as`
+    /// is).
+    GitTokenLimit {
+        /// The step that is one over the limit.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// The limit, 10.
+        limit: usize,
+    },
+    /// A `${...}` that drone/envsubst v1.0.3 cannot parse, anywhere in a step or stage
+    /// step (the compiler's `SubstituteSteps` runs `envsubst.Eval` over the whole step
+    /// re-encoded as YAML: image, commands, environment, parameters, ...; services and
+    /// secret origins are not substituted by the compiler). A compiled build's
+    /// container that the worker cannot substitute is no refusal: it is that
+    /// container's problem (`Disposition::Invalid`).
+    Substitution {
+        /// The step.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// envsubst's error (`missing closing brace`, `bad substitution`, ...).
+        error: crate::envsubst::SubstError,
+    },
+    /// A step whose YAML, after the compiler substitutes a value into it, no longer
+    /// decodes (`SubstituteSteps`' `yaml.Unmarshal`): `image: app:${TAG}` with `TAG`
+    /// `v1: x` reads `image: app:v1: x`.
+    SubstitutedStep {
+        /// The step.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// The field the substituted value broke, e.g. `image`.
+        field: String,
+        /// The text as the compiler would re-read it.
+        text: String,
+    },
     /// A field of the wrong type, which the decoder refuses: go-yaml for source
     /// (`image: [a]`, a step that is not a mapping), encoding/json for a compiled
     /// build (`"image": 5`).
@@ -150,6 +213,14 @@ fn line_column<S: serde::Serializer>(
     use serde::Serialize as _;
     at.map(|(line, column)| crate::LineColumn { line, column })
         .serialize(serializer)
+}
+
+/// `stage.step` for a stage step, else `step`.
+fn qualified(step: &str, stage: &Option<String>) -> String {
+    match stage {
+        Some(stage) => format!("{stage}.{step}"),
+        None => step.to_owned(),
+    }
 }
 
 fn kind_word(kind: ContainerKind) -> &'static str {
@@ -262,6 +333,45 @@ impl fmt::Display for Refusal {
                 f,
                 "format of {template_format} is unsupported (template `{template}`; the \
                  formats are go, golang and starlark)"
+            ),
+            Refusal::ReportAsLimit { step, stage, limit } => write!(
+                f,
+                "report_as is limited to {limit} steps, counted {} (at step {})",
+                limit + 1,
+                qualified(step, stage)
+            ),
+            Refusal::GitTokenRepositories {
+                step,
+                stage,
+                limit,
+                counted,
+            } => write!(
+                f,
+                "git token repository count for step {} exceeds the limit of {limit} ({counted} \
+                 repositories)",
+                qualified(step, stage)
+            ),
+            Refusal::GitTokenLimit { step, stage, limit } => write!(
+                f,
+                "git token requests are limited to {limit} steps, counted {} (at step {})",
+                limit + 1,
+                qualified(step, stage)
+            ),
+            Refusal::Substitution { step, stage, error } => write!(
+                f,
+                "unable to substitute environment variables: {error} (in step {})",
+                qualified(step, stage)
+            ),
+            Refusal::SubstitutedStep {
+                step,
+                stage,
+                field,
+                text,
+            } => write!(
+                f,
+                "unable to unmarshal configuration after substitution for step {}: \
+                 `{field}: {text}` is not a YAML string",
+                qualified(step, stage)
             ),
             Refusal::WrongType {
                 field,

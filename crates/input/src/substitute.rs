@@ -351,6 +351,73 @@ fn go_quote(s: &str) -> String {
     out
 }
 
+/// Characters that cannot start a plain YAML scalar (libyaml's scanner, which
+/// go.yaml.in/yaml/v3 ports); `-`, `?` and `:` only when a blank or the end follows.
+const INDICATORS: &str = "-?:,[]{}#&*!|>'\"%@`";
+
+/// Whether yaml.v3's emitter writes `text` as a plain scalar in a block mapping value
+/// (its `yaml_emitter_analyze_scalar`): not empty, no leading or trailing blank, no
+/// line break, no indicator at the start, no `: ` or ` #` inside and no `:` at the
+/// end. (It also quotes a text that would resolve to another type, `true` or `1`,
+/// which no image is.)
+fn emitted_plain(text: &str) -> bool {
+    let blank = |c: char| c == ' ' || c == '\t';
+    let Some(first) = text.chars().next() else {
+        return false;
+    };
+    let starts_indicator = INDICATORS.contains(first)
+        && !(matches!(first, '-' | '?' | ':')
+            && text[1..].chars().next().is_some_and(|c| !blank(c)));
+    !(starts_indicator
+        || text.starts_with(blank)
+        || text.ends_with(blank)
+        || text.contains(['\n', '\r'])
+        || text.contains(": ")
+        || text.contains(":\t")
+        || text.contains(" #")
+        || text.contains("\t#")
+        || text.ends_with(':'))
+}
+
+/// What the compiler's `yaml.Unmarshal` reads back from `image: <substituted>` after
+/// `SubstituteSteps` put a value into the re-encoded step, when the image as written
+/// (`original`) was emitted as a plain scalar: `Ok` with the string it decodes to (a
+/// ` #` starts a comment, surrounding blanks are dropped; a text that is only a
+/// comment is empty), `Err` when the line no longer decodes into a string (a `: ` or a
+/// trailing `:`, or a start that is an indicator: a flow collection, an alias, a
+/// quote, a block scalar, ...). An image that was emitted quoted is returned as it is.
+/// Only the image's own line is modelled, not what a value with a line break does to
+/// the lines after it (the compiler quotes such a value, so it stays on its line).
+pub(crate) fn redecode_plain(original: &str, substituted: &str) -> Result<String, ()> {
+    if !emitted_plain(original) {
+        return Ok(substituted.to_owned());
+    }
+    let blank = |c: char| c == ' ' || c == '\t';
+    let text = substituted.trim_start_matches(blank);
+    // A comment: `#` at the start (after the blanks) or after a blank.
+    let mut end = text.len();
+    for (i, c) in text.char_indices() {
+        if c == '#' && (i == 0 || text[..i].ends_with(blank)) {
+            end = i;
+            break;
+        }
+    }
+    let text = text[..end].trim_end_matches(blank);
+    let Some(first) = text.chars().next() else {
+        return Ok(String::new());
+    };
+    if INDICATORS.contains(first)
+        && !(matches!(first, '-' | '?' | ':')
+            && text[1..].chars().next().is_some_and(|c| !blank(c)))
+    {
+        return Err(());
+    }
+    if text.contains(": ") || text.contains(":\t") || text.ends_with(':') {
+        return Err(());
+    }
+    Ok(text.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -328,3 +328,58 @@ async fn the_namespace_s_pull_secrets_are_read_from_the_cluster() {
     assert!(source.starts_with("pull secret regcred"), "{source}");
     assert_no_canary(&out);
 }
+
+/// The plugin's words name what a plugin user writes: a deferred `on_start` row names
+/// `PARAMETER_INCLUDE_ON_START`, a namespace with no cluster names `KUBECONFIG`, never
+/// a flag of `pullcheck check`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plugin_s_words_name_no_flag() {
+    let registry = anonymous_registry().await;
+    let host = registry.host();
+    let dir = temp_dir("plugin-words");
+    let deferred = format!(
+        "  - name: deferred\n    image: {host}/team/app:7\n    pull: on_start\n    commands: [make]\n"
+    );
+    std::fs::write(dir.join(".vela.yml"), pipeline(host, &deferred)).expect("write");
+    let out = plugin(
+        &dir,
+        &[
+            ("PARAMETER_FORMAT", "json"),
+            ("PARAMETER_INCLUDE_ON_START", "false"),
+            ("VELA_BUILD_NUMBER", "7"),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    let images = report["images"].as_array().expect("images");
+    let deferred: Vec<&Value> = images
+        .iter()
+        .filter(|i| i["status"] == "deferred")
+        .collect();
+    assert_eq!(deferred.len(), 1, "{report}");
+    let detail = deferred[0]["detail"].as_str().expect("detail");
+    assert_eq!(
+        detail,
+        "pull policy `on_start`: pulled when its container starts (check now with \
+         PARAMETER_INCLUDE_ON_START=true)"
+    );
+
+    // No cluster (no KUBECONFIG, no ServiceAccount): exit 2, naming KUBECONFIG only.
+    let out = plugin(
+        &dir,
+        &[("PARAMETER_NAMESPACE", "ci"), ("VELA_BUILD_NUMBER", "7")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no kubeconfig ($KUBECONFIG, ~/.kube/config)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--"), "a flag named: {stderr}");
+    assert_no_canary(&out);
+}

@@ -664,6 +664,255 @@ fn fields_of_the_wrong_type_outside_containers_refuse_the_file() {
     }
 }
 
+/// `n` steps, each `extra` (a YAML fragment, `{i}` its number) added, in a stage
+/// `s1` and then `s2` when `stages` (half each), else under `steps:`.
+fn many_steps(n: usize, extra: &str, stages: bool) -> String {
+    let step = |i: usize, indent: &str| {
+        format!(
+            "{indent}- name: s{i}\n{indent}  image: alpine:3.19\n{indent}  commands: [echo]\n{}",
+            extra
+                .replace("{i}", &i.to_string())
+                .lines()
+                .map(|l| format!("{indent}  {l}\n"))
+                .collect::<String>()
+        )
+    };
+    let mut text = String::from("version: \"1\"\n");
+    if stages {
+        text.push_str("stages:\n  s1:\n    steps:\n");
+        for i in 1..=n / 2 {
+            text.push_str(&step(i, "      "));
+        }
+        text.push_str("  s2:\n    steps:\n");
+        for i in n / 2 + 1..=n {
+            text.push_str(&step(i, "      "));
+        }
+    } else {
+        text.push_str("steps:\n");
+        for i in 1..=n {
+            text.push_str(&step(i, "  "));
+        }
+    }
+    text
+}
+
+/// The line of the `n`th occurrence of `needle` in `text`, from 1.
+fn line_of(text: &str, needle: &str, n: usize) -> usize {
+    let mut seen = 0;
+    for (i, line) in text.lines().enumerate() {
+        if line.contains(needle) {
+            seen += 1;
+            if seen == n {
+                return i + 1;
+            }
+        }
+    }
+    panic!("no {n}th {needle:?}")
+}
+
+#[test]
+fn more_than_ten_report_as_steps() {
+    // validate.go `validatePipelineContainers`: `reportCount > constants.ReportStepStatusLimit`
+    // (10, constants/limit.go), over `steps:`, and over all stages' steps together.
+    for stages in [false, true] {
+        let text = many_steps(11, "report_as: r{i}", stages);
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::ReportAsLimit {
+                step: "s11".into(),
+                stage: stages.then(|| "s2".into()),
+                limit: 10,
+            }),
+            "stages: {stages}"
+        );
+        assert_eq!(at(&e).0, line_of(&text, "report_as:", 11));
+        assert_eq!(
+            read_pipeline(".vela.yml", &many_steps(10, "report_as: r{i}", stages))
+                .expect("ten")
+                .len(),
+            10
+        );
+    }
+    // A step that some builds skip is not counted (the purge decides).
+    let text = many_steps(11, "report_as: r{i}", false).replace(
+        "  report_as: r11\n",
+        "  report_as: r11\n    ruleset: {branch: main}\n",
+    );
+    assert_eq!(read_pipeline(".vela.yml", &text).expect("reads").len(), 11);
+    // `clone` and `init` are not counted.
+    let text = many_steps(11, "report_as: r{i}", false).replace("name: s1\n", "name: clone\n");
+    assert_eq!(read_pipeline(".vela.yml", &text).expect("reads").len(), 11);
+}
+
+#[test]
+fn git_token_limits() {
+    // validate.go `validatePipelineContainers`: `GitTokenRepoLimit` and
+    // `GitTokenRequestLimit` (both 10, constants/limit.go).
+    let repos = |n: usize| {
+        (0..n)
+            .map(|i| format!("r{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = many_steps(
+        1,
+        &format!("git:\n  token:\n    repositories: [{}]", repos(11)),
+        false,
+    );
+    let e = refused(&text);
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::GitTokenRepositories {
+            step: "s1".into(),
+            stage: None,
+            limit: 10,
+            counted: 11,
+        })
+    );
+    assert_eq!(at(&e), (line_of(&text, "repositories:", 1), 23));
+    let ten = many_steps(
+        1,
+        &format!("git:\n  token:\n    repositories: [{}]", repos(10)),
+        false,
+    );
+    assert_eq!(
+        read_pipeline(".vela.yml", &ten)
+            .expect("ten repositories")
+            .len(),
+        1
+    );
+
+    let one = "git:\n  token:\n    repositories: [a]";
+    for stages in [false, true] {
+        let text = many_steps(11, one, stages);
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::GitTokenLimit {
+                step: "s11".into(),
+                stage: stages.then(|| "s2".into()),
+                limit: 10,
+            })
+        );
+        assert_eq!(at(&e).0, line_of(&text, "repositories:", 11));
+        assert_eq!(
+            read_pipeline(".vela.yml", &many_steps(10, one, stages))
+                .expect("ten")
+                .len(),
+            10
+        );
+    }
+    // Permissions alone are no token request (`len(ctn.Git.Token.Repositories) > 0`).
+    let text = many_steps(
+        11,
+        "git:\n  token:\n    permissions: {contents: read}",
+        false,
+    );
+    assert_eq!(read_pipeline(".vela.yml", &text).expect("reads").len(), 11);
+}
+
+#[test]
+fn a_step_envsubst_cannot_parse_anywhere_in_it() {
+    use pullcheck_input::envsubst::SubstError;
+    // compiler/native/substitute.go `SubstituteSteps`: `envsubst.Eval` over the whole
+    // step as YAML. The forms and errors are drone/envsubst v1.0.3's (parse/parse.go;
+    // the accepted ones are values of its eval_test.go `TestExpand`), as its `Eval`
+    // answers them.
+    let table: &[(&str, Option<SubstError>)] = &[
+        ("echo ${FOO-bar}", Some(SubstError::MissingClosingBrace)),
+        ("echo ${FOO", Some(SubstError::MissingClosingBrace)),
+        ("echo ${ARR[@]}", Some(SubstError::MissingClosingBrace)),
+        ("echo ${FOO?x}", Some(SubstError::MissingClosingBrace)),
+        ("echo ${FOO+x}", Some(SubstError::MissingClosingBrace)),
+        ("echo ${FOO }", Some(SubstError::MissingClosingBrace)),
+        ("echo ${}", Some(SubstError::VariableName)),
+        ("echo ${ FOO}", Some(SubstError::VariableName)),
+        ("echo ${-a}", Some(SubstError::VariableName)),
+        ("echo ${#}", Some(SubstError::BadSubstitution)),
+        ("echo ${FOO:}", Some(SubstError::FuncSubstitution)),
+        ("echo ${FOO#}", Some(SubstError::FuncSubstitution)),
+        ("echo ${FOO:-${BAR}", Some(SubstError::FuncSubstitution)),
+        ("echo ${var:=xyz}", None),
+        ("echo ${var=xyz}", None),
+        ("echo ${FOO:-bar} ${FOO:?bar} ${FOO:+bar}", None),
+        ("echo ${#var01} ${var01^} ${var01^^} ${var01,,}", None),
+        ("echo ${path_name:11} ${path_name:11:5}", None),
+        ("echo ${FOO/a/b} ${FOO##*/} ${FOO%%.*}", None),
+        ("echo ${FOO:-${BAR}}", None),
+        ("echo $FOO $$ $${FOO}", None),
+        ("echo ${FOO:1x} ${FOO:1:x}", None),
+    ];
+    for (form, error) in table {
+        let text = format!(
+            "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands:\n      - {form}\n  - name: b\n    image: alpine:3.18\n    commands: [echo]\n"
+        );
+        match (read_pipeline(".vela.yml", &text), error) {
+            (Ok(uses), None) => assert_eq!(uses.len(), 2, "{form}"),
+            (Err(e), Some(error)) => {
+                assert_eq!(
+                    e.refusal.as_deref(),
+                    Some(&Refusal::Substitution {
+                        step: "a".into(),
+                        stage: None,
+                        error: *error,
+                    }),
+                    "{form}"
+                );
+                // At the `${` that does not parse: `      - echo ${`.
+                let column = 9 + form.find("${").expect("an expression");
+                assert_eq!(at(&e), (6, column), "{form}");
+            }
+            (got, want) => panic!("{form}: {got:?}, expected {want:?}"),
+        }
+    }
+
+    // Anywhere in the step: image, environment, parameters, a stage step; the
+    // pipeline's environment when steps get it.
+    let cases = [
+        (
+            "version: '1'\nsteps:\n  - name: a\n    image: alpine:${FOO-v1}\n    commands: [echo]\n",
+            (4, 19),
+        ),
+        (
+            "version: '1'\nsteps:\n  - name: a\n    image: alpine:3.19\n    environment: {X: '${X'}\n    commands: [echo]\n",
+            (5, 22),
+        ),
+        (
+            "version: '1'\nsteps:\n  - name: a\n    image: alpine:3.19\n    parameters:\n      list: [a, '${}']\n",
+            (6, 17),
+        ),
+        (
+            "version: '1'\nstages:\n  t:\n    steps:\n      - name: a\n        image: alpine:3.19\n        commands: [\"${A[0]}\"]\n",
+            (7, 20),
+        ),
+        (
+            "version: '1'\nenvironment:\n  G: ${G-x}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands: [echo]\n",
+            (3, 6),
+        ),
+    ];
+    for (text, want) in cases {
+        let e = refused(text);
+        assert!(
+            matches!(e.refusal.as_deref(), Some(Refusal::Substitution { step, .. }) if step == "a"),
+            "{text}: {e}"
+        );
+        assert_eq!(at(&e), want, "{text}");
+    }
+
+    // Not substituted by the compiler: services, secret origins, unknown keys, the
+    // pipeline's environment when `metadata.environment` keeps it from steps.
+    let read = [
+        "version: '1'\nservices:\n  - name: s\n    image: alpine:3.19\n    commands: [\"echo ${FOO-bar}\"]\nsteps:\n  - {name: a, image: alpine:3.18, commands: [echo]}\n",
+        "version: '1'\nsecrets:\n  - origin:\n      name: o\n      image: alpine:3.19\n      parameters: {x: '${X-y}'}\nsteps:\n  - {name: a, image: alpine:3.18, commands: [echo]}\n",
+        "version: '1'\nsteps:\n  - {name: a, image: alpine:3.18, commands: [echo], notes: '${X-y}'}\n",
+        "version: '1'\nmetadata:\n  environment: [services]\nenvironment: {G: '${G-x}'}\nsteps:\n  - {name: a, image: alpine:3.18, commands: [echo]}\n",
+    ];
+    for text in read {
+        assert!(read_pipeline(".vela.yml", text).is_ok(), "{text}");
+    }
+}
+
 #[test]
 fn an_image_that_is_a_list_refuses_the_file() {
     // Step.Image is a string: yaml.v3 refuses `image: [alpine]`, in steps, stage steps,
@@ -698,4 +947,45 @@ fn an_image_that_is_a_list_refuses_the_file() {
         assert_eq!((got.as_str(), *expected, *json), (field, "string", false));
         assert_eq!(at(&e).0, line);
     }
+}
+
+#[test]
+fn a_substituted_value_that_changes_the_step_yaml() {
+    // substitute.go `SubstituteSteps` substitutes the step's YAML text (yaml.v3 writes
+    // `image: R/app:${TAG}` plain) and decodes it again.
+    let text = |tag: &str, image: &str| {
+        format!(
+            "version: \"1\"\nsteps:\n  - name: a\n    image: {image}\n    environment:\n      TAG: {tag:?}\n    commands: [echo]\n"
+        )
+    };
+    // ` #` starts a comment: the image is `alpine:v1`.
+    let uses = read_pipeline(".vela.yml", &text("v1 #c", "alpine:${TAG}")).expect("reads");
+    assert_eq!(uses[0].substituted.as_deref(), Some("alpine:v1"));
+    assert_eq!(uses[0].disposition, Disposition::Check);
+    // Trailing blanks go too.
+    let uses = read_pipeline(".vela.yml", &text("v1  ", "alpine:${TAG}")).expect("reads");
+    assert_eq!(uses[0].substituted.as_deref(), Some("alpine:v1"));
+    // `: ` makes a mapping where a string was: the decode fails.
+    for (tag, image) in [
+        ("v1: x", "alpine:${TAG}"),
+        ("v1:", "alpine:${TAG}"),
+        ("[alpine]", "${TAG}"),
+        ("*x", "${TAG}"),
+        ("'alpine", "${TAG}"),
+    ] {
+        let e = refused(&text(tag, image));
+        assert!(
+            matches!(
+                e.refusal.as_deref(),
+                Some(Refusal::SubstitutedStep { step, field, .. }) if step == "a" && field == "image"
+            ),
+            "{tag}: {e}"
+        );
+        assert_eq!(at(&e), (4, 12), "{tag}");
+    }
+    // A `#` with no blank before it, and `:` followed by a non-blank, stay.
+    let uses = read_pipeline(".vela.yml", &text("v1#c", "alpine:${TAG}")).expect("reads");
+    assert_eq!(uses[0].substituted.as_deref(), Some("alpine:v1#c"));
+    let uses = read_pipeline(".vela.yml", &text("3.19", "${TAG:-x}:${TAG}")).expect("reads");
+    assert_eq!(uses[0].substituted.as_deref(), Some("3.19:3.19"));
 }

@@ -219,17 +219,26 @@ fn compiled_build_substitutes_from_the_container_environment() {
 }
 
 #[test]
-fn a_substitution_vela_refuses_is_invalid() {
-    let (uses, _) =
-        read("version: '1'\nsteps:\n  - name: a\n    image: golang:${GO\n    commands: [x]\n");
+fn a_substitution_the_worker_cannot_make_is_invalid() {
+    // A step's is refused by the compiler (refusals::a_step_envsubst_cannot_parse_anywhere_in_it);
+    // a service's only the worker substitutes (go-vela/worker executor/linux/service.go
+    // `PlanService`... `ctn.Substitute()`: "unable to substitute container configuration").
+    let (uses, _) = read(
+        "version: '1'\nservices:\n  - name: a\n    image: golang:${GO\nsteps:\n  - {name: b, image: alpine:3.19, commands: [x]}\n",
+    );
     match &uses[0].disposition {
         Disposition::Invalid(m) => {
             let at = m[0].at.clone().expect("positioned");
             assert_eq!((at.line, at.column), (Some(4), Some(12)), "{m:?}");
             assert!(m[0].message.contains("missing closing brace"), "{m:?}");
+            assert!(
+                m[0].message.contains("the worker fails the service"),
+                "{m:?}"
+            );
         }
         other => panic!("{other:?}"),
     }
+    assert_eq!(uses[1].disposition, Disposition::Check);
 }
 
 #[test]

@@ -108,6 +108,20 @@ async fn a_pipeline_vela_refuses_is_400_with_a_typed_refusal() {
             (3, 5),
         ),
         (
+            // compiler/native/substitute.go `SubstituteSteps`: envsubst over the whole
+            // step, commands included.
+            json!({"pipeline": "version: \"1\"\nsteps:\n  - name: a\n    image: registry.example.com/a:1\n    commands: [\"echo ${FOO-bar}\"]\n"}),
+            json!({"kind": "substitution", "step": "a", "stage": null,
+                   "error": "missing_closing_brace"}),
+            (5, 16),
+        ),
+        (
+            json!({"pipeline": "version: \"1\"\nsteps:\n  - name: a\n    image: registry.example.com/a:${TAG}\n    environment: {TAG: \"1: x\"}\n    commands: [x]\n"}),
+            json!({"kind": "substituted_step", "step": "a", "stage": null,
+                   "field": "image", "text": "registry.example.com/a:1: x"}),
+            (4, 12),
+        ),
+        (
             json!({"build": {"id": "o_r_1", "version": "1",
                              "steps": [{"id": "step_o_r_1_a", "name": "a", "image": 5}]}}),
             json!({"kind": "wrong_type", "field": "steps[0].image", "expected": "string",
