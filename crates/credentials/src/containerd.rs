@@ -86,7 +86,7 @@ impl ContainerdAuths {
                 path: file.to_owned(),
                 line,
                 column,
-                message: format!("not TOML: {}", e.message()),
+                message: format!("not TOML: {}", pullcheck_files::without_values(e.message())),
             }
         })?;
         let (registry, key) = pullcheck_mirrors::containerd_config::cri_registry_section(&doc);
@@ -163,7 +163,8 @@ fn auth_table(value: &toml::Value, at: &str) -> Result<AuthTable, String> {
     value
         .clone()
         .try_into::<AuthTable>()
-        .map_err(|e| format!("{at}: {}", e.message()))
+        // The value is a password or token: its type is named, never the value.
+        .map_err(|e| format!("{at}: {}", pullcheck_files::without_values(e.message())))
 }
 
 /// containerd `ParseAuth`, without a server address.
