@@ -1024,6 +1024,57 @@ fn file_errors_hold_none_of_the_files_values() {
     }
 }
 
+/// A reference that parses but names no registry to ask is `invalid_reference` with its
+/// `error.kind`, as a reference the parser refuses is.
+#[test]
+fn unusable_references_keep_their_error_kind() {
+    let dir = temp_dir("unusable");
+    let out = pullcheck(
+        &[
+            "check",
+            "--format",
+            "json",
+            "--image",
+            "localhost:99999/x",
+            "--image",
+            "foo_bar.com/app",
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows: Vec<(String, String, String, bool)> = report["images"]
+        .as_array()
+        .expect("images")
+        .iter()
+        .map(|i| {
+            (
+                i["reference"].as_str().unwrap_or_default().to_owned(),
+                i["reason"].as_str().unwrap_or_default().to_owned(),
+                i["error"]["kind"].as_str().unwrap_or_default().to_owned(),
+                i["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty()),
+            )
+        })
+        .collect();
+    let row = |r: &str, k: &str| {
+        (
+            r.to_owned(),
+            "invalid_reference".to_owned(),
+            k.to_owned(),
+            true,
+        )
+    };
+    assert_eq!(
+        rows,
+        [
+            row("localhost:99999/x", "port_out_of_range"),
+            row("foo_bar.com/app", "no_registry"),
+        ]
+    );
+}
+
 /// The report's shape (item 6): `canonical` for a skipped image too; the summary counts
 /// uses and lists template steps apart; a workload row names its container once, in
 /// file order (init containers first); rows fit a terminal, one line each when piped.
