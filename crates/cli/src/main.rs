@@ -916,29 +916,40 @@ impl PodArgs {
 /// file is named by the option.
 async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, String> {
     match options {
-        Some(o) => Cluster::connect(o).await.map(Some).map_err(|e| match &e {
-            pullcheck_kube::KubeError::Kubeconfig {
-                file,
-                from_env: false,
-                kind,
-                message,
-            } if o
-                .kubeconfig
-                .as_ref()
-                .is_some_and(|path| path.display().to_string() == *file) =>
-            {
-                let fault = pullcheck_files::FileFault {
-                    path: file.as_str().into(),
-                    kind: *kind,
-                    line: None,
-                    column: None,
-                    message: message.as_str().into(),
-                };
-                render::file_option("--kubeconfig", "kubeconfig", &fault)
-            }
-            _ => render::kube_error(&e),
-        }),
+        Some(o) => Cluster::connect(o)
+            .await
+            .map(Some)
+            .map_err(|e| cluster_error(o, &e)),
         None => Ok(None),
+    }
+}
+
+/// A cluster connection error of `check` or `serve`: one about the `--kubeconfig` file
+/// given is named by the option, with the file's fault as `render::file_option` words it.
+fn cluster_error(options: &ClusterOptions, error: &pullcheck_kube::KubeError) -> String {
+    match error {
+        pullcheck_kube::KubeError::Kubeconfig {
+            file,
+            from_env: false,
+            kind,
+            line,
+            column,
+            message,
+        } if options
+            .kubeconfig
+            .as_ref()
+            .is_some_and(|path| path.display().to_string() == *file) =>
+        {
+            let fault = pullcheck_files::FileFault {
+                path: file.as_str().into(),
+                kind: *kind,
+                line: *line,
+                column: *column,
+                message: message.as_str().into(),
+            };
+            render::file_option("--kubeconfig", "kubeconfig", &fault)
+        }
+        _ => render::kube_error(error),
     }
 }
 
@@ -1254,17 +1265,18 @@ async fn run_serve(args: ServeArgs) -> i32 {
         Err(e) => return fail(&e),
     };
     let node = &args.registry.node;
+    let cluster = ClusterOptions {
+        kubeconfig: node.kubeconfig.clone(),
+        context: node.context.clone(),
+        namespace: String::new(),
+    };
     let options = pullcheck_server::ServeOptions {
         listen: args.listen,
         resolver: setup.resolver,
         node: setup.node,
         client: setup.client,
         concurrency: setup.concurrency,
-        cluster: Some(ClusterOptions {
-            kubeconfig: node.kubeconfig.clone(),
-            context: node.context.clone(),
-            namespace: String::new(),
-        }),
+        cluster: Some(cluster.clone()),
         cluster_required: node.kubeconfig.is_some() || node.context.is_some(),
         api_token_file: args.api_token_file,
         allow_namespaces: args.allow_namespaces,
@@ -1309,6 +1321,9 @@ async fn run_serve(args: ServeArgs) -> i32 {
     };
     let server = match pullcheck_server::Server::bind(options).await {
         Ok(s) => s,
+        Err(pullcheck_server::ServeError::Cluster(e)) => {
+            return fail(&cluster_error(&cluster, &e));
+        }
         Err(e) => return fail(&e),
     };
     match server.run(pullcheck_server::shutdown_signal()).await {

@@ -132,9 +132,88 @@ pub struct FileFault<'a> {
     pub message: std::borrow::Cow<'a, str>,
 }
 
+/// A parser's message about a file with the values it quotes left out, so that an error
+/// about a file never repeats what the file holds (a kubeconfig's token, an auth file's
+/// password): serde's `invalid type: string "…"` and `` invalid value: integer `…` ``
+/// shapes lose the quoted value (`string "…"` keeps the type), and only the first line is
+/// kept (parsers that draw a source snippet put it on the lines below). What is left is
+/// the parser's own words: the kind of value, what was expected, field names.
+pub fn without_values(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default();
+    let mut out = String::with_capacity(first.len());
+    let mut rest = first;
+    while let Some(at) = rest.find(['"', '`']) {
+        let quote = rest[at..].chars().next().unwrap_or('"');
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        // The closing quote, past backslash escapes (serde quotes strings with `{:?}`).
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in after.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                c if c == quote && !escaped => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        // A backtick run is a value only after serde's words for one; field and variant
+        // lists (`expected one of `a`, `b``) are the parser's own names.
+        let is_value = quote == '"'
+            || [
+                "integer ",
+                "floating point ",
+                "character ",
+                "variant ",
+                "char ",
+            ]
+            .iter()
+            .any(|w| out.ends_with(w));
+        match end {
+            Some(end) if is_value => {
+                out.push(quote);
+                out.push('…');
+                out.push(quote);
+                rest = &after[end + quote.len_utf8()..];
+            }
+            Some(end) => {
+                out.push_str(&rest[at..at + 1 + end + quote.len_utf8()]);
+                rest = &after[end + quote.len_utf8()..];
+            }
+            // An unclosed quote: what follows may be the value itself.
+            None => {
+                out.push(quote);
+                out.push('…');
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_values_and_snippets_are_left_out() {
+        assert_eq!(
+            without_values("invalid type: string \"CANARY\\\"x\", expected a sequence"),
+            "invalid type: string \"…\", expected a sequence"
+        );
+        assert_eq!(
+            without_values("invalid value: integer `12345`, expected one of `a`, `b`"),
+            "invalid value: integer `…`, expected one of `a`, `b`"
+        );
+        assert_eq!(
+            without_values("expected string scalar\n --> <input>:7:15\n7 | password: [CANARY"),
+            "expected string scalar"
+        );
+        assert_eq!(without_values("unclosed \"CANARY"), "unclosed \"…");
+    }
 
     #[test]
     fn endless_input_stops_at_the_limit() {

@@ -638,6 +638,8 @@ async fn load_config(options: &ClusterOptions) -> Result<kube::Config, KubeError
                         file: origin.file.clone(),
                         from_env: origin.from_env,
                         kind,
+                        line: None,
+                        column: None,
                         message: problem,
                     }
                 })
@@ -662,12 +664,17 @@ fn read_kubeconfig(path: &Path, from_env: bool) -> Result<Kubeconfig, KubeError>
         file: path.display().to_string(),
         from_env,
         kind,
+        line: None,
+        column: None,
         message: problem,
     };
     pullcheck_files::check_bounded(path)
         .map_err(|e| error(FaultKind::Unreadable, e.to_string()))?;
     // kube-rs names the path quoted twice (`from '"nosuch"'`); the error names it already.
     let config = Kubeconfig::read_from(path).map_err(|e| {
+        if let kube::config::KubeconfigError::Parse(yaml) = &e {
+            return yaml_error(path, from_env, yaml);
+        }
         let quoted = format!(" from '{:?}'", path.display().to_string());
         let quoted_path = format!(" from '{path:?}'");
         let kind = match &e {
@@ -707,6 +714,32 @@ fn read_kubeconfig(path: &Path, from_env: bool) -> Result<Kubeconfig, KubeError>
         }
     }
     Ok(config)
+}
+
+/// A kubeconfig's YAML error as file, line, column and the parser's words. Never the
+/// source snippet serde-saphyr draws (the lines around the error, tokens and passwords
+/// included) nor a value it quotes.
+fn yaml_error(path: &Path, from_env: bool, error: &serde_saphyr::Error) -> KubeError {
+    use serde_saphyr::MessageFormatter as _;
+    let error = error.without_snippet();
+    let (line, column) = error
+        .location()
+        .filter(|l| l.line() > 0)
+        .map_or((None, None), |l| {
+            (
+                usize::try_from(l.line()).ok(),
+                usize::try_from(l.column()).ok().filter(|&c| c > 0),
+            )
+        });
+    let words = serde_saphyr::DefaultMessageFormatter.format_message(error);
+    KubeError::Kubeconfig {
+        file: path.display().to_string(),
+        from_env,
+        kind: FaultKind::Syntax,
+        line,
+        column,
+        message: pullcheck_files::without_values(&words),
+    }
 }
 
 /// `$KUBECONFIG`: a list of files, merged in order (first one to set a value wins); empty

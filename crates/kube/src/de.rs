@@ -167,7 +167,8 @@ impl<'s> NodeDe<'s> {
     fn invalid(&self, expected: &str) -> DeError {
         let found = match self.value() {
             Value::Null => "null".to_owned(),
-            Value::Scalar { text, .. } => format!("the scalar {text:?}"),
+            // Named by its kind, never its text: a file's values stay out of errors.
+            Value::Scalar { .. } => "a scalar".to_owned(),
             Value::Seq(_) => "a list".to_owned(),
             Value::Map(_) => "a mapping".to_owned(),
             // `value` looks through aliases; kept for completeness.

@@ -21,11 +21,18 @@ pub enum KubeError {
     /// `certificate-authority PATH: …`), is not a kubeconfig (`Syntax`: not YAML, or none
     /// of `clusters`, `contexts`, `users`), or names a context or value kube-rs refuses
     /// (`Invalid`). `file` is the kubeconfig's path, `from_env` whether `$KUBECONFIG`
-    /// named it; each front end names its own option for the file.
+    /// named it; each front end names its own option for the file. A YAML error gives its
+    /// `line` and `column` (1-based) and the parser's words without the file's lines or
+    /// values (`pullcheck_files::without_values`): a kubeconfig holds tokens and passwords.
     #[error(
-        "Kubernetes configuration: kubeconfig {file}{}: {}{message}",
+        "Kubernetes configuration: kubeconfig {file}{}: {}{}{message}",
         if *from_env { " (from $KUBECONFIG)" } else { "" },
-        if *kind == pullcheck_files::FaultKind::Syntax { "not a kubeconfig: " } else { "" }
+        if *kind == pullcheck_files::FaultKind::Syntax { "not a kubeconfig: " } else { "" },
+        match (line, column) {
+            (Some(l), Some(c)) => format!("line {l}, column {c}: "),
+            (Some(l), None) => format!("line {l}: "),
+            _ => String::new(),
+        }
     )]
     Kubeconfig {
         /// The kubeconfig's path, as given or found.
@@ -34,7 +41,11 @@ pub enum KubeError {
         from_env: bool,
         /// What kind of problem.
         kind: pullcheck_files::FaultKind,
-        /// What is wrong, without the path.
+        /// 1-based line of a YAML error, when known.
+        line: Option<usize>,
+        /// 1-based column (in characters) of a YAML error, when known.
+        column: Option<usize>,
+        /// What is wrong, without the path, the position or any of the file's text.
         message: String,
     },
 

@@ -286,9 +286,12 @@ fn parse_hosts_text(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, Stri
         .map_err(|e: toml_edit::TomlError| match e.span() {
             Some(span) => {
                 let (l, c) = line_col(text, span.start);
-                format!("line {l}, column {c}: {}", e.message().trim_end())
+                format!(
+                    "line {l}, column {c}: {}",
+                    pullcheck_files::without_values(e.message().trim_end())
+                )
             }
-            None => e.message().trim_end().to_owned(),
+            None => pullcheck_files::without_values(e.message().trim_end()),
         })?;
     let root = doc.as_table();
     let server = match root.get("server") {

@@ -24,7 +24,8 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// A TOML error, at its line and column when it has a span.
+/// A TOML error, at its line and column when it has a span; the values it quotes are
+/// left out (`pullcheck_files::without_values`).
 pub(crate) fn toml_error(file: &str, text: &str, err: &toml::de::Error) -> MirrorError {
     let (line, column) = match err.span() {
         Some(span) => {
@@ -37,7 +38,7 @@ pub(crate) fn toml_error(file: &str, text: &str, err: &toml::de::Error) -> Mirro
         file: file.to_owned(),
         line,
         column,
-        message: err.message().to_owned(),
+        message: pullcheck_files::without_values(err.message()),
     }
 }
 

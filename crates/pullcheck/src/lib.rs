@@ -370,10 +370,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
             image.problems = problems;
             image.status = Status::Invalid;
             image.reason = reason;
-            image.error = error.map(|e| ReferenceErrorReport {
-                kind: e.kind().as_str(),
-                message: e.message().to_string(),
-            });
+            image.error = error;
             if let Some(written) = written_policy {
                 image.policy = report::ReportedPolicy::Unknown(written);
                 image.error = Some(ReferenceErrorReport {

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use pullcheck_input::{Disposition, ImageUse, Origin, PullPolicy, Skip};
 
 use crate::report::Reason;
-use pullcheck_reference::{Reference, ReferenceError, RegistryHost};
+use pullcheck_reference::{Reference, RegistryHost};
 
 /// Settings of the plan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -50,8 +50,10 @@ pub enum Action {
         /// The container's problems, each with its position apart (empty for a
         /// reference that does not parse: `message` says it).
         problems: Vec<pullcheck_input::Problem>,
-        /// The reference error, when the reference itself did not parse.
-        error: Option<ReferenceError>,
+        /// Why the reference is unusable, as `error` in the report: the parser's kind
+        /// when it did not parse, `no_registry` or `port_out_of_range` when it parses
+        /// but names no registry to ask ([`unusable`]).
+        error: Option<crate::report::ReferenceErrorReport>,
     },
 }
 
@@ -251,17 +253,20 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
                 written_policy: None,
                 message: format!("invalid reference {shown}: {e}"),
                 problems: Vec::new(),
-                error: Some(e),
+                error: Some(crate::report::ReferenceErrorReport {
+                    kind: e.kind().as_str(),
+                    message: e.message().to_string(),
+                }),
             };
         }
     };
-    if let Some((_, why)) = unusable(&reference) {
+    if let Some((kind, why)) = unusable(&reference) {
         return Action::Invalid {
             reason: Reason::InvalidReference,
             written_policy: None,
             message: format!("invalid reference {shown}: {why}"),
             problems: Vec::new(),
-            error: None,
+            error: Some(crate::report::ReferenceErrorReport { kind, message: why }),
         };
     }
     match u.policy {
@@ -412,9 +417,7 @@ mod tests {
         );
         assert_eq!(p.items.len(), 4);
         match &p.items[0].action {
-            Action::Invalid { error: Some(e), .. } => {
-                assert_eq!(e.kind(), pullcheck_reference::ReferenceErrorKind::Uppercase)
-            }
+            Action::Invalid { error: Some(e), .. } => assert_eq!(e.kind, "uppercase"),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
@@ -444,7 +447,7 @@ mod tests {
             bad.image = image.into();
             let p = plan(vec![bad.clone()], PlanOptions::default());
             assert!(
-                matches!(&p.items[0].action, Action::Invalid { message, .. } if message.contains("between 1 and 65535")),
+                matches!(&p.items[0].action, Action::Invalid { error: Some(e), .. } if e.kind == "port_out_of_range"),
                 "{image}"
             );
         }
@@ -457,7 +460,7 @@ mod tests {
         bad.image = "foo_bar.com/app".into();
         let p = plan(vec![bad.clone()], PlanOptions::default());
         assert!(
-            matches!(&p.items[0].action, Action::Invalid { message, .. } if message.contains("no registry"))
+            matches!(&p.items[0].action, Action::Invalid { error: Some(e), .. } if e.kind == "no_registry")
         );
         bad.image = "alpine:3.19".into();
         assert_eq!(plan(vec![bad], PlanOptions::default()).queries().len(), 1);

@@ -228,6 +228,11 @@ pub enum ServeError {
     /// The address cannot be bound, or the server failed.
     #[error("{0}")]
     Io(String),
+    /// The cluster named by the kubeconfig or context options cannot be used (only when
+    /// they were given: [`ServeOptions::cluster_required`]); as data, so that the front end
+    /// names its own option for the kubeconfig file as `check` does.
+    #[error("{0}")]
+    Cluster(pullcheck_kube::KubeError),
 }
 
 /// What every request shares: built once at start, passed with axum's `State`.
@@ -405,7 +410,7 @@ impl Server {
             Some(o) => match Cluster::connect(o).await {
                 Ok(c) => Ok(c),
                 Err(e) if options.cluster_required => {
-                    return Err(ServeError::Config(e.to_string()));
+                    return Err(ServeError::Cluster(e));
                 }
                 Err(e) => {
                     tracing::info!("no Kubernetes API: {e}; requests naming a namespace get 400");

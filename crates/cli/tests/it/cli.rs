@@ -966,6 +966,159 @@ fn file_option_errors_name_the_option_and_the_format() {
     }
 }
 
+/// A configuration file with an error next to a secret (a password, a token, an auth
+/// value): the error names the option, the file and the position, and holds none of the
+/// file's values, whatever parser read it.
+#[test]
+fn file_errors_hold_none_of_the_files_values() {
+    const CANARY: &str = "file-value-canary-4be2";
+    let dir = temp_dir("canary-files");
+    std::fs::write(
+        dir.join("p.yml"),
+        "version: \"1\"\nsteps:\n  - name: a\n    image: 127.0.0.1:1/x:1\n    commands: [x]\n",
+    )
+    .expect("write");
+    std::fs::create_dir_all(dir.join("hosts/127.0.0.1:1")).expect("dir");
+    let files = [
+        // JSON: a string that never ends, a password of the wrong type.
+        ("syntax.json", format!("{{\"auths\": {{\"127.0.0.1:1\": {{\"auth\": \"{CANARY}\", \"password\": [\"{CANARY}}}}}")),
+        ("type.json", format!("{{\"auths\": {{\"127.0.0.1:1\": {{\"auth\": 5, \"password\": \"{CANARY}\"}}}}}}")),
+        // TOML: an unclosed string, a value of the wrong type.
+        ("syntax.conf", format!("[[registry]]\nlocation = \"{CANARY}\ninsecure = true\n")),
+        ("type.conf", format!("[[registry]]\nlocation = \"127.0.0.1:1\"\ninsecure = \"{CANARY}\"\n")),
+        ("syntax.toml", format!("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"127.0.0.1:1\".auth]\npassword = \"{CANARY}\nusername = \"u\"\n")),
+        ("type.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"127.0.0.1:1\".auth]\npassword = 40952271\n".to_owned()),
+        ("hosts/127.0.0.1:1/hosts.toml", format!("[host.\"https://127.0.0.1:2\"]\n  header = {{authorization = \"{CANARY}\"\n")),
+        ("template.yml", format!("apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\nmetadata: {{name: t}}\nspec: \"{CANARY}\"\n")),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    for (option, value, want) in [
+        (
+            "--docker-config",
+            "syntax.json",
+            "--docker-config syntax.json: not a Docker config.json: line 1, column ",
+        ),
+        (
+            "--docker-config",
+            "type.json",
+            "--docker-config type.json: invalid Docker config.json: ",
+        ),
+        (
+            "--auth-file",
+            "syntax.json",
+            "--auth-file syntax.json: not a containers auth.json: line 1, column ",
+        ),
+        (
+            "--auth-file",
+            "type.json",
+            "--auth-file type.json: invalid containers auth.json: ",
+        ),
+        (
+            "--registries-conf",
+            "syntax.conf",
+            "--registries-conf syntax.conf: not a containers registries.conf: line 2, column ",
+        ),
+        (
+            "--registries-conf",
+            "type.conf",
+            "--registries-conf type.conf: not a containers registries.conf: line 3, column ",
+        ),
+        (
+            "--containerd-config",
+            "syntax.toml",
+            "--containerd-config syntax.toml: not a containerd config.toml: line 3, column ",
+        ),
+        (
+            "--containerd-config",
+            "type.toml",
+            "--containerd-config type.toml: invalid containerd config.toml: ",
+        ),
+        ("--hosts-dir", "hosts", ""),
+        (
+            "--pods-template-file",
+            "template.yml",
+            "--pods-template-file template.yml:4:",
+        ),
+    ] {
+        let out = pullcheck(
+            &["check", "p.yml", "--runtime", "docker", option, value],
+            &dir,
+        );
+        let shown = text(&out);
+        assert!(!shown.contains(CANARY), "{option} {value}: {shown}");
+        assert!(!shown.contains("40952271"), "{option} {value}: {shown}");
+        if want.is_empty() {
+            // containerd ignores a broken hosts.toml: a warning, the image still checked.
+            assert!(
+                shown.contains(
+                    "warning: containerd ignores hosts/127.0.0.1:1/hosts.toml: line 2, column "
+                ),
+                "{shown}"
+            );
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(2), "{option} {value}: {shown}");
+        assert_eq!(shown.lines().count(), 1, "{option} {value}: {shown}");
+        assert!(
+            shown.starts_with(&format!("pullcheck: error: {want}")),
+            "{option} {value}: {shown}"
+        );
+    }
+}
+
+/// A reference that parses but names no registry to ask is `invalid_reference` with its
+/// `error.kind`, as a reference the parser refuses is.
+#[test]
+fn unusable_references_keep_their_error_kind() {
+    let dir = temp_dir("unusable");
+    let out = pullcheck(
+        &[
+            "check",
+            "--format",
+            "json",
+            "--image",
+            "localhost:99999/x",
+            "--image",
+            "foo_bar.com/app",
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows: Vec<(String, String, String, bool)> = report["images"]
+        .as_array()
+        .expect("images")
+        .iter()
+        .map(|i| {
+            (
+                i["reference"].as_str().unwrap_or_default().to_owned(),
+                i["reason"].as_str().unwrap_or_default().to_owned(),
+                i["error"]["kind"].as_str().unwrap_or_default().to_owned(),
+                i["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty()),
+            )
+        })
+        .collect();
+    let row = |r: &str, k: &str| {
+        (
+            r.to_owned(),
+            "invalid_reference".to_owned(),
+            k.to_owned(),
+            true,
+        )
+    };
+    assert_eq!(
+        rows,
+        [
+            row("localhost:99999/x", "port_out_of_range"),
+            row("foo_bar.com/app", "no_registry"),
+        ]
+    );
+}
+
 /// The report's shape (item 6): `canonical` for a skipped image too; the summary counts
 /// uses and lists template steps apart; a workload row names its container once, in
 /// file order (init containers first); rows fit a terminal, one line each when piped.

@@ -47,7 +47,14 @@ struct Service {
 
 impl Service {
     fn start(dir: &Path, args: &[&str]) -> Service {
-        let mut child = command(dir)
+        Service::start_with(dir, args, |_| {})
+    }
+
+    /// As [`Service::start`], the command changed by `edit` first (its environment).
+    fn start_with(dir: &Path, args: &[&str], edit: impl FnOnce(&mut Command)) -> Service {
+        let mut command = command(dir);
+        edit(&mut command);
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())
@@ -465,4 +472,84 @@ async fn serve_admission_denies_a_missing_image_over_tls() {
         "{}",
         service.logs()
     );
+}
+
+/// A kubeconfig with a YAML error near its credentials: `check` and `serve` name
+/// `--kubeconfig` and the position; a `$KUBECONFIG` the service only logs is in the 400 a
+/// request naming a namespace gets. None of them shows a line of the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_kubeconfig_is_named_without_its_secrets() {
+    const KUBE_TOKEN: &str = "kubeconfig-token-canary-93ad";
+    const KUBE_PASSWORD: &str = "kubeconfig-password-canary-e71f";
+    let dir = temp_dir("badkube");
+    std::fs::write(
+        dir.join("kubeconfig"),
+        format!(
+            "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: {KUBE_TOKEN}\n    password: [{KUBE_PASSWORD}\n"
+        ),
+    )
+    .expect("write");
+    std::fs::write(dir.join("tokens"), format!("{API_TOKEN}\n")).expect("write");
+    let clean = |what: &str, text: &str| {
+        for canary in [KUBE_TOKEN, KUBE_PASSWORD] {
+            assert!(!text.contains(canary), "{what} holds {canary}:\n{text}");
+        }
+    };
+    let expected =
+        "pullcheck: error: --kubeconfig kubeconfig: not a kubeconfig: line 7, column 15: ";
+    for args in [
+        &[
+            "check",
+            "--image",
+            "127.0.0.1:1/x:1",
+            "-n",
+            "ns",
+            "--kubeconfig",
+            "kubeconfig",
+        ][..],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--kubeconfig",
+            "kubeconfig",
+        ][..],
+    ] {
+        let out = command(&dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(expected), "{args:?}: {stderr}");
+        clean("stderr", &stderr);
+    }
+
+    let mut service = Service::start_with(&dir, &["--api-token-file", "tokens"], |c| {
+        c.env("KUBECONFIG", dir.join("kubeconfig"));
+    });
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client");
+    let (status, _, body) = post(
+        &http,
+        &service,
+        API_TOKEN,
+        &json!({"images": [{"reference": "127.0.0.1:1/x:1"}], "namespace": "ns"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let body: Value = serde_json::from_str(&body).expect("JSON");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("line 7, column 15"), "{body}");
+    clean("the 400", message);
+    service.terminate();
+    assert_eq!(service.wait(Duration::from_secs(20)), Some(0));
+    let logs = service.logs();
+    assert!(logs.contains("line 7, column 15"), "{logs}");
+    clean("the log", &logs);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -624,6 +624,7 @@ async fn kubeconfig_file_and_context_select_the_server() {
             from_env,
             kind,
             message,
+            ..
         } => {
             assert_eq!(
                 (file.as_str(), *from_env, *kind),
@@ -1001,4 +1002,82 @@ async fn a_pods_template_404_that_is_neither_not_found_nor_the_go_mux_is_an_erro
             namespace: NS.into()
         }
     );
+}
+
+/// A kubeconfig's YAML error is its position and the parser's words: never the lines
+/// around it, where the tokens and passwords are.
+#[tokio::test]
+async fn a_kubeconfig_syntax_error_shows_no_line_of_the_file() {
+    const TOKEN: &str = "kube-yaml-token-canary-5a1e";
+    const PASSWORD: &str = "kube-yaml-password-canary-0c9b";
+    let dir = std::env::temp_dir().join(format!("pullcheck-kube-yaml-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cases = [
+        // Line 7, column 15: the `[` that is never closed.
+        (
+            format!(
+                "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: {TOKEN}\n    password: [{PASSWORD}\n"
+            ),
+            (7, 15),
+        ),
+        // A value of the wrong type is named by its type only.
+        (
+            format!(
+                "apiVersion: v1\nkind: Config\nusers: \"{TOKEN}\"\ncontexts: [{{name: {PASSWORD}"
+            ),
+            (4, 11),
+        ),
+    ];
+    for (i, (text, _)) in cases.iter().enumerate() {
+        let file = dir.join(format!("config{i}"));
+        std::fs::write(&file, text).expect("write");
+        let err = Cluster::connect(&ClusterOptions {
+            kubeconfig: Some(file.clone()),
+            ..ClusterOptions::default()
+        })
+        .await
+        .expect_err("not YAML");
+        let KubeError::Kubeconfig {
+            file: named,
+            kind,
+            line,
+            column,
+            message,
+            ..
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!(
+            (named.as_str(), *kind),
+            (
+                file.display().to_string().as_str(),
+                pullcheck_files::FaultKind::Syntax
+            ),
+            "{err:?}"
+        );
+        assert!(line.is_some() && column.is_some(), "{err:?}");
+        assert_eq!(message.lines().count(), 1, "{err:?}");
+        for canary in [TOKEN, PASSWORD] {
+            assert!(!format!("{err} {err:?}").contains(canary), "{err:?}");
+        }
+    }
+    let first = Cluster::connect(&ClusterOptions {
+        kubeconfig: Some(dir.join("config0")),
+        ..ClusterOptions::default()
+    })
+    .await
+    .expect_err("not YAML");
+    assert!(
+        matches!(
+            first,
+            KubeError::Kubeconfig {
+                line: Some(l),
+                column: Some(c),
+                ..
+            } if (l, c) == cases[0].1
+        ),
+        "{first:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
