@@ -87,9 +87,10 @@ impl Client {
     /// yielding a session that can query them (and others, at the cost of a token
     /// each).
     ///
-    /// - `https://`; when [`Endpoint::allow_http`] is set, `http://` is tried at the
-    ///   same time (after `https://` when the endpoint has [`Endpoint::headers`], which
-    ///   may carry a secret), and its answer is taken only when `https://` failed
+    /// - `https://`; when [`Endpoint::allow_http`] is set, `http://` too, started when
+    ///   `https://` fails before any HTTP answer or has not answered within a head
+    ///   start of 250 ms (happy eyeballs, RFC 8305; only after a failure when the
+    ///   endpoint has [`Endpoint::headers`], which may carry a secret), and its answer is taken only when `https://` failed
     ///   before any HTTP answer (DNS, TCP, TLS, timeout), as the sequential order
     ///   would choose; the session keeps that scheme. The ping carries no credential,
     ///   so none goes over plain HTTP to a registry that answers over TLS. With

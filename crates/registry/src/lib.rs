@@ -153,8 +153,9 @@ pub struct Endpoint {
     pub host: String,
     /// Plain HTTP may be used (when HTTPS fails before any HTTP answer), as Docker
     /// allows for insecure registries and for `localhost`/127.0.0.0/8. The first
-    /// request (ping, or manifest `HEAD` in its place) is then sent over both schemes
-    /// at once, without credentials, unless [`Endpoint::headers`] is set.
+    /// request (ping, or manifest `HEAD` in its place) then goes over plain HTTP too,
+    /// without credentials, when HTTPS fails before any answer or has not answered
+    /// within 250 ms (unless [`Endpoint::headers`] is set: then only after a failure).
     pub allow_http: bool,
     /// Only plain HTTP is used, never HTTPS: an `http://` endpoint as containerd asks it
     /// (a hosts.toml `http://` host without a TLS setting, a CRI `mirrors` endpoint or

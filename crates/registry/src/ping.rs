@@ -7,7 +7,7 @@
 //!
 //! IO: sends the request through [`crate::transport`].
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
@@ -275,11 +275,23 @@ struct PingFailure {
     refusal: Option<EgressRefusal>,
 }
 
+/// How long the `https://` attempt of an endpoint allowed plain HTTP runs alone before
+/// the `http://` one starts beside it: 250 ms, the "Connection Attempt Delay" of
+/// happy eyeballs (RFC 8305, section 5). A registry that answers over TLS within it
+/// (on loopback, or up to about 60 ms of round trip: TCP, the TLS 1.3 handshake and
+/// the request are 3 round trips) gets no plain connection, so an HTTP/2 registry stays
+/// one connection; a plain registry answers the TLS hello at once with a plain 400,
+/// which fails the https attempt, and the plain one starts then (2 round trips after
+/// the start, as in the sequential order Docker and containerd follow); a host whose
+/// TLS port does not answer costs the head start, not the connect timeout.
+pub(crate) const PLAIN_HEAD_START: Duration = Duration::from_millis(250);
+
 /// One try of the first request: over https and, when the endpoint allows plain HTTP,
-/// over http at the same time (after https when the endpoint has configured headers),
-/// whose answer is taken only when https failed before any HTTP answer; with `only`,
-/// over that scheme alone. Returns the base that answered, the request's URL and the
-/// response.
+/// over http too, started when https fails before any HTTP answer or has not answered
+/// within [`PLAIN_HEAD_START`] (only after https fails when the endpoint has configured
+/// headers); the plain answer is taken only when https failed before any HTTP answer.
+/// With `only`, over that scheme alone. Returns the base that answered, the request's
+/// URL and the response.
 async fn first_once(
     endpoint: &Endpoint,
     headers: &HeaderMap,
@@ -340,22 +352,29 @@ async fn first_once(
             }),
         };
     }
-    // Both schemes at once when plain HTTP is allowed and nothing configured goes with
-    // the request (a configured header may carry a secret): https is kept whenever it
-    // answers, as the sequential order would choose, and the plain answer is used only
-    // when https got none. The first request carries no credential, so none goes over
+    // Both schemes, the plain one after https's head start, when plain HTTP is allowed
+    // and nothing configured goes with the request (a configured header may carry a
+    // secret): https is kept whenever it answers, as the sequential order would choose,
+    // and the plain answer is used only when https got none. The first request carries no credential, so none goes over
     // plain HTTP to a registry that answers over TLS.
     let together = endpoint.allow_http && endpoint.headers.is_empty();
     let https = get("https");
+    // Lazy: the plain attempt opens nothing until it is first polled.
     let http = get("http");
-    futures::pin_mut!(https, http);
+    let head_start = tokio::time::sleep(PLAIN_HEAD_START);
+    futures::pin_mut!(https, http, head_start);
     let mut early = None;
     let https_out = if together {
+        let mut plain_started = false;
         loop {
             tokio::select! {
                 biased;
                 out = &mut https => break out,
-                out = &mut http, if early.is_none() => early = Some(out),
+                () = &mut head_start, if !plain_started => {
+                    tracing::debug!(host, "https has not answered within its head start; plain http too");
+                    plain_started = true;
+                }
+                out = &mut http, if plain_started && early.is_none() => early = Some(out),
             }
         }
     } else {

@@ -341,7 +341,7 @@ async fn tls_registry_behind_a_proxy() -> (Registry, LatencyProxy, Client, TempD
 }
 
 #[tokio::test]
-async fn both_schemes_start_together_https_is_kept_and_no_credential_goes_over_plain_http() {
+async fn a_tls_registry_answering_within_the_head_start_gets_one_connection_and_no_plain_attempt() {
     let (registry, proxy, client, _dir) = tls_registry_behind_a_proxy().await;
     let endpoint = Endpoint {
         allow_http: true,
@@ -368,12 +368,65 @@ async fn both_schemes_start_together_https_is_kept_and_no_credential_goes_over_p
             "HEAD /v2/team/app/manifests/v1 200",
         ]
     );
-    // The plain attempt was made at the same time as the https one (in the sequential
-    // order there would be none: https answered), and Go's TLS server answered it
-    // (400): both answered, and https was kept.
+    // https answered within its head start: no plain attempt, and the registry
+    // (HTTP/2 by ALPN) served the whole check over one connection.
     let stats = proxy.stats();
-    assert_eq!(stats.plain, 1, "{stats:?}");
-    assert!(stats.tls >= 1, "{stats:?}");
+    assert_eq!(
+        (stats.connections, stats.tls, stats.plain),
+        (1, 1, 0),
+        "{stats:?}"
+    );
+    assert!(proxy.plain_bytes().is_empty());
+}
+
+#[tokio::test]
+async fn a_slow_tls_answer_lets_the_plain_attempt_start_https_is_kept_and_no_credential_goes_over_plain_http()
+ {
+    let (registry, _direct, client, _dir) = tls_registry_behind_a_proxy().await;
+    // 100 ms each way: TCP, the TLS handshake and the HEAD take 700 ms or more, past
+    // the plain attempt's head start (250 ms).
+    let proxy = LatencyProxy::start(
+        registry.host().parse().expect("address"),
+        ProxyOptions {
+            delay: Duration::from_millis(100),
+            record_plain: true,
+            ..ProxyOptions::default()
+        },
+    )
+    .await
+    .expect("proxy");
+    let endpoint = Endpoint {
+        allow_http: true,
+        ..Endpoint::new(proxy.host())
+    };
+    let canary = Credential::Basic {
+        username: "alice".into(),
+        password: CANARY.into(),
+    };
+    let session = client
+        .authorize_first(&endpoint, &canary, &[APP.to_string()], (APP, "v1"), soon())
+        .await
+        .expect("authorize");
+    assert!(session.base_url().starts_with("https://"), "{session:?}");
+    let a = session.check(APP, "v1").await;
+    assert_eq!(a.status, Status::Present, "{a:?}");
+    assert_eq!(
+        log(&registry).await,
+        [
+            "HEAD /v2/team/app/manifests/v1 401",
+            "GET /v2/ 200",
+            "HEAD /v2/team/app/manifests/v1 200",
+        ]
+    );
+    // The plain attempt started after the head start (Go's TLS server answers it 400,
+    // or https answered first and it was dropped); https was kept, and all of the
+    // check went over the one TLS connection.
+    let stats = proxy.stats();
+    assert_eq!(
+        (stats.connections, stats.tls, stats.plain),
+        (2, 1, 1),
+        "{stats:?}"
+    );
     let plain = proxy.plain_bytes();
     assert_eq!(plain.len(), 1);
     let sent = String::from_utf8_lossy(&plain[0]).to_ascii_lowercase();
@@ -389,7 +442,7 @@ async fn both_schemes_start_together_https_is_kept_and_no_credential_goes_over_p
 }
 
 #[tokio::test]
-async fn a_plain_registry_answers_the_plain_attempt_started_with_the_https_one() {
+async fn a_plain_registry_answers_the_plain_attempt_started_when_https_fails() {
     let registry = registry(Auth::Anonymous).await;
     let proxy = LatencyProxy::start(
         registry.host().parse().expect("address"),

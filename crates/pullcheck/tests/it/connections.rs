@@ -1,0 +1,82 @@
+//! How many connections a check opens: `Checker::check` of many images on one plain
+//! HTTP/1.1 registry (Debian's docker-registry on loopback) behind the testkit's
+//! counting proxy, with a small `concurrency`.
+
+use std::time::Duration;
+
+use pullcheck::credentials::NodeCredentials;
+use pullcheck::input::parse_image_arg;
+use pullcheck::report::{Reason, Status};
+use pullcheck::resolve::Resolver;
+use pullcheck::{CheckOptions, Checker, CheckerOptions};
+use pullcheck_testkit::{Auth, ImageKind, LatencyProxy, ProxyOptions, Registry};
+
+/// Images checked, and the concurrency of the check.
+const IMAGES: usize = 50;
+const CONCURRENCY: usize = 8;
+
+#[tokio::test]
+async fn fifty_images_at_concurrency_8_over_http1_open_at_most_8_plain_connections() {
+    let registry = Registry::builder()
+        .auth(Auth::Anonymous)
+        .start()
+        .await
+        .expect("registry");
+    for i in 0..IMAGES {
+        registry
+            .push("team/app", &format!("v{i}"), ImageKind::OciManifest)
+            .await
+            .expect("push");
+    }
+    registry.clear_requests().await.expect("clear");
+    // 1 ms each way, so that requests overlap as across a network.
+    let proxy = LatencyProxy::start(
+        registry.host().parse().expect("address"),
+        ProxyOptions {
+            delay: Duration::from_millis(1),
+            ..ProxyOptions::default()
+        },
+    )
+    .await
+    .expect("proxy");
+    let host = proxy.host();
+    let checker = Checker::new(
+        CheckerOptions {
+            concurrency: CONCURRENCY,
+            ..CheckerOptions::default()
+        },
+        Resolver::default(),
+        NodeCredentials::empty(),
+    )
+    .expect("checker");
+    let uses = (0..IMAGES)
+        .map(|i| parse_image_arg(&format!("{host}/team/app:v{i}")).expect("image"))
+        .collect();
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        checker.check(uses, &CheckOptions::default()),
+    )
+    .await
+    .expect("the check ends");
+    assert_eq!(report.images.len(), IMAGES);
+    for image in &report.images {
+        assert_eq!(
+            image.status,
+            Status::Present,
+            "{}: {}",
+            image.reference,
+            image.detail
+        );
+        assert_eq!(image.reason, Reason::Found);
+    }
+    // One HEAD per image and nothing else: the first in place of the ping.
+    let served = registry.requests().await.expect("log");
+    assert_eq!(served.len(), IMAGES, "{served:?}");
+    let stats = proxy.stats();
+    // The https attempt (a TLS hello, answered with a plain 400), then at most
+    // CONCURRENCY plain connections: the checker's request permits bound the requests
+    // in flight, and hyper's pool reuses a connection put back before the next request
+    // asks (it opens another only when a request finds none idle).
+    assert_eq!(stats.tls, 1, "{stats:?}");
+    assert!((1..=CONCURRENCY as u64).contains(&stats.plain), "{stats:?}");
+}
