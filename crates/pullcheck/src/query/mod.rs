@@ -641,6 +641,10 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
                 credential: o.credential.clone(),
                 status: o.status,
                 reason: o.reason,
+                missing: o.missing,
+                close_tags: o.close_tags.clone(),
+                platforms: o.platforms.clone(),
+                retry_after: o.retry_after,
                 detail: o.detail.clone(),
                 chosen: i == best,
             })
