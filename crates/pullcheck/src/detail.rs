@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use pullcheck_credentials::{CredentialError, ProviderError};
+use pullcheck_registry::CertificateProblem;
 
 use crate::report::{AttemptReport, ImageReport, Remedy, Status};
 
@@ -95,8 +96,26 @@ pub(crate) fn provider_failures(
     }
 }
 
-/// `detail` of a registry whose https certificate is not valid for its host.
-pub(crate) fn untrusted(detail: &str) -> String {
+/// A registry (`host`) whose https certificate is not valid for it, for `problem`.
+pub(crate) fn untrusted(host: &str, problem: CertificateProblem) -> String {
+    let problem = match problem {
+        CertificateProblem::UnknownAuthority => "signed by an unknown authority",
+        CertificateProblem::Expired => "expired",
+        CertificateProblem::NotYetValid => "not yet valid",
+        CertificateProblem::OtherHost => "issued for another host",
+        CertificateProblem::Revoked => "revoked",
+        CertificateProblem::BadSignature => "badly signed",
+        CertificateProblem::Invalid => "invalid",
+    };
+    format!(
+        "https certificate of registry {host} not trusted: {problem}; the registry as \
+         reached is not the one named"
+    )
+}
+
+/// `detail` of an https certificate not valid for its host, where the registry client
+/// gave no [`CertificateProblem`] (a token server's): its words, then why it is denied.
+pub(crate) fn untrusted_as_said(detail: &str) -> String {
     format!("{detail}; the registry as reached is not the one named")
 }
 

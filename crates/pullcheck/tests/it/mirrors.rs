@@ -15,7 +15,7 @@ use pullcheck::credentials::NodeCredentials;
 use pullcheck::explain::{Explanation, explain};
 use pullcheck::input::parse_image_arg;
 use pullcheck::mirrors::MirrorConfig;
-use pullcheck::report::{ImageReport, MissingPart, Report, Status};
+use pullcheck::report::{ImageReport, MissingPart, Reason, Remedy, Report, Status};
 use pullcheck::resolve::{Credentials, Resolver};
 use pullcheck::{CheckOptions, Checker, CheckerOptions};
 use pullcheck_testkit::{ImageKind, PushedImage, Registry, RequestRecord};
@@ -839,6 +839,55 @@ async fn containerd_mirror_and_server_answering_alike_are_worded_once() {
         "{detail}"
     );
     assert_eq!(detail.matches("also tried").count(), 1, "{detail}");
+}
+
+/// A TLS registry whose CA is not given, named `https://` by its hosts.toml: the row is
+/// `denied`, reason `tls_untrusted`, with the remedies as data, and its detail says so
+/// from the host and the certificate problem (not the registry client's "unreachable").
+#[tokio::test]
+async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
+    let scratch = Scratch::new("containerd-untrusted");
+    let files = pullcheck_testkit::runtime::make_tls_files(scratch.path()).unwrap();
+    let registry = Registry::builder().tls(files).start().await.unwrap();
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .unwrap();
+    let host = registry.host().to_owned();
+    scratch.write(
+        &format!("certs.d/{host}/hosts.toml"),
+        &format!("server = \"https://{host}\"\n"),
+    );
+    let config = MirrorConfig::load_hosts_dir(&scratch.path().join("certs.d")).unwrap();
+    let reference = format!("{host}/team/app:v1");
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        check(config, std::slice::from_ref(&reference)),
+    )
+    .await
+    .expect("bounded");
+    let i = image(&report, &reference);
+    assert_eq!(
+        (i.status, i.reason),
+        (Status::Denied, Reason::TlsUntrusted),
+        "{}",
+        i.detail
+    );
+    assert_eq!(
+        i.remedies,
+        [
+            Remedy::TrustCa { host: host.clone() },
+            Remedy::AllowInsecure { host: host.clone() }
+        ]
+    );
+    assert_eq!(
+        i.detail,
+        format!(
+            "https certificate of registry {host} not trusted: signed by an unknown \
+             authority; the registry as reached is not the one named"
+        )
+    );
+    assert_eq!(report.exit_code(), 1);
 }
 
 #[tokio::test]
