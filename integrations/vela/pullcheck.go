@@ -281,6 +281,15 @@ type Attempt struct {
 	Status string `json:"status"`
 	// Reason is the answer's reason (a Reason* constant).
 	Reason string `json:"reason"`
+	// Missing says what is missing, for status missing; empty otherwise.
+	Missing string `json:"missing,omitempty"`
+	// CloseTags are, for ReasonTagNotFound, the repository's tags close to the one
+	// asked for, best first.
+	CloseTags []string `json:"close_tags,omitempty"`
+	// Platforms are, for ReasonPlatformNotFound, the platforms the index lists.
+	Platforms []string `json:"platforms,omitempty"`
+	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds, when given.
+	RetryAfter *int64 `json:"retry_after,omitempty"`
 	// Detail is the answer in words.
 	Detail string `json:"detail"`
 	// Chosen is true on the one attempt that decided the image's status and reason.

@@ -406,6 +406,10 @@ mod tests {
             credential: None,
             status,
             reason,
+            missing: None,
+            close_tags: Vec::new(),
+            platforms: Vec::new(),
+            retry_after: None,
             detail: detail.into(),
             chosen,
         };

@@ -11,8 +11,9 @@
 use std::time::Duration;
 
 use pullcheck_credentials::{CredentialError, ProviderError};
+use pullcheck_registry::CertificateProblem;
 
-use crate::report::{ImageReport, Remedy, Status};
+use crate::report::{AttemptReport, ImageReport, Remedy, Status};
 
 /// A use under pull policy `never`.
 pub(crate) const NEVER_PULLED: &str = "pull policy `never`: the image is not pulled";
@@ -95,8 +96,26 @@ pub(crate) fn provider_failures(
     }
 }
 
-/// `detail` of a registry whose https certificate is not valid for its host.
-pub(crate) fn untrusted(detail: &str) -> String {
+/// A registry (`host`) whose https certificate is not valid for it, for `problem`.
+pub(crate) fn untrusted(host: &str, problem: CertificateProblem) -> String {
+    let problem = match problem {
+        CertificateProblem::UnknownAuthority => "signed by an unknown authority",
+        CertificateProblem::Expired => "expired",
+        CertificateProblem::NotYetValid => "not yet valid",
+        CertificateProblem::OtherHost => "issued for another host",
+        CertificateProblem::Revoked => "revoked",
+        CertificateProblem::BadSignature => "badly signed",
+        CertificateProblem::Invalid => "invalid",
+    };
+    format!(
+        "https certificate of registry {host} not trusted: {problem}; the registry as \
+         reached is not the one named"
+    )
+}
+
+/// `detail` of an https certificate not valid for its host, where the registry client
+/// gave no [`CertificateProblem`] (a token server's): its words, then why it is denied.
+pub(crate) fn untrusted_as_said(detail: &str) -> String {
     format!("{detail}; the registry as reached is not the one named")
 }
 
@@ -116,22 +135,22 @@ pub(crate) fn with_remedies(detail: &str, remedies: &[Remedy], text: &str) -> St
 }
 
 /// The other attempts of `image` in words, for [`Report::word_attempts`](crate::report::Report::word_attempts); `None` when
-/// there are none.
+/// there are none. Attempts are the same answer when their facts are equal (status,
+/// reason, what is missing, close tags, platforms, retry after), whatever their details
+/// say: a detail names its host, so two endpoints that answer alike differ in words.
+/// A group of other answers is worded with its first attempt's detail.
 pub(crate) fn attempts(image: &ImageReport) -> Option<String> {
     let chosen = image.attempts.iter().find(|a| a.chosen)?;
-    // (status, detail) → the endpoints that answered so, in first-seen order.
-    let mut groups: Vec<(Status, &str, Vec<String>)> = Vec::new();
+    // The answer's facts → the endpoints that answered so, in first-seen order.
+    let mut groups: Vec<(&AttemptReport, Vec<String>)> = Vec::new();
     for a in image.attempts.iter().filter(|a| !a.chosen) {
         let name = match &a.credential {
             Some(c) => format!("{} with {} key {:?}", a.endpoint, c.source, c.key),
             None => a.endpoint.clone(),
         };
-        match groups
-            .iter_mut()
-            .find(|(s, d, _)| *s == a.status && *d == a.detail)
-        {
-            Some((_, _, names)) => names.push(name),
-            None => groups.push((a.status, &a.detail, vec![name])),
+        match groups.iter_mut().find(|(first, _)| same_answer(first, a)) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((a, vec![name])),
         }
     }
     if groups.is_empty() {
@@ -144,14 +163,34 @@ pub(crate) fn attempts(image: &ImageReport) -> Option<String> {
     };
     let listed: Vec<String> = groups
         .into_iter()
-        .map(|(status, detail, names)| {
+        .map(|(first, names)| {
             let names = names.join(", ");
-            if status == chosen.status && detail == chosen.detail {
+            if same_answer(first, chosen) {
                 format!("{names}: same answer")
             } else {
-                format!("{names}: {} ({detail})", status.as_str())
+                format!("{names}: {} ({})", first.status.as_str(), first.detail)
             }
         })
         .collect();
     Some(format!("{verb}: {}", listed.join("; ")))
+}
+
+/// Whether two attempts got the same answer: equal status, reason, missing part, close
+/// tags, platforms and retry after (not their details, which name their hosts).
+fn same_answer(a: &AttemptReport, b: &AttemptReport) -> bool {
+    (
+        a.status,
+        a.reason,
+        a.missing,
+        &a.close_tags,
+        &a.platforms,
+        a.retry_after,
+    ) == (
+        b.status,
+        b.reason,
+        b.missing,
+        &b.close_tags,
+        &b.platforms,
+        b.retry_after,
+    )
 }

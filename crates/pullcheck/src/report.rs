@@ -320,6 +320,21 @@ pub struct AttemptReport {
     pub status: Status,
     /// The answer's reason.
     pub reason: Reason,
+    /// What is missing, as in [`ImageReport::missing`]; left out unless `missing`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<MissingPart>,
+    /// For `tag_not_found`: the repository's tags close to the one asked for, best
+    /// first (as in [`ImageReport::close_tags`]); left out when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub close_tags: Vec<String>,
+    /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`;
+    /// left out when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<String>,
+    /// For `rate_limited`: the wait the registry asked for, in whole seconds; left out
+    /// when it sent none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
     /// The answer in words.
     pub detail: String,
     /// Whether this is the answer the row reports (its `status`, `reason`, `detail`);
@@ -555,8 +570,9 @@ impl Report {
 
     /// Words every row's other [`ImageReport::attempts`] into its detail, once, after the
     /// chosen answer's: `detail; also tried: E1: missing (…); E2, E3: same answer` (`after:`
-    /// when the chosen answer is `present` or `unrunnable`). Attempts with the same status
-    /// and detail are named together, and those with the chosen answer's own are `same
+    /// when the chosen answer is `present` or `unrunnable`). Attempts with the same facts
+    /// (status, reason, missing, close tags, platforms, retry after; not the detail,
+    /// which names its host) are named together, and those with the chosen answer's own are `same
     /// answer`, so no answer is written twice. `E` is the endpoint, with `with SOURCE key
     /// "KEY"` for a credential. The attempts stay in the row as data.
     pub fn word_attempts(&mut self) {
@@ -702,9 +718,74 @@ mod tests {
             }),
             status,
             reason: Reason::AccessDenied,
+            missing: None,
+            close_tags: Vec::new(),
+            platforms: Vec::new(),
+            retry_after: None,
             detail: detail.into(),
             chosen: false,
         }
+    }
+
+    /// A `tag_not_found` attempt on `host` whose detail names it, with `close_tags`.
+    fn tag_not_found(host: &str, close_tags: &[&str], chosen: bool) -> AttemptReport {
+        let mean = close_tags
+            .first()
+            .map_or(String::new(), |t| format!("; did you mean {t}?"));
+        AttemptReport {
+            reason: Reason::TagNotFound,
+            missing: Some(MissingPart::Tag),
+            close_tags: close_tags.iter().map(|t| (*t).to_owned()).collect(),
+            chosen,
+            ..attempt(
+                host,
+                None,
+                Status::Missing,
+                &format!("tag v2 not found in team/app on {host}{mean}"),
+            )
+        }
+    }
+
+    /// A mirror and its registry that answer alike are one answer, though their details
+    /// name different hosts; different close tags are another answer.
+    #[test]
+    fn equal_facts_are_the_same_answer_whatever_the_host() {
+        let mut missing = image(Status::Missing);
+        missing.attempts = vec![
+            tag_not_found("m.example.com", &["v1"], true),
+            tag_not_found("a.example.com", &["v1"], false),
+            tag_not_found("b.example.com", &["v3"], false),
+        ];
+        missing.detail = missing.attempts[0].detail.clone();
+        let mut refused = image(Status::Unreachable);
+        let refused_on = |host: &str, chosen| AttemptReport {
+            reason: Reason::ConnectionRefused,
+            chosen,
+            ..attempt(
+                host,
+                None,
+                Status::Unreachable,
+                &format!("registry {host} unreachable: connection refused"),
+            )
+        };
+        refused.attempts = vec![
+            refused_on("m.example.com", true),
+            refused_on("a.example.com", false),
+        ];
+        refused.detail = refused.attempts[0].detail.clone();
+        let mut report = Report::new(vec![missing, refused], vec![]);
+        report.word_attempts();
+        let details: Vec<&str> = report.images.iter().map(|i| i.detail.as_str()).collect();
+        assert_eq!(
+            details,
+            [
+                "tag v2 not found in team/app on m.example.com; did you mean v1?; also tried: \
+                 a.example.com: same answer; b.example.com: missing (tag v2 not found in \
+                 team/app on b.example.com; did you mean v3?)",
+                "registry m.example.com unreachable: connection refused; also tried: \
+                 a.example.com: same answer",
+            ]
+        );
     }
 
     /// The golden renderings of the other attempts: equal answers are named together,

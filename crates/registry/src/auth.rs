@@ -45,6 +45,7 @@ fn fail(status: Status, reason: Reason, message: String) -> Result<Auth, Authori
         reason,
         message,
         refusal: None,
+        certificate: None,
     })
 }
 
@@ -230,6 +231,7 @@ pub(crate) fn token_failure(
                      credentials are needed"
                 ),
                 refusal: None,
+                certificate: None,
             },
             _ => AuthorizeError {
                 status: Status::Denied,
@@ -239,6 +241,7 @@ pub(crate) fn token_failure(
                     who(credential)
                 ),
                 refusal: None,
+                certificate: None,
             },
         },
         TokenFailure::Status { status, .. } => AuthorizeError {
@@ -250,18 +253,21 @@ pub(crate) fn token_failure(
             },
             message: format!("token server {realm} for {host} answered HTTP {status}"),
             refusal: None,
+            certificate: None,
         },
         TokenFailure::Transport { reason, kind, .. } => AuthorizeError {
             status: Status::Unreachable,
             reason: *kind,
             message: format!("token server {realm} for {host} unreachable: {reason}"),
             refusal: None,
+            certificate: None,
         },
         TokenFailure::BadReply(reason) => AuthorizeError {
             status: Status::Unreachable,
             reason: Reason::NotARegistry,
             message: format!("token server {realm} for {host}: {reason}"),
             refusal: None,
+            certificate: None,
         },
         TokenFailure::Refused(refusal) => {
             AuthorizeError::refused(&format!("token server {realm} for {host}"), refusal.clone())
@@ -285,12 +291,14 @@ pub(crate) fn basic_check(
                 who(credential)
             ),
             refusal: None,
+            certificate: None,
         }),
         status => Some(AuthorizeError {
             status: Status::Unreachable,
             reason: Reason::ServerError,
             message: format!("registry {host} answered HTTP {status} to the credential check"),
             refusal: None,
+            certificate: None,
         }),
     }
 }

@@ -252,6 +252,7 @@ impl Client {
             reason: Reason::ClientConfig,
             message: format!("registry {host}: {e}"),
             refusal: None,
+            certificate: None,
         })?;
         let http = self
             .shared
@@ -495,7 +496,10 @@ impl Client {
             .await
             .map_err(|e| match e.refusal {
                 Some(refusal) => AuthorizeError::refused(&format!("registry {host}"), refusal),
-                None => unreachable_error(host, e.kind, &e.reason),
+                None => AuthorizeError {
+                    certificate: e.certificate,
+                    ..unreachable_error(host, e.kind, &e.reason)
+                },
             })?;
         match auth::basic_check(host, response.status().as_u16(), credential) {
             None => Ok(()),
@@ -510,6 +514,7 @@ fn unreachable_error(host: &str, kind: Reason, reason: &str) -> AuthorizeError {
         reason: kind,
         message: format!("registry {host} unreachable: {reason}"),
         refusal: None,
+        certificate: None,
     }
 }
 

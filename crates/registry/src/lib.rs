@@ -123,7 +123,7 @@ pub use observe::{Observer, RequestEvent, RequestKind};
 /// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
 /// without HTTP), re-exported here so that `pullcheck_registry::Credential` names it.
 pub use pullcheck_credentials::Credential;
-pub use reason::Reason;
+pub use reason::{CertificateProblem, Reason};
 pub use session::Session;
 pub use urls::MANIFEST_ACCEPT;
 
@@ -508,6 +508,9 @@ pub struct AuthorizeError {
     pub message: String,
     /// For [`Status::Refused`]: the egress rule and what it matched.
     pub refusal: Option<EgressRefusal>,
+    /// For [`Reason::TlsUntrusted`] from the registry's own https endpoint: what is wrong
+    /// with its certificate; `None` otherwise.
+    pub certificate: Option<CertificateProblem>,
 }
 
 impl AuthorizeError {
@@ -518,6 +521,7 @@ impl AuthorizeError {
             reason,
             message: message.into(),
             refusal: None,
+            certificate: None,
         }
     }
 
@@ -528,6 +532,7 @@ impl AuthorizeError {
             reason: Reason::EgressDenied,
             message: format!("{what}: {refusal}; nothing was sent to it"),
             refusal: Some(refusal),
+            certificate: None,
         }
     }
 }

@@ -19,7 +19,9 @@ use crate::classify::Ref;
 use crate::retry::{self, Attempts};
 use crate::transport::Http;
 use crate::urls::{MANIFEST_ACCEPT, api_url, base_url, manifest_url, with_query};
-use crate::{AuthorizeError, Credential, EgressRefusal, Endpoint, Reason, Status};
+use crate::{
+    AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, Reason, Status,
+};
 
 /// What a ping learned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,6 +258,7 @@ async fn first_request(
                     reason: failure.kind,
                     message: failure.message,
                     refusal: None,
+                    certificate: failure.certificate,
                 });
             }
         }
@@ -273,6 +276,8 @@ struct PingFailure {
     retryable: bool,
     /// The egress policy refused the host (or a redirect of the ping).
     refusal: Option<EgressRefusal>,
+    /// For [`Reason::TlsUntrusted`]: what is wrong with the https certificate.
+    certificate: Option<CertificateProblem>,
 }
 
 /// How long the `https://` attempt of an endpoint allowed plain HTTP runs alone before
@@ -307,6 +312,7 @@ async fn first_once(
         kind: Reason::ClientConfig,
         retryable: false,
         refusal: None,
+        certificate: None,
     };
     // The target's request over `<scheme>://host`, with the endpoint's query and headers.
     let get = |scheme: &'static str| async move {
@@ -349,6 +355,7 @@ async fn first_once(
                 kind: e.kind,
                 retryable: e.retryable,
                 refusal: e.refusal,
+                certificate: e.certificate,
             }),
         };
     }
@@ -399,6 +406,7 @@ async fn first_once(
             kind: https_error.kind,
             retryable: https_error.retryable,
             refusal: https_error.refusal,
+            certificate: https_error.certificate,
         });
     }
     tracing::debug!(host, reason = %https_error.reason, "https failed; plain http");
@@ -423,6 +431,7 @@ async fn first_once(
             },
             retryable: e.retryable,
             refusal: e.refusal,
+            certificate: https_error.certificate,
         }),
     }
 }

@@ -156,3 +156,25 @@ mod tests {
         }
     }
 }
+
+/// What is wrong with a registry's https certificate, for [`Reason::TlsUntrusted`]: the
+/// certificate errors of rustls (`rustls::CertificateError`) that Go's `crypto/x509`
+/// also tells apart (`UnknownAuthorityError`, `CertificateInvalidError` with `Expired`,
+/// `HostnameError`), so the front ends word it without reading a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CertificateProblem {
+    /// Signed by an authority the client does not trust (no CA given for the host).
+    UnknownAuthority,
+    /// Expired.
+    Expired,
+    /// Not yet valid.
+    NotYetValid,
+    /// Issued for another host name or address.
+    OtherHost,
+    /// Revoked.
+    Revoked,
+    /// Its signature does not verify.
+    BadSignature,
+    /// Invalid for another reason.
+    Invalid,
+}

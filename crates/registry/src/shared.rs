@@ -71,6 +71,7 @@ impl Shared {
             reason: crate::Reason::ClientConfig,
             message: format!("cannot build the HTTP client: {what}"),
             refusal: None,
+            certificate: None,
         };
         let extra_roots = match &options.ca_file {
             Some(path) => tls::read_roots(path).map_err(|e| fail(format!("ca_file: {e}")))?,

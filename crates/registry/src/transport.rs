@@ -26,7 +26,7 @@ use reqwest::{Method, RequestBuilder, Response};
 use url::Url;
 
 use crate::observe::{self, Observer, RequestEvent, RequestKind};
-use crate::{ClientOptions, EgressPolicy, EgressRefusal, Reason};
+use crate::{CertificateProblem, ClientOptions, EgressPolicy, EgressRefusal, Reason};
 
 /// At most this much of an error body is read.
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -239,6 +239,8 @@ pub(crate) struct SendError {
     /// The egress policy refused the host (of the URL, a redirect, or the addresses its
     /// name resolved to); nothing was sent to it.
     pub refusal: Option<EgressRefusal>,
+    /// For [`Reason::TlsUntrusted`]: what is wrong with the certificate.
+    pub certificate: Option<CertificateProblem>,
 }
 
 impl SendError {
@@ -250,6 +252,7 @@ impl SendError {
             retryable: false,
             connection_level: false,
             refusal: None,
+            certificate: None,
         }
     }
 }
@@ -304,6 +307,7 @@ impl Http {
                 retryable: false,
                 connection_level: false,
                 refusal: Some(refusal),
+                certificate: None,
             });
         }
         let Some(budget) = budget(&self.limits, deadline, started) else {
@@ -386,6 +390,7 @@ impl Http {
                     },
                     retryable: refusal.is_none() && is_retryable(&e),
                     connection_level: refusal.is_none() && is_connection_level(&e),
+                    certificate: refusal.is_none().then(|| certificate_of(&e)).flatten(),
                     refusal,
                 };
                 tracing::debug!(
@@ -464,6 +469,7 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
                     retryable: is_retryable(&e),
                     connection_level: false,
                     refusal: None,
+                    certificate: certificate_of(&e),
                 });
                 return out;
             }
@@ -499,6 +505,24 @@ fn is_retryable(err: &reqwest::Error) -> bool {
                 | io::ErrorKind::BrokenPipe
                 | io::ErrorKind::UnexpectedEof
         )
+    })
+}
+
+/// What is wrong with the certificate, for a request that failed on it
+/// ([`Reason::TlsUntrusted`]).
+fn certificate_of(err: &reqwest::Error) -> Option<CertificateProblem> {
+    use rustls::CertificateError as C;
+    let rustls::Error::InvalidCertificate(cert) = tls_error(err)? else {
+        return None;
+    };
+    Some(match cert {
+        C::UnknownIssuer => CertificateProblem::UnknownAuthority,
+        C::Expired | C::ExpiredContext { .. } => CertificateProblem::Expired,
+        C::NotValidYet | C::NotValidYetContext { .. } => CertificateProblem::NotYetValid,
+        C::NotValidForName | C::NotValidForNameContext { .. } => CertificateProblem::OtherHost,
+        C::Revoked => CertificateProblem::Revoked,
+        C::BadSignature => CertificateProblem::BadSignature,
+        _ => CertificateProblem::Invalid,
     })
 }
 

@@ -48,7 +48,8 @@ use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use pullcheck_credentials::CredentialError;
 use pullcheck_reference::Reference;
 use pullcheck_registry::{
-    Answer, AuthorizeError, Credential, EgressRefusal, Endpoint, Missing, Platform,
+    Answer, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, Missing,
+    Platform,
 };
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -138,6 +139,9 @@ pub(crate) struct Outcome {
     pub platforms: Vec<String>,
     /// For `rate_limited`: the wait the registry asked for, in whole seconds.
     pub retry_after: Option<u64>,
+    /// For `tls_untrusted`: what is wrong with the registry's https certificate, when
+    /// the registry client says.
+    pub certificate: Option<CertificateProblem>,
 }
 
 /// One (route, credential) pair to try.
@@ -597,6 +601,7 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         provider_failures: Vec::new(),
         platforms: Vec::new(),
         retry_after: None,
+        certificate: None,
     }
 }
 
@@ -641,6 +646,10 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
                 credential: o.credential.clone(),
                 status: o.status,
                 reason: o.reason,
+                missing: o.missing,
+                close_tags: o.close_tags.clone(),
+                platforms: o.platforms.clone(),
+                retry_after: o.retry_after,
                 detail: o.detail.clone(),
                 chosen: i == best,
             })
@@ -734,6 +743,7 @@ async fn ask_group<R: Registry>(
                         registry: Some(host.clone()),
                         credential: group.source.clone(),
                         egress: e.refusal.clone(),
+                        certificate: e.certificate,
                         ..failure(map_status(e.status), e.reason.into(), e.message.clone())
                     }),
                 ));
@@ -817,6 +827,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         provider_failures: Vec::new(),
         platforms: answer.platforms.iter().map(ToString::to_string).collect(),
         retry_after: answer.retry_after.map(|d| d.as_secs()),
+        certificate: None,
     }
 }
 
@@ -834,12 +845,17 @@ fn answer_key(attempt: &Attempt, reference: &Reference, platform: Option<&Platfo
 /// An outcome whose https certificate is not valid for the host ([`Reason::TlsUntrusted`])
 /// is `denied`, with the remedies as data (trust its CA, or allow unverified TLS): the
 /// registry as reached is not the one named, which is a failure, not a registry that
-/// could not be asked. The front ends word the remedies.
+/// could not be asked. Its detail is worded from the host and the certificate problem
+/// (the registry client's "unreachable" words would contradict the status); the front
+/// ends word the remedies.
 fn certificate_denied(mut outcome: Outcome) -> Outcome {
     if outcome.reason == Reason::TlsUntrusted {
         let host = outcome.registry.clone().unwrap_or_default();
         outcome.status = Status::Denied;
-        outcome.detail = detail::untrusted(&outcome.detail);
+        outcome.detail = match outcome.certificate {
+            Some(problem) => detail::untrusted(&host, problem),
+            None => detail::untrusted_as_said(&outcome.detail),
+        };
         outcome.remedies = vec![
             Remedy::TrustCa { host: host.clone() },
             Remedy::AllowInsecure { host },

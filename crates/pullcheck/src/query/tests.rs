@@ -159,6 +159,7 @@ impl Registry for Scripted {
                 reason: pullcheck_registry::Reason::CredentialsRejected,
                 message: format!("{} refused {user}", endpoint.host),
                 refusal: None,
+                certificate: None,
             }),
             None => Ok(FakeSession {
                 host: endpoint.host.clone(),

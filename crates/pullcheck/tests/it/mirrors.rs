@@ -15,7 +15,7 @@ use pullcheck::credentials::NodeCredentials;
 use pullcheck::explain::{Explanation, explain};
 use pullcheck::input::parse_image_arg;
 use pullcheck::mirrors::MirrorConfig;
-use pullcheck::report::{ImageReport, MissingPart, Report, Status};
+use pullcheck::report::{ImageReport, MissingPart, Reason, Remedy, Report, Status};
 use pullcheck::resolve::{Credentials, Resolver};
 use pullcheck::{CheckOptions, Checker, CheckerOptions};
 use pullcheck_testkit::{ImageKind, PushedImage, Registry, RequestRecord};
@@ -763,6 +763,131 @@ async fn containerd_mirror_down_the_server_answers() {
             (pair.up().to_owned(), Status::Missing, true)
         ]
     );
+}
+
+/// A mirror and its server that answer alike (a missing tag with the same close tags, a
+/// missing repository, a refused connection) are one answer: the facts of both attempts
+/// are equal, and the worded detail names the mirror's answer once, the server's as
+/// `same answer`, though each attempt's own detail names its host.
+#[tokio::test]
+async fn containerd_mirror_and_server_answering_alike_are_worded_once() {
+    let pair = Pair::start().await;
+    let scratch = Scratch::new("containerd-alike");
+    let config = hosts_dir(&scratch, pair.up(), &format!("http://{}", pair.mir()), "");
+    let tag = format!("{}/team/app:v2", pair.up());
+    let repository = format!("{}/team/nothing:v1", pair.up());
+    let mut report = check(config, &[tag.clone(), repository.clone()]).await;
+
+    let (up, mir) = (pair.up().to_owned(), pair.mir().to_owned());
+    for (reference, missing) in [
+        (&tag, MissingPart::Tag),
+        (&repository, MissingPart::Repository),
+    ] {
+        let i = image(&report, reference);
+        assert_eq!(i.status, Status::Missing, "{}", i.detail);
+        assert_eq!(i.missing, Some(missing), "{}", i.detail);
+        assert_eq!(
+            tried(i),
+            [
+                (mir.clone(), Status::Missing, true),
+                (up.clone(), Status::Missing, false)
+            ]
+        );
+        let (m, u) = (&i.attempts[0], &i.attempts[1]);
+        assert_eq!(
+            (m.reason, m.missing, &m.close_tags),
+            (u.reason, u.missing, &u.close_tags)
+        );
+        assert_ne!(m.detail, u.detail, "each attempt's detail names its host");
+    }
+    assert_eq!(image(&report, &tag).attempts[1].close_tags, ["v1"]);
+
+    report.word_attempts();
+    assert_eq!(
+        image(&report, &tag).detail,
+        format!(
+            "tag v2 not found in team/app on {mir}; did you mean v1?; also tried: {up}: same answer"
+        )
+    );
+    let detail = &image(&report, &repository).detail;
+    assert!(
+        detail.ends_with(&format!("; also tried: {up}: same answer")),
+        "{detail}"
+    );
+    assert_eq!(detail.matches("not found").count(), 1, "{detail}");
+
+    // Two refused endpoints: the server and its mirror both closed.
+    let (dead_up, dead_mir) = (closed_host(), closed_host());
+    let scratch = Scratch::new("containerd-alike-refused");
+    let config = hosts_dir(&scratch, &dead_up, &format!("http://{dead_mir}"), "");
+    let reference = format!("{dead_up}/team/app:v1");
+    let mut report = check(config, std::slice::from_ref(&reference)).await;
+    let i = image(&report, &reference);
+    assert_eq!(i.status, Status::Unreachable, "{}", i.detail);
+    assert_eq!(
+        tried(i),
+        [
+            (dead_mir.clone(), Status::Unreachable, true),
+            (dead_up.clone(), Status::Unreachable, false)
+        ]
+    );
+    assert_eq!(i.attempts[0].reason, i.attempts[1].reason);
+    report.word_attempts();
+    let detail = &image(&report, &reference).detail;
+    assert!(
+        detail.ends_with(&format!("; also tried: {dead_up}: same answer")),
+        "{detail}"
+    );
+    assert_eq!(detail.matches("also tried").count(), 1, "{detail}");
+}
+
+/// A TLS registry whose CA is not given, named `https://` by its hosts.toml: the row is
+/// `denied`, reason `tls_untrusted`, with the remedies as data, and its detail says so
+/// from the host and the certificate problem (not the registry client's "unreachable").
+#[tokio::test]
+async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
+    let scratch = Scratch::new("containerd-untrusted");
+    let files = pullcheck_testkit::runtime::make_tls_files(scratch.path()).unwrap();
+    let registry = Registry::builder().tls(files).start().await.unwrap();
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .unwrap();
+    let host = registry.host().to_owned();
+    scratch.write(
+        &format!("certs.d/{host}/hosts.toml"),
+        &format!("server = \"https://{host}\"\n"),
+    );
+    let config = MirrorConfig::load_hosts_dir(&scratch.path().join("certs.d")).unwrap();
+    let reference = format!("{host}/team/app:v1");
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        check(config, std::slice::from_ref(&reference)),
+    )
+    .await
+    .expect("bounded");
+    let i = image(&report, &reference);
+    assert_eq!(
+        (i.status, i.reason),
+        (Status::Denied, Reason::TlsUntrusted),
+        "{}",
+        i.detail
+    );
+    assert_eq!(
+        i.remedies,
+        [
+            Remedy::TrustCa { host: host.clone() },
+            Remedy::AllowInsecure { host: host.clone() }
+        ]
+    );
+    assert_eq!(
+        i.detail,
+        format!(
+            "https certificate of registry {host} not trusted: signed by an unknown \
+             authority; the registry as reached is not the one named"
+        )
+    );
+    assert_eq!(report.exit_code(), 1);
 }
 
 #[tokio::test]

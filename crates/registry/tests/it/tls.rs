@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Reason, Status};
+use pullcheck_registry::{
+    CertificateProblem, Client, ClientOptions, Credential, Endpoint, Reason, Status,
+};
 use pullcheck_testkit::{ImageKind, Registry, TempDir};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use support::guarded;
@@ -124,8 +126,12 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
         .await
         .expect_err("self-signed");
     assert_eq!(
-        (err.status, err.reason),
-        (Status::Unreachable, Reason::TlsUntrusted)
+        (err.status, err.reason, err.certificate),
+        (
+            Status::Unreachable,
+            Reason::TlsUntrusted,
+            Some(CertificateProblem::UnknownAuthority)
+        )
     );
     assert_eq!(
         err.message,
@@ -234,8 +240,12 @@ async fn expired_certificate_is_named() {
     .await
     .expect_err("expired");
     assert_eq!(
-        (err.status, err.reason),
-        (Status::Unreachable, Reason::TlsUntrusted)
+        (err.status, err.reason, err.certificate),
+        (
+            Status::Unreachable,
+            Reason::TlsUntrusted,
+            Some(CertificateProblem::Expired)
+        )
     );
     assert!(
         err.message.starts_with(&format!(
@@ -261,7 +271,10 @@ async fn certificate_for_another_host_is_named() {
     )
     .await
     .expect_err("wrong host");
-    assert_eq!(err.reason, Reason::TlsUntrusted);
+    assert_eq!(
+        (err.reason, err.certificate),
+        (Reason::TlsUntrusted, Some(CertificateProblem::OtherHost))
+    );
     assert!(
         err.message.starts_with(&format!(
             "registry {} unreachable over https: TLS: certificate is for another host",
