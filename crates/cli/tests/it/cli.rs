@@ -1033,7 +1033,7 @@ fn file_errors_hold_none_of_the_files_values() {
         (
             "--containerd-config",
             "type.toml",
-            "--containerd-config type.toml: invalid containerd config.toml: ",
+            "--containerd-config type.toml: not a containerd config.toml: ",
         ),
         ("--hosts-dir", "hosts", ""),
         (
