@@ -684,7 +684,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The variables of an `environment` value: a mapping of names to scalars, or (as
-    /// Vela's `raw.StringSliceMap` also reads it) a list of `NAME=value` strings.
+    /// Vela's `raw.StringSliceMap` also reads it) a list of `NAME=value` strings, or one
+    /// such string, which `raw.StringSlice` decodes as a one-item list.
     pub fn env_values(&mut self, env: Reached) -> Result<Vec<(String, String)>, InputError> {
         let mut out = Vec::new();
         if self.doc.is_map(env.id) {
@@ -700,6 +701,11 @@ impl<'a> Reader<'a> {
                 if let Some((key, value)) = self.doc.text(item).and_then(|t| t.split_once('=')) {
                     out.push((key.to_owned(), value.to_owned()));
                 }
+            }
+        } else if !self.doc.is_null(env.id) {
+            // `raw.StringSlice` decodes a lone string as a one-item list.
+            if let Some((key, value)) = self.doc.text(env.id).and_then(|t| t.split_once('=')) {
+                out.push((key.to_owned(), value.to_owned()));
             }
         }
         Ok(out)

@@ -504,3 +504,31 @@ fn a_stage_s_own_name_is_the_origin_s_stage() {
     let stages: Vec<Option<&str>> = uses.iter().map(|u| u.origin.stage.as_deref()).collect();
     assert_eq!(stages, [Some("build"), Some("two")]);
 }
+
+#[test]
+fn an_environment_given_as_one_string_is_one_variable() {
+    // raw.StringSliceMap.UnmarshalYAML: `raw.StringSlice` reads a lone string as a
+    // one-item list, which is split at its first `=`.
+    let step = "\
+version: \"1\"
+steps:
+  - name: a
+    image: localhost:5000/team/app:${T}
+    environment: \"T=v1=x\"
+";
+    let global = "\
+version: \"1\"
+environment: \"T=v2\"
+steps:
+  - name: a
+    image: localhost:5000/team/app:${T}
+    commands: [echo]
+";
+    let (uses, _) = read(step);
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].pulled(), "localhost:5000/team/app:v1=x");
+    assert_eq!(uses[0].disposition, Disposition::Check);
+    let (uses, _) = read(global);
+    assert_eq!(uses[0].pulled(), "localhost:5000/team/app:v2");
+    assert_eq!(uses[0].disposition, Disposition::Check);
+}
