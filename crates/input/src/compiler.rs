@@ -859,8 +859,11 @@ fn validate_step(r: &mut Reader<'_>, s: &Step) -> Result<(), InputError> {
         return Ok(());
     }
     for key in ["commands", "environment", "parameters", "secrets"] {
+        // `commands` and `secrets` are `raw.StringSlice`-like: a lone string, even
+        // `""`, decodes as a one-item list, so it counts.
         if let Some(v) = r.get_set(s.node, key)?
-            && r.non_empty(v)
+            && (r.non_empty(v)
+                || (key != "environment" && key != "parameters" && r.doc.text(v.id).is_some()))
         {
             return Ok(());
         }

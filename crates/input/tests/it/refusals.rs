@@ -237,6 +237,9 @@ fn containers_without_name_image_or_anything_to_do() {
     // steps are checked too.
     for nothing in [
         "commands: []",
+        "commands: ~",
+        "commands:",
+        "secrets: ~",
         "environment: {}",
         "parameters: {}",
         "secrets: []",
@@ -259,9 +262,13 @@ fn containers_without_name_image_or_anything_to_do() {
         Some(&Refusal::NoCommands { step: "b".into() })
     );
     assert_eq!(at(&e), (6, 9));
-    // Any one of commands, environment, parameters, secrets or `detach: true` is enough.
+    // Any one of commands, environment, parameters, secrets or `detach: true` is enough;
+    // `raw.StringSlice` makes a lone string, even `""`, a one-item list.
     for extra in [
         "commands: [make]",
+        "commands: \"\"",
+        "commands: ''",
+        "secrets: \"\"",
         "environment: {A: b}",
         "environment: [A=b]",
         "parameters: {a: b}",
@@ -269,11 +276,9 @@ fn containers_without_name_image_or_anything_to_do() {
         "detach: true",
     ] {
         let text = format!("version: '1'\nsteps:\n  - name: foo\n    image: alpine\n    {extra}\n");
-        assert_eq!(
-            read_pipeline(".vela.yml", &text).unwrap().len(),
-            1,
-            "{extra}"
-        );
+        let uses = read_pipeline(".vela.yml", &text).unwrap();
+        assert_eq!(uses.len(), 1, "{extra}");
+        assert_eq!(uses[0].disposition, Disposition::Check, "{extra}");
     }
     // `clone` and `init` (`constants.CloneName`, `constants.InitName`) need none, in
     // steps and in stages; no other name is exempt.
