@@ -365,7 +365,8 @@ type Refusal struct {
 	// empty for a list item), Found what was found there or in a field.
 	Variable string `json:"variable,omitempty"`
 	Found    string `json:"found,omitempty"`
-	// Field is the path of a field of the wrong type (RefusalWrongType), Expected the
+	// Field is the path of a field of the wrong type (RefusalWrongType) or of a null
+	// item (RefusalNullItem, with its Container), Expected the
 	// JSON or YAML type it takes; JSON says the text was a compiled build.
 	Field    string `json:"field,omitempty"`
 	Expected string `json:"expected,omitempty"`
@@ -391,6 +392,7 @@ const (
 	RefusalMissingTemplate           = "missing_template"
 	RefusalUnsupportedTemplateType   = "unsupported_template_type"
 	RefusalWrongType                 = "wrong_type"
+	RefusalNullItem                  = "null_item"
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"
 	RefusalUnsupportedTemplateFormat = "unsupported_template_format"

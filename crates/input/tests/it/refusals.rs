@@ -704,3 +704,69 @@ fn an_image_that_is_a_list_refuses_the_file() {
         assert_eq!(at(&e).0, line);
     }
 }
+
+#[test]
+fn a_null_or_non_mapping_container_item_refuses_the_file() {
+    // StepSlice/ServiceSlice.UnmarshalYAML: "invalid step with nil content found";
+    // SecretSlice.UnmarshalYAML dereferences a nil secret. Each at the item.
+    let ok = "  - {name: a, image: alpine, commands: [x]}\n";
+    for (text, container, field, line_col) in [
+        (
+            format!("version: '1'\nsteps:\n{ok}  -\n"),
+            ContainerKind::Step,
+            "steps[1]",
+            (4, 4),
+        ),
+        (
+            format!("version: '1'\nservices:\n  - ~\nsteps:\n{ok}"),
+            ContainerKind::Service,
+            "services[0]",
+            (3, 5),
+        ),
+        (
+            format!("version: '1'\nstages:\n  s:\n    steps:\n      - ~\n    {ok}"),
+            ContainerKind::Step,
+            "stages.s.steps[0]",
+            (5, 9),
+        ),
+        (
+            format!("version: '1'\nsecrets: [~]\nsteps:\n{ok}"),
+            ContainerKind::Secret,
+            "secrets[0]",
+            (2, 11),
+        ),
+    ] {
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::NullItem {
+                container,
+                field: field.into()
+            }),
+            "{text}"
+        );
+        assert_eq!(at(&e), line_col, "{text}");
+    }
+    // A step or service that is not a mapping is go-yaml's type error.
+    for (text, field, line_col) in [
+        ("version: '1'\nsteps: [x]\n".to_owned(), "steps[0]", (2, 9)),
+        (
+            format!("version: '1'\nservices:\n  - [db]\nsteps:\n{ok}"),
+            "services[0]",
+            (3, 5),
+        ),
+        (
+            "version: '1'\nstages:\n  s:\n    steps: [x, {name: a, image: alpine, commands: [x]}]\n"
+                .to_owned(),
+            "stages.s.steps[0]",
+            (4, 13),
+        ),
+    ] {
+        let e = refused(&text);
+        assert!(
+            matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field: f, expected: "mapping", .. }) if f == field),
+            "{text}: {e}"
+        );
+        assert_eq!(at(&e), line_col, "{text}");
+    }
+}
