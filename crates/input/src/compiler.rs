@@ -491,7 +491,11 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
             if !r.doc.is_map(stage.id) {
                 continue;
             }
-            let name = r.text(stage, "name")?.unwrap_or(key);
+            // `StageSlice.UnmarshalYAML`: an empty `name:` is the key, as an absent one.
+            let name = r
+                .text(stage, "name")?
+                .filter(|n| !n.is_empty())
+                .unwrap_or(key);
             string_slices(r, stage, &format!("stages.{name}"), &["needs"])?;
             if let Some(env) = r.get_set(stage, "environment")? {
                 r.check_environment(env, &format!("stages.{name}.environment"), false)?;

@@ -770,3 +770,26 @@ fn a_null_or_non_mapping_container_item_refuses_the_file() {
         assert_eq!(at(&e), line_col, "{text}");
     }
 }
+
+#[test]
+fn an_empty_stage_name_is_the_stage_s_key() {
+    // stage.go `StageSlice.UnmarshalYAML`: `if len(stage.Name) == 0` the key is the name,
+    // so `name: ""` is as no `name:` at all.
+    let e = refused(
+        "version: \"1\"\nstages:\n  build:\n    name: \"\"\n    needs: [build]\n    steps:\n      - {name: a, image: alpine:3.19, commands: [echo]}\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::StageNeedsItself {
+            name: "build".into()
+        })
+    );
+    assert_eq!(at(&e).0, 5);
+    // Two stages with `name: ""` are two stages (their keys), each the origin's stage,
+    // and a step name in each is counted once per stage.
+    let text = "version: \"1\"\nstages:\n  one:\n    name: \"\"\n    steps:\n      - {name: a, image: alpine:3.19, commands: [echo]}\n  two:\n    name: \"\"\n    steps:\n      - {name: a, image: alpine:3.18, commands: [echo]}\n";
+    let uses = read_pipeline(".vela.yml", text).expect("reads");
+    let stages: Vec<Option<&str>> = uses.iter().map(|u| u.origin.stage.as_deref()).collect();
+    assert_eq!(stages, [Some("one"), Some("two")]);
+    assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
+}
