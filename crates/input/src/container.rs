@@ -120,6 +120,9 @@ pub(crate) struct Place {
     /// In source: the variables of the pipeline's and the stage's `environment:`, which
     /// the compiler merges into the step's before substituting.
     pub scope_env: HashMap<String, String>,
+    /// In source: the names of the pipeline's `environment:` that `metadata.environment`
+    /// keeps from this kind of container.
+    pub withheld: Vec<String>,
 }
 
 /// Walks one document, collecting image uses; every lookup spends from one budget.
@@ -646,6 +649,7 @@ impl<'a> Reader<'a> {
             values,
             secrets,
             opaque,
+            withheld: place.withheld.clone(),
         })
     }
 

@@ -360,10 +360,45 @@ steps:
 ";
     let (uses, _) = read(text);
     assert_eq!(uses[0].pulled(), "postgres:16");
+    // The finding says where the value is, and that this container is not given it.
     let u = unresolved(&uses[1]);
     assert_eq!(
         (u.variables[0].name.as_str(), &u.variables[0].source),
-        ("TAG", &ValueSource::Nowhere)
+        ("TAG", &ValueSource::GlobalEnvironmentWithheld)
+    );
+    // A variable the global environment does not set either is set nowhere, and a
+    // stage step is kept from the global environment too.
+    let (uses, _) = read(&text.replace("alpine:${TAG}", "alpine:${TAG}-${OTHER}"));
+    let u = unresolved(&uses[1]);
+    let sources: Vec<(&str, &ValueSource)> = u
+        .variables
+        .iter()
+        .map(|v| (v.name.as_str(), &v.source))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("TAG", &ValueSource::GlobalEnvironmentWithheld),
+            ("OTHER", &ValueSource::Nowhere)
+        ]
+    );
+    let staged = "\
+version: '1'
+metadata:
+  environment: [ services ]
+environment:
+  TAG: \"16\"
+stages:
+  s:
+    steps:
+      - name: a
+        image: alpine:${TAG}
+        commands: [ x ]
+";
+    let (uses, _) = read(staged);
+    assert_eq!(
+        unresolved(&uses[0]).variables[0].source,
+        ValueSource::GlobalEnvironmentWithheld
     );
     // Absent, all three get it (`yaml.Build.UnmarshalYAML`'s default).
     let (uses, _) = read(&text.replace("metadata:\n  environment: [ services ]\n", ""));
