@@ -251,10 +251,12 @@ type Variable struct {
 }
 
 // VariableSource is where a variable's value would come from: Kind is "secret"
-// (Secret names the secret's source), "server" (a VELA_* the Vela server sets) or
-// "nowhere" (set nowhere in the pipeline).
+// (Secret names the secret's source), "server" (a VELA_* the Vela server sets),
+// "global_environment_withheld" (set only in the pipeline's environment, which
+// metadata.environment does not give to this kind of container) or "nowhere" (set
+// nowhere in the pipeline).
 type VariableSource struct {
-	// Kind is secret, server or nowhere.
+	// Kind is secret, server, global_environment_withheld or nowhere.
 	Kind string `json:"kind"`
 	// Secret is the secret's source, for kind secret.
 	Secret string `json:"secret"`
@@ -374,7 +376,8 @@ type Refusal struct {
 	// empty for a list item), Found what was found there or in a field.
 	Variable string `json:"variable,omitempty"`
 	Found    string `json:"found,omitempty"`
-	// Field is the path of a field of the wrong type (RefusalWrongType), Expected the
+	// Field is the path of a field of the wrong type (RefusalWrongType) or of a null
+	// item (RefusalNullItem, with its Container), Expected the
 	// JSON or YAML type it takes; JSON says the text was a compiled build.
 	Field    string `json:"field,omitempty"`
 	Expected string `json:"expected,omitempty"`
@@ -410,6 +413,7 @@ const (
 	RefusalMissingTemplate           = "missing_template"
 	RefusalUnsupportedTemplateType   = "unsupported_template_type"
 	RefusalWrongType                 = "wrong_type"
+	RefusalNullItem                  = "null_item"
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"
 	RefusalUnsupportedTemplateFormat = "unsupported_template_format"

@@ -320,8 +320,9 @@ fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
 /// `metadata` and `worker` mappings (`worker.flavor`/`platform` scalars; `metadata`'s
 /// `template` and `render_inline` bools, `environment` a list), `secrets`, `services`,
 /// `secrets` items and their `origin` mappings; each container's `image` a scalar
-/// (`image: [a]` refuses the file). Not yet: the other fields of a container, and a
-/// step or service that is not a mapping (an `invalid` row here, refused by Vela).
+/// (`image: [a]` refuses the file); an item of `steps:` (a stage's too), `services:`
+/// or `secrets:` that is null or not a mapping ([`item_decodes`]). Not yet: the other
+/// fields of a container.
 pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     let wrong = |r: &Reader<'_>, node: Reached, field: String, expected: &'static str| {
         r.refuse(
@@ -380,15 +381,15 @@ pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), Inp
         for (i, &item) in items.iter().enumerate() {
             let item = r.doc.reach(node, None, item);
             let path = format!("{key}[{i}]");
+            let container = match key {
+                "secrets" => ContainerKind::Secret,
+                "services" => ContainerKind::Service,
+                _ => ContainerKind::Step,
+            };
+            item_decodes(r, item, container, &path)?;
             if key != "secrets" {
                 containers.push((item, path));
                 continue;
-            }
-            if r.doc.is_null(item.id) {
-                continue;
-            }
-            if !r.doc.is_map(item.id) {
-                return Err(wrong(r, item, path, "mapping"));
             }
             if let Some(origin) = r.get_set(item, "origin")? {
                 if !r.doc.is_map(origin.id) {
@@ -411,9 +412,9 @@ pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), Inp
             {
                 for (j, &item) in items.iter().enumerate() {
                     let item = r.doc.reach(steps, None, item);
-                    if r.doc.is_map(item.id) {
-                        containers.push((item, format!("{path}[{j}]")));
-                    }
+                    let path = format!("{path}[{j}]");
+                    item_decodes(r, item, ContainerKind::Step, &path)?;
+                    containers.push((item, path));
                 }
             }
         }
@@ -422,6 +423,39 @@ pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), Inp
         if r.doc.is_map(node.id) {
             r.expect_string(node, "image", &path, false)?;
         }
+    }
+    Ok(())
+}
+
+/// An item of `steps:`, `services:` or `secrets:` decodes into its `*Step`,
+/// `*Service` or `*Secret` only when it is a mapping: a null one is
+/// [`Refusal::NullItem`], any other a [`Refusal::WrongType`] (go-yaml's "cannot
+/// unmarshal !!str into yaml.Step").
+fn item_decodes(
+    r: &Reader<'_>,
+    item: Reached,
+    container: ContainerKind,
+    path: &str,
+) -> Result<(), InputError> {
+    if r.doc.is_null(item.id) {
+        return Err(r.refuse(
+            item,
+            Refusal::NullItem {
+                container,
+                field: path.to_owned(),
+            },
+        ));
+    }
+    if !r.doc.is_map(item.id) {
+        return Err(r.refuse(
+            item,
+            Refusal::WrongType {
+                field: path.to_owned(),
+                expected: "mapping",
+                found: r.doc.kind_name(item.id).to_owned(),
+                json: false,
+            },
+        ));
     }
     Ok(())
 }
@@ -457,7 +491,11 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
             if !r.doc.is_map(stage.id) {
                 continue;
             }
-            let name = r.text(stage, "name")?.unwrap_or(key);
+            // `StageSlice.UnmarshalYAML`: an empty `name:` is the key, as an absent one.
+            let name = r
+                .text(stage, "name")?
+                .filter(|n| !n.is_empty())
+                .unwrap_or(key);
             string_slices(r, stage, &format!("stages.{name}"), &["needs"])?;
             if let Some(env) = r.get_set(stage, "environment")? {
                 r.check_environment(env, &format!("stages.{name}.environment"), false)?;
@@ -974,8 +1012,11 @@ fn validate_step(r: &mut Reader<'_>, s: &Step) -> Result<(), InputError> {
         return Ok(());
     }
     for key in ["commands", "environment", "parameters", "secrets"] {
+        // `commands` and `secrets` are `raw.StringSlice`-like: a lone string, even
+        // `""`, decodes as a one-item list, so it counts.
         if let Some(v) = r.get_set(s.node, key)?
-            && r.non_empty(v)
+            && (r.non_empty(v)
+                || (key != "environment" && key != "parameters" && r.doc.text(v.id).is_some()))
         {
             return Ok(());
         }

@@ -120,6 +120,9 @@ pub(crate) struct Place {
     /// In source: the variables of the pipeline's and the stage's `environment:`, which
     /// the compiler merges into the step's before substituting.
     pub scope_env: HashMap<String, String>,
+    /// In source: the names of the pipeline's `environment:` that `metadata.environment`
+    /// keeps from this kind of container.
+    pub withheld: Vec<String>,
 }
 
 /// Walks one document, collecting image uses; every lookup spends from one budget.
@@ -668,6 +671,7 @@ impl<'a> Reader<'a> {
             values,
             secrets,
             opaque,
+            withheld: place.withheld.clone(),
         })
     }
 
@@ -706,7 +710,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The variables of an `environment` value: a mapping of names to scalars, or (as
-    /// Vela's `raw.StringSliceMap` also reads it) a list of `NAME=value` strings.
+    /// Vela's `raw.StringSliceMap` also reads it) a list of `NAME=value` strings, or one
+    /// such string, which `raw.StringSlice` decodes as a one-item list.
     pub fn env_values(&mut self, env: Reached) -> Result<Vec<(String, String)>, InputError> {
         let mut out = Vec::new();
         if self.doc.is_map(env.id) {
@@ -722,6 +727,11 @@ impl<'a> Reader<'a> {
                 if let Some((key, value)) = self.doc.text(item).and_then(|t| t.split_once('=')) {
                     out.push((key.to_owned(), value.to_owned()));
                 }
+            }
+        } else if !self.doc.is_null(env.id) {
+            // `raw.StringSlice` decodes a lone string as a one-item list.
+            if let Some((key, value)) = self.doc.text(env.id).and_then(|t| t.split_once('=')) {
+                out.push((key.to_owned(), value.to_owned()));
             }
         }
         Ok(out)

@@ -86,12 +86,21 @@ pub(crate) fn read(
             HashMap::new()
         }
     };
-    let place = |kind, fallback_name, stage, scope_env| Place {
+    // The global environment's names that `metadata.environment` keeps from a kind.
+    let withheld = |gets: bool| -> Vec<String> {
+        if gets {
+            Vec::new()
+        } else {
+            global_env.keys().cloned().collect()
+        }
+    };
+    let place = |kind, fallback_name, stage, gets: bool| Place {
         kind,
         fallback_name,
         stage,
         secret_name: None,
-        scope_env,
+        scope_env: scope(gets),
+        withheld: withheld(gets),
     };
 
     for (i, item) in r
@@ -105,11 +114,16 @@ pub(crate) fn read(
                 ContainerKind::Service,
                 format!("services[{i}]"),
                 None,
-                scope(gets_global.services),
+                gets_global.services,
             ),
         )?;
     }
-    stages(&mut r, root, &scope(gets_global.steps))?;
+    stages(
+        &mut r,
+        root,
+        &scope(gets_global.steps),
+        &withheld(gets_global.steps),
+    )?;
     for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
         r.container(
             item,
@@ -117,7 +131,7 @@ pub(crate) fn read(
                 ContainerKind::Step,
                 format!("steps[{i}]"),
                 None,
-                scope(gets_global.steps),
+                gets_global.steps,
             ),
         )?;
     }
@@ -132,7 +146,7 @@ pub(crate) fn read(
             ContainerKind::Secret,
             format!("secrets[{i}].origin"),
             None,
-            scope(gets_global.secrets),
+            gets_global.secrets,
         );
         place.secret_name = r.text(secret, "name")?;
         r.container(origin, place)?;
@@ -223,6 +237,7 @@ fn stages(
     r: &mut Reader<'_>,
     root: Reached,
     scope_env: &HashMap<String, String>,
+    withheld: &[String],
 ) -> Result<(), InputError> {
     let Some(stages) = r.get_set(root, "stages")? else {
         return Ok(());
@@ -295,6 +310,7 @@ fn stages(
                 stage: Some(name.clone()),
                 secret_name: None,
                 scope_env: stage_env.clone(),
+                withheld: withheld.to_vec(),
             };
             r.container(item, place)?;
         }

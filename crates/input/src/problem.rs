@@ -113,6 +113,11 @@ pub enum ValueSource {
         /// What the parameter's value is.
         what: String,
     },
+    /// Set only in the pipeline's `environment:`, which `metadata.environment` does not
+    /// give to this kind of container (go-vela/server `compile.go` empties
+    /// `envGlobalSteps` when `steps` is not listed); the server or a secret may still
+    /// set it at build time.
+    GlobalEnvironmentWithheld,
     /// Set nowhere in the pipeline: the server or a secret sets it at build time.
     Nowhere,
 }
@@ -167,6 +172,11 @@ impl fmt::Display for UnresolvedVariable {
             ValueSource::Unrendered { what } => write!(
                 f,
                 "${{{name}}} is {what}, which pullcheck does not render as Vela does"
+            )?,
+            ValueSource::GlobalEnvironmentWithheld => write!(
+                f,
+                "${{{name}}} is set in the pipeline's `environment:`, which \
+                 `metadata.environment` does not give to this container"
             )?,
             ValueSource::Nowhere => write!(
                 f,

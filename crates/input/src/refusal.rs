@@ -189,6 +189,16 @@ pub enum Refusal {
         /// The text as the compiler would re-read it.
         text: String,
     },
+    /// A null item in `steps:` (also a stage's), `services:` or `secrets:` (a `-` with
+    /// nothing after it, or `~`): `StepSlice` and `ServiceSlice` `UnmarshalYAML`
+    /// refuse it ("invalid step with nil content found"); `SecretSlice.UnmarshalYAML`
+    /// dereferences it, so the compile fails.
+    NullItem {
+        /// `step`, `service` or `secret`.
+        container: ContainerKind,
+        /// The item's path, e.g. `steps[1]` or `stages.test.steps[0]`.
+        field: String,
+    },
     /// A field of the wrong type, which the decoder refuses: go-yaml for source
     /// (`image: [a]`, a step that is not a mapping), encoding/json for a compiled
     /// build (`"image": 5`).
@@ -373,6 +383,17 @@ impl fmt::Display for Refusal {
                  `{field}: {text}` is not a YAML string",
                 qualified(step, stage)
             ),
+            Refusal::NullItem { container, field } => match container {
+                ContainerKind::Secret => write!(
+                    f,
+                    "{field} is null (Vela's decoder dereferences a null secret and the \
+                     compile fails)"
+                ),
+                ContainerKind::Service => {
+                    write!(f, "invalid service with nil content found ({field})")
+                }
+                _ => write!(f, "invalid step with nil content found ({field})"),
+            },
             Refusal::WrongType {
                 field,
                 expected,

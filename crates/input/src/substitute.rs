@@ -53,6 +53,9 @@ pub(crate) struct Env {
     /// Variables set (the step's `parameters:` as `PARAMETER_*`) to a value this
     /// reader does not reproduce, and why (`a mapping`).
     pub opaque: Vec<(String, String)>,
+    /// In source: the names of the pipeline's `environment:` that `metadata.environment`
+    /// keeps from this container.
+    pub withheld: Vec<String>,
 }
 
 /// The variables Vela's server sets in every container's environment at compile time,
@@ -239,6 +242,8 @@ impl Env {
         }
         if name.starts_with("VELA_") {
             Some(ValueSource::Server)
+        } else if self.compiled && self.withheld.iter().any(|n| n == name) {
+            Some(ValueSource::GlobalEnvironmentWithheld)
         } else if self.compiled {
             Some(ValueSource::Nowhere)
         } else {
@@ -436,6 +441,7 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             opaque: Vec::new(),
+            withheld: Vec::new(),
         }
     }
 

@@ -237,6 +237,9 @@ fn containers_without_name_image_or_anything_to_do() {
     // steps are checked too.
     for nothing in [
         "commands: []",
+        "commands: ~",
+        "commands:",
+        "secrets: ~",
         "environment: {}",
         "parameters: {}",
         "secrets: []",
@@ -259,9 +262,13 @@ fn containers_without_name_image_or_anything_to_do() {
         Some(&Refusal::NoCommands { step: "b".into() })
     );
     assert_eq!(at(&e), (6, 9));
-    // Any one of commands, environment, parameters, secrets or `detach: true` is enough.
+    // Any one of commands, environment, parameters, secrets or `detach: true` is enough;
+    // `raw.StringSlice` makes a lone string, even `""`, a one-item list.
     for extra in [
         "commands: [make]",
+        "commands: \"\"",
+        "commands: ''",
+        "secrets: \"\"",
         "environment: {A: b}",
         "environment: [A=b]",
         "parameters: {a: b}",
@@ -269,11 +276,9 @@ fn containers_without_name_image_or_anything_to_do() {
         "detach: true",
     ] {
         let text = format!("version: '1'\nsteps:\n  - name: foo\n    image: alpine\n    {extra}\n");
-        assert_eq!(
-            read_pipeline(".vela.yml", &text).unwrap().len(),
-            1,
-            "{extra}"
-        );
+        let uses = read_pipeline(".vela.yml", &text).unwrap();
+        assert_eq!(uses.len(), 1, "{extra}");
+        assert_eq!(uses[0].disposition, Disposition::Check, "{extra}");
     }
     // `clone` and `init` (`constants.CloneName`, `constants.InitName`) need none, in
     // steps and in stages; no other name is exempt.
@@ -988,4 +993,93 @@ fn a_substituted_value_that_changes_the_step_yaml() {
     assert_eq!(uses[0].substituted.as_deref(), Some("alpine:v1#c"));
     let uses = read_pipeline(".vela.yml", &text("3.19", "${TAG:-x}:${TAG}")).expect("reads");
     assert_eq!(uses[0].substituted.as_deref(), Some("3.19:3.19"));
+}
+
+#[test]
+fn a_null_or_non_mapping_container_item_refuses_the_file() {
+    // StepSlice/ServiceSlice.UnmarshalYAML: "invalid step with nil content found";
+    // SecretSlice.UnmarshalYAML dereferences a nil secret. Each at the item.
+    let ok = "  - {name: a, image: alpine, commands: [x]}\n";
+    for (text, container, field, line_col) in [
+        (
+            format!("version: '1'\nsteps:\n{ok}  -\n"),
+            ContainerKind::Step,
+            "steps[1]",
+            (4, 4),
+        ),
+        (
+            format!("version: '1'\nservices:\n  - ~\nsteps:\n{ok}"),
+            ContainerKind::Service,
+            "services[0]",
+            (3, 5),
+        ),
+        (
+            format!("version: '1'\nstages:\n  s:\n    steps:\n      - ~\n    {ok}"),
+            ContainerKind::Step,
+            "stages.s.steps[0]",
+            (5, 9),
+        ),
+        (
+            format!("version: '1'\nsecrets: [~]\nsteps:\n{ok}"),
+            ContainerKind::Secret,
+            "secrets[0]",
+            (2, 11),
+        ),
+    ] {
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::NullItem {
+                container,
+                field: field.into()
+            }),
+            "{text}"
+        );
+        assert_eq!(at(&e), line_col, "{text}");
+    }
+    // A step or service that is not a mapping is go-yaml's type error.
+    for (text, field, line_col) in [
+        ("version: '1'\nsteps: [x]\n".to_owned(), "steps[0]", (2, 9)),
+        (
+            format!("version: '1'\nservices:\n  - [db]\nsteps:\n{ok}"),
+            "services[0]",
+            (3, 5),
+        ),
+        (
+            "version: '1'\nstages:\n  s:\n    steps: [x, {name: a, image: alpine, commands: [x]}]\n"
+                .to_owned(),
+            "stages.s.steps[0]",
+            (4, 13),
+        ),
+    ] {
+        let e = refused(&text);
+        assert!(
+            matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field: f, expected: "mapping", .. }) if f == field),
+            "{text}: {e}"
+        );
+        assert_eq!(at(&e), line_col, "{text}");
+    }
+}
+
+#[test]
+fn an_empty_stage_name_is_the_stage_s_key() {
+    // stage.go `StageSlice.UnmarshalYAML`: `if len(stage.Name) == 0` the key is the name,
+    // so `name: ""` is as no `name:` at all.
+    let e = refused(
+        "version: \"1\"\nstages:\n  build:\n    name: \"\"\n    needs: [build]\n    steps:\n      - {name: a, image: alpine:3.19, commands: [echo]}\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::StageNeedsItself {
+            name: "build".into()
+        })
+    );
+    assert_eq!(at(&e).0, 5);
+    // Two stages with `name: ""` are two stages (their keys), each the origin's stage,
+    // and a step name in each is counted once per stage.
+    let text = "version: \"1\"\nstages:\n  one:\n    name: \"\"\n    steps:\n      - {name: a, image: alpine:3.19, commands: [echo]}\n  two:\n    name: \"\"\n    steps:\n      - {name: a, image: alpine:3.18, commands: [echo]}\n";
+    let uses = read_pipeline(".vela.yml", text).expect("reads");
+    let stages: Vec<Option<&str>> = uses.iter().map(|u| u.origin.stage.as_deref()).collect();
+    assert_eq!(stages, [Some("one"), Some("two")]);
+    assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
 }

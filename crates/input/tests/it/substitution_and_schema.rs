@@ -369,10 +369,45 @@ steps:
 ";
     let (uses, _) = read(text);
     assert_eq!(uses[0].pulled(), "postgres:16");
+    // The finding says where the value is, and that this container is not given it.
     let u = unresolved(&uses[1]);
     assert_eq!(
         (u.variables[0].name.as_str(), &u.variables[0].source),
-        ("TAG", &ValueSource::Nowhere)
+        ("TAG", &ValueSource::GlobalEnvironmentWithheld)
+    );
+    // A variable the global environment does not set either is set nowhere, and a
+    // stage step is kept from the global environment too.
+    let (uses, _) = read(&text.replace("alpine:${TAG}", "alpine:${TAG}-${OTHER}"));
+    let u = unresolved(&uses[1]);
+    let sources: Vec<(&str, &ValueSource)> = u
+        .variables
+        .iter()
+        .map(|v| (v.name.as_str(), &v.source))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("TAG", &ValueSource::GlobalEnvironmentWithheld),
+            ("OTHER", &ValueSource::Nowhere)
+        ]
+    );
+    let staged = "\
+version: '1'
+metadata:
+  environment: [ services ]
+environment:
+  TAG: \"16\"
+stages:
+  s:
+    steps:
+      - name: a
+        image: alpine:${TAG}
+        commands: [ x ]
+";
+    let (uses, _) = read(staged);
+    assert_eq!(
+        unresolved(&uses[0]).variables[0].source,
+        ValueSource::GlobalEnvironmentWithheld
     );
     // Absent, all three get it (`yaml.Build.UnmarshalYAML`'s default).
     let (uses, _) = read(&text.replace("metadata:\n  environment: [ services ]\n", ""));
@@ -512,4 +547,32 @@ fn a_stage_s_own_name_is_the_origin_s_stage() {
     );
     let stages: Vec<Option<&str>> = uses.iter().map(|u| u.origin.stage.as_deref()).collect();
     assert_eq!(stages, [Some("build"), Some("two")]);
+}
+
+#[test]
+fn an_environment_given_as_one_string_is_one_variable() {
+    // raw.StringSliceMap.UnmarshalYAML: `raw.StringSlice` reads a lone string as a
+    // one-item list, which is split at its first `=`.
+    let step = "\
+version: \"1\"
+steps:
+  - name: a
+    image: localhost:5000/team/app:${T}
+    environment: \"T=v1=x\"
+";
+    let global = "\
+version: \"1\"
+environment: \"T=v2\"
+steps:
+  - name: a
+    image: localhost:5000/team/app:${T}
+    commands: [echo]
+";
+    let (uses, _) = read(step);
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].pulled(), "localhost:5000/team/app:v1=x");
+    assert_eq!(uses[0].disposition, Disposition::Check);
+    let (uses, _) = read(global);
+    assert_eq!(uses[0].pulled(), "localhost:5000/team/app:v2");
+    assert_eq!(uses[0].disposition, Disposition::Check);
 }
