@@ -1046,12 +1046,7 @@ fn finding(image: &ImageReport) -> String {
     let answered_by_mirror = matches!(
         image.reason,
         R::TagNotFound | R::DigestNotFound | R::RepositoryNotFound | R::PlatformNotFound
-    ) && match (&image.registry, &parsed) {
-        (Some(registry), Some(r)) => {
-            registry != r.domain() && !(r.is_docker_hub() && registry == "registry-1.docker.io")
-        }
-        _ => false,
-    };
+    ) && image.served_by_mirror().is_some();
     if answered_by_mirror {
         format!("{words} on {host}")
     } else {
