@@ -179,6 +179,12 @@ pub fn text(report: &Report, color: bool, width: Option<usize>) -> String {
         if !image.detail.is_empty() {
             tail.push(escape_controls(&image.detail).into_owned());
         }
+        if let Some(mirror) = image
+            .served_by_mirror()
+            .filter(|_| image.status == Status::Present)
+        {
+            tail.push(format!("[mirror: {}]", escape_controls(mirror)));
+        }
         if let Some(c) = &image.credential {
             tail.push(format!("[credential: {} key {:?}]", c.source, c.key));
         }
@@ -370,8 +376,19 @@ mod tests {
         named.status = Status::Present;
         named.detail = String::new();
         named.origins[0].name = "outputs".into();
+        // Present from a mirror: the row names it (not the image's own registry).
+        let mut mirrored = named.clone();
+        mirrored.reference = "golang:1.22".into();
+        mirrored.canonical = Some("docker.io/library/golang:1.22".into());
+        mirrored.registry = Some("mirror.example.com:5000".into());
+        mirrored.origins[0].name = "golang".into();
+        // From Docker Hub's own API host: no mirror named.
+        let mut hub = mirrored.clone();
+        hub.reference = "golang:1.23".into();
+        hub.canonical = Some("docker.io/library/golang:1.23".into());
+        hub.registry = Some("registry-1.docker.io".into());
         let r = Report::new(
-            vec![substituted, missing, argument, named],
+            vec![substituted, missing, argument, named, mirrored, hub],
             vec!["w".into()],
         );
         assert_eq!(
@@ -381,8 +398,10 @@ mod tests {
              tag 1.2 not found in library/golang; did you mean 1.22?\n\
              unreachable alpine:3.19                --image  connection refused\n\
              present     vela/outputs:1             image \"outputs\"\n\
+             present     golang:1.22                image \"golang\"  [mirror: mirror.example.com:5000]\n\
+             present     golang:1.23                image \"golang\"\n\
              warning: w\n\
-             4 images: 2 present, 1 failed, 1 unverified, 0 skipped, 0 deferred\n"
+             6 images: 4 present, 1 failed, 1 unverified, 0 skipped, 0 deferred\n"
         );
     }
 

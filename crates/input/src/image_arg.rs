@@ -14,19 +14,7 @@ pub(crate) fn parse(arg: &str) -> Result<ImageUse, InputError> {
     };
     // A reference never contains `=`, so the last one separates the policy.
     let (reference, policy) = match arg.rsplit_once('=') {
-        Some((_, "")) => {
-            return Err(error(format!(
-                "empty pull policy after `=`; allowed: {ALL_PULL_VALUES}"
-            )));
-        }
-        Some((reference, policy)) => {
-            let policy = PullPolicy::parse(policy).ok_or_else(|| {
-                error(format!(
-                    "unknown pull policy {policy:?}; allowed: {ALL_PULL_VALUES}"
-                ))
-            })?;
-            (reference, policy)
-        }
+        Some((reference, policy)) => (reference, policy_of(policy).map_err(error)?),
         None => (arg, PullPolicy::Always),
     };
     if reference.is_empty() {
@@ -61,25 +49,41 @@ pub(crate) fn image_use(reference: &str, policy: PullPolicy) -> ImageUse {
     }
 }
 
+/// A written pull policy as `--image REF=POLICY` takes it: [`PullPolicy::parse`]'s
+/// values; an empty or unknown one is an error naming the allowed values.
+fn policy_of(written: &str) -> Result<PullPolicy, String> {
+    if written.is_empty() {
+        return Err(format!("empty pull policy; allowed: {ALL_PULL_VALUES}"));
+    }
+    PullPolicy::parse(written)
+        .ok_or_else(|| format!("unknown pull policy {written:?}; allowed: {ALL_PULL_VALUES}"))
+}
+
+/// See [`crate::image_policy_use`].
+pub(crate) fn with_policy(reference: &str, written: Option<&str>) -> ImageUse {
+    let Some(written) = written else {
+        return image_use(reference, PullPolicy::Always);
+    };
+    match policy_of(written) {
+        Ok(policy) => image_use(reference, policy),
+        Err(message) => {
+            let mut u = image_use(reference, PullPolicy::NotPresent);
+            u.disposition = Disposition::UnknownPolicy {
+                written: written.to_owned(),
+                problems: vec![crate::Problem { at: None, message }],
+            };
+            u
+        }
+    }
+}
+
 /// See [`crate::image_arg_use`].
 pub(crate) fn parse_lenient(arg: &str) -> Result<ImageUse, InputError> {
-    match parse(arg) {
-        Ok(u) => Ok(u),
-        Err(e) => match arg.rsplit_once('=') {
-            Some((reference, written)) if !reference.is_empty() => {
-                let mut u = parse(reference)?;
-                u.policy = PullPolicy::NotPresent;
-                u.disposition = Disposition::UnknownPolicy {
-                    written: written.to_owned(),
-                    problems: vec![crate::Problem {
-                        at: None,
-                        message: e.message,
-                    }],
-                };
-                Ok(u)
-            }
-            _ => Err(e),
-        },
+    match arg.rsplit_once('=') {
+        Some((reference, written)) if !reference.is_empty() => {
+            Ok(with_policy(reference, Some(written)))
+        }
+        _ => parse(arg),
     }
 }
 

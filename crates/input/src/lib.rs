@@ -523,6 +523,16 @@ pub fn image_use(reference: &str, policy: PullPolicy) -> ImageUse {
     image_arg::image_use(reference, policy)
 }
 
+/// The use of `reference` (taken whole) under the pull policy `written`, read as
+/// `--image REF=POLICY` reads it ([`image_arg_use`]): `None` is `always`; an empty or
+/// unknown policy makes the use [`Disposition::UnknownPolicy`] (policy `not_present`, the
+/// message naming the allowed values), reported `invalid` with reason
+/// `unknown_pull_policy`. For callers that take reference and policy apart (the
+/// service's `images`), so that they give the CLI's rows.
+pub fn image_policy_use(reference: &str, written: Option<&str>) -> ImageUse {
+    image_arg::with_policy(reference, written)
+}
+
 /// Parses a `--image REF[=POLICY]` argument; the default policy is `always`.
 ///
 /// The argument is split at its last `=` (a reference never contains one). The policy is

@@ -847,7 +847,7 @@ impl Reader<'_> {
             if reference.is_empty() {
                 disposition = Disposition::Invalid(vec![Problem::at(
                     self.at(at),
-                    format!("image volume {name:?} has no image.reference"),
+                    "no image.reference".to_owned(),
                 )]);
             }
             workload.images.push(ImageUse {
@@ -948,11 +948,11 @@ impl Reader<'_> {
             let found = match image_node {
                 Some(n) if !self.stream.is_null(n.id) && self.stream.text(n.id).is_none() => {
                     format!(
-                        ": image must be a string, found {}",
+                        "image must be a string, found {}",
                         self.stream.kind_name(n.id)
                     )
                 }
-                Some(_) => ": no image".to_owned(),
+                Some(_) => "no image".to_owned(),
                 None => {
                     let fields = if list_key == "ephemeralContainers" {
                         field_names::<core::EphemeralContainer>()
@@ -961,15 +961,16 @@ impl Reader<'_> {
                     };
                     let unknown = self.unknown_keys(container, fields)?;
                     if unknown.is_empty() {
-                        ": no image".to_owned()
+                        "no image".to_owned()
                     } else {
-                        format!(": no image ({})", unknown_keys_hint(&unknown))
+                        format!("no image ({})", unknown_keys_hint(&unknown))
                     }
                 }
             };
+            // The origin names the container; the message says only what is wrong.
             disposition = Disposition::Invalid(vec![Problem::at(
                 self.at(image_node.unwrap_or(container)),
-                format!("{}{found}", origin.name),
+                found,
             )]);
         }
         Ok(ImageUse {

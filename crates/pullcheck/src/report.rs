@@ -591,6 +591,19 @@ impl Report {
 }
 
 impl ImageReport {
+    /// The registry host that answered ([`ImageReport::registry`], `host[:port]`) when
+    /// it is not the image's own: a mirror served the answer. `None` when the answer
+    /// came from the image's own registry (for Docker Hub, `docker.io` or its API host
+    /// `registry-1.docker.io`), when no registry answered, or when the canonical form
+    /// does not parse.
+    pub fn served_by_mirror(&self) -> Option<&str> {
+        let registry = self.registry.as_deref()?;
+        let own = crate::reference::Reference::parse(self.canonical.as_deref()?).ok()?;
+        let is_own = registry == own.domain()
+            || (own.is_docker_hub() && pullcheck_mirrors::DOCKER_HUB_API_HOST == registry);
+        (!is_own).then_some(registry)
+    }
+
     /// A row for `reference` (as written) under `policy` with `status` and `reason`, and
     /// nothing else yet: no canonical form, origins, detail or facts; the fields are
     /// public, for the caller to fill.

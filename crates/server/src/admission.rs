@@ -36,7 +36,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pullcheck::input::{ContainerList, Disposition, Origin};
-use pullcheck::report::{ImageReport, Report, Status};
+use pullcheck::report::{ImageReport, Report, Status, escape_controls};
 use pullcheck_sources::RequestError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -1046,12 +1046,7 @@ fn finding(image: &ImageReport) -> String {
     let answered_by_mirror = matches!(
         image.reason,
         R::TagNotFound | R::DigestNotFound | R::RepositoryNotFound | R::PlatformNotFound
-    ) && match (&image.registry, &parsed) {
-        (Some(registry), Some(r)) => {
-            registry != r.domain() && !(r.is_docker_hub() && registry == "registry-1.docker.io")
-        }
-        _ => false,
-    };
+    ) && image.served_by_mirror().is_some();
     if answered_by_mirror {
         format!("{words} on {host}")
     } else {
@@ -1059,86 +1054,128 @@ fn finding(image: &ImageReport) -> String {
     }
 }
 
-/// One failing container: the whole line (for a refusal) and a short one (for a
-/// warning, when the whole one is over [`MAX_WARNING_CHARS`]).
+/// One failing container's line, in parts: every part has its control characters and
+/// newlines escaped ([`escape_controls`], as the CLI's text report does), so that a
+/// reference or a container name cannot split or forge a line.
 struct Line {
-    full: String,
-    short: String,
-    /// The parts of the short form: `{container}: {reference}{tail}`, for eliding the
-    /// reference when even the short form is too long.
+    /// `container test`, `init container clone`.
     container: String,
+    /// The reference as written; empty when the container names none.
     reference: String,
-    tail: String,
+    /// The status in a few words ([`what`]).
+    what: &'static str,
+    /// The finding ([`finding`]); empty when there is nothing to add.
+    detail: String,
+    /// `; did you mean 1.22?`, or empty.
+    hint: String,
+}
+
+impl Line {
+    /// `{container}: image {reference} {what}: {detail}{hint}` with `reference` in
+    /// place of the whole reference.
+    fn render(&self, reference: &str) -> String {
+        let reason = if self.detail.is_empty() {
+            self.what.to_owned()
+        } else {
+            format!("{}: {}", self.what, self.detail)
+        };
+        // A container or an image volume without a reference: its problem says what is
+        // wrong (`container app: no image`).
+        if reference.is_empty() && !self.detail.is_empty() {
+            format!("{}: {}{}", self.container, self.detail, self.hint)
+        } else if reference.is_empty() {
+            format!("{}: {reason}{}", self.container, self.hint)
+        } else {
+            format!(
+                "{}: image {reference} {reason}{}",
+                self.container, self.hint
+            )
+        }
+    }
+
+    /// The line in at most `max` characters: whole if it fits; else the reference loses
+    /// its middle (`…`, down to [`MIN_REFERENCE_CHARS`]); if still too long, the tail is
+    /// cut between words and ends in `…` ([`shorten_to`]). The container, the reference's
+    /// ends and the status come first, so they stay.
+    fn fitted(&self, max: usize) -> String {
+        let full = self.render(&self.reference);
+        let len = full.chars().count();
+        if len <= max {
+            return full;
+        }
+        let reference_len = self.reference.chars().count();
+        let keep = reference_len
+            .saturating_sub(len - max + 1)
+            .max(MIN_REFERENCE_CHARS);
+        let line = if keep + 1 < reference_len {
+            self.render(&elide_middle(&self.reference, keep))
+        } else {
+            full
+        };
+        shorten_to(&line, max)
+    }
+}
+
+/// The fewest characters a long reference is elided to (its ends, `…` between).
+const MIN_REFERENCE_CHARS: usize = 16;
+
+/// `text`'s first and last characters, `keep` in all, with `…` between.
+fn elide_middle(text: &str, keep: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= keep + 1 {
+        return text.to_owned();
+    }
+    let front: String = chars[..keep / 2].iter().collect();
+    let back: String = chars[chars.len() - (keep - keep / 2)..].iter().collect();
+    format!("{front}…{back}")
 }
 
 /// One line per container of `image`:
 /// `container test: image golang:1.2 not found: tag 1.2 not found in library/golang; did
-/// you mean 1.22?`; the short form keeps the status and the tag hints only.
+/// you mean 1.22?`.
 fn lines_of(image: &ImageReport) -> Vec<Line> {
-    let what = what(image.status);
-    let detail = finding(image);
-    let reason = if detail.is_empty() {
-        what.to_owned()
-    } else {
-        format!("{what}: {detail}")
-    };
+    let detail = escape_controls(&finding(image)).into_owned();
     // The close tags come as data, not from the detail's words.
     let hint = match image.close_tags.as_slice() {
         [] => String::new(),
         [one] => format!("; did you mean {one}?"),
         [init @ .., last] => format!("; did you mean {} or {last}?", init.join(", ")),
     };
-    let mut containers: Vec<String> = image.origins.iter().map(container_of).collect();
+    let hint = escape_controls(&hint).into_owned();
+    let mut containers: Vec<String> = image
+        .origins
+        .iter()
+        .map(|o| escape_controls(&container_of(o)).into_owned())
+        .collect();
     containers.dedup();
     if containers.is_empty() {
         containers.push("a container".to_owned());
     }
+    let reference = escape_controls(&image.reference).into_owned();
     containers
         .into_iter()
-        .map(|c| Line {
-            // An image volume without a reference names none: its problem says so.
-            full: if image.reference.is_empty() {
-                format!("{c}: {reason}{hint}")
-            } else {
-                format!("{c}: image {} {reason}{hint}", image.reference)
-            },
-            short: if image.reference.is_empty() {
-                format!("{c}: {what}{hint}")
-            } else {
-                format!("{c}: {} {what}{hint}", image.reference)
-            },
-            container: c,
-            reference: image.reference.clone(),
-            tail: format!(" {what}{hint}"),
+        .map(|container| Line {
+            container,
+            reference: reference.clone(),
+            what: what(image.status),
+            detail: detail.clone(),
+            hint: hint.clone(),
         })
         .collect()
 }
 
-/// A warning for `line`: `pullcheck: ` and the whole line if it fits, else the short one;
-/// if that is still too long, the reference loses its middle (`…`) so that the container,
-/// the status and the hint stay.
+/// A warning for `line`: `pullcheck: ` and the line, in at most [`MAX_WARNING_CHARS`]
+/// characters ([`Line::fitted`]).
 fn warning(line: &Line) -> String {
-    let full = format!("pullcheck: {}", line.full);
-    if full.chars().count() <= MAX_WARNING_CHARS {
-        return full;
-    }
-    let short = format!("pullcheck: {}", line.short);
-    if short.chars().count() <= MAX_WARNING_CHARS {
-        return short;
-    }
-    let head = format!("pullcheck: {}: ", line.container);
-    let room = MAX_WARNING_CHARS
-        .saturating_sub(head.chars().count())
-        .saturating_sub(line.tail.chars().count());
-    if room < 16 {
-        return short;
-    }
-    let chars: Vec<char> = line.reference.chars().collect();
-    let keep = room - 1;
-    let front: String = chars[..keep / 2].iter().collect();
-    let back: String = chars[chars.len() - (keep - keep / 2)..].iter().collect();
-    format!("{head}{front}…{back}{}", line.tail)
+    let head = "pullcheck: ";
+    format!(
+        "{head}{}",
+        line.fitted(MAX_WARNING_CHARS - head.chars().count())
+    )
 }
+
+/// The most characters of one container's line in a refusal ([`Line::fitted`]).
+const MAX_REFUSAL_LINE_CHARS: usize = 1000;
 
 /// The most characters of a refusal's message: a person reads it in `kubectl` or in a
 /// Vela step's error; the rest of the failing containers are counted.
@@ -1159,23 +1196,28 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
     if mode == AdmissionMode::Deny && !failures.is_empty() {
         // One line: `pullcheck: container test: image ...`; more: one per line.
         let message = match failures.as_slice() {
-            [one] => format!("pullcheck: {}", one.full),
+            [one] => format!("pullcheck: {}", one.fitted(MAX_REFUSAL_LINE_CHARS)),
             many => {
                 let mut message = format!(
                     "pullcheck: {} containers cannot pull their images:",
                     many.len()
                 );
                 for (shown, line) in many.iter().enumerate() {
+                    let line = line.fitted(MAX_REFUSAL_LINE_CHARS);
                     let left = many.len() - shown;
-                    let more = format!("\n… and {left} more");
-                    if message.chars().count() + 1 + line.full.chars().count() + more.len()
-                        > MAX_MESSAGE_CHARS
+                    // Room for this line, and for the count of the rest after it.
+                    let more = if left > 1 {
+                        format!("\n… and {} more", left - 1).chars().count()
+                    } else {
+                        0
+                    };
+                    if message.chars().count() + 1 + line.chars().count() + more > MAX_MESSAGE_CHARS
                     {
-                        message.push_str(&more);
+                        message.push_str(&format!("\n… and {left} more"));
                         break;
                     }
                     message.push('\n');
-                    message.push_str(&line.full);
+                    message.push_str(&line);
                 }
                 message
             }
@@ -1197,13 +1239,18 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
     }
 }
 
-/// `text` cut to [`MAX_WARNING_CHARS`] characters at a space, ending in `…` when cut
-/// (a single word longer than that is cut where it must be).
+/// `text` cut to [`MAX_WARNING_CHARS`] characters ([`shorten_to`]).
 fn shorten(text: &str) -> String {
-    if text.chars().count() <= MAX_WARNING_CHARS {
+    shorten_to(text, MAX_WARNING_CHARS)
+}
+
+/// `text` cut to `max` characters at a space, ending in `…` when cut (a single word
+/// longer than that is cut where it must be).
+fn shorten_to(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
         return text.to_owned();
     }
-    let cut: String = text.chars().take(MAX_WARNING_CHARS - 1).collect();
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
     let cut = match cut.rfind(' ') {
         Some(space) if space > 0 => cut[..space].trim_end().to_owned(),
         _ => cut,
@@ -1326,7 +1373,7 @@ mod tests {
         let lines: Vec<String> = [tag, mirrored, refused, rejected, limited, platform]
             .iter()
             .flat_map(lines_of)
-            .map(|l| l.full)
+            .map(|l| l.render(&l.reference))
             .collect();
         assert_eq!(
             lines,
@@ -1347,6 +1394,136 @@ mod tests {
         );
     }
 
+    /// A review of a pod in `ci`, for [`decide`].
+    fn review() -> AdmissionRequest {
+        serde_json::from_value(serde_json::json!({
+            "uid": "u1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "ci",
+            "operation": "CREATE",
+        }))
+        .expect("a review request")
+    }
+
+    /// `row` for a container named `name`.
+    fn row_of(name: &str, reference: &str) -> ImageReport {
+        let mut image = row(
+            reference,
+            Status::Missing,
+            pullcheck::report::Reason::RepositoryNotFound,
+        );
+        let pod = image.origins[0].pod.as_mut().expect("a pod container");
+        pod.name = name.into();
+        image
+    }
+
+    /// A refusal is bounded and names every container it can whole: one container with
+    /// a 100,000-character reference gets a line of at most [`MAX_REFUSAL_LINE_CHARS`]
+    /// that keeps the container, the reference's ends and the status; with a second
+    /// container after a 5,000-character one, both are named, each line whole.
+    #[test]
+    fn a_refusal_is_bounded_and_names_its_containers() {
+        let huge = format!("registry.example.com/{}:v1", "a".repeat(100_000));
+        let report = Report::new(vec![row_of("big", &huge)], vec![]);
+        let answer = decide(&review(), AdmissionMode::Deny, &report);
+        let message = answer.status.expect("a refusal").message;
+        assert!(
+            message.chars().count() <= MAX_REFUSAL_LINE_CHARS + 11,
+            "{message}"
+        );
+        assert!(
+            message.starts_with("pullcheck: container big: image registry.exampl"),
+            "{message}"
+        );
+        assert!(message.contains("aaaa…aaaa"), "{message}");
+        assert!(message.contains("a:v1 not found: repository"), "{message}");
+
+        let long = format!("registry.example.com/{}:v1", "b".repeat(5_000));
+        let report = Report::new(
+            vec![
+                row_of("first", &long),
+                row_of("second", "registry.example.com/x:1"),
+            ],
+            vec![],
+        );
+        let answer = decide(&review(), AdmissionMode::Deny, &report);
+        let message = answer.status.expect("a refusal").message;
+        let lines: Vec<&str> = message.lines().collect();
+        assert_eq!(lines.len(), 3, "{message}");
+        assert_eq!(
+            lines[0],
+            "pullcheck: 2 containers cannot pull their images:"
+        );
+        assert!(lines[1].starts_with("container first: image "), "{message}");
+        assert!(
+            lines[1].chars().count() <= MAX_REFUSAL_LINE_CHARS,
+            "{message}"
+        );
+        assert_eq!(
+            lines[2],
+            "container second: image registry.example.com/x:1 not found: repository x not found"
+        );
+    }
+
+    /// Control characters and newlines in a reference or a container name are escaped
+    /// in refusals and warnings, as in the CLI's text report: one line per container.
+    #[test]
+    fn control_characters_are_escaped() {
+        let report = Report::new(
+            vec![
+                row_of("a\nb", "registry.example.com/x:1\u{1b}[31m"),
+                row_of("c", "registry.example.com/y:1\nforged"),
+            ],
+            vec![],
+        );
+        let refusal = decide(&review(), AdmissionMode::Deny, &report);
+        let message = refusal.status.expect("a refusal").message;
+        assert_eq!(message.lines().count(), 3, "{message}");
+        assert!(!message.contains('\u{1b}'), "{message}");
+        assert!(message.contains("container a\\nb: image registry.example.com/x:1\\u{1b}[31m"));
+        let warned = decide(&review(), AdmissionMode::Warn, &report);
+        assert_eq!(warned.warnings.len(), 2, "{:?}", warned.warnings);
+        for w in &warned.warnings {
+            assert!(!w.chars().any(char::is_control), "{w}");
+        }
+        assert!(
+            warned.warnings[1].contains("y:1\\nforged"),
+            "{:?}",
+            warned.warnings
+        );
+    }
+
+    /// A warning slightly over [`MAX_WARNING_CHARS`] keeps the finding's words: the
+    /// reference gives way first, then the tail is cut between words.
+    #[test]
+    fn a_warning_keeps_the_reasons_words() {
+        let reference = "registry.example.com/platform-team/payments/api:build-2026-11-30";
+        let mut image = row(
+            reference,
+            Status::Unreachable,
+            pullcheck::report::Reason::ServerError,
+        );
+        image.registry = Some("registry.example.com".into());
+        let line = &lines_of(&image)[0];
+        assert!(line.render(&line.reference).chars().count() + 11 > MAX_WARNING_CHARS);
+        let w = warning(line);
+        assert!(w.chars().count() <= MAX_WARNING_CHARS, "{w}");
+        assert!(
+            w.ends_with("not verified: registry.example.com failed to answer (server error)"),
+            "{w}"
+        );
+        assert!(
+            w.starts_with("pullcheck: container app: image registry"),
+            "{w}"
+        );
+        // A finding too long even then is cut between words.
+        image.registry = Some(format!("{}.example.com", "mirror ".repeat(20)));
+        let w = warning(&lines_of(&image)[0]);
+        assert!(w.chars().count() <= MAX_WARNING_CHARS, "{w}");
+        assert!(w.ends_with("mirror…"), "{w}");
+    }
+
     /// A warning too long is cut at a space, never inside a word.
     #[test]
     fn a_warning_is_cut_between_words() {
@@ -1362,20 +1539,20 @@ mod tests {
     fn a_long_reference_loses_its_middle_not_its_status() {
         let reference = "127.0.0.1:42439/platform-team/payments/api-gateway-service:build-2026-11-30-0123456789ab";
         let line = Line {
-            full: format!("container payments-api-worker: image {reference} not found: tag x"),
-            short: format!("container payments-api-worker: {reference} not found"),
             container: "container payments-api-worker".into(),
             reference: reference.into(),
-            tail: " not found; did you mean build-2026-11-30?".into(),
+            what: "not found",
+            detail: "tag x".into(),
+            hint: "; did you mean build-2026-11-30?".into(),
         };
         let w = warning(&line);
         assert!(w.chars().count() <= MAX_WARNING_CHARS, "{w}");
         assert!(
-            w.starts_with("pullcheck: container payments-api-worker: 127.0.0.1"),
+            w.starts_with("pullcheck: container payments-api-worker: image 127.0.0.1"),
             "{w}"
         );
         assert!(
-            w.ends_with("0123456789ab not found; did you mean build-2026-11-30?"),
+            w.ends_with("789ab not found: tag x; did you mean build-2026-11-30?"),
             "{w}"
         );
         assert!(w.contains('…'), "{w}");
@@ -1403,12 +1580,12 @@ mod tests {
             .images
             .iter()
             .flat_map(lines_of)
-            .map(|l| l.full)
+            .map(|l| l.render(&l.reference))
             .collect();
         assert_eq!(
             lines,
             [
-                "container app: image  invalid: Pod/p container app: no image",
+                "container app: no image",
                 "init container clone: image alpine:3.19 invalid: unsupported imagePullPolicy \
                  \"Sometimes\": must be Always, IfNotPresent or Never",
             ]

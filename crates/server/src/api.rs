@@ -516,16 +516,10 @@ fn parse_request(
                 "images[{i}].reference is empty; expected an image reference"
             )));
         }
-        let policy = match &image.policy {
-            Some(p) => pullcheck::input::PullPolicy::parse(p).ok_or_else(|| {
-                ApiError::bad(format!(
-                    "images[{i}].policy {p:?} is not a pull policy; allowed: {}",
-                    pullcheck::input::ALL_PULL_VALUES
-                ))
-            })?,
-            None => pullcheck::input::PullPolicy::Always,
-        };
-        let mut image_use = pullcheck_sources::image_use(&image.reference, policy);
+        // The policy as `--image REF=POLICY` reads it: an unknown or empty one is an
+        // `unknown_pull_policy` row, as in the CLI.
+        let mut image_use =
+            pullcheck::input::image_policy_use(&image.reference, image.policy.as_deref());
         if let Some(name) = &image.name {
             if name.is_empty() {
                 return Err(ApiError::bad(format!(

@@ -151,13 +151,32 @@ pub struct Inputs {
     /// The workloads of the manifests, one Pod each.
     workloads: Vec<pullcheck_kube::Workload>,
     /// Documents, objects and kinds that were not read, so nothing is skipped silently.
-    warnings: Vec<String>,
+    warnings: Vec<InputWarning>,
     /// The names of the texts in which no image was found, in input order.
     without_images: Vec<String>,
     /// The pipelines whose every image comes from a template the server expands
     /// (template steps, `render_inline` templates): name, template steps, inline
     /// templates.
     from_templates: Vec<(String, usize, usize)>,
+}
+
+/// A warning of the inputs read, as data until it is worded for the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum InputWarning {
+    /// No image was found in the text of this name.
+    NoImage(String),
+    /// A reader's warning (a document, object or kind not read), as it worded it.
+    Read(String),
+}
+
+impl InputWarning {
+    /// The report's warning: `NAME: no image found in this file`, or the reader's.
+    fn into_text(self) -> String {
+        match self {
+            InputWarning::NoImage(name) => format!("{name}: no image found in this file"),
+            InputWarning::Read(text) => text,
+        }
+    }
 }
 
 /// Whether `u` is a template step, whose image is known only once the server expands
@@ -224,8 +243,9 @@ impl Inputs {
             parts.push(templates_only_message(name, *steps, *inline));
         }
         let mut message = parts.join("; ");
+        // The texts without an image are named above already.
         for warning in &self.warnings {
-            if !warning.ends_with(": no image found in this file") {
+            if let InputWarning::Read(warning) = warning {
                 message.push_str("; ");
                 message.push_str(warning);
             }
@@ -306,7 +326,9 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
                     .images
                     .sort_by_key(|u| (u.origin.line, u.origin.column));
             }
-            inputs.warnings.extend(manifests.warnings());
+            inputs
+                .warnings
+                .extend(manifests.warnings().into_iter().map(InputWarning::Read));
             let found = manifests
                 .workloads
                 .iter()
@@ -325,7 +347,9 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
             } else {
                 pullcheck::input::read_pipeline_read(name, text)?
             };
-            inputs.warnings.extend(read.warnings);
+            inputs
+                .warnings
+                .extend(read.warnings.into_iter().map(InputWarning::Read));
             let templates = read.uses.iter().filter(|u| is_template_step(u)).count();
             if templates == read.uses.len() && (templates > 0 || read.inline_templates > 0) {
                 inputs
@@ -341,9 +365,7 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
         }
     };
     if found == 0 {
-        inputs
-            .warnings
-            .push(format!("{name}: no image found in this file"));
+        inputs.warnings.push(InputWarning::NoImage(name.clone()));
         inputs.without_images.push(name.clone());
     }
     Ok(inputs)
@@ -869,7 +891,10 @@ pub(crate) async fn gather_sets(
     if !file_warnings.is_empty() {
         // Carried by a set of its own, so they reach the report even with no images.
         sets.push(ImageSet {
-            warnings: file_warnings,
+            warnings: file_warnings
+                .into_iter()
+                .map(InputWarning::into_text)
+                .collect(),
             ..ImageSet::default()
         });
     }
@@ -1080,6 +1105,6 @@ mod tests {
         }];
         let inputs = read_inputs(&texts, Vec::new()).expect("reads");
         assert!(inputs.is_empty());
-        assert_eq!(inputs.warnings, ["empty.yml: no image found in this file"]);
+        assert_eq!(inputs.warnings, [InputWarning::NoImage("empty.yml".into())]);
     }
 }

@@ -374,9 +374,18 @@ async fn a_vela_step_patch_to_a_missing_tag_is_denied_or_warned() {
     let w = warnings(&warned);
     assert_eq!(w.len(), 1, "{warned}");
     assert!(w[0].chars().count() < 120, "{w:?}");
-    assert!(w[0].contains("container test"), "{w:?}");
-    assert!(w[0].contains(&missing), "{w:?}");
-    assert!(w[0].contains("did you mean 1.22?"), "{w:?}");
+    // Over 119 characters whole: the reference gives way in its middle, the finding's
+    // words and the hint stay.
+    assert!(
+        w[0].starts_with("pullcheck: container test: image 127.0.0.1"),
+        "{w:?}"
+    );
+    assert!(
+        w[0].ends_with(
+            "olang:1.2 not found: tag 1.2 not found in library/golang; did you mean 1.22?"
+        ),
+        "{w:?}"
+    );
 
     // The present tag: allowed without a warning.
     let fixed = vela_pod(&host, &format!("{host}/library/golang:1.22"), json!({}));
@@ -1115,8 +1124,7 @@ async fn a_missing_image_volume_is_denied_or_warned_and_asked_only_when_it_chang
         .as_str()
         .expect("message");
     assert_eq!(
-        message,
-        "pullcheck: image volume models: invalid: image volume \"models\" has no image.reference",
+        message, "pullcheck: image volume models: no image.reference",
         "{answer}"
     );
 
