@@ -475,7 +475,40 @@ pub(crate) async fn push_index_as(
     push_with(http, base, host, spec, first, Some(entries), seed).await
 }
 
+/// [`push_once`], again (at most [`PUSH_ATTEMPTS`] times in all) when the registry lost a
+/// blob to a concurrent upload of the same digest: distribution's filesystem driver can
+/// answer a manifest `PUT` with `MANIFEST_BLOB_UNKNOWN` / `DIGEST_INVALID` (400) while
+/// another upload of that blob commits, which `push_all`'s concurrent pushes of the
+/// shared empty layer hit about once in twenty runs.
 async fn push_with(
+    http: &Http,
+    base: &str,
+    host: &str,
+    spec: &ImageSpec,
+    platform: TestPlatform<'_>,
+    entries_as: Option<&[TestPlatform<'_>]>,
+    seed: &LayerSeed,
+) -> Result<PushedImage, Error> {
+    let mut attempt = 1;
+    loop {
+        match push_once(http, base, host, spec, platform, entries_as, seed).await {
+            Err(Error::Push {
+                status: 400, body, ..
+            }) if attempt < PUSH_ATTEMPTS
+                && (body.contains("BLOB_UNKNOWN") || body.contains("DIGEST_INVALID")) =>
+            {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How many times [`push_with`] tries one image.
+const PUSH_ATTEMPTS: u32 = 3;
+
+async fn push_once(
     http: &Http,
     base: &str,
     host: &str,
