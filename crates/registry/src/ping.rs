@@ -396,7 +396,10 @@ async fn first_once(
         }
         (_, _, Err(e)) => e,
     };
-    if !(endpoint.allow_http && https_error.connection_level) {
+    // A certificate that is not trusted is an answer: the registry speaks TLS, and its
+    // plain-HTTP port (the same one) would only answer 400 to plain HTTP. The fallback is
+    // for an https that gets no answer; the certificate is the finding.
+    if !(endpoint.allow_http && https_error.connection_level && https_error.certificate.is_none()) {
         return Err(PingFailure {
             message: format!(
                 "registry {host} unreachable over https: {}",

@@ -210,14 +210,26 @@ impl Attempts {
     pub fn annotate(&self, text: &mut String) {
         if !self.failures.is_empty() {
             let list = numbered(&self.failures);
+            let same =
+                self.failures.len() > 1 && self.failures.iter().all(|f| *f == self.failures[0]);
             if self.gave_up {
-                if self.failures.len() > 1 {
+                if same {
+                    // The text already says the last failure: equal answers are said once.
+                    text.push_str(&format!("; {} attempts, each the same", self.made));
+                } else if self.failures.len() > 1 {
                     text.push_str(&format!("; {} attempts failed: {list}", self.made));
                 }
             } else {
                 let n = self.failures.len();
-                let noun = if n == 1 { "attempt" } else { "attempts" };
-                text.push_str(&format!("; after {n} failed {noun}: {list}"));
+                if same {
+                    text.push_str(&format!(
+                        "; after {n} failed attempts, each: {}",
+                        self.failures[0]
+                    ));
+                } else {
+                    let noun = if n == 1 { "attempt" } else { "attempts" };
+                    text.push_str(&format!("; after {n} failed {noun}: {list}"));
+                }
             }
         }
         if let Some(reason) = &self.stop_reason {
@@ -405,6 +417,23 @@ mod tests {
             text,
             "registry r answered HTTP 503 to HEAD; 3 attempts failed: \
              1) HTTP 503; 2) connection reset by peer; 3) HTTP 503"
+        );
+
+        // Equal answers are said once (issue 23: no repeated text).
+        let mut same = Attempts::new(policy(), None);
+        same.failures = vec!["connection refused".into(); 3];
+        same.made = 3;
+        same.gave_up = true;
+        let mut text = "connection refused".to_string();
+        same.annotate(&mut text);
+        assert_eq!(text, "connection refused; 3 attempts, each the same");
+        same.gave_up = false;
+        same.failures.truncate(2);
+        let mut text = "HEAD 200".to_string();
+        same.annotate(&mut text);
+        assert_eq!(
+            text,
+            "HEAD 200; after 2 failed attempts, each: connection refused"
         );
 
         let mut single = Attempts::new(policy(), None);

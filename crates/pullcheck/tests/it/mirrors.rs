@@ -890,6 +890,48 @@ async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
     assert_eq!(report.exit_code(), 1);
 }
 
+/// The same Go TLS registry on loopback with no mirror configuration, where plain HTTP
+/// is allowed as Docker allows it for loopback: its certificate is an answer, so the row
+/// is `denied` / `tls_untrusted` with the remedies, not the `400` its TLS port gives a
+/// plain-HTTP request (Go's "Client sent an HTTP request to an HTTPS server"), and no
+/// plain request is sent.
+#[tokio::test]
+async fn an_untrusted_loopback_tls_registry_is_denied_without_a_plain_http_fallback() {
+    let scratch = Scratch::new("loopback-untrusted");
+    let files = pullcheck_testkit::runtime::make_tls_files(scratch.path()).unwrap();
+    let registry = Registry::builder().tls(files).start().await.unwrap();
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .unwrap();
+    let host = registry.host().to_owned();
+    let reference = format!("{host}/team/app:v1");
+    let before = registry.requests().await.unwrap().len();
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        check(MirrorConfig::default(), std::slice::from_ref(&reference)),
+    )
+    .await
+    .expect("bounded");
+    let i = image(&report, &reference);
+    assert_eq!(
+        (i.status, i.reason),
+        (Status::Denied, Reason::TlsUntrusted),
+        "{}",
+        i.detail
+    );
+    assert_eq!(
+        i.remedies,
+        [
+            Remedy::TrustCa { host: host.clone() },
+            Remedy::AllowInsecure { host: host.clone() }
+        ]
+    );
+    // Neither a TLS request (the handshake failed) nor a plain one reached the registry.
+    assert_eq!(registry.requests().await.unwrap().len(), before);
+    assert_eq!(report.exit_code(), 1);
+}
+
 #[tokio::test]
 async fn containerd_a_pull_only_mirror_serves_digests_only() {
     // A tag needs `resolve`; a host with `pull` alone is asked for digests only.

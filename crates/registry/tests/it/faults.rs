@@ -217,7 +217,7 @@ async fn always_unavailable_is_unreachable_listing_every_attempt() {
     assert_eq!(
         a.detail,
         format!(
-            "registry {} answered HTTP 502 to HEAD; 3 attempts failed: 1) HTTP 502; 2) HTTP 502; 3) HTTP 502",
+            "registry {} answered HTTP 502 to HEAD; 3 attempts, each the same",
             server.host
         )
     );
@@ -352,7 +352,7 @@ async fn connection_reset_is_retried_then_unreachable() {
     assert_eq!(
         a.detail,
         format!(
-            "HEAD to {} failed: {reset}; 3 attempts failed: 1) {reset}; 2) {reset}; 3) {reset}",
+            "HEAD to {} failed: {reset}; 3 attempts, each the same",
             server.host
         )
     );
@@ -386,7 +386,7 @@ async fn connection_closed_before_the_answer_is_retried() {
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 3));
     assert!(
         a.detail.starts_with(&format!(
-            "HEAD to {} failed: connection closed before the answer was complete; 3 attempts failed",
+            "HEAD to {} failed: connection closed before the answer was complete; 3 attempts, each the same",
             server.host
         )),
         "{}",
@@ -765,9 +765,7 @@ async fn ping_and_token_requests_are_retried_too() {
     let err = err.expect_err("unavailable");
     assert_eq!(err.status, Status::Unreachable);
     assert!(
-        err.message.ends_with(
-            "3 attempts failed: 1) HTTP 503 on /v2/; 2) HTTP 503 on /v2/; 3) HTTP 503 on /v2/"
-        ),
+        err.message.ends_with("3 attempts, each the same"),
         "{}",
         err.message
     );

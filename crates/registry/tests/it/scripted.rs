@@ -223,9 +223,8 @@ async fn rate_limits_server_errors_and_wrong_digests() {
     assert_eq!((a.status, a.http_status), (Status::Unreachable, Some(503)));
     assert_eq!(a.attempts, 3);
     assert!(
-        a.detail.ends_with(
-            "answered HTTP 503 to HEAD; 3 attempts failed: 1) HTTP 503; 2) HTTP 503; 3) HTTP 503"
-        ),
+        a.detail
+            .ends_with("answered HTTP 503 to HEAD; 3 attempts, each the same"),
         "{}",
         a.detail
     );
