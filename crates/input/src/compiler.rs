@@ -1057,7 +1057,21 @@ fn duplicates(
             continue;
         }
         let key = format!("{}_{name}", s.stage.as_deref().unwrap_or_default());
+        // The compiler substitutes each step (its name and `report_as` too) before
+        // `ValidatePipeline` compares them (compile.go `SubstituteSteps`, then
+        // validate.go): a name with a `${...}` is compared only as written, which can
+        // tell two steps apart after substitution (an anchored step per `GOOS`), so a
+        // match between such names is a warning, never a refusal.
+        let substituted = name.contains("${");
         match seen.get(&key) {
+            Some(_) if substituted => {
+                let at = r.loc(s.name_node.unwrap_or(s.node));
+                r.warnings.push(format!(
+                    "{at}: the name `{name}` is written twice; Vela compares the names after \
+                     substituting them, and refuses the build (\"step `…` is already \
+                     defined\") if they are still equal"
+                ));
+            }
             Some(first) if first.always_kept && s.always_kept => {
                 let first = first
                     .name_node
@@ -1088,7 +1102,10 @@ fn duplicates(
             && s.always_kept
             && let Some(report_as) = r.text(s.node, "report_as")?.filter(|t| !t.is_empty())
         {
-            if let Some(first) = reports.get(&report_as) {
+            if let Some(first) = reports
+                .get(&report_as)
+                .filter(|_| !report_as.contains("${"))
+            {
                 let at = r.get_set(s.node, "report_as")?.unwrap_or(s.node);
                 return Err(r.refuse(
                     at,

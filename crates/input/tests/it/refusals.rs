@@ -1083,3 +1083,32 @@ fn an_empty_stage_name_is_the_stage_s_key() {
     assert_eq!(stages, [Some("one"), Some("two")]);
     assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
 }
+
+#[test]
+fn names_and_report_as_with_a_variable_are_not_compared_as_written() {
+    // compile.go substitutes each step (`SubstituteSteps`, name and report_as included)
+    // before validate.go compares names and `report_as`: one anchored step per `GOOS` is
+    // two steps, `build-linux` and `build-darwin` (a third review's dn04 and dn03).
+    let matrix = "version: \"1\"\nx-build: &build\n  name: build-${GOOS}\n  image: alpine:3.19\n  \
+                  commands: [go build ./...]\nsteps:\n  - <<: *build\n    environment: {GOOS: linux}\n  \
+                  - <<: *build\n    environment: {GOOS: darwin}\n";
+    let uses = read_pipeline(".vela.yml", matrix).expect("Vela accepts it");
+    assert_eq!(uses.len(), 2);
+    assert!(uses.iter().all(|u| u.disposition == Disposition::Check));
+    let report_as = "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:3.19\n    \
+                     report_as: check-${GOOS}\n    environment: {GOOS: linux}\n    commands: [echo]\n  \
+                     - name: b\n    image: alpine:3.20\n    report_as: check-${GOOS}\n    \
+                     environment: {GOOS: darwin}\n    commands: [echo]\n";
+    assert_eq!(
+        read_pipeline(".vela.yml", report_as)
+            .expect("Vela accepts it")
+            .len(),
+        2
+    );
+    // Written the same without a variable: still refused.
+    let e = refused(&matrix.replace("build-${GOOS}", "build"));
+    assert!(
+        matches!(e.refusal.as_deref(), Some(Refusal::DuplicateName { .. })),
+        "{e}"
+    );
+}
