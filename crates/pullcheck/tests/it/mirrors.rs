@@ -841,18 +841,25 @@ async fn containerd_mirror_and_server_answering_alike_are_worded_once() {
     assert_eq!(detail.matches("also tried").count(), 1, "{detail}");
 }
 
-/// A TLS registry whose CA is not given, named `https://` by its hosts.toml: the row is
-/// `denied`, reason `tls_untrusted`, with the remedies as data, and its detail says so
-/// from the host and the certificate problem (not the registry client's "unreachable").
-#[tokio::test]
-async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
-    let scratch = Scratch::new("containerd-untrusted");
+/// A Go TLS registry (docker-registry) holding `team/app:v1`, with a CA made under
+/// `scratch` and given to nobody.
+async fn untrusted_tls_registry(scratch: &Scratch) -> Registry {
     let files = pullcheck_testkit::runtime::make_tls_files(scratch.path()).unwrap();
     let registry = Registry::builder().tls(files).start().await.unwrap();
     registry
         .push("team/app", "v1", ImageKind::OciManifest)
         .await
         .unwrap();
+    registry
+}
+
+/// A TLS registry whose CA is not given, named `https://` by its hosts.toml: the row is
+/// `denied`, reason `tls_untrusted`, with the remedies as data, and its detail says so
+/// from the host and the certificate problem (not the registry client's "unreachable").
+#[tokio::test]
+async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
+    let scratch = Scratch::new("containerd-untrusted");
+    let registry = untrusted_tls_registry(&scratch).await;
     let host = registry.host().to_owned();
     scratch.write(
         &format!("certs.d/{host}/hosts.toml"),
@@ -898,12 +905,7 @@ async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
 #[tokio::test]
 async fn an_untrusted_loopback_tls_registry_is_denied_without_a_plain_http_fallback() {
     let scratch = Scratch::new("loopback-untrusted");
-    let files = pullcheck_testkit::runtime::make_tls_files(scratch.path()).unwrap();
-    let registry = Registry::builder().tls(files).start().await.unwrap();
-    registry
-        .push("team/app", "v1", ImageKind::OciManifest)
-        .await
-        .unwrap();
+    let registry = untrusted_tls_registry(&scratch).await;
     let host = registry.host().to_owned();
     let reference = format!("{host}/team/app:v1");
     let before = registry.requests().await.unwrap().len();
