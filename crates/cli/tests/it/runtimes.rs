@@ -891,8 +891,12 @@ struct Row {
 impl Row {
     /// The kinds match (the parenthesis is pullcheck's status and reason), and so does
     /// the registry that served a pulled image.
+    /// Equal kinds, and for a pull the same serving registry. `other` (an answer neither
+    /// side's mapping knows: an empty report, a killed or timed-out pull, an unsorted
+    /// message) never agrees, even with `other`: it was not compared.
     fn agrees(&self) -> bool {
-        first_word(&self.pullcheck) == self.runtime
+        self.runtime != "other"
+            && first_word(&self.pullcheck) == self.runtime
             && (self.runtime != "pulled" || self.pullcheck_served == self.runtime_served)
     }
 }
