@@ -262,10 +262,12 @@ async fn token_registry() {
 
 #[tokio::test]
 async fn unreachable_registry_is_unverified_within_the_deadline() {
-    // A port nobody listens on: connection refused.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
+    // A port bound and never listened on: connection refused, and no other test's
+    // server can take the port while this one runs (a dropped listener's port can be
+    // given to the next bind, and was: a token server answered here).
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = closed.local_addr().unwrap().port();
     let report = check(&[format!("127.0.0.1:{port}/team/app:v1")], None).await;
     assert_eq!(
         (report.images[0].status, report.images[0].reason),
@@ -436,10 +438,10 @@ async fn distinct_situations_get_distinct_reasons() {
         User::new("alice", "token-pw-alice").pulling(Repos::All),
     ])))
     .await;
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    // Bound, never listened on, held to the end: refused, and the port is no one else's.
+    let closed_socket = tokio::net::TcpSocket::new_v4().unwrap();
+    closed_socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let closed = closed_socket.local_addr().unwrap().port();
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let silent_port = silent.local_addr().unwrap().port();
     let _silent = tokio::spawn(async move {

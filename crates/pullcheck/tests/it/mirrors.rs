@@ -100,9 +100,12 @@ impl Pair {
 
 /// `127.0.0.1:PORT` where nothing listens: connections are refused.
 fn closed_host() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let host = listener.local_addr().unwrap().to_string();
-    drop(listener);
+    // Bound and never listened on, and kept for the process's life: refused, and no
+    // other test's server can be given the port.
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let host = closed.local_addr().unwrap().to_string();
+    std::mem::forget(closed);
     host
 }
 
