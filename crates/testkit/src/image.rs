@@ -455,7 +455,7 @@ pub(crate) async fn push_as(
     platform: TestPlatform<'_>,
     seed: &LayerSeed,
 ) -> Result<PushedImage, Error> {
-    push_with(http, base, host, spec, platform, None, seed).await
+    retrying_lost_blobs(|| push_once(http, base, host, spec, platform, None, seed)).await
 }
 
 /// [`push`] of an index kind whose entries are one child per platform of `entries`
@@ -472,26 +472,22 @@ pub(crate) async fn push_index_as(
         .first()
         .copied()
         .unwrap_or(TestPlatform::linux("amd64"));
-    push_with(http, base, host, spec, first, Some(entries), seed).await
+    retrying_lost_blobs(|| push_once(http, base, host, spec, first, Some(entries), seed)).await
 }
 
-/// [`push_once`], again (at most [`PUSH_ATTEMPTS`] times in all) when the registry lost a
-/// blob to a concurrent upload of the same digest: distribution's filesystem driver can
-/// answer a manifest `PUT` with `MANIFEST_BLOB_UNKNOWN` / `DIGEST_INVALID` (400) while
-/// another upload of that blob commits, which `push_all`'s concurrent pushes of the
-/// shared empty layer hit about once in twenty runs.
-async fn push_with(
-    http: &Http,
-    base: &str,
-    host: &str,
-    spec: &ImageSpec,
-    platform: TestPlatform<'_>,
-    entries_as: Option<&[TestPlatform<'_>]>,
-    seed: &LayerSeed,
-) -> Result<PushedImage, Error> {
+/// `push()` (one [`push_once`]), again (at most [`PUSH_ATTEMPTS`] times in all) when the
+/// registry lost a blob to a concurrent upload of the same digest: distribution's
+/// filesystem driver can answer a manifest `PUT` with `MANIFEST_BLOB_UNKNOWN` /
+/// `DIGEST_INVALID` (400) while another upload of that blob commits, which `push_all`'s
+/// concurrent pushes of the shared empty layer hit about once in twenty runs.
+async fn retrying_lost_blobs<F, Fut>(mut push: F) -> Result<PushedImage, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<PushedImage, Error>>,
+{
     let mut attempt = 1;
     loop {
-        match push_once(http, base, host, spec, platform, entries_as, seed).await {
+        match push().await {
             Err(Error::Push {
                 status: 400, body, ..
             }) if attempt < PUSH_ATTEMPTS
@@ -505,7 +501,7 @@ async fn push_with(
     }
 }
 
-/// How many times [`push_with`] tries one image.
+/// How many times [`retrying_lost_blobs`] tries one image.
 const PUSH_ATTEMPTS: u32 = 3;
 
 async fn push_once(

@@ -50,6 +50,7 @@
 
 #![warn(missing_docs)]
 
+mod closed;
 pub mod credential_provider;
 pub mod cri;
 mod error;
@@ -63,6 +64,7 @@ pub mod runtime;
 mod tempdir;
 mod token;
 
+pub use closed::ClosedPort;
 pub use error::Error;
 pub use image::{ImageKind, ImageSpec, PushedImage};
 pub use proxy::{LatencyProxy, ProxyOptions, ProxyStats};

@@ -435,10 +435,9 @@ fn check_with_cluster_at(env: &Env, url: &str, extra: &[&str]) -> (Output, Durat
 #[tokio::test]
 async fn an_unreachable_cluster_fails_fast_naming_the_server() {
     let env = Env::start("unreachable").await;
-    // A port nobody listens on: bind, then close.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    drop(listener);
+    // A port nobody listens on, held so that no parallel test's server is given it.
+    let closed = pullcheck_testkit::ClosedPort::new();
+    let url = format!("http://{}", closed.host());
     let (out, took) = check_with_cluster_at(&env, &url, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(took < Duration::from_secs(5), "took {took:?}");

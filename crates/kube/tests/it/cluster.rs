@@ -451,10 +451,9 @@ async fn other_answers_are_errors_with_the_code_and_401_names_the_server() {
 
 #[tokio::test]
 async fn an_unreachable_server_is_a_clear_error_not_a_hang() {
-    // A port nobody listens on: bind, then close.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    drop(listener);
+    // A port nobody listens on, held so that no parallel test's server is given it.
+    let closed = pullcheck_testkit::ClosedPort::new();
+    let url = format!("http://{}", closed.host());
 
     let started = Instant::now();
     let err = Cluster::from_url(&url, NS)

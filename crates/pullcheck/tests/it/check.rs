@@ -10,7 +10,9 @@ use pullcheck::input::parse_image_arg;
 use pullcheck::report::{MissingPart, Reason, Report, Status};
 use pullcheck::resolve::Resolver;
 use pullcheck::{CheckOptions, Checker, CheckerOptions};
-use pullcheck_testkit::{Auth, ImageKind, PushedImage, Registry, Repos, TokenPolicy, User};
+use pullcheck_testkit::{
+    Auth, ClosedPort, ImageKind, PushedImage, Registry, Repos, TokenPolicy, User,
+};
 
 const KINDS: [ImageKind; 4] = [
     ImageKind::OciManifest,
@@ -262,12 +264,10 @@ async fn token_registry() {
 
 #[tokio::test]
 async fn unreachable_registry_is_unverified_within_the_deadline() {
-    // A port bound and never listened on: connection refused, and no other test's
-    // server can take the port while this one runs (a dropped listener's port can be
-    // given to the next bind, and was: a token server answered here).
-    let closed = tokio::net::TcpSocket::new_v4().unwrap();
-    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let port = closed.local_addr().unwrap().port();
+    // Connection refused, and no other test's server can take the port while this one
+    // runs (a dropped listener's port was once given to a token server here).
+    let closed = ClosedPort::new();
+    let port = closed.port();
     let report = check(&[format!("127.0.0.1:{port}/team/app:v1")], None).await;
     assert_eq!(
         (report.images[0].status, report.images[0].reason),
@@ -438,10 +438,8 @@ async fn distinct_situations_get_distinct_reasons() {
         User::new("alice", "token-pw-alice").pulling(Repos::All),
     ])))
     .await;
-    // Bound, never listened on, held to the end: refused, and the port is no one else's.
-    let closed_socket = tokio::net::TcpSocket::new_v4().unwrap();
-    closed_socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let closed = closed_socket.local_addr().unwrap().port();
+    let closed_port = ClosedPort::new();
+    let closed = closed_port.port();
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let silent_port = silent.local_addr().unwrap().port();
     let _silent = tokio::spawn(async move {

@@ -18,7 +18,7 @@ use pullcheck::mirrors::MirrorConfig;
 use pullcheck::report::{ImageReport, MissingPart, Reason, Remedy, Report, Status};
 use pullcheck::resolve::{Credentials, Resolver};
 use pullcheck::{CheckOptions, Checker, CheckerOptions};
-use pullcheck_testkit::{ImageKind, PushedImage, Registry, RequestRecord};
+use pullcheck_testkit::{ClosedPort, ImageKind, PushedImage, Registry, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -100,11 +100,9 @@ impl Pair {
 
 /// `127.0.0.1:PORT` where nothing listens: connections are refused.
 fn closed_host() -> String {
-    // Bound and never listened on, and kept for the process's life: refused, and no
-    // other test's server can be given the port.
-    let closed = tokio::net::TcpSocket::new_v4().unwrap();
-    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let host = closed.local_addr().unwrap().to_string();
+    // Kept for the process's life: no other test's server can be given the port.
+    let closed = ClosedPort::new();
+    let host = closed.host();
     std::mem::forget(closed);
     host
 }
