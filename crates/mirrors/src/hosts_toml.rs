@@ -881,7 +881,8 @@ fn apply_default_host(h: &mut HostConfig, refhost: &str) {
         h.loopback_default = local.port() != Some("80");
         h.origin.push_str(
             "; a loopback default host: HTTPS without verification, then HTTP, as containerd \
-             1.6.25 and later ask it (older 1.6 releases ask plain HTTP only)",
+             1.6.25 and 1.7.7 and later ask it (1.6.9 to 1.6.24 and 1.7.0 to 1.7.6 ask plain \
+             HTTP only)",
         );
     }
 }

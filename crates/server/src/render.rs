@@ -89,6 +89,32 @@ pub(crate) fn report(mut report: Report) -> Report {
 mod tests {
     use super::*;
 
+    /// The golden renderings of the version warnings: a wording change shows here.
+    #[test]
+    fn version_warnings_golden() {
+        assert_eq!(
+            version_warning(&VersionWarning::HostsTomlWithoutHostTable {
+                file: "/etc/containerd/certs.d/r.example.com/hosts.toml".into(),
+                server: "mirror.example.com".into(),
+            }),
+            "/etc/containerd/certs.d/r.example.com/hosts.toml has server = mirror.example.com \
+             and no [host] table: checked as containerd 1.7.32 and later read it (asking \
+             mirror.example.com); containerd 1.6.0-1.6.39 and 1.7.0-1.7.31 reject the file \
+             (\"invalid `host` tree\") and pull from the image's own registry instead"
+        );
+        assert_eq!(
+            version_warning(&VersionWarning::LoopbackDefaultHostOverTls {
+                host: "127.0.0.1:5000".into(),
+                hosts_dir: Some("/etc/containerd/certs.d".into()),
+            }),
+            "127.0.0.1:5000 answered over HTTPS as containerd's default host for a loopback \
+             registry (no server for it in /etc/containerd/certs.d), as containerd \
+             1.6.25-1.6.39 and 1.7.7 and later ask it; containerd 1.6.9-1.6.24 and \
+             1.7.0-1.7.6 ask it over plain HTTP only, which a TLS registry answers with 400 \
+             Bad Request"
+        );
+    }
+
     /// The golden renderings of the service's remedies: a wording change shows here.
     #[test]
     fn remedies_golden() {
