@@ -628,6 +628,14 @@ fn cases() -> Vec<Case> {
         )
         .podman_creds(USER, WRONG),
     );
+    v.push(
+        p(
+            "--creds (a pull secret) not sent to a mirror on another domain (htpasswd mirror)",
+            "{ANON}/app:v1",
+            "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{HTP}\"\ninsecure = true\n",
+        )
+        .podman_creds(USER, PASSWORD),
+    );
     // containerd through its CRI plugin: the kubelet's PullImage, the pod's pull secret
     // as its AuthConfig (no server address), config_path the hosts directory.
     // (The questions every runtime is asked are in the loop above.)
