@@ -71,6 +71,8 @@ pub fn setting(setting: Setting) -> &'static str {
 pub fn report(mut report: Report) -> Report {
     report.word_attempts();
     report.word_remedies(remedies);
+    // The service's words: they name no option of either front end.
+    report.word_version_warnings(pullcheck_server::version_warning);
     report
 }
 

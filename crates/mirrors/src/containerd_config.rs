@@ -317,6 +317,7 @@ impl ContainerdConfig {
                 is_mirror: proxy,
                 blocked: None,
                 proxy: None,
+                over_tls_warning: None,
                 rule: format!("containerd CRI {why}"),
                 credentials: CredentialRule {
                     lookup_host: Some(host.to_owned()),

@@ -277,6 +277,7 @@ impl DaemonConfig {
                 is_mirror: mirror,
                 blocked: None,
                 proxy: None,
+                over_tls_warning: None,
                 rule,
                 credentials: credentials(mirror),
             }

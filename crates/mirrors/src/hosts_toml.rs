@@ -1,8 +1,9 @@
 //! containerd's registry host configuration: a directory (`config_path`, usually
 //! `/etc/containerd/certs.d`) with one sub-directory per registry host, each holding a
 //! `hosts.toml` or Docker-style certificate files. Follows containerd
-//! `core/remotes/docker/config/hosts.go` and the resolver in
-//! `core/remotes/docker/resolver.go`.
+//! `remotes/docker/config/hosts.go` and the resolver in `remotes/docker/resolver.go`
+//! (1.6 and 1.7; `core/remotes/…` in 2.x) as 1.7.32 and 2.x have them; where older
+//! releases differ, the difference is a [`VersionWarning`] (`crate::version`).
 //!
 //! - **Directory** (`HostDirFromRoot`, `hostPaths`): for host `h:p` the candidates are
 //!   `h_p_`, then `h:p`, then `_default`; the first that exists is used (even when it
@@ -38,6 +39,7 @@ use crate::endpoint::{ClientCert, CredentialRule, Endpoint, Resolution};
 use crate::redact::{redact_location, redact_urls};
 use crate::text::line_col;
 use crate::url::{DOCKER_HUB_API_HOST, parse_url, path_clean};
+use crate::version::VersionWarning;
 
 /// What a host may be used for (`capabilities`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -103,6 +105,9 @@ pub struct HostConfig {
     /// Where it came from: `[host."https://mirror"]`, `server = "…"`, `top level (no server)`,
     /// or `certificate files`.
     pub origin: String,
+    /// Whether this is the default host of a loopback registry other than on port 80,
+    /// which containerd releases ask differently ([`VersionWarning::LoopbackDefaultHostOverTls`]).
+    pub loopback_default: bool,
 }
 
 impl HostConfig {
@@ -118,6 +123,7 @@ impl HostConfig {
             header: Vec::new(),
             dial_timeout: None,
             origin: origin.to_owned(),
+            loopback_default: false,
         }
     }
 
@@ -528,6 +534,7 @@ pub struct HostsDir {
     root: PathBuf,
     entries: BTreeMap<String, DirConfig>,
     warnings: Vec<String>,
+    version_warnings: Vec<VersionWarning>,
 }
 
 impl HostsDir {
@@ -538,6 +545,7 @@ impl HostsDir {
             root: root.into(),
             entries: BTreeMap::new(),
             warnings: Vec::new(),
+            version_warnings: Vec::new(),
         }
     }
 
@@ -578,7 +586,7 @@ impl HostsDir {
                     .and_then(|text| parse_hosts_file(&text, path));
                 match parsed {
                     Ok(hosts) => {
-                        self.warn_versions(&label, &hosts);
+                        self.warn_versions(&file, &hosts);
                         return DirConfig::Hosts {
                             hosts,
                             source: format!("containerd {label}"),
@@ -610,19 +618,21 @@ impl HostsDir {
     }
 
     /// A file that containerd versions read differently: only `server =`, no `[host]`
-    /// table. pullcheck follows containerd 1.7.32 and 2.x, which use the server;
-    /// 1.6.x and 1.7.0 to 1.7.31 reject the file ("invalid `host` tree") and ask the
-    /// image's own registry (the differential suite, crates/cli/tests/it/runtimes.rs,
-    /// shows it with 1.6.20).
-    fn warn_versions(&mut self, label: &str, hosts: &[HostConfig]) {
+    /// table ([`VersionWarning::HostsTomlWithoutHostTable`]). pullcheck follows
+    /// containerd 1.7.32 and 2.x, which use the server; 1.6.x and 1.7.0 to 1.7.31 reject
+    /// the file ("invalid `host` tree", `getSortedHosts` in
+    /// `remotes/docker/config/hosts.go` v1.7.31 line 534) and ask the image's own
+    /// registry (the differential suite, crates/cli/tests/it/runtimes.rs, shows it with
+    /// 1.6.20).
+    fn warn_versions(&mut self, file: &Path, hosts: &[HostConfig]) {
         if let [server] = hosts
             && !server.host.is_empty()
         {
-            self.warnings.push(format!(
-                "{label} has a server but no [host] table: containerd 1.7.32 and 2.x use the \
-                 server, as checked here; containerd 1.6 and 1.7.0 to 1.7.31 reject the file \
-                 (\"invalid `host` tree\") and pull from the image's own registry instead"
-            ));
+            self.version_warnings
+                .push(VersionWarning::HostsTomlWithoutHostTable {
+                    file: file.to_path_buf(),
+                    server: server.host.clone(),
+                });
         }
     }
 
@@ -646,7 +656,7 @@ impl HostsDir {
         } else {
             match parse_hosts_file(text, &dir) {
                 Ok(hosts) => {
-                    self.warn_versions(&label, &hosts);
+                    self.warn_versions(&dir.join("hosts.toml"), &hosts);
                     DirConfig::Hosts {
                         hosts,
                         source: format!("containerd {label}"),
@@ -672,6 +682,11 @@ impl HostsDir {
     /// Problems containerd logs and works around (a `hosts.toml` it ignores).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// Files containerd releases read differently ([`VersionWarning`]), in reading order.
+    pub fn version_warnings(&self) -> &[VersionWarning] {
+        &self.version_warnings
     }
 
     /// The endpoints containerd asks for `reference`, in order; see the module docs.
@@ -748,8 +763,9 @@ impl HostsDir {
             // pull (the pod's pull secrets, picked by the image's own registry) to the
             // `Credentials` callback of every host in hosts.toml; `ParseAuth` withholds them
             // only when they carry a server address other than the host, and the kubelet
-            // sets none (internal/cri/server/images/image_pull.go `ParseAuth`,
-            // core/remotes/docker/config/hosts.go `HostOptions.Credentials`).
+            // sets none (`ParseAuth` and the `Credentials` callback of `registryHosts`,
+            // pkg/cri/server/image_pull.go v1.6.20 lines 179-192 and 339-348; in 2.x
+            // internal/cri/server/images/image_pull.go).
             let credentials = CredentialRule {
                 lookup_host: Some(refhost.to_owned()),
                 pull_secrets: true,
@@ -792,6 +808,12 @@ impl HostsDir {
                 is_mirror: proxy,
                 blocked: None,
                 proxy: None,
+                over_tls_warning: h.loopback_default.then(|| {
+                    VersionWarning::LoopbackDefaultHostOverTls {
+                        host: h.host.clone(),
+                        hosts_dir: Some(self.root.clone()),
+                    }
+                }),
                 rule: format!("{source} {}{position}", h.origin),
                 credentials,
             });
@@ -853,10 +875,14 @@ fn apply_default_host(h: &mut HostConfig, refhost: &str) {
         h.origin = format!("{} (default host {})", h.origin, h.host);
     }
     if local.is_loopback() {
-        // containerd 1.6.20 (seen in the differential suite) asks only plain HTTP here.
+        // containerd 1.6.9-1.6.24 and 1.7.0-1.7.6 (1.6.20 seen in the differential suite)
+        // ask only plain HTTP here (`ConfigureHosts`, remotes/docker/config/hosts.go
+        // v1.6.20 lines 102-109); 1.6.25 (lines 104-119, 254-260) and 1.7.7 HTTPS first.
+        h.loopback_default = local.port() != Some("80");
         h.origin.push_str(
             "; a loopback default host: HTTPS without verification, then HTTP, as containerd \
-             1.6.25 and later ask it (older 1.6 releases ask plain HTTP only)",
+             1.6.25 and 1.7.7 and later ask it (1.6.9 to 1.6.24 and 1.7.0 to 1.7.6 ask plain \
+             HTTP only)",
         );
     }
 }

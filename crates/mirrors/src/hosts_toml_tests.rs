@@ -565,8 +565,21 @@ fn a_file_with_only_a_server_is_read_as_newer_containerd_does_with_a_warning() {
     let e = endpoints(&dir, "r.example.com/a:b");
     assert_eq!(e.len(), 1);
     assert_eq!(e[0].host, "mirror.example.com");
-    assert_eq!(dir.warnings().len(), 1, "{:?}", dir.warnings());
-    assert!(dir.warnings()[0].contains("no [host] table"));
+    assert!(dir.warnings().is_empty(), "{:?}", dir.warnings());
+    assert_eq!(
+        dir.version_warnings(),
+        [crate::VersionWarning::HostsTomlWithoutHostTable {
+            file: "/etc/containerd/certs.d/r.example.com/hosts.toml".into(),
+            server: "mirror.example.com".into(),
+        }]
+    );
+    let w = &dir.version_warnings()[0];
+    assert_eq!(
+        w.kind(),
+        crate::VersionWarningKind::HostsTomlWithoutHostTable
+    );
+    assert_eq!(w.modelled()[0].first, "1.7.32");
+    assert_eq!(w.differing().len(), 2);
     // With a [host] table every version reads it alike: no warning.
     let mut dir = HostsDir::new(Path::new("/etc/containerd/certs.d"));
     dir.insert_hosts_toml(
@@ -574,4 +587,39 @@ fn a_file_with_only_a_server_is_read_as_newer_containerd_does_with_a_warning() {
         "server = \"https://r.example.com\"\n[host.\"https://mirror.example.com\"]\n",
     );
     assert!(dir.warnings().is_empty(), "{:?}", dir.warnings());
+    assert!(dir.version_warnings().is_empty());
+}
+
+#[test]
+fn a_loopback_default_host_carries_the_version_warning_for_an_answer_over_tls() {
+    let dir = HostsDir::new(Path::new("/etc/containerd/certs.d"));
+    let e = endpoints(&dir, "127.0.0.1:5000/a:b");
+    assert_eq!(e.len(), 1);
+    assert_eq!(
+        e[0].over_tls_warning,
+        Some(crate::VersionWarning::LoopbackDefaultHostOverTls {
+            host: "127.0.0.1:5000".into(),
+            hosts_dir: Some("/etc/containerd/certs.d".into()),
+        })
+    );
+    // Port 80 is plain HTTP in every release; a name that is not loopback has no
+    // exception to differ on; a configured server is not the default host.
+    assert_eq!(
+        endpoints(&dir, "127.0.0.1:80/a:b")[0].over_tls_warning,
+        None
+    );
+    assert_eq!(
+        endpoints(&dir, "r.example.com/a:b")[0].over_tls_warning,
+        None
+    );
+    let mut dir = HostsDir::new(Path::new("/etc/containerd/certs.d"));
+    dir.insert_hosts_toml(
+        "127.0.0.1:5000",
+        "server = \"https://127.0.0.1:5000\"\n[host.\"https://127.0.0.1:5000\"]\n",
+    );
+    assert!(
+        endpoints(&dir, "127.0.0.1:5000/a:b")
+            .iter()
+            .all(|e| e.over_tls_warning.is_none())
+    );
 }

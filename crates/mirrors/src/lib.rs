@@ -51,10 +51,12 @@ mod redact;
 pub mod registries_conf;
 mod text;
 pub mod url;
+mod version;
 
 pub use endpoint::{ClientCert, CredentialRule, Endpoint, Mode, Resolution};
 pub use error::MirrorError;
 pub use url::DOCKER_HUB_API_HOST;
+pub use version::{Releases, VersionWarning, VersionWarningKind};
 
 use containerd_config::ContainerdConfig;
 use docker_daemon::DaemonConfig;
@@ -394,6 +396,16 @@ impl MirrorConfig {
         w
     }
 
+    /// Where the node's runtime release would read this configuration differently from
+    /// the release pullcheck models (a containerd `hosts.toml` without a `[host]`
+    /// table), as data for the report.
+    pub fn version_warnings(&self) -> &[VersionWarning] {
+        match &self.source {
+            Source::Containerd(d) => d.version_warnings(),
+            _ => &[],
+        }
+    }
+
     /// The endpoints the runtime asks for `reference`, in order, or why it asks none.
     /// Pure: no IO.
     pub fn resolve(&self, reference: &Reference) -> Resolution {
@@ -437,6 +449,7 @@ fn direct(reference: &Reference) -> Resolution {
         is_mirror: false,
         blocked: None,
         proxy: None,
+        over_tls_warning: None,
         rule,
         credentials: CredentialRule {
             lookup_host: Some(domain.to_owned()),

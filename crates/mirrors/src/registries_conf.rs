@@ -520,6 +520,7 @@ impl RegistriesConf {
                 is_mirror: s.mirror.is_some(),
                 blocked,
                 proxy: s.proxy.map(|p| redact_location(p)),
+                over_tls_warning: None,
                 rule,
                 credentials,
             });

@@ -285,12 +285,23 @@ impl Checker {
             },
         )
         .await;
+        let mut version_warnings: Vec<mirrors::VersionWarning> =
+            inner.resolver.mirrors.version_warnings().to_vec();
+        version_warnings.extend(
+            outcomes
+                .values()
+                .flat_map(|o| o.version_warnings.iter().cloned()),
+        );
+        version_warnings.sort();
+        version_warnings.dedup();
         let images = plan
             .items
             .into_iter()
             .map(|item| image_report(item, &outcomes))
             .collect();
-        Report::new(images, warnings)
+        let mut report = Report::new(images, warnings);
+        report.version_warnings = version_warnings;
+        report
     }
 }
 

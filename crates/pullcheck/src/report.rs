@@ -503,6 +503,13 @@ pub struct Report {
     /// Things the user should know that are not about one image (e.g. a credential
     /// helper that was not run).
     pub warnings: Vec<String>,
+    /// Where the node's runtime release would decide differently from the release
+    /// pullcheck models, as data (`kind`, `runtime`, `file`, `host`, `modelled`,
+    /// `differing`: [`pullcheck_mirrors::VersionWarning`]), sorted, each once: a
+    /// containerd `hosts.toml` without a `[host]` table, an answer over HTTPS from
+    /// containerd's default host of a loopback registry. The front ends word each into
+    /// [`Report::warnings`] too ([`Report::word_version_warnings`]).
+    pub version_warnings: Vec<pullcheck_mirrors::VersionWarning>,
 }
 
 /// The process exit code for a report: 0 when every checked image is present, 1 when
@@ -539,6 +546,21 @@ impl Report {
             images,
             summary,
             warnings,
+            version_warnings: Vec::new(),
+        }
+    }
+
+    /// Appends each [`Report::version_warnings`] entry to [`Report::warnings`] in the
+    /// words of `words` (each front end's), once.
+    pub fn word_version_warnings(
+        &mut self,
+        words: impl Fn(&pullcheck_mirrors::VersionWarning) -> String,
+    ) {
+        let worded: Vec<String> = self.version_warnings.iter().map(words).collect();
+        for w in worded {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
         }
     }
 

@@ -159,9 +159,10 @@ pub struct Endpoint {
     pub allow_http: bool,
     /// Only plain HTTP is used, never HTTPS: an `http://` endpoint as containerd asks it
     /// (a hosts.toml `http://` host without a TLS setting, a CRI `mirrors` endpoint or
-    /// default host with the `http` scheme; `core/remotes/docker/config/hosts.go`,
-    /// `pkg/cri/server/image_pull.go` `registryHosts`, which set the host's scheme and
-    /// no fallback). Implies [`Endpoint::allow_http`].
+    /// default host with the `http` scheme; containerd 1.6.20
+    /// `remotes/docker/config/hosts.go` `ConfigureHosts` and `pkg/cri/server/image_pull.go`
+    /// `registryHosts` lines 354-411 and `defaultScheme` lines 415-420, which set the
+    /// host's scheme and no fallback). Implies [`Endpoint::allow_http`].
     pub http_only: bool,
     /// TLS certificates are not verified (an insecure registry).
     pub skip_verify: bool,

@@ -40,6 +40,7 @@ mod reload;
 mod render;
 
 pub use logging::{LogFormat, init_logging};
+pub use render::version_warning;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@
 //!   child that dies with the test process; [`Containerd::pull`] runs
 //!   `ctr --address SOCK images pull --snapshotter native [--hosts-dir DIR]
 //!   [--user U:P] [--platform P] REF`, containerd's client-side resolver (the
-//!   `hosts.toml` rules of `core/remotes/docker/config`).
+//!   `hosts.toml` rules of `remotes/docker/config` in 1.6, the Debian package's release).
 //! - [`Podman::new`] makes a storage root; [`Podman::pull`] runs `podman --root …
 //!   --runroot … --storage-driver vfs pull` with `CONTAINERS_REGISTRIES_CONF`, `--authfile`,
 //!   `--cert-dir`, `--tls-verify` and `--platform` as given, `HOME` and `XDG_RUNTIME_DIR`
@@ -217,7 +217,16 @@ async fn run_pull(
     for (k, v) in envs {
         command.env(k, v);
     }
-    let shown = format!("{program} {}", args.join(" "));
+    // The credentials of `--creds` and `--user` are never shown.
+    let masked: Vec<&str> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let secret = i > 0 && matches!(args[i - 1].as_str(), "--creds" | "--user");
+            if secret { "***" } else { a.as_str() }
+        })
+        .collect();
+    let shown = format!("{program} {}", masked.join(" "));
     let child = command
         .spawn()
         .map_err(|e| Error::io(format!("running {shown}"), e))?;
@@ -604,6 +613,17 @@ pub struct PodmanPull<'a> {
     pub tls_verify: Option<bool>,
     /// `--platform`.
     pub platform: Option<&'a str>,
+    /// A per-host certificates tree laid out as containers/image's
+    /// `/etc/containers/certs.d` (`<host:port>/ca.crt`): podman's own
+    /// `$HOME/.config/containers/certs.d` points at it for this pull (the first per-host
+    /// directory `dockerCertDir` looks in, docker/docker_client.go v5.23.1 lines 66 and
+    /// 191–202; `--cert-dir` is read flat, for every host, instead).
+    pub certs_d: Option<&'a Path>,
+    /// `--creds USER:PASSWORD`: containers/image's `SystemContext.DockerAuthConfig`, the
+    /// field CRI-O fills from the CRI request's pull secret.
+    pub creds: Option<(&'a str, &'a str)>,
+    /// `PATH` for podman (and the credential helpers it runs); else the test's own.
+    pub path: Option<&'a str>,
 }
 
 impl Podman {
@@ -683,19 +703,48 @@ impl Podman {
             args.push("--platform".into());
             args.push(p.to_owned());
         }
+        if let Some((user, password)) = opts.creds {
+            args.push("--creds".into());
+            args.push(format!("{user}:{password}"));
+        }
         args.push(reference.to_owned());
+        let containers = d.join("home").join(".config").join("containers");
+        std::fs::create_dir_all(&containers)
+            .map_err(|e| Error::io(format!("creating {}", containers.display()), e))?;
+        let certs_d = containers.join("certs.d");
+        if std::fs::symlink_metadata(&certs_d).is_ok() {
+            std::fs::remove_file(&certs_d)
+                .map_err(|e| Error::io(format!("removing {}", certs_d.display()), e))?;
+        }
+        if let Some(tree) = opts.certs_d {
+            std::os::unix::fs::symlink(tree, &certs_d)
+                .map_err(|e| Error::io(format!("linking {}", certs_d.display()), e))?;
+        }
         let conf = opts
             .registries_conf
             .map_or_else(|| d.join("registries.conf"), Path::to_path_buf);
-        let envs: [(&str, &Path); 6] = [
+        let (containers_conf, home, xdg, tmp) = (
+            d.join("containers.conf"),
+            d.join("home"),
+            d.join("xdg"),
+            d.join("tmp"),
+        );
+        let mut envs: Vec<(&str, &Path)> = vec![
             ("CONTAINERS_REGISTRIES_CONF", &conf),
-            ("CONTAINERS_CONF", &d.join("containers.conf")),
-            ("HOME", &d.join("home")),
-            ("XDG_RUNTIME_DIR", &d.join("xdg")),
-            ("TMPDIR", &d.join("tmp")),
-            ("XDG_CONFIG_HOME", &d.join("home")),
+            ("CONTAINERS_CONF", &containers_conf),
+            ("HOME", &home),
+            ("XDG_RUNTIME_DIR", &xdg),
+            ("TMPDIR", &tmp),
+            ("XDG_CONFIG_HOME", &home),
         ];
-        run_pull(PODMAN_BINARY, &args, &envs, d).await
+        if let Some(path) = opts.path {
+            envs.push(("PATH", Path::new(path)));
+        }
+        let outcome = run_pull(PODMAN_BINARY, &args, &envs, d).await;
+        if opts.certs_d.is_some() {
+            let _ = std::fs::remove_file(&certs_d);
+        }
+        outcome
     }
 }
 

@@ -12,3 +12,4 @@ mod substitution;
 mod tls;
 mod util;
 mod vela_plugin;
+mod version_warnings;

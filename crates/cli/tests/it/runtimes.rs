@@ -241,6 +241,16 @@ struct Setup {
     more_auths: Vec<(&'static str, &'static str)>,
     /// podman: an auth.json `credHelpers` entry, `(key, helper name)`.
     cred_helper: Option<(&'static str, &'static str)>,
+    /// podman: a `certs.d` tree with the test CA as `ca.crt` under these host
+    /// directories (`{TLS}`, `{ANON}`; none: an empty tree), read per host as
+    /// containers/image reads `/etc/containers/certs.d` / pullcheck `--certs-dir`.
+    certs_d: Option<&'static [&'static str]>,
+    /// podman: the credentials as `--creds` (`SystemContext.DockerAuthConfig`, which
+    /// CRI-O fills from the pod's pull secret) / pullcheck a pull secret, instead of
+    /// auth.json.
+    podman_creds: bool,
+    /// `PATH` for both pullcheck and the runtime (absolute directories only).
+    path: Option<&'static str>,
 }
 
 struct Case {
@@ -254,6 +264,8 @@ struct Case {
     /// One of the held-out cases (`held_out_cases`): written before pullcheck was
     /// changed for them, shown in a section of their own.
     held_out: bool,
+    /// The `version_warnings` kinds pullcheck's report must carry (and no others).
+    version_warnings: &'static [&'static str],
 }
 
 fn case(name: &'static str, rt: Rt, image: &'static str) -> Case {
@@ -265,6 +277,7 @@ fn case(name: &'static str, rt: Rt, image: &'static str) -> Case {
         setup: Setup::default(),
         differs: None,
         held_out: false,
+        version_warnings: &[],
     }
 }
 
@@ -309,7 +322,29 @@ impl Case {
         self.differs = Some(why);
         self
     }
+    fn certs_d(mut self, hosts: &'static [&'static str]) -> Case {
+        self.setup.certs_d = Some(hosts);
+        self
+    }
+    fn podman_creds(mut self, user: &'static str, password: &'static str) -> Case {
+        self.setup.creds = Some((user, password));
+        self.setup.podman_creds = true;
+        self
+    }
+    fn path(mut self, path: &'static str) -> Case {
+        self.setup.path = Some(path);
+        self
+    }
+    fn warns(mut self, kinds: &'static [&'static str]) -> Case {
+        self.version_warnings = kinds;
+        self
+    }
 }
+
+/// The `PATH` of the absent-helper case: absolute directories only (a helper found
+/// through a relative entry is refused as relative, another case), none of which holds
+/// `docker-credential-pullcheck-absent-helper` (checked).
+const ABSENT_HELPER_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// podman's registries.conf marking the plain-HTTP registries insecure, as a node with
 /// loopback registries needs.
@@ -426,12 +461,15 @@ fn cases() -> Vec<Case> {
     )
     .creds(USER, PASSWORD));
     v.push(
-        h("TLS registry, default host (loopback)", "{TLS}/app:v1", &[]).differs(
-            "containerd 1.6.20-1.6.24 ask a loopback registry without a hosts.toml over plain \
-             HTTP only (ConfigureHosts in core/remotes/docker/config/hosts.go); from 1.6.25 \
-             (and 1.7) HTTPS without verification first, then HTTP, which pullcheck models \
-             (and says in the endpoint's rule)",
-        ),
+        h("TLS registry, default host (loopback)", "{TLS}/app:v1", &[])
+            .differs(
+                "containerd 1.6.9-1.6.24 and 1.7.0-1.7.6 give a loopback registry's default \
+                 host the http scheme only (ConfigureHosts, remotes/docker/config/hosts.go \
+                 v1.6.20 lines 102-109), and the TLS port answers 400; 1.6.25 (lines 104-119, \
+                 and the HTTPS-first fallback of lines 254-260) and 1.7.7 on try HTTPS without \
+                 verification, then HTTP, which pullcheck models and warns about",
+            )
+            .warns(&["loopback_default_host_over_tls"]),
     );
     v.push(h(
         "hosts.toml: TLS host without ca",
@@ -465,10 +503,12 @@ fn cases() -> Vec<Case> {
         )
         .differs(
             "containerd 1.6.x and 1.7.0-1.7.31 reject a hosts.toml without a [host] table \
-             (\"invalid `host` tree\", core/remotes/docker/config/hosts.go parseHostsFile) and \
-             ask the image's own registry; 1.7.32 and 2.x accept it, which pullcheck models \
-             (and warns)",
-        ),
+             (getSortedHosts: \"invalid `host` tree\", remotes/docker/config/hosts.go v1.6.20 \
+             lines 497-501, v1.7.31 line 534), ignore the file (loadHostDir, v1.6.20 lines \
+             279-284) and ask the image's own registry; 1.7.32 (commit 24007441d) and 2.x \
+             accept it, which pullcheck models and warns about",
+        )
+        .warns(&["hosts_toml_without_host_table"]),
     );
     // containers/image registries.conf.
     let p = |name, image, conf: &'static str| case(name, P, image).files(&[("", conf)]);
@@ -551,6 +591,51 @@ fn cases() -> Vec<Case> {
         "{TLS}/app:v1",
         "[[registry]]\nlocation = \"{TLS}\"\ninsecure = true\n",
     ));
+    // A per-host certs.d tree (containers/image's /etc/containers/certs.d layout, the
+    // one CRI-O reads) against pullcheck --certs-dir on the same tree.
+    v.push(
+        p(
+            "certs.d: the CA under the registry's host:port",
+            "{TLS}/app:v1",
+            "",
+        )
+        .certs_d(&["{TLS}"]),
+    );
+    v.push(
+        p(
+            "certs.d: the CA under another host's directory",
+            "{TLS}/app:v1",
+            "",
+        )
+        .certs_d(&["{ANON}"]),
+    );
+    v.push(p("certs.d: no directory for the registry", "{TLS}/app:v1", "").certs_d(&[]));
+    // podman --creds: the DockerAuthConfig CRI-O fills from the pod's pull secret,
+    // against pullcheck given the same credential as a pull secret.
+    v.push(
+        p(
+            "--creds (a pull secret), htpasswd, right",
+            "{HTP}/app:v1",
+            INSECURE,
+        )
+        .podman_creds(USER, PASSWORD),
+    );
+    v.push(
+        p(
+            "--creds (a pull secret), htpasswd, wrong",
+            "{HTP}/app:v1",
+            INSECURE,
+        )
+        .podman_creds(USER, WRONG),
+    );
+    v.push(
+        p(
+            "--creds (a pull secret) not sent to a mirror on another domain (htpasswd mirror)",
+            "{ANON}/app:v1",
+            "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{HTP}\"\ninsecure = true\n",
+        )
+        .podman_creds(USER, PASSWORD),
+    );
     // containerd through its CRI plugin: the kubelet's PullImage, the pod's pull secret
     // as its AuthConfig (no server address), config_path the hosts directory.
     // (The questions every runtime is asked are in the loop above.)
@@ -592,7 +677,8 @@ fn cases() -> Vec<Case> {
         .creds(USER, WRONG),
     );
     // containerd's own config.toml: configs."HOST".auth, per contacted host, only when
-    // the pull carries no credentials (pkg/cri/server/image_pull.go registryHosts).
+    // the pull carries no credentials (pkg/cri/server/image_pull.go registryHosts,
+    // v1.6.20 lines 339-348).
     const HTP_MIRROR: &[(&str, &str)] = &[(
         "{ANON}",
         "server = \"http://{EMPTY}\"\n[host.\"http://{HTP}\"]\ncapabilities = [\"pull\", \"resolve\"]\n",
@@ -803,7 +889,8 @@ fn held_out_cases() -> Vec<Case> {
         .creds(USER, WRONG)
         .differs(
             "both fail; containerd reports the first host's error (`firstErr` in \
-             Resolver.Resolve, core/remotes/docker/resolver.go), here the mirror's refused \
+             dockerResolver.Resolve, remotes/docker/resolver.go v1.6.20 lines 232 and \
+             286-302), here the mirror's refused \
              connection, though the registry after it refused the credentials; pullcheck \
              reports the most telling answer of all hosts (a registry's answer outranks a \
              network error, `query::choose`) and lists every host's attempt",
@@ -862,12 +949,13 @@ fn held_out_cases() -> Vec<Case> {
     );
     v.push(
         p(
-            "auth.json: credHelpers entry whose helper is not installed",
+            "auth.json: credHelpers entry whose helper is not installed (absolute PATH without it)",
             "{HTP}/app:v1",
             INSECURE,
         )
         .more_auths(&[("{HTP}", PASSWORD)])
-        .cred_helper("{HTP}", "pullcheck-absent-helper"),
+        .cred_helper("{HTP}", "pullcheck-absent-helper")
+        .path(ABSENT_HELPER_PATH),
     );
     for c in &mut v {
         c.held_out = true;
@@ -880,6 +968,10 @@ struct Row {
     case: String,
     rt: Rt,
     pullcheck: String,
+    /// The kinds of pullcheck's `version_warnings`.
+    warnings: Vec<String>,
+    /// The kinds the case expects.
+    expected_warnings: &'static [&'static str],
     pullcheck_served: Option<String>,
     runtime: String,
     runtime_served: Option<String>,
@@ -964,7 +1056,14 @@ impl Files {
                 args.extend(["--registries-conf".into(), path(&conf)]);
                 let auth = dir.join("auth.json");
                 let mut auths = serde_json::Map::new();
-                if let Some((user, password)) = case.setup.creds {
+                if let Some((user, password)) = case.setup.creds.filter(|_| case.setup.podman_creds)
+                {
+                    let secret = dir.join("secret.json");
+                    let entries = [DockerAuth::new(&host, user, password)];
+                    std::fs::write(&secret, pull_secret_manifest("ns", "regcred", &entries))
+                        .unwrap();
+                    args.extend(["--pull-secret".into(), path(&secret)]);
+                } else if let Some((user, password)) = case.setup.creds {
                     use base64::Engine as _;
                     let key = case.setup.auth_key.map_or(host.clone(), |k| env.fill(k));
                     let b64 = base64::engine::general_purpose::STANDARD
@@ -986,22 +1085,42 @@ impl Files {
                 if case.setup.ca {
                     args.extend(["--ca-file".into(), path(&env.ca)]);
                 }
+                if let Some(hosts) = case.setup.certs_d {
+                    let tree = dir.join("certs.d");
+                    std::fs::create_dir(&tree).unwrap();
+                    for h in hosts {
+                        let d = tree.join(env.fill(h));
+                        std::fs::create_dir(&d).unwrap();
+                        std::fs::copy(&env.ca, d.join("ca.crt")).unwrap();
+                    }
+                    args.extend(["--certs-dir".into(), path(&tree)]);
+                }
             }
         }
         (Files { dir }, args)
     }
 }
 
-async fn run_pullcheck(env: &Env, args: &[String], home: &Path) -> (String, Option<String>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pullcheck"))
+/// pullcheck's answer (`kind (status/reason)`), the registry that served it, and the
+/// kinds of its report's `version_warnings`.
+async fn run_pullcheck(
+    env: &Env,
+    args: &[String],
+    home: &Path,
+    path: Option<&str>,
+) -> (String, Option<String>, Vec<String>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pullcheck"));
+    command
         .args(args)
         .current_dir(home)
         .env("HOME", home)
         .env_remove("DOCKER_CONFIG")
         .env_remove("REGISTRY_AUTH_FILE")
-        .env("XDG_RUNTIME_DIR", home)
-        .output()
-        .expect("run pullcheck");
+        .env("XDG_RUNTIME_DIR", home);
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    let out = command.output().expect("run pullcheck");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "pullcheck {args:?}: not JSON ({e}): {}{}",
@@ -1016,7 +1135,13 @@ async fn run_pullcheck(env: &Env, args: &[String], home: &Path) -> (String, Opti
     let served = (status == "present" || reason == "platform_mismatch")
         .then(|| image["registry"].as_str().map(|h| env.label_of(h)))
         .flatten();
-    (answer, served)
+    let warnings = report["version_warnings"]
+        .as_array()
+        .expect("the report's version_warnings")
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    (answer, served, warnings)
 }
 
 /// A config.toml with `config_path` and `mirrors` together: containerd does not load
@@ -1079,6 +1204,15 @@ fn first_word(s: &str) -> &str {
 #[ignore = "needs containerd and podman (Debian packages) and root: scripts/test.sh runs it"]
 async fn pullcheck_agrees_with_containerd_and_podman() {
     let started = Instant::now();
+    for dir in ABSENT_HELPER_PATH.split(':') {
+        assert!(Path::new(dir).is_absolute(), "{dir}");
+        assert!(
+            !Path::new(dir)
+                .join("docker-credential-pullcheck-absent-helper")
+                .exists(),
+            "{dir} holds the helper the absent-helper case needs absent"
+        );
+    }
     let containerd = Containerd::start().await.expect("containerd");
     let podman = Podman::new().expect("podman");
     let env = Env::start().await;
@@ -1122,7 +1256,8 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
             }
         };
         env.clear().await;
-        let (pullcheck, pullcheck_served) = run_pullcheck(&env, &args, &files.dir).await;
+        let (pullcheck, pullcheck_served, warnings) =
+            run_pullcheck(&env, &args, &files.dir, case.setup.path).await;
         env.clear().await;
         let outcome: PullOutcome = match case.rt {
             Rt::Containerd => {
@@ -1161,12 +1296,16 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
             Rt::Podman => {
                 let conf = files.dir.join("registries.conf");
                 let auth = files.dir.join("auth.json");
+                let certs_d = files.dir.join("certs.d");
                 let opts = PodmanPull {
                     registries_conf: Some(&conf),
                     auth_file: Some(&auth),
                     cert_dir: case.setup.ca.then_some(env.ca_dir.as_path()),
                     tls_verify: None,
                     platform: Some(case.platform),
+                    certs_d: case.setup.certs_d.map(|_| certs_d.as_path()),
+                    creds: case.setup.creds.filter(|_| case.setup.podman_creds),
+                    path: case.setup.path,
                 };
                 tokio::time::timeout(Duration::from_secs(90), podman.pull(&image, &opts))
                     .await
@@ -1174,6 +1313,22 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
                     .expect("podman runs")
             }
         };
+        if case.setup.path.is_some() {
+            // The absent-helper case. podman 4.3.1 words every helper that `LookPath`
+            // does not resolve to an absolute path, an absent one included, as
+            // "NAME resolves to executable in current directory (./PATH)" (x/sys
+            // `execabs` `fixCmd`, used by docker-credential-helpers' client): with an
+            // absolute PATH that lacks the helper (checked above), PATH is the bare name
+            // (a helper found through a relative entry shows its directory).
+            assert!(
+                outcome
+                    .output
+                    .contains("(./docker-credential-pullcheck-absent-helper)"),
+                "{}: {}",
+                case.name,
+                outcome.output
+            );
+        }
         let runtime_served = if outcome.result.is_ok() {
             env.served().await
         } else {
@@ -1183,6 +1338,8 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
             case: case.name.to_owned(),
             rt: case.rt,
             pullcheck,
+            warnings,
+            expected_warnings: case.version_warnings,
             pullcheck_served,
             runtime: outcome.label().to_owned(),
             runtime_served,
@@ -1208,6 +1365,12 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
     eprintln!("{table}");
     let mut wrong = Vec::new();
     for r in &rows {
+        if r.warnings != r.expected_warnings {
+            wrong.push(format!(
+                "{:?} {}: pullcheck's version_warnings {:?}, expected {:?}",
+                r.rt, r.case, r.warnings, r.expected_warnings
+            ));
+        }
         match (r.agrees(), r.differs) {
             (true, None) | (false, Some(_)) => {}
             (false, None) => wrong.push(format!(
@@ -1271,8 +1434,13 @@ fn table(s: &mut String, rows: &[&Row]) {
             (false, Some(why)) => format!("no: {why}"),
             (false, None) => format!("**NO** (`{}`)", r.runtime_output.replace('|', "\\|")),
         };
+        let warned = if r.warnings.is_empty() {
+            String::new()
+        } else {
+            format!(" warns `{}`", r.warnings.join("`, `"))
+        };
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {}{warned} | {} | {} | {} | {} |\n",
             r.rt.name(),
             r.case,
             r.pullcheck,

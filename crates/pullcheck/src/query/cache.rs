@@ -149,6 +149,7 @@ mod tests {
             platforms: Vec::new(),
             retry_after: None,
             certificate: None,
+            version_warnings: Vec::new(),
         }
     }
 

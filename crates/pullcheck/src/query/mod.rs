@@ -46,6 +46,7 @@ use futures::future::Either;
 use futures::future::join_all;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use pullcheck_credentials::CredentialError;
+use pullcheck_mirrors::VersionWarning;
 use pullcheck_reference::Reference;
 use pullcheck_registry::{
     Answer, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, Missing,
@@ -142,6 +143,9 @@ pub(crate) struct Outcome {
     /// For `tls_untrusted`: what is wrong with the registry's https certificate, when
     /// the registry client says.
     pub certificate: Option<CertificateProblem>,
+    /// Where some runtime releases would answer otherwise (an answer over HTTPS from
+    /// containerd's loopback default host), of this attempt and, once chosen, of all.
+    pub version_warnings: Vec<VersionWarning>,
 }
 
 /// One (route, credential) pair to try.
@@ -151,6 +155,7 @@ struct Attempt {
     repository: String,
     credential: Credential,
     source: Option<CredentialSource>,
+    over_tls_warning: Option<VersionWarning>,
 }
 
 /// A reference still being asked about.
@@ -451,6 +456,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                 None => groups.push(Group {
                     slot,
                     source: attempt.source,
+                    over_tls_warning: attempt.over_tls_warning,
                     jobs: vec![job],
                 }),
             }
@@ -527,6 +533,7 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
                 repository: route.repository.clone(),
                 credential: Credential::Anonymous,
                 source: None,
+                over_tls_warning: route.endpoint.over_tls_warning.clone(),
             });
         }
         for c in route.credentials {
@@ -543,6 +550,7 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
                 repository: route.repository.clone(),
                 credential: c.credential,
                 source: Some(c.source),
+                over_tls_warning: route.endpoint.over_tls_warning.clone(),
             });
         }
     }
@@ -602,6 +610,7 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         platforms: Vec::new(),
         retry_after: None,
         certificate: None,
+        version_warnings: Vec::new(),
     }
 }
 
@@ -657,8 +666,15 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
     } else {
         Vec::new()
     };
+    let mut warnings: Vec<VersionWarning> = attempts
+        .iter_mut()
+        .flat_map(|(_, o)| std::mem::take(&mut o.version_warnings))
+        .collect();
+    warnings.sort();
+    warnings.dedup();
     let mut chosen = attempts.swap_remove(best).1;
     chosen.attempts = listed;
+    chosen.version_warnings = warnings;
     chosen
 }
 
@@ -676,6 +692,8 @@ fn endpoint_name(endpoint: &Endpoint) -> String {
 struct Group {
     slot: Slot,
     source: Option<CredentialSource>,
+    /// The endpoint's warning for an answer over HTTPS.
+    over_tls_warning: Option<VersionWarning>,
     jobs: Vec<Job>,
 }
 
@@ -766,8 +784,13 @@ async fn ask_group<R: Registry>(
                             )
                             .await
                     };
-                    let outcome =
+                    let mut outcome =
                         certificate_denied(outcome_of(answer, host, group.source.clone()));
+                    if registry.over_tls(session) {
+                        outcome
+                            .version_warnings
+                            .extend(group.over_tls_warning.clone());
+                    }
                     if let Some(cache) = options.cache {
                         let key = AnswerKey {
                             endpoint: endpoint.clone(),
@@ -828,6 +851,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         platforms: answer.platforms.iter().map(ToString::to_string).collect(),
         retry_after: answer.retry_after.map(|d| d.as_secs()),
         certificate: None,
+        version_warnings: Vec::new(),
     }
 }
 

@@ -28,6 +28,9 @@ pub(crate) trait Registry: Sync {
         deadline: Instant,
     ) -> impl Future<Output = Result<Self::Session, AuthorizeError>> + Send;
 
+    /// Whether `session` talks HTTPS (it did not fall back to plain HTTP).
+    fn over_tls(&self, session: &Self::Session) -> bool;
+
     /// Whether the manifest `reference` (a tag or a digest) of `repository` exists,
     /// as [`pullcheck_registry::Session::check_with`]; with `platform`, an index must
     /// list it.
@@ -62,6 +65,10 @@ impl Registry for Client {
                     .await
             }
         }
+    }
+
+    fn over_tls(&self, session: &Self::Session) -> bool {
+        session.base_url().starts_with("https://")
     }
 
     async fn check(

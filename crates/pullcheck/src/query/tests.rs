@@ -168,6 +168,10 @@ impl Registry for Scripted {
         }
     }
 
+    fn over_tls(&self, _session: &FakeSession) -> bool {
+        false
+    }
+
     async fn check(
         &self,
         session: &FakeSession,
@@ -228,6 +232,7 @@ fn route(host: &str, is_mirror: bool, repository: &str, users: &[&str]) -> Route
             url: format!("https://{host}/v2/"),
             rule: "scripted".into(),
             is_mirror,
+            over_tls_warning: None,
         },
         repository: repository.into(),
         credential_rule: "scripted".into(),

@@ -28,6 +28,9 @@ pub struct ResolvedEndpoint {
     pub rule: String,
     /// Whether this is a mirror rather than the image's own registry.
     pub is_mirror: bool,
+    /// The warning an answer over HTTPS from this endpoint brings: some releases of the
+    /// runtime would not ask it so ([`pullcheck_mirrors::Endpoint::over_tls_warning`]).
+    pub over_tls_warning: Option<pullcheck_mirrors::VersionWarning>,
 }
 
 impl ResolvedEndpoint {
@@ -89,6 +92,7 @@ pub fn from_mirror(
         url: e.url.clone(),
         rule,
         is_mirror: e.is_mirror,
+        over_tls_warning: e.over_tls_warning.clone(),
     }
 }
 
@@ -106,6 +110,7 @@ pub fn primary(domain: &str, insecure: &[String]) -> ResolvedEndpoint {
             url: format!("https://{domain}/v2/"),
             rule: "the image's own registry".into(),
             is_mirror: false,
+            over_tls_warning: None,
         },
     }
 }
