@@ -46,7 +46,7 @@ struct Env {
     /// A token registry whose token server takes the OAuth2 form (`POST`), the user
     /// holding a refresh token (an `identitytoken`).
     otok: Registry,
-    down: String,
+    down: pullcheck_testkit::ClosedPort,
     ca: PathBuf,
     ca_dir: PathBuf,
     digest: String,
@@ -126,10 +126,8 @@ impl Env {
             .await
             .unwrap();
         tls.push("app", "v1", ImageKind::OciManifest).await.unwrap();
-        let down = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().to_string()
-        };
+        // Refuses connections, and no parallel test's server is given the port.
+        let down = pullcheck_testkit::ClosedPort::new();
         Env {
             anon,
             mirror,
@@ -165,7 +163,7 @@ impl Env {
         for (label, r) in self.registries() {
             s = s.replace(&format!("{{{}}}", label.to_uppercase()), r.host());
         }
-        s.replace("{DOWN}", &self.down)
+        s.replace("{DOWN}", &self.down.host())
             .replace("{CA}", &self.ca.to_string_lossy())
             .replace("{DIGEST}", &self.digest)
     }
