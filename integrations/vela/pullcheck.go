@@ -252,11 +252,13 @@ type Variable struct {
 
 // VariableSource is where a variable's value would come from: Kind is "secret"
 // (Secret names the secret's source), "server" (a VELA_* the Vela server sets),
+// "worker" (a credential the Vela worker sets when the step runs, such as
+// VELA_NETRC_PASSWORD),
 // "global_environment_withheld" (set only in the pipeline's environment, which
 // metadata.environment does not give to this kind of container) or "nowhere" (set
 // nowhere in the pipeline).
 type VariableSource struct {
-	// Kind is secret, server, global_environment_withheld or nowhere.
+	// Kind is secret, server, worker, global_environment_withheld or nowhere.
 	Kind string `json:"kind"`
 	// Secret is the secret's source, for kind secret.
 	Secret string `json:"secret"`

@@ -352,11 +352,26 @@ pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), Inp
         }
     }
     if let Some(m) = r.get_set(root, "metadata")? {
-        for key in ["template", "render_inline"] {
+        // `Metadata`: `template`, `render_inline` bools, `clone` a `*bool`, `auto_cancel`
+        // a `*CancelOptions` of three `*bool`s (go-vela/server v0.28.8
+        // `compiler/types/yaml/metadata.go` lines 14–26).
+        for key in ["template", "render_inline", "clone"] {
             if let Some(v) = r.get_set(m, key)?
                 && yaml_v3_bool(r, v).is_none()
             {
                 return Err(wrong(r, v, format!("metadata.{key}"), "bool"));
+            }
+        }
+        if let Some(a) = r.get_set(m, "auto_cancel")? {
+            if !r.doc.is_map(a.id) {
+                return Err(wrong(r, a, "metadata.auto_cancel".into(), "mapping"));
+            }
+            for key in ["running", "pending", "default_branch"] {
+                if let Some(v) = r.get_set(a, key)?
+                    && yaml_v3_bool(r, v).is_none()
+                {
+                    return Err(wrong(r, v, format!("metadata.auto_cancel.{key}"), "bool"));
+                }
             }
         }
     }
@@ -420,11 +435,51 @@ pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), Inp
         }
     }
     for (node, path) in containers {
-        if r.doc.is_map(node.id) {
-            r.expect_string(node, "image", &path, false)?;
+        if !r.doc.is_map(node.id) {
+            continue;
+        }
+        // The string fields of `Step`, `Service` and `Origin`; a list or mapping there
+        // fails the decoding (`compiler/types/yaml/step.go` lines 22–42, `service.go`,
+        // `secret.go`).
+        let (strings, bools): (&[&str], &[&str]) = if path.starts_with("services") {
+            (&["image", "name", "pull", "user"], &[])
+        } else if path.starts_with("secrets") {
+            (&["image", "name", "pull", "id_request"], &[])
+        } else {
+            // `Step.Detach` and `Step.Privileged` are `bool`s.
+            (
+                &["image", "name", "pull", "user", "report_as", "id_request"],
+                &["detach", "privileged"],
+            )
+        };
+        for key in strings {
+            // `pull: {{ .policy }}` is Go template syntax the server expands first (a
+            // mapping whose one key is a mapping): named by the template warning instead.
+            if *key != "image"
+                && let Some(v) = r.get_set(node, key)?
+                && go_template_braces(r, v)
+            {
+                continue;
+            }
+            r.expect_string(node, key, &path, false)?;
+        }
+        for key in bools {
+            if let Some(v) = r.get_set(node, key)?
+                && yaml_v3_bool(r, v).is_none()
+            {
+                return Err(wrong(r, v, format!("{path}.{key}"), "bool"));
+            }
         }
     }
     Ok(())
+}
+
+/// Whether `node` is how YAML reads `{{ x }}`: a mapping whose one key is a mapping.
+fn go_template_braces(r: &Reader<'_>, node: Reached) -> bool {
+    match r.doc.own_entries(node.id) {
+        Some([(key, _)]) => r.doc.is_map(*key),
+        _ => false,
+    }
 }
 
 /// An item of `steps:`, `services:` or `secrets:` decodes into its `*Step`,
@@ -696,96 +751,245 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
 /// a large tree); past it the rest is not checked.
 const MAX_SCALARS: usize = 100_000;
 
-/// Whether drone/envsubst v1.0.3 parses every string of the step as the compiler
-/// substitutes it: `SubstituteSteps` re-encodes the whole step as YAML, with the
-/// environment it gets (the pipeline's when `metadata.environment` gives it to steps,
-/// its stage's, its own) and runs `envsubst.Eval` over that text, so a `${` that does
-/// not parse anywhere in it fails the compile. Each string is parsed on its own (the
-/// upstream text joins them, so an expression open at the end of one string that a
-/// later one closes is not modelled). Refused at the string, or for a one-line plain
-/// scalar at the `${` that does not parse.
+/// One string of a step as the compiler's re-encoding of it holds it.
+struct Piece {
+    /// Where it is written (a mapping key is refused at its value).
+    node: Reached,
+    text: String,
+    plain: bool,
+    /// The step's field it is in: `commands`, `image`, `environment`, ...
+    field: &'static str,
+    /// The mapping key it is the value of, when it is one (else a list item).
+    key: Option<String>,
+}
+
+/// Whether the step parses and evaluates as the compiler substitutes it:
+/// `SubstituteSteps` (go-vela/server v0.28.8 `compiler/native/substitute.go` lines
+/// 37–75) re-encodes the whole step as YAML with yaml.v3 (its fields in `yaml.Step`'s
+/// order, `compiler/types/yaml/step.go` lines 22–42; the environment it has by then:
+/// the pipeline's when `metadata.environment` gives it to steps, its stage's, its own,
+/// keys sorted), runs drone/envsubst v1.0.3's `Eval` over that one text, and decodes
+/// the result again.
+///
+/// The text is modelled as the step's strings in that order, each after a line break
+/// and its key (`image: `) or `- `; so an expression that one command opens and a later
+/// one closes parses as it does upstream. Refused, at the string (for a one-line plain
+/// scalar at the `${`): a `${` that does not parse ([`Refusal::Substitution`]); a
+/// substring with a negative length, on which upstream's Go code panics
+/// ([`Refusal::SubstringPanic`]); pullcheck's own bounds ([`Refusal::SubstitutionLimit`]);
+/// and a multi-line string that yaml.v3 writes double-quoted (a space before a line
+/// break or at the end, or a character it does not print: go.yaml.in/yaml/v3 v3.0.4
+/// `emitterc.go` `yaml_emitter_analyze_scalar` lines 1414–1428, then
+/// `yaml_emitter_select_scalar_style` lines 1066–1069) into which a value puts a `"`
+/// or a `\` that is no escape, so that it no longer decodes
+/// ([`Refusal::SubstitutedStep`]).
 fn substitutes(
     r: &mut Reader<'_>,
     s: &Step,
     global_env: Option<Reached>,
     stage_env: Option<Reached>,
 ) -> Result<(), InputError> {
-    let mut todo: Vec<Reached> = Vec::new();
-    if let Some(env) = global_env {
-        todo.push(env);
-    }
-    if let Some(env) = stage_env {
-        todo.push(env);
-    }
-    for (key, value) in r.entries(s.node)? {
-        // The fields of `yaml.Step`, which `yaml.Marshal` writes (an unknown key is
-        // dropped by the decoder and so never substituted).
-        if crate::container::STEP_KEYS.contains(&key.as_str()) {
-            todo.push(value);
-        }
-    }
-    let mut seen = 0;
-    while let Some(node) = todo.pop() {
-        seen += 1;
-        if seen > MAX_SCALARS {
-            break;
-        }
-        let texts: Vec<(String, bool)> = match r.doc.value(node.id) {
-            Value::Scalar { text, plain, .. } => vec![(text.clone(), *plain)],
-            Value::Seq(items) => {
-                let items = items.clone();
-                todo.extend(items.into_iter().rev().map(|i| r.doc.reach(node, None, i)));
-                continue;
-            }
-            Value::Map(_) => {
-                let entries = r.entries(node)?;
-                for (key, value) in entries.into_iter().rev() {
-                    todo.push(value);
-                    if key.contains("${") {
-                        // A key: refused at its value, where it is used.
-                        check_substitution(r, s, value, &key, false)?;
+    let mut pieces: Vec<Piece> = Vec::new();
+    let entries = r.entries(s.node)?;
+    let mut values: HashMap<String, String> = HashMap::new();
+    for &field in crate::container::STEP_KEYS {
+        if field == "environment" {
+            // The merged environment, as a Go map is written: keys sorted.
+            let mut env: std::collections::BTreeMap<String, Reached> = Default::default();
+            let own = entries
+                .iter()
+                .find(|(k, _)| k == "environment")
+                .map(|e| e.1);
+            for node in [global_env, stage_env, own].into_iter().flatten() {
+                if r.doc.is_map(node.id) {
+                    for (key, value) in r.entries(node)? {
+                        env.insert(key, value);
                     }
+                } else {
+                    collect_pieces(r, node, field, None, &mut pieces)?;
                 }
-                continue;
+                for (key, value) in r.env_values(node)? {
+                    values.insert(key, value);
+                }
             }
-            Value::Null | Value::Alias(_) => continue,
+            for (key, value) in env {
+                collect_pieces(r, value, field, Some(key), &mut pieces)?;
+            }
+            continue;
+        }
+        if let Some((_, value)) = entries.iter().find(|(k, _)| k == field) {
+            collect_pieces(r, *value, field, None, &mut pieces)?;
+        }
+    }
+    if !pieces.iter().any(|p| p.text.contains("${")) {
+        return Ok(());
+    }
+    let step = s.name.clone().unwrap_or_default();
+    let refusal_at = |piece: &Piece, refusal: Refusal, offset: Option<usize>| {
+        let mut e = r.refuse(piece.node, refusal);
+        if let Some(offset) = offset
+            && piece.plain
+            && !piece.text.contains('\n')
+            && let Some(column) = e.column
+        {
+            e.column = Some(column + offset);
+        }
+        e
+    };
+    // The text, and where each piece starts in it (in characters).
+    let mut text = String::new();
+    let mut starts = Vec::with_capacity(pieces.len());
+    let mut chars = 0;
+    for piece in &pieces {
+        let sep = match &piece.key {
+            Some(key) => format!("\n{key}: "),
+            None => "\n- ".to_owned(),
         };
-        for (text, plain) in texts {
-            check_substitution(r, s, node, &text, plain)?;
+        chars += sep.chars().count();
+        text.push_str(&sep);
+        starts.push(chars);
+        chars += piece.text.chars().count();
+        text.push_str(&piece.text);
+    }
+    let env = crate::substitute::Env::compile_time(values, r.build_env.clone());
+    let template = match crate::envsubst::Template::parse_at(&text) {
+        Ok(t) => t,
+        Err((error, offset)) => {
+            let i = starts.iter().rposition(|&st| st <= offset).unwrap_or(0);
+            let refusal = if error.is_own_limit() {
+                Refusal::SubstitutionLimit {
+                    step,
+                    stage: s.stage.clone(),
+                    error,
+                }
+            } else {
+                Refusal::Substitution {
+                    step,
+                    stage: s.stage.clone(),
+                    error,
+                }
+            };
+            return Err(refusal_at(&pieces[i], refusal, Some(offset - starts[i])));
+        }
+    };
+    match template.eval(&mut |name| env.compile_lookup(name)) {
+        Ok(_) => {}
+        Err(error) => {
+            // Which string: the first that fails on its own (else the first with `${`).
+            let i = pieces
+                .iter()
+                .position(|p| {
+                    crate::envsubst::eval(&p.text, &mut |name| env.compile_lookup(name)).is_err()
+                })
+                .or_else(|| pieces.iter().position(|p| p.text.contains("${")))
+                .unwrap_or(0);
+            let refusal = if error.is_own_limit() {
+                Refusal::SubstitutionLimit {
+                    step,
+                    stage: s.stage.clone(),
+                    error,
+                }
+            } else {
+                Refusal::SubstringPanic {
+                    step,
+                    stage: s.stage.clone(),
+                    field: pieces[i].field.to_owned(),
+                }
+            };
+            return Err(refusal_at(&pieces[i], refusal, None));
+        }
+    }
+    for piece in &pieces {
+        if !piece.text.contains("${") || !crate::substitute::emitted_double_quoted(&piece.text) {
+            continue;
+        }
+        let body = crate::substitute::double_quoted_body(&piece.text);
+        let Ok(substituted) = crate::envsubst::eval(&body, &mut |name| env.compile_lookup(name))
+        else {
+            continue;
+        };
+        if !crate::substitute::double_quoted_decodes(&substituted) {
+            return Err(refusal_at(
+                piece,
+                Refusal::SubstitutedStep {
+                    step,
+                    stage: s.stage.clone(),
+                    field: piece.field.to_owned(),
+                    text: substituted,
+                },
+                None,
+            ));
         }
     }
     Ok(())
 }
 
-/// Refuses `text` (the string at `node`) if envsubst cannot parse it.
-fn check_substitution(
-    r: &Reader<'_>,
-    s: &Step,
+/// The strings under `node` (a field of the step), in document order: scalars, and
+/// mapping keys with a `${` (at their value).
+fn collect_pieces(
+    r: &mut Reader<'_>,
     node: Reached,
-    text: &str,
-    plain: bool,
+    field: &'static str,
+    key: Option<String>,
+    pieces: &mut Vec<Piece>,
 ) -> Result<(), InputError> {
-    if !text.contains("${") {
-        return Ok(());
+    /// A node to walk (with the key it is the value of), or a key with a `${` to
+    /// take as a string of its own, at its value.
+    enum Todo {
+        Node(Reached, Option<String>),
+        Key(Reached, String),
     }
-    let Err((error, offset)) = crate::envsubst::Template::parse_at(text) else {
-        return Ok(());
-    };
-    let mut e = r.refuse(
-        node,
-        Refusal::Substitution {
-            step: s.name.clone().unwrap_or_default(),
-            stage: s.stage.clone(),
-            error,
-        },
-    );
-    if plain
-        && !text.contains('\n')
-        && let Some(column) = e.column
-    {
-        e.column = Some(column + offset);
+    let mut todo = vec![Todo::Node(node, key)];
+    let mut seen = 0;
+    while let Some(next) = todo.pop() {
+        seen += 1;
+        if seen > MAX_SCALARS {
+            break;
+        }
+        let (node, key) = match next {
+            Todo::Key(value, text) => {
+                pieces.push(Piece {
+                    node: value,
+                    text,
+                    plain: false,
+                    field,
+                    key: None,
+                });
+                continue;
+            }
+            Todo::Node(node, key) => (node, key),
+        };
+        match r.doc.value(node.id) {
+            Value::Scalar { text, plain, .. } => pieces.push(Piece {
+                node,
+                text: text.clone(),
+                plain: *plain,
+                field,
+                key,
+            }),
+            Value::Seq(items) => {
+                let items = items.clone();
+                todo.extend(
+                    items
+                        .into_iter()
+                        .rev()
+                        .map(|i| Todo::Node(r.doc.reach(node, None, i), None)),
+                );
+            }
+            Value::Map(_) => {
+                let entries = r.entries(node)?;
+                for (k, value) in entries.into_iter().rev() {
+                    let has_expression = k.contains("${");
+                    todo.push(Todo::Node(value, Some(k.clone())));
+                    if has_expression {
+                        todo.push(Todo::Key(value, k));
+                    }
+                }
+            }
+            Value::Null | Value::Alias(_) => {}
+        }
     }
-    Err(e)
+    Ok(())
 }
 
 /// The templates: each one's name, `type` node and type in order, and by name (the
@@ -1022,7 +1226,7 @@ fn validate_step(r: &mut Reader<'_>, s: &Step) -> Result<(), InputError> {
         }
     }
     if let Some(v) = r.get_set(s.node, "detach")?
-        && matches!(r.doc.text(v.id), Some("true" | "True" | "TRUE"))
+        && yaml_v3_bool(r, v) == Some(true)
     {
         return Ok(());
     }

@@ -441,6 +441,16 @@ impl<'a> Reader<'a> {
                 unresolved.extend(variables);
                 None
             }
+            Outcome::Error(e) if e.is_own_limit() => {
+                problems.push(self.problem(
+                    at,
+                    format!(
+                        "{}pullcheck does not substitute the variables of image {image:?}: {e}",
+                        self.whose(what, &name, &place),
+                    ),
+                ));
+                None
+            }
             Outcome::Error(e) => {
                 problems.push(self.problem(
                     at,

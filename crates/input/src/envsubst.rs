@@ -80,11 +80,21 @@ impl fmt::Display for SubstError {
             Self::NegativeLength => {
                 "bad substitution: negative substring length (upstream's Go code panics on it)"
             }
-            Self::TooDeep => "expressions nested too deep (more than 64)",
+            Self::TooDeep => "expressions nested more than 64 deep (pullcheck's limit)",
             Self::TooLarge => {
-                "the substituted text is too large (over 1 MiB, or a trim of over 4096 characters)"
+                "the substituted text is over pullcheck's limit (1 MiB, or a trim of over 4096 \
+                 characters)"
             }
         })
+    }
+}
+
+impl SubstError {
+    /// Whether this is a bound of pullcheck's own ([`SubstError::TooDeep`],
+    /// [`SubstError::TooLarge`]), which upstream does not have: Vela substitutes such a
+    /// text (or runs out of memory), so it is no refusal of Vela's.
+    pub fn is_own_limit(self) -> bool {
+        matches!(self, Self::TooDeep | Self::TooLarge)
     }
 }
 

@@ -120,6 +120,14 @@ pub enum ValueSource {
     GlobalEnvironmentWithheld,
     /// Set nowhere in the pipeline: the server or a secret sets it at build time.
     Nowhere,
+    /// A variable the Vela worker sets in the container's environment when the step
+    /// runs, never the server's compiler: the SCM token as `VELA_NETRC_PASSWORD`,
+    /// `VELA_GIT_TOKEN` and `VELA_GIT_TOKEN_EXPIRATION` (go-vela/worker v0.28.1
+    /// `executor/linux/build.go` `UpdateSCMAuth`, lines 972–974 and 991–993) and the ID
+    /// token request token `VELA_ID_TOKEN_REQUEST_TOKEN` (`executor/linux/step.go`
+    /// line 122). The plugin step, which sees its own values, withholds them too: they
+    /// are credentials.
+    Worker,
 }
 
 /// Which field of a container holds the variable.
@@ -177,6 +185,11 @@ impl fmt::Display for UnresolvedVariable {
                 f,
                 "${{{name}}} is set in the pipeline's `environment:`, which \
                  `metadata.environment` does not give to this container"
+            )?,
+            ValueSource::Worker => write!(
+                f,
+                "${{{name}}} is set by the Vela worker when the step runs (a credential, \
+                 which pullcheck never substitutes)"
             )?,
             ValueSource::Nowhere => write!(
                 f,

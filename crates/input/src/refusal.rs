@@ -176,6 +176,33 @@ pub enum Refusal {
         /// envsubst's error (`missing closing brace`, `bad substitution`, ...).
         error: crate::envsubst::SubstError,
     },
+    /// Not Vela's refusal but pullcheck's own bound: a step's `${...}` nested more than
+    /// [`crate::envsubst::MAX_DEPTH`] deep, or substituted to over
+    /// [`crate::envsubst::MAX_OUTPUT`] bytes (`error` is `too_deep` or `too_large`).
+    /// Vela's compiler has no such bound; pullcheck reads no further rather than spend
+    /// unbounded time or memory, so the file is an input error all the same.
+    SubstitutionLimit {
+        /// The step.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// [`crate::envsubst::SubstError::TooDeep`] or
+        /// [`crate::envsubst::SubstError::TooLarge`].
+        error: crate::envsubst::SubstError,
+    },
+    /// A step with a substring of negative length (`${VAR:0:-1}`), on which
+    /// drone/envsubst v1.0.3's `toSubstr` (`funcs.go` line 115, `s[pos:pos+length]`)
+    /// panics: the compiler's `SubstituteSteps` does not return, and the server answers
+    /// HTTP 500 instead of compiling the pipeline. With `VAR` unknown the compiler
+    /// substitutes `${VAR}` itself, which panics the same way.
+    SubstringPanic {
+        /// The step.
+        step: String,
+        /// Its stage, for a stage step.
+        stage: Option<String>,
+        /// The step's field with the substring, e.g. `commands`.
+        field: String,
+    },
     /// A step whose YAML, after the compiler substitutes a value into it, no longer
     /// decodes (`SubstituteSteps`' `yaml.Unmarshal`): `image: app:${TAG}` with `TAG`
     /// `v1: x` reads `image: app:v1: x`.
@@ -244,7 +271,11 @@ fn kind_word(kind: ContainerKind) -> &'static str {
 impl fmt::Display for Refusal {
     /// Vela's message (as its compiler words it), then what pullcheck adds.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Vela refuses this pipeline: ")?;
+        f.write_str(match self {
+            Refusal::SubstitutionLimit { .. } => "pullcheck does not read this pipeline: ",
+            Refusal::SubstringPanic { .. } => "Vela's compiler fails on this pipeline: ",
+            _ => "Vela refuses this pipeline: ",
+        })?;
         match self {
             Refusal::NoVersion => f.write_str("no \"version:\" YAML property provided"),
             Refusal::LegacyVersion => f.write_str(
@@ -370,6 +401,17 @@ impl fmt::Display for Refusal {
             Refusal::Substitution { step, stage, error } => write!(
                 f,
                 "unable to substitute environment variables: {error} (in step {})",
+                qualified(step, stage)
+            ),
+            Refusal::SubstitutionLimit { step, stage, error } => write!(
+                f,
+                "step {}: {error}; Vela has no such limit",
+                qualified(step, stage)
+            ),
+            Refusal::SubstringPanic { step, stage, field } => write!(
+                f,
+                "a `${{VAR:offset:length}}` with a negative length in `{field}` of step {} \
+                 panics its substitution (HTTP 500)",
                 qualified(step, stage)
             ),
             Refusal::SubstitutedStep {

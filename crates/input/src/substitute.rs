@@ -190,6 +190,18 @@ fn server_variable(name: &str) -> Option<Option<&'static str>> {
     None
 }
 
+/// The variables the Vela worker sets when a step runs, never the compiler
+/// ([`ValueSource::Worker`]): go-vela/worker v0.28.1 `executor/linux/build.go`
+/// `UpdateSCMAuth` (lines 972–974, 991–993) and `executor/linux/step.go` (line 122).
+/// They hold credentials, so they are unknown even inside a build (the plugin's build
+/// variables leave them out).
+const WORKER_VARIABLES: [&str; 4] = [
+    "VELA_NETRC_PASSWORD",
+    "VELA_GIT_TOKEN",
+    "VELA_GIT_TOKEN_EXPIRATION",
+    "VELA_ID_TOKEN_REQUEST_TOKEN",
+];
+
 /// What substituting one field gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -215,6 +227,29 @@ impl Env {
             .map(|(_, source)| source.as_str())
     }
 
+    /// The variables of a step as the compiler's `SubstituteSteps` sees them (its
+    /// environment `values`; in a build, the build's server variables `build`).
+    pub(crate) fn compile_time(
+        values: HashMap<String, String>,
+        build: HashMap<String, String>,
+    ) -> Env {
+        Env {
+            mode: Mode::Compile,
+            compiled: true,
+            values,
+            build,
+            secrets: Vec::new(),
+            opaque: Vec::new(),
+            withheld: Vec::new(),
+        }
+    }
+
+    /// The compiler's lookup ([`Env::lookup`] at compile time): an unknown variable is
+    /// `${NAME}`, a value with a line break Go-quoted.
+    pub(crate) fn compile_lookup(&self, name: &str) -> String {
+        self.lookup(name, Mode::Compile)
+    }
+
     /// Why `name` has no value before the build, or `None` when it has one (or, at run
     /// time, is simply empty).
     fn unknown(&self, name: &str) -> Option<ValueSource> {
@@ -228,6 +263,9 @@ impl Env {
         }
         if self.mode == Mode::Run || self.build.contains_key(name) {
             return None;
+        }
+        if WORKER_VARIABLES.contains(&name) {
+            return Some(ValueSource::Worker);
         }
         match server_variable(name) {
             Some(Some(_)) => return None,
@@ -354,6 +392,60 @@ fn go_quote(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// Whether yaml.v3 writes the step string `text` double-quoted where it asks for a
+/// literal block: it has a line break (go.yaml.in/yaml/v3 v3.0.4 `encode.go` lines
+/// 350–356) and a space at its end, a space before a line break, or a character it
+/// does not print (`emitterc.go` `yaml_emitter_analyze_scalar`, lines 1414–1428, and
+/// `yaml_emitter_select_scalar_style`, lines 1066–1069).
+pub(crate) fn emitted_double_quoted(text: &str) -> bool {
+    text.contains('\n')
+        && (text.ends_with(' ')
+            || text.contains(" \n")
+            || text
+                .chars()
+                .any(|c| c != '\n' && c != '\t' && c != '\r' && c.is_control()))
+}
+
+/// The body (between the quotes) yaml.v3 writes for `text` double-quoted: `\` and `"`
+/// escaped, a line break as `\n` (`yaml_emitter_write_double_quoted_scalar`), which
+/// is what envsubst then runs over.
+pub(crate) fn double_quoted_body(text: &str) -> String {
+    let quoted = go_quote(text);
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// Whether a double-quoted scalar's body decodes again (YAML 1.2 §5.7 escapes, as
+/// yaml.v3's scanner takes them): no `"` that is not escaped, and every `\` an escape
+/// the scanner knows (`0 a b t n v f r e " / \ N _ L P`, space, tab, `x`/`u`/`U` with
+/// their hex digits).
+pub(crate) fn double_quoted_decodes(body: &str) -> bool {
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return false,
+            '\\' => {
+                let digits = match chars.next() {
+                    Some(
+                        '0' | 'a' | 'b' | 't' | '\t' | 'n' | 'v' | 'f' | 'r' | 'e' | ' ' | '"'
+                        | '/' | '\\' | 'N' | '_' | 'L' | 'P' | '\n',
+                    ) => 0,
+                    Some('x') => 2,
+                    Some('u') => 4,
+                    Some('U') => 8,
+                    _ => return false,
+                };
+                for _ in 0..digits {
+                    if !chars.next().is_some_and(|d| d.is_ascii_hexdigit()) {
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Characters that cannot start a plain YAML scalar (libyaml's scanner, which

@@ -151,6 +151,11 @@ async fn the_build_s_variables_are_substituted_and_a_missing_image_fails_the_ste
             ),
         ]
     );
+    // The SCM token is the worker's (go-vela/worker `UpdateSCMAuth`), not the server's.
+    assert_eq!(
+        report["images"][3]["variables"][0]["source"]["kind"],
+        "worker"
+    );
     // The pipeline's own origins: the file as named, its lines.
     assert_eq!(report["images"][4]["origins"][0]["file"], ".vela.yml");
     assert_eq!(report["images"][4]["origins"][0]["line"], 19);

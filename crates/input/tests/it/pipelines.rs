@@ -426,10 +426,7 @@ steps:
 fn invalid_pull_values_are_reported_at_the_value_and_kept() {
     let uses = read("invalid.yml");
     let names: Vec<&str> = uses.iter().map(|u| u.origin.name.as_str()).collect();
-    assert_eq!(
-        names,
-        ["unknown", "capitalised", "yes", "map-pull", "both",]
-    );
+    assert_eq!(names, ["both", "unknown", "capitalised", "yes"]);
     // Every one is invalid; an invalid pull falls back to not_present.
     for u in &uses {
         invalid(u);
@@ -438,33 +435,35 @@ fn invalid_pull_values_are_reported_at_the_value_and_kept() {
 
     // `sometimes` is the value of upstream's schema test
     // (server/schema/testdata/pipeline/fail/invalid_pull.yml), there before the image too.
-    let unknown = &uses[0];
+    let unknown = &uses[1];
     assert_eq!(unknown.image, "alpine");
-    assert_eq!(at(unknown), (6, 12));
+    assert_eq!(at(unknown), (11, 12));
     assert!(
         matches!(&unknown.disposition, Disposition::UnknownPolicy { written, .. } if written == "sometimes"),
         "{unknown:?}"
     );
     let message = invalid(unknown);
-    assert!(message.starts_with("invalid.yml:5:11: "), "{message}");
+    assert!(message.starts_with("invalid.yml:10:11: "), "{message}");
     assert!(message.contains("\"sometimes\""), "{message}");
     for allowed in ["always", "not_present", "on_start", "never"] {
         assert!(message.contains(allowed), "{message}");
     }
 
     // Kubernetes' spelling is not Vela's.
-    assert!(invalid(&uses[1]).starts_with("invalid.yml:10:11: "));
-    assert!(invalid(&uses[1]).contains("\"Always\""));
+    assert!(invalid(&uses[2]).starts_with("invalid.yml:15:11: "));
+    assert!(invalid(&uses[2]).contains("\"Always\""));
     // YAML 1.1's `yes` is text to Vela, and not a pull value.
-    assert!(invalid(&uses[2]).starts_with("invalid.yml:14:11: "));
-    assert!(invalid(&uses[3]).starts_with("invalid.yml:18:11: "));
-    assert!(invalid(&uses[3]).contains("found a mapping"));
-    // (An image that is a list refuses the file: refusals::an_image_that_is_a_list_refuses_the_file.)
+    assert!(invalid(&uses[3]).starts_with("invalid.yml:19:11: "));
+    // (A pull or image that is a list or mapping refuses the file:
+    // refusals::an_image_that_is_a_list_refuses_the_file,
+    // refusals::container_and_metadata_fields_of_the_wrong_type.)
 
-    // Two problems in one container: both named, each at its place.
-    let both = invalid(&uses[4]);
-    assert!(both.contains("invalid.yml:21:12: "), "{both}");
-    assert!(both.contains("invalid.yml:22:11: "), "{both}");
+    // Two problems in one container: both named, each at its place (a service, which
+    // only the worker substitutes: in a step the compiler's panic refuses the file,
+    // refusals::a_negative_substring_length_panics_the_compiler).
+    let both = invalid(&uses[0]);
+    assert!(both.contains("invalid.yml:5:12: "), "{both}");
+    assert!(both.contains("invalid.yml:6:11: "), "{both}");
     assert!(both.contains("\"often\""), "{both}");
     // (A step that is a string or null refuses the file:
     // refusals::a_null_or_non_mapping_container_item_refuses_the_file.)

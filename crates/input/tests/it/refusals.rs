@@ -1112,3 +1112,239 @@ fn names_and_report_as_with_a_variable_are_not_compared_as_written() {
         "{e}"
     );
 }
+
+#[test]
+fn container_and_metadata_fields_of_the_wrong_type() {
+    // go-vela/server v0.28.8 `compiler/types/yaml/metadata.go` (lines 14–26): `clone` a
+    // `*bool`, `auto_cancel` a `*CancelOptions` of `*bool`s; `step.go` (lines 22–42):
+    // `pull`, `user`, `report_as` strings, `detach`, `privileged` bools; yaml.v3 refuses
+    // the file at the value.
+    let step = "steps:\n  - name: a\n    image: alpine:3.19\n    commands: [echo]\n";
+    for (head, extra, field, expected, at_) in [
+        (
+            "metadata:\n  clone: \"maybe\"\n",
+            "",
+            "metadata.clone",
+            "bool",
+            (3, 10),
+        ),
+        (
+            "metadata:\n  clone: [true]\n",
+            "",
+            "metadata.clone",
+            "bool",
+            (3, 10),
+        ),
+        (
+            "metadata:\n  auto_cancel: true\n",
+            "",
+            "metadata.auto_cancel",
+            "mapping",
+            (3, 16),
+        ),
+        (
+            "metadata:\n  auto_cancel:\n    running: maybe\n",
+            "",
+            "metadata.auto_cancel.running",
+            "bool",
+            (4, 14),
+        ),
+        (
+            "metadata:\n  auto_cancel: {pending: 1, default_branch: true}\n",
+            "",
+            "metadata.auto_cancel.pending",
+            "bool",
+            (3, 26),
+        ),
+        (
+            "",
+            "    pull: [always]\n",
+            "steps[0].pull",
+            "string",
+            (6, 11),
+        ),
+        (
+            "",
+            "    pull: {when: always}\n",
+            "steps[0].pull",
+            "string",
+            (6, 11),
+        ),
+        (
+            "",
+            "    privileged: \"true\"\n",
+            "steps[0].privileged",
+            "bool",
+            (6, 17),
+        ),
+        ("", "    detach: 1\n", "steps[0].detach", "bool", (6, 13)),
+        ("", "    user: [root]\n", "steps[0].user", "string", (6, 11)),
+    ] {
+        let text = format!("version: \"1\"\n{head}{step}{extra}");
+        let e = refused(&text);
+        let Some(Refusal::WrongType {
+            field: got,
+            expected: want,
+            json,
+            ..
+        }) = e.refusal.as_deref()
+        else {
+            panic!("{text}: {e:?}");
+        };
+        assert_eq!(
+            (got.as_str(), *want, *json),
+            (field, expected, false),
+            "{text}"
+        );
+        assert_eq!(at(&e), at_, "{text}");
+    }
+    // What yaml.v3 takes into a bool: YAML 1.1's words too; a service has no `detach`.
+    for ok in [
+        "version: \"1\"\nmetadata:\n  clone: no\n  auto_cancel: {running: yes, pending: false}\nsteps:\n  - {name: a, image: alpine, commands: [x], detach: on, privileged: False}\n",
+        "version: \"1\"\nservices:\n  - {name: s, image: alpine, detach: maybe}\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n",
+    ] {
+        assert!(read_pipeline(".vela.yml", ok).is_ok(), "{ok}");
+    }
+}
+
+#[test]
+fn an_expression_split_over_two_commands_parses_as_in_the_whole_step() {
+    use pullcheck_input::envsubst::SubstError;
+    // substitute.go `SubstituteSteps` runs envsubst over the whole step's YAML: `${A:-`
+    // opened in one command and closed in the next is one default, and parses.
+    let text = "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands:\n      - echo ${A:-x\n      - y}\n";
+    let uses = read_pipeline(".vela.yml", text).expect("Vela compiles it");
+    assert_eq!(uses[0].disposition, Disposition::Check);
+    // Never closed anywhere in the step: refused at the `${`.
+    let e = refused(&text.replace("y}", "y"));
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::Substitution {
+            step: "a".into(),
+            stage: None,
+            error: SubstError::FuncSubstitution,
+        })
+    );
+    assert_eq!(at(&e), (6, 14));
+}
+
+#[test]
+fn pullcheck_s_own_substitution_limits_are_not_vela_s() {
+    use pullcheck_input::envsubst::{MAX_DEPTH, SubstError};
+    let deep = "${a=".repeat(MAX_DEPTH + 1) + &"}".repeat(MAX_DEPTH + 1);
+    let text = format!(
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands:\n      - echo {deep}\n"
+    );
+    let e = refused(&text);
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::SubstitutionLimit {
+            step: "a".into(),
+            stage: None,
+            error: SubstError::TooDeep,
+        })
+    );
+    assert_eq!(at(&e), (6, 14));
+    assert!(
+        e.message
+            .starts_with("pullcheck does not read this pipeline: "),
+        "{e}"
+    );
+    let json = serde_json::to_value(e.refusal.as_deref().expect("refusal")).expect("json");
+    assert_eq!(json["kind"], "substitution_limit");
+    assert_eq!(json["error"], "too_deep");
+}
+
+#[test]
+fn a_negative_substring_length_panics_the_compiler() {
+    // drone/envsubst v1.0.3 `funcs.go` `toSubstr` slices `s[pos:pos+length]`: a
+    // negative length panics, known or unknown variable alike (the compiler gives an
+    // unknown one as `${VAR}`).
+    for (env, field, line) in [
+        ("", "commands", 6),
+        ("    environment: {VAR: abc}\n", "commands", 6),
+    ] {
+        let text = format!(
+            "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands:\n      - echo ${{VAR:0:-1}}\n{env}"
+        );
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::SubstringPanic {
+                step: "a".into(),
+                stage: None,
+                field: field.into(),
+            }),
+            "{text}"
+        );
+        assert_eq!(at(&e).0, line);
+        assert!(
+            e.message
+                .starts_with("Vela's compiler fails on this pipeline: "),
+            "{e}"
+        );
+    }
+    // In the image of a stage step too.
+    let e = refused(
+        "version: \"1\"\nstages:\n  s:\n    steps:\n      - name: b\n        image: alpine:${TAG:1:-2}\n        commands: [x]\n",
+    );
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::SubstringPanic {
+            step: "b".into(),
+            stage: Some("s".into()),
+            field: "image".into(),
+        })
+    );
+    assert_eq!(at(&e), (6, 16));
+    // A non-negative length does not panic.
+    assert!(
+        read_pipeline(
+            ".vela.yml",
+            "version: \"1\"\nsteps:\n  - {name: a, image: alpine, commands: [\"echo ${VAR:0:1}\"]}\n"
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn a_double_quoted_command_a_value_breaks() {
+    // yaml.v3 writes a multi-line command with a space before a line break
+    // double-quoted (go.yaml.in/yaml/v3 v3.0.4 emitterc.go 1414–1428, 1066–1069); the
+    // compiler substitutes a value into that text and decodes it again
+    // (substitute.go lines 63–72). A value with a line break is inserted Go-quoted,
+    // with its own `"`: the scalar ends there and the step no longer decodes.
+    let text = |command: &str, value: &str| {
+        format!(
+            "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:3.19\n    environment:\n      CERT: {value:?}\n    commands:\n      - {command:?}\n"
+        )
+    };
+    for (command, value) in [
+        ("echo \nprintf '%s' ${CERT}", "line1\nline2"),
+        ("echo ${CERT} \nx", "say \"hi\""),
+        ("echo ${CERT}\nx ", "C:\\dir"),
+    ] {
+        let e = refused(&text(command, value));
+        assert!(
+            matches!(
+                e.refusal.as_deref(),
+                Some(Refusal::SubstitutedStep { step, field, .. })
+                    if step == "a" && field == "commands"
+            ),
+            "{command:?}: {e}"
+        );
+        assert_eq!(at(&e).0, 8, "{command:?}");
+    }
+    // Written as a literal block (no space before a line break), or a value with none
+    // of `"`, `\` and line breaks: it decodes.
+    for (command, value) in [
+        ("echo\nprintf '%s' ${CERT}", "line1\nline2"),
+        ("echo ${CERT} \nx", "plain"),
+        ("echo ${CERT}\nx ", "C:\\n"),
+    ] {
+        assert!(
+            read_pipeline(".vela.yml", &text(command, value)).is_ok(),
+            "{command:?} {value:?}"
+        );
+    }
+}

@@ -576,3 +576,37 @@ steps:
     assert_eq!(uses[0].pulled(), "localhost:5000/team/app:v2");
     assert_eq!(uses[0].disposition, Disposition::Check);
 }
+
+#[test]
+fn the_scm_token_variables_are_the_worker_s() {
+    // go-vela/server v0.28.8 `compiler/native/environment.go` sets only
+    // VELA_NETRC_MACHINE and VELA_NETRC_USERNAME; go-vela/worker v0.28.1
+    // `executor/linux/build.go` `UpdateSCMAuth` sets VELA_NETRC_PASSWORD,
+    // VELA_GIT_TOKEN and VELA_GIT_TOKEN_EXPIRATION when the step runs.
+    let text = "version: '1'\nsteps:\n  - name: a\n    image: alpine:${VELA_NETRC_PASSWORD}-${VELA_GIT_TOKEN}-${VELA_BUILD_NUMBER}\n    commands: [echo]\n";
+    let (uses, _) = read(text);
+    let sources: Vec<(&str, &ValueSource)> = unresolved(&uses[0])
+        .variables
+        .iter()
+        .map(|v| (v.name.as_str(), &v.source))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("VELA_NETRC_PASSWORD", &ValueSource::Worker),
+            ("VELA_GIT_TOKEN", &ValueSource::Worker),
+            ("VELA_BUILD_NUMBER", &ValueSource::Server),
+        ]
+    );
+    // Inside a build (the plugin), whose variables hold every other VELA_* value, the
+    // worker's credentials stay the worker's.
+    let build = std::collections::HashMap::from([("VELA_BUILD_NUMBER".to_owned(), "7".to_owned())]);
+    let read =
+        pullcheck_input::read_pipeline_read_in_build(".vela.yml", text, &build).expect("reads");
+    let sources: Vec<&ValueSource> = unresolved(&read.uses[0])
+        .variables
+        .iter()
+        .map(|v| &v.source)
+        .collect();
+    assert_eq!(sources, [&ValueSource::Worker, &ValueSource::Worker]);
+}
