@@ -424,6 +424,12 @@ const (
 	RefusalGitTokenLimit             = "git_token_limit"
 	RefusalSubstitution              = "substitution"
 	RefusalSubstitutedStep           = "substituted_step"
+	// RefusalSubstringPanic is no refusal but a panic of Vela's compiler (HTTP 500):
+	// a negative substring length in Field of Step.
+	RefusalSubstringPanic = "substring_panic"
+	// RefusalSubstitutionLimit is pullcheck's own bound (Error too_deep or
+	// too_large), not Vela's.
+	RefusalSubstitutionLimit = "substitution_limit"
 )
 
 // Origin is one container that uses an image.
