@@ -39,6 +39,10 @@ struct Step {
     stage: Option<String>,
     template: Option<(String, Reached)>,
     always_kept: bool,
+    /// The `name` and `report_as` after the compiler's substitution (`SubstituteSteps`
+    /// runs before `ValidatePipeline` compares them); `None` when written without a
+    /// `${`, or for services and secret origins, which the compiler does not substitute.
+    substituted: Option<(Option<String>, Option<String>)>,
 }
 
 impl Reader<'_> {
@@ -711,7 +715,8 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         Some(env) if crate::pipeline::Global::of(r, root)?.steps => Some(env),
         _ => None,
     };
-    for s in &steps {
+    for i in 0..steps.len() {
+        let s = &steps[i];
         if expanded && s.template.is_some() {
             continue;
         }
@@ -722,7 +727,15 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
             },
             None => None,
         };
-        substitutes(r, s, global_env, stage_env)?;
+        if let Some(env) = substitutes(r, s, global_env, stage_env)? {
+            let report_as = r.text(s.node, "report_as")?;
+            let sub = |text: Option<String>| {
+                text.map(|t| {
+                    crate::envsubst::eval(&t, &mut |name| env.compile_lookup(name)).unwrap_or(t)
+                })
+            };
+            steps[i].substituted = Some((sub(steps[i].name.clone()), sub(report_as)));
+        }
     }
 
     // `ValidatePipeline`, after the purge: names kept by every build.
@@ -788,7 +801,7 @@ fn substitutes(
     s: &Step,
     global_env: Option<Reached>,
     stage_env: Option<Reached>,
-) -> Result<(), InputError> {
+) -> Result<Option<crate::substitute::Env>, InputError> {
     let mut pieces: Vec<Piece> = Vec::new();
     let entries = r.entries(s.node)?;
     let mut values: HashMap<String, String> = HashMap::new();
@@ -822,7 +835,7 @@ fn substitutes(
         }
     }
     if !pieces.iter().any(|p| p.text.contains("${")) {
-        return Ok(());
+        return Ok(None);
     }
     let step = s.name.clone().unwrap_or_default();
     let refusal_at = |piece: &Piece, refusal: Refusal, offset: Option<usize>| {
@@ -921,7 +934,7 @@ fn substitutes(
             ));
         }
     }
-    Ok(())
+    Ok(Some(env))
 }
 
 /// The strings under `node` (a field of the step), in document order: scalars, and
@@ -1169,6 +1182,7 @@ fn plain(r: &mut Reader<'_>, node: Reached) -> Result<Step, InputError> {
         stage: None,
         template: None,
         always_kept: r.always_kept(node)?,
+        substituted: None,
     })
 }
 
@@ -1256,22 +1270,26 @@ fn duplicates(
             limits.check(r)?;
         }
         previous_stage = Some(&s.stage);
-        let Some(name) = &s.name else { continue };
+        // The compiler substitutes each step (its name and `report_as` too) before
+        // `ValidatePipeline` compares them (compile.go `SubstituteSteps`, then
+        // validate.go), with the step's environment: names are compared as
+        // substituted (`build-${GOOS}` per `GOOS`). A name that still holds a `${`
+        // waits for a value known only at build time: a match is a warning.
+        let name = match &s.substituted {
+            Some((name, _)) => name,
+            None => &s.name,
+        };
+        let Some(name) = name else { continue };
         if CLONE_OR_INIT.contains(&name.as_str()) {
             continue;
         }
         let key = format!("{}_{name}", s.stage.as_deref().unwrap_or_default());
-        // The compiler substitutes each step (its name and `report_as` too) before
-        // `ValidatePipeline` compares them (compile.go `SubstituteSteps`, then
-        // validate.go): a name with a `${...}` is compared only as written, which can
-        // tell two steps apart after substitution (an anchored step per `GOOS`), so a
-        // match between such names is a warning, never a refusal.
-        let substituted = name.contains("${");
+        let unknown = name.contains("${");
         match seen.get(&key) {
-            Some(_) if substituted => {
+            Some(_) if unknown => {
                 let at = r.loc(s.name_node.unwrap_or(s.node));
                 r.warnings.push(format!(
-                    "{at}: the name `{name}` is written twice; Vela compares the names after \
+                    "{at}: the name `{name}` is used twice; Vela compares the names after \
                      substituting them, and refuses the build (\"step `…` is already \
                      defined\") if they are still equal"
                 ));
@@ -1304,7 +1322,11 @@ fn duplicates(
         }
         if container == ContainerKind::Step
             && s.always_kept
-            && let Some(report_as) = r.text(s.node, "report_as")?.filter(|t| !t.is_empty())
+            && let Some(report_as) = match &s.substituted {
+                Some((_, report_as)) => report_as.clone(),
+                None => r.text(s.node, "report_as")?,
+            }
+            .filter(|t| !t.is_empty())
         {
             if let Some(first) = reports
                 .get(&report_as)

@@ -1111,6 +1111,49 @@ fn names_and_report_as_with_a_variable_are_not_compared_as_written() {
         matches!(e.refusal.as_deref(), Some(Refusal::DuplicateName { .. })),
         "{e}"
     );
+    // The reverse: names that substitute to one name are refused, as Vela compares
+    // them after substituting with each step's environment.
+    let e = refused(&matrix.replace("GOOS: darwin", "GOOS: linux"));
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::DuplicateName {
+            container: ContainerKind::Step,
+            name: "build-linux".into(),
+            stage: None,
+            first: Some((7, 9)),
+        })
+    );
+    // At the second's `<<: *build`, where its name is used (written at 3:9).
+    assert_eq!(at(&e), (9, 9));
+    // A name written as another substitutes to: `build-linux` and `build-${GOOS}`.
+    let e = refused(
+        "version: \"1\"\nsteps:\n  - {name: build-linux, image: alpine, commands: [x]}\n  \
+         - {name: \"build-${GOOS}\", image: alpine, commands: [x], environment: {GOOS: linux}}\n",
+    );
+    assert_eq!(at(&e), (4, 12));
+    assert!(
+        matches!(e.refusal.as_deref(), Some(Refusal::DuplicateName { name, .. }) if name == "build-linux"),
+        "{e}"
+    );
+    // report_as too.
+    let e = refused(&report_as.replace("GOOS: darwin", "GOOS: linux"));
+    assert!(
+        matches!(
+            e.refusal.as_deref(),
+            Some(Refusal::DuplicateReportAs { report_as, step, targeted_by })
+                if report_as == "check-linux" && step == "b" && targeted_by == "a"
+        ),
+        "{e}"
+    );
+    // A value known only when the build runs: a warning, not a refusal.
+    let (uses, warnings) = pullcheck_input::read_pipeline_with_warnings(
+        ".vela.yml",
+        &matrix.replace("${GOOS}", "${VELA_BUILD_NUMBER}"),
+    )
+    .expect("Vela may accept it");
+    assert_eq!(uses.len(), 2);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with(".vela.yml:9:"), "{warnings:?}");
 }
 
 #[test]
