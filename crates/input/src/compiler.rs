@@ -715,8 +715,7 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         Some(env) if crate::pipeline::Global::of(r, root)?.steps => Some(env),
         _ => None,
     };
-    for i in 0..steps.len() {
-        let s = &steps[i];
+    for s in &mut steps {
         if expanded && s.template.is_some() {
             continue;
         }
@@ -734,7 +733,7 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
                     crate::envsubst::eval(&t, &mut |name| env.compile_lookup(name)).unwrap_or(t)
                 })
             };
-            steps[i].substituted = Some((sub(steps[i].name.clone()), sub(report_as)));
+            s.substituted = Some((sub(s.name.clone()), sub(report_as)));
         }
     }
 
