@@ -936,6 +936,65 @@ fn substitutes(
     Ok(Some(env))
 }
 
+/// The first string of a container (other than `image` and `pull`, which
+/// [`Reader::container`] substitutes on their own) that the worker cannot substitute:
+/// its key and node, and envsubst's error. go-vela/worker v0.28.1 builds on
+/// go-vela/server v0.28.2, whose `Container.Substitute`
+/// (`compiler/types/pipeline/container.go`) marshals the whole container to JSON and
+/// runs `envsubst.Eval` over that text, so a `${` that does not parse anywhere in it
+/// fails the container ("unable to substitute container configuration"); modelled as
+/// the container's strings joined in document order. With `compiled` (a step of
+/// pipeline source), each string is first substituted as the compiler does it, with
+/// `env`: `$${ARR[@]}` is `${ARR[@]}` by then, which the worker cannot parse.
+pub(crate) fn worker_substitution_error(
+    r: &mut Reader<'_>,
+    node: Reached,
+    env: &crate::substitute::Env,
+    compiled: bool,
+) -> Result<Option<(String, Reached, crate::envsubst::SubstError)>, InputError> {
+    let mut pieces: Vec<(String, Piece)> = Vec::new();
+    for (key, value) in r.entries(node)? {
+        if key == "image" || key == "pull" {
+            continue;
+        }
+        let mut own = Vec::new();
+        collect_pieces(r, value, "container", None, &mut own)?;
+        pieces.extend(own.into_iter().map(|p| (key.clone(), p)));
+    }
+    let mut text = String::new();
+    let mut starts = Vec::with_capacity(pieces.len());
+    let mut chars = 0;
+    for (_, piece) in &pieces {
+        let piece_text = if compiled && piece.text.contains('$') {
+            match crate::envsubst::eval(&piece.text, &mut |name| env.compile_lookup_stand_in(name))
+            {
+                Ok(t) => t,
+                // The compiler's own failure is a refusal, made before.
+                Err(_) => String::new(),
+            }
+        } else {
+            piece.text.clone()
+        };
+        text.push_str("\",\"");
+        chars += 3;
+        starts.push(chars);
+        chars += piece_text.chars().count();
+        text.push_str(&piece_text);
+    }
+    if !text.contains("${") {
+        return Ok(None);
+    }
+    match crate::envsubst::Template::parse_at(&text) {
+        Ok(_) => Ok(None),
+        Err((error, offset)) => {
+            let i = starts.iter().rposition(|&st| st <= offset).unwrap_or(0);
+            Ok(pieces
+                .get(i)
+                .map(|(key, piece)| (key.clone(), piece.node, error)))
+        }
+    }
+}
+
 /// The strings under `node` (a field of the step), in document order: scalars, and
 /// mapping keys with a `${` (at their value).
 fn collect_pieces(

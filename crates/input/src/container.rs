@@ -417,6 +417,8 @@ impl<'a> Reader<'a> {
 
         let env = self.env(node, &place)?;
         let mut unresolved = Vec::new();
+        // Whether the image's own substitution failed (the worker's failure, said once).
+        let mut substitution_failed = false;
         let substituted = match env.substitute(&image) {
             Outcome::Unchanged => None,
             // The compiler decodes the step again after it substitutes the YAML text.
@@ -442,6 +444,7 @@ impl<'a> Reader<'a> {
                 None
             }
             Outcome::Error(e) if e.is_own_limit() => {
+                substitution_failed = true;
                 problems.push(self.problem(
                     at,
                     format!(
@@ -452,6 +455,7 @@ impl<'a> Reader<'a> {
                 None
             }
             Outcome::Error(e) => {
+                substitution_failed = true;
                 problems.push(self.problem(
                     at,
                     format!(
@@ -520,6 +524,33 @@ impl<'a> Reader<'a> {
                 }
             },
         };
+
+        // The worker substitutes every string of the container, not only its image.
+        if matches!(
+            place.kind,
+            ContainerKind::Step | ContainerKind::Service | ContainerKind::Secret
+        ) && !substitution_failed
+            && let Some((field, at_field, e)) = crate::compiler::worker_substitution_error(
+                self,
+                node,
+                &env,
+                self.mode == Mode::Compile && env.compiled,
+            )?
+        {
+            problems.push(self.problem(
+                at_field,
+                format!(
+                    "{}cannot substitute the variables of `{field}`: {e} (the worker fails \
+                     the {} with \"unable to substitute container configuration\")",
+                    self.whose(what, &name, &place),
+                    match place.kind {
+                        ContainerKind::Service => "service",
+                        ContainerKind::Secret => "secret origin",
+                        _ => "step",
+                    }
+                ),
+            ));
+        }
 
         // Upstream expands a step's template only when the template has a name.
         let template_name = match template {

@@ -250,6 +250,16 @@ impl Env {
         self.lookup(name, Mode::Compile)
     }
 
+    /// As [`Env::compile_lookup`], but a variable the server sets per build (whose
+    /// value the compiler has and pullcheck does not) is a stand-in value without `$`,
+    /// `{` or `}`, so that what the worker then parses is shaped as upstream's.
+    pub(crate) fn compile_lookup_stand_in(&self, name: &str) -> String {
+        if !self.build.contains_key(name) && server_variable(name) == Some(None) {
+            return "0".to_owned();
+        }
+        self.lookup(name, Mode::Compile)
+    }
+
     /// Why `name` has no value before the build, or `None` when it has one (or, at run
     /// time, is simply empty).
     fn unknown(&self, name: &str) -> Option<ValueSource> {

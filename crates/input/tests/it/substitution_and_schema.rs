@@ -610,3 +610,52 @@ fn the_scm_token_variables_are_the_worker_s() {
         .collect();
     assert_eq!(sources, [&ValueSource::Worker, &ValueSource::Worker]);
 }
+
+/// The line and column of a container's one problem.
+fn problem_at(u: &ImageUse) -> (Option<usize>, Option<usize>) {
+    match &u.disposition {
+        Disposition::Invalid(m) => {
+            assert_eq!(m.len(), 1, "{m:?}");
+            m[0].at
+                .as_ref()
+                .map_or((None, None), |at| (at.line, at.column))
+        }
+        other => panic!("expected invalid, got {other:?} for {u:?}"),
+    }
+}
+
+#[test]
+fn the_worker_substitutes_every_string_of_a_container() {
+    // go-vela/worker v0.28.1 builds on go-vela/server v0.28.2, whose
+    // `Container.Substitute` (compiler/types/pipeline/container.go) runs envsubst over
+    // the whole container as JSON: a `${` it cannot parse anywhere fails the container.
+    let text = "version: '1'\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: [\"echo ${ARR[@]}\"]\nsecrets:\n  - name: s\n    origin:\n      name: o\n      image: vault:1\n      parameters: {path: '${P-x}'}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands: [\"echo $${ARR[@]}\"]\n  - name: b\n    image: alpine:3.20\n    commands: [\"echo $${OK:-1}\", \"${BUILD_COMMIT:0:7}\"]\n";
+    let (uses, _) = read(text);
+    let rows: Vec<(&str, (Option<usize>, Option<usize>))> = uses
+        .iter()
+        .filter(|u| !matches!(u.disposition, Disposition::Check))
+        .map(|u| (u.origin.name.as_str(), problem_at(u)))
+        .collect();
+    // The service's entrypoint; the step's `$${ARR[@]}`, which the compiler makes
+    // `${ARR[@]}`; the origin's parameter: each at its string.
+    assert_eq!(
+        rows,
+        [
+            ("db", (Some(5), Some(18))),
+            ("a", (Some(15), Some(16))),
+            ("o", (Some(11), Some(26))),
+        ]
+    );
+    let b = uses.iter().find(|u| u.origin.name == "b").expect("b");
+    assert_eq!(b.disposition, Disposition::Check);
+    // A compiled build: the container's own strings, no position.
+    let build = r#"{"id":"b_1","version":"1","steps":[{"id":"s","name":"a","image":"alpine:3.19","environment":{"A":"1"},"commands":["echo ${A","ok"]}]}"#;
+    let (uses, _) = read(build);
+    match &uses[0].disposition {
+        Disposition::Invalid(m) => {
+            assert_eq!(m[0].at, None);
+            assert!(m[0].message.starts_with("step `a`: "), "{m:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
