@@ -966,12 +966,9 @@ pub(crate) fn worker_substitution_error(
     let mut chars = 0;
     for (_, piece) in &pieces {
         let piece_text = if compiled && piece.text.contains('$') {
-            match crate::envsubst::eval(&piece.text, &mut |name| env.compile_lookup_stand_in(name))
-            {
-                Ok(t) => t,
-                // The compiler's own failure is a refusal, made before.
-                Err(_) => String::new(),
-            }
+            // The compiler's own failure is a refusal, made before.
+            crate::envsubst::eval(&piece.text, &mut |name| env.compile_lookup_stand_in(name))
+                .unwrap_or_default()
         } else {
             piece.text.clone()
         };
