@@ -611,8 +611,11 @@ fn the_scm_token_variables_are_the_worker_s() {
     assert_eq!(sources, [&ValueSource::Worker, &ValueSource::Worker]);
 }
 
+/// A line and a column, each if known.
+type At = (Option<usize>, Option<usize>);
+
 /// The line and column of a container's one problem.
-fn problem_at(u: &ImageUse) -> (Option<usize>, Option<usize>) {
+fn problem_at(u: &ImageUse) -> At {
     match &u.disposition {
         Disposition::Invalid(m) => {
             assert_eq!(m.len(), 1, "{m:?}");
@@ -631,7 +634,7 @@ fn the_worker_substitutes_every_string_of_a_container() {
     // the whole container as JSON: a `${` it cannot parse anywhere fails the container.
     let text = "version: '1'\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: [\"echo ${ARR[@]}\"]\nsecrets:\n  - name: s\n    origin:\n      name: o\n      image: vault:1\n      parameters: {path: '${P-x}'}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands: [\"echo $${ARR[@]}\"]\n  - name: b\n    image: alpine:3.20\n    commands: [\"echo $${OK:-1}\", \"${BUILD_COMMIT:0:7}\"]\n";
     let (uses, _) = read(text);
-    let rows: Vec<(&str, (Option<usize>, Option<usize>))> = uses
+    let rows: Vec<(&str, At)> = uses
         .iter()
         .filter(|u| !matches!(u.disposition, Disposition::Check))
         .map(|u| (u.origin.name.as_str(), problem_at(u)))
