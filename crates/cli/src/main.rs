@@ -21,6 +21,7 @@ use pullcheck::{Checker, CheckerOptions};
 use pullcheck::credentials::PullSecret;
 use pullcheck_kube::{Cluster, ClusterOptions, TemplateSource};
 use pullcheck_sources::{NamedText, RequestError, SourceError};
+use render::Naming;
 
 /// Checks, before a build starts, that every image it will pull exists in its registry,
 /// as the node's kubelet and container runtime will see it.
@@ -277,9 +278,9 @@ struct Setup {
 impl RegistryArgs {
     /// Reads the mirror configuration and the node's credentials, and sets the client's
     /// options (`platform`: check's `--platform`).
-    fn setup(&self, platform: Option<Platform>) -> Result<Setup, String> {
-        let resolver = self.node.resolver()?;
-        let node = self.node.node(&resolver)?;
+    fn setup(&self, platform: Option<Platform>, naming: Naming) -> Result<Setup, String> {
+        let resolver = self.node.resolver(naming)?;
+        let node = self.node.node(&resolver, naming)?;
         let client = ClientOptions {
             request_timeout: self.client.request_timeout,
             tag_hints: !self.client.no_tag_hints,
@@ -369,6 +370,10 @@ struct CheckArgs {
     registry: RegistryArgs,
     #[command(flatten)]
     pod: PodArgs,
+    /// Whose words errors and remedies use: the CLI's flags, or the plugin step's
+    /// `PARAMETER_*` variables (set by `plugin::run`, never by a flag).
+    #[arg(skip)]
+    naming: Naming,
 }
 
 /// `--runtime`.
@@ -740,7 +745,7 @@ fn fail(error: &dyn std::fmt::Display) -> i32 {
 }
 
 impl NodeArgs {
-    fn resolver(&self) -> Result<Resolver, String> {
+    fn resolver(&self, naming: Naming) -> Result<Resolver, String> {
         let mirrors = if let Some(path) = &self.registries_conf {
             MirrorConfig::load_registries_conf(path)
         } else if let Some(dir) = &self.hosts_dir {
@@ -778,7 +783,7 @@ impl NodeArgs {
             // The one file option given names the error's file.
             match (e.fault(), named.iter().find(|(_, path, _)| path.is_some())) {
                 (Some(fault), Some((option, _, expected))) => {
-                    render::file_option(option, expected, &fault)
+                    render::file_option(naming, option, expected, &fault)
                 }
                 _ => e.to_string(),
             }
@@ -791,7 +796,7 @@ impl NodeArgs {
 
     /// The node's credentials; a containerd `config.toml` among them is the one
     /// `resolver` parsed for its mirrors (the file is read once).
-    fn node(&self, resolver: &Resolver) -> Result<NodeCredentials, String> {
+    fn node(&self, resolver: &Resolver, naming: Naming) -> Result<NodeCredentials, String> {
         let node = NodeCredentials::load(&NodeOptions {
             docker_config: self.docker_config.clone(),
             auth_file: self.auth_file.clone(),
@@ -801,8 +806,8 @@ impl NodeArgs {
                 ..HelperOptions::default()
             },
         })
-        .map_err(|e| self.credential_error(&e))?;
-        let node = self.with_containerd_auths(node, resolver)?;
+        .map_err(|e| self.credential_error(&e, naming))?;
+        let node = self.with_containerd_auths(node, resolver, naming)?;
         let (Some(config), Some(bin_dir)) = (
             &self.image_credential_provider_config,
             &self.image_credential_provider_bin_dir,
@@ -814,7 +819,7 @@ impl NodeArgs {
             bin_dir: bin_dir.clone(),
             timeout: self.image_credential_provider_timeout,
         })
-        .map_err(|e| self.credential_error(&e))?;
+        .map_err(|e| self.credential_error(&e, naming))?;
         Ok(node.with_providers(std::sync::Arc::new(providers)))
     }
 
@@ -825,6 +830,7 @@ impl NodeArgs {
         &self,
         node: NodeCredentials,
         resolver: &Resolver,
+        naming: Naming,
     ) -> Result<NodeCredentials, String> {
         let Some(config) = resolver.mirrors.containerd_config() else {
             return Ok(node);
@@ -832,9 +838,12 @@ impl NodeArgs {
         let auths =
             pullcheck::credentials::ContainerdAuths::from_config(config).map_err(|e| {
                 match (self.containerd_config.is_some(), e.fault()) {
-                    (true, Some(fault)) => {
-                        render::file_option("--containerd-config", "containerd config.toml", &fault)
-                    }
+                    (true, Some(fault)) => render::file_option(
+                        naming,
+                        "--containerd-config",
+                        "containerd config.toml",
+                        &fault,
+                    ),
                     _ => e.to_string(),
                 }
             })?;
@@ -842,7 +851,11 @@ impl NodeArgs {
     }
 
     /// A node credential error, named by the option that gave the file.
-    fn credential_error(&self, e: &pullcheck::credentials::CredentialError) -> String {
+    fn credential_error(
+        &self,
+        e: &pullcheck::credentials::CredentialError,
+        naming: Naming,
+    ) -> String {
         let Some(fault) = e.fault() else {
             return e.to_string();
         };
@@ -865,7 +878,7 @@ impl NodeArgs {
             if let Some(given) = given
                 && path.starts_with(given)
             {
-                return render::file_option(option, expected, &fault);
+                return render::file_option(naming, option, expected, &fault);
             }
         }
         e.to_string()
@@ -914,19 +927,26 @@ impl PodArgs {
 
 /// Connects to the cluster when `options` says to. An error about the `--kubeconfig`
 /// file is named by the option.
-async fn connect(options: Option<&ClusterOptions>) -> Result<Option<Cluster>, String> {
+async fn connect(
+    options: Option<&ClusterOptions>,
+    naming: Naming,
+) -> Result<Option<Cluster>, String> {
     match options {
         Some(o) => Cluster::connect(o)
             .await
             .map(Some)
-            .map_err(|e| cluster_error(o, &e)),
+            .map_err(|e| cluster_error(o, &e, naming)),
         None => Ok(None),
     }
 }
 
 /// A cluster connection error of `check` or `serve`: one about the `--kubeconfig` file
 /// given is named by the option, with the file's fault as `render::file_option` words it.
-fn cluster_error(options: &ClusterOptions, error: &pullcheck_kube::KubeError) -> String {
+fn cluster_error(
+    options: &ClusterOptions,
+    error: &pullcheck_kube::KubeError,
+    naming: Naming,
+) -> String {
     match error {
         pullcheck_kube::KubeError::Kubeconfig {
             file,
@@ -947,14 +967,14 @@ fn cluster_error(options: &ClusterOptions, error: &pullcheck_kube::KubeError) ->
                 column: *column,
                 message: message.as_str().into(),
             };
-            render::file_option("--kubeconfig", "kubeconfig", &fault)
+            render::file_option(naming, "--kubeconfig", "kubeconfig", &fault)
         }
-        _ => render::kube_error(error),
+        _ => render::kube_error(naming, error),
     }
 }
 
 /// Reads the `--pull-secret` files; the error names every one that is bad, one per line.
-fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> {
+fn read_pull_secret_files(files: &[PathBuf], naming: Naming) -> Result<Vec<PullSecret>, String> {
     let mut secrets = Vec::new();
     let mut errors = Vec::new();
     for file in files {
@@ -962,6 +982,7 @@ fn read_pull_secret_files(files: &[PathBuf]) -> Result<Vec<PullSecret>, String> 
             Ok(s) => secrets.extend(s),
             Err(e) => errors.push(match e.fault() {
                 Some(fault) => render::file_option(
+                    naming,
                     "--pull-secret",
                     "Secret manifest (kubernetes.io/dockerconfigjson or dockercfg)",
                     &fault,
@@ -1060,7 +1081,7 @@ async fn check_uses(
     images: Vec<pullcheck::input::ImageUse>,
     warnings: Vec<String>,
 ) -> i32 {
-    let setup = match args.registry.setup(args.platform.clone()) {
+    let setup = match args.registry.setup(args.platform.clone(), args.naming) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
@@ -1082,7 +1103,7 @@ async fn check_uses(
     };
     let mut report = ready.check(&checker).await;
     report.warnings.splice(0..0, warnings);
-    let report = render::report(report);
+    let report = render::report(args.naming, report);
     let text = match args.format {
         Format::Json => format!("{}\n", report.to_json()),
         Format::Text => {
@@ -1127,7 +1148,8 @@ async fn gather_within_deadline(
 ) -> Result<pullcheck_sources::Ready, String> {
     // Reading the inputs takes what it takes (a slow stdin); the lookups do not.
     // Every file is read before any error is shown, so that all bad ones are named.
-    let pull_secrets = read_pull_secret_files(&args.pod.pull_secret);
+    let naming = args.naming;
+    let pull_secrets = read_pull_secret_files(&args.pod.pull_secret, naming);
     let template_file = args.pod.pods_template_file.as_ref().map(|path| {
         // Read here first, so that its error names the option.
         pullcheck_kube::read_template_file(path).map_err(|e| {
@@ -1143,7 +1165,12 @@ async fn gather_within_deadline(
                 column: e.column,
                 message: e.message.as_str().into(),
             };
-            render::file_option("--pods-template-file", "PipelinePodsTemplate", &fault)
+            render::file_option(
+                naming,
+                "--pods-template-file",
+                "PipelinePodsTemplate",
+                &fault,
+            )
         })
     });
     // The files, then the --build files (compiled whatever their keys).
@@ -1228,7 +1255,7 @@ async fn gather_within_deadline(
         .unwrap_or_else(std::time::Instant::now);
     let cluster = args.pod.cluster_options(&args.registry.node);
     let task = tokio::spawn(async move {
-        let cluster = connect(cluster.as_ref()).await?;
+        let cluster = connect(cluster.as_ref(), naming).await?;
         prepared
             .gather(cluster.as_ref())
             .await
@@ -1260,7 +1287,7 @@ async fn await_lookups<T>(
 }
 
 async fn run_serve(args: ServeArgs) -> i32 {
-    let setup = match args.registry.setup(None) {
+    let setup = match args.registry.setup(None, Naming::Cli) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
@@ -1322,7 +1349,7 @@ async fn run_serve(args: ServeArgs) -> i32 {
     let server = match pullcheck_server::Server::bind(options).await {
         Ok(s) => s,
         Err(pullcheck_server::ServeError::Cluster(e)) => {
-            return fail(&cluster_error(&cluster, &e));
+            return fail(&cluster_error(&cluster, &e, Naming::Cli));
         }
         Err(e) => return fail(&e),
     };
@@ -1351,8 +1378,8 @@ fn no_color() -> bool {
 async fn run_explain(args: ExplainArgs) -> i32 {
     let (resolver, node) = match args
         .node
-        .resolver()
-        .and_then(|r| args.node.node(&r).map(|n| (r, n)))
+        .resolver(Naming::Cli)
+        .and_then(|r| args.node.node(&r, Naming::Cli).map(|n| (r, n)))
     {
         Ok(both) => both,
         Err(e) => return fail(&e),
@@ -1368,7 +1395,7 @@ async fn run_explain(args: ExplainArgs) -> i32 {
     }
     let template = args.pod.template_source();
     let task = tokio::spawn(async move {
-        match connect(cluster.as_ref()).await? {
+        match connect(cluster.as_ref(), Naming::Cli).await? {
             Some(c) => c
                 .build_pull_secrets(&template)
                 .await
@@ -1381,7 +1408,7 @@ async fn run_explain(args: ExplainArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let keyring = match read_pull_secret_files(&args.pod.pull_secret)
+    let keyring = match read_pull_secret_files(&args.pod.pull_secret, Naming::Cli)
         .map_err(SourceError::from)
         .and_then(|s| pullcheck_sources::keyring_of(&s, chain.as_ref()))
     {

@@ -25,19 +25,65 @@ const PARAMETER_OPTIONS: [(&str, &str); 5] = [
     ("--platform", "PARAMETER_PLATFORM"),
 ];
 
-/// Set once the plugin runs: its errors name the `PARAMETER_*` variable a user wrote,
-/// never the option it became.
-static IN_PLUGIN: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-
-/// The name an error gives `option`: in the plugin, the `PARAMETER_*` variable that set
-/// it (docs/vela.md); else the option itself.
-pub(crate) fn option_name(option: &str) -> &str {
-    if IN_PLUGIN.get().is_some()
+/// The name an error gives `option`: in the plugin's naming, the `PARAMETER_*` variable
+/// that set it (docs/vela.md), never the option it became; else the option itself.
+pub(crate) fn option_name(naming: super::render::Naming, option: &str) -> &str {
+    if naming == super::render::Naming::Plugin
         && let Some((_, variable)) = PARAMETER_OPTIONS.iter().find(|(o, _)| *o == option)
     {
         return variable;
     }
     option
+}
+
+/// The plugin's parameters, as a step's `parameters:` writes them (Vela makes each
+/// `PARAMETER_<KEY>`, upper-cased: go-vela/server v0.28.8
+/// `compiler/native/environment.go`).
+const PARAMETERS: [&str; 10] = [
+    "pipeline",
+    "namespace",
+    "pods_template",
+    "docker_config",
+    "pull_secrets",
+    "platform",
+    "deadline",
+    "fail_on",
+    "format",
+    "include_on_start",
+];
+
+/// Something about the plugin's own configuration that does not stop the check, said
+/// before the report (worded by `render::plugin_warning`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PluginWarning {
+    /// A `PARAMETER_*` variable that is no parameter of the plugin (a misspelt one would
+    /// otherwise do nothing, silently): the variable, and the parameter it is closest
+    /// to, if one is near.
+    UnknownParameter {
+        variable: String,
+        closest: Option<&'static str>,
+    },
+}
+
+/// The `PARAMETER_*` variables of `env` that are none of [`PARAMETERS`], sorted.
+fn unknown_parameters(env: &HashMap<String, String>) -> Vec<PluginWarning> {
+    let mut out: Vec<PluginWarning> = env
+        .keys()
+        .filter_map(|name| {
+            let key = name.strip_prefix("PARAMETER_")?.to_ascii_lowercase();
+            (!PARAMETERS.contains(&key.as_str())).then(|| PluginWarning::UnknownParameter {
+                variable: name.clone(),
+                closest: pullcheck::input::closest_key(&key, &PARAMETERS),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| match (a, b) {
+        (
+            PluginWarning::UnknownParameter { variable: a, .. },
+            PluginWarning::UnknownParameter { variable: b, .. },
+        ) => a.cmp(b),
+    });
+    out
 }
 
 /// What fails the step (`PARAMETER_FAIL_ON`).
@@ -170,7 +216,6 @@ fn build_variables(env: &HashMap<String, String>) -> HashMap<String, String> {
 /// (as `check`) when it fails, 2 for a bad parameter or pipeline.
 pub(crate) async fn run() -> i32 {
     let env: HashMap<String, String> = std::env::vars().collect();
-    let _ = IN_PLUGIN.set(());
     let plugin = match plugin(&env) {
         Ok(p) => p,
         Err(e) => return super::fail(&e),
@@ -184,7 +229,12 @@ pub(crate) async fn run() -> i32 {
             Ok(read) => read,
             Err(e) => return super::fail(&e),
         };
-    let (uses, warnings) = (read.uses, read.warnings);
+    let mut warnings: Vec<String> = unknown_parameters(&env)
+        .iter()
+        .map(super::render::plugin_warning)
+        .collect();
+    warnings.extend(read.warnings);
+    let uses = read.uses;
     let templates = uses
         .iter()
         .filter(|u| pullcheck_sources::is_template_step(u))
@@ -207,7 +257,10 @@ pub(crate) async fn run() -> i32 {
         Ok(super::Cli {
             command: super::Command::Check(args),
             ..
-        }) => *args,
+        }) => super::CheckArgs {
+            naming: super::render::Naming::Plugin,
+            ..*args
+        },
         Ok(_) => return super::fail(&"the plugin's parameters did not make a check"),
         Err(e) => return super::fail(&format!("the plugin's parameters: {e}")),
     };
@@ -269,6 +322,46 @@ mod tests {
             let e = plugin(&env(&[(name, value)])).expect_err(name);
             assert!(e.starts_with(name), "{e}");
         }
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_a_warning_with_the_closest_one() {
+        let warnings = unknown_parameters(&env(&[
+            ("PARAMETER_NAMESPCE", "ci"),
+            ("PARAMETER_NAMESPACE", "ci"),
+            ("PARAMETER_COLOUR", "red"),
+            ("VELA_BUILD_NUMBER", "7"),
+        ]));
+        assert_eq!(
+            warnings,
+            [
+                PluginWarning::UnknownParameter {
+                    variable: "PARAMETER_COLOUR".into(),
+                    closest: None,
+                },
+                PluginWarning::UnknownParameter {
+                    variable: "PARAMETER_NAMESPCE".into(),
+                    closest: Some("namespace"),
+                },
+            ]
+        );
+        assert!(unknown_parameters(&env(&[("PARAMETER_FAIL_ON", "missing")])).is_empty());
+    }
+
+    #[test]
+    fn the_naming_is_passed_not_global() {
+        use super::super::render::Naming;
+        // Both namings in one process, in either order: no process-wide switch.
+        assert_eq!(
+            option_name(Naming::Plugin, "--namespace"),
+            "PARAMETER_NAMESPACE"
+        );
+        assert_eq!(option_name(Naming::Cli, "--namespace"), "--namespace");
+        assert_eq!(
+            option_name(Naming::Plugin, "--pull-secret"),
+            "PARAMETER_PULL_SECRETS"
+        );
+        assert_eq!(option_name(Naming::Plugin, "--kubeconfig"), "--kubeconfig");
     }
 
     #[test]

@@ -10,35 +10,20 @@ use pullcheck_files::{FaultKind, FileFault};
 use pullcheck_kube::{ConfigGap, KubeError};
 use pullcheck_sources::Setting;
 
-/// Whose words: the CLI's flags, or the Vela plugin's variables (docs/vela.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whose words: the CLI's flags, or the Vela plugin's variables (docs/vela.md). Passed
+/// down from the command that runs (`CheckArgs::naming`), never read from a global.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Naming {
     /// `pullcheck check`: flags (`--include-on-start`, `--kubeconfig`).
+    #[default]
     Cli,
     /// The plugin step: `PARAMETER_*` variables and `KUBECONFIG`.
     Plugin,
 }
 
-impl Naming {
-    /// The naming of this process: the plugin's once it runs (as
-    /// `plugin::option_name`, the plugin's one switch, says).
-    pub fn current() -> Naming {
-        if crate::plugin::option_name("--namespace") == "--namespace" {
-            Naming::Cli
-        } else {
-            Naming::Plugin
-        }
-    }
-}
-
-/// A row's remedies in the CLI's words: `trust its CA with --ca-file PEM or --certs-dir
-/// DIR (DIR/HOST/ca.crt), or allow unverified TLS with --insecure-registry HOST`.
-pub fn remedies(remedies: &[Remedy]) -> String {
-    remedies_named(Naming::current(), remedies)
-}
-
-/// [`remedies`] in `naming`'s words: the plugin's deferred row says `check now with
-/// PARAMETER_INCLUDE_ON_START=true`.
+/// A row's remedies in `naming`'s words: `trust its CA with --ca-file PEM or
+/// --certs-dir DIR (DIR/HOST/ca.crt), or allow unverified TLS with --insecure-registry
+/// HOST`; the plugin's deferred row says `check now with PARAMETER_INCLUDE_ON_START=true`.
 pub fn remedies_named(naming: Naming, remedies: &[Remedy]) -> String {
     remedies
         .iter()
@@ -58,6 +43,27 @@ pub fn remedies_named(naming: Naming, remedies: &[Remedy]) -> String {
         .join(", or ")
 }
 
+/// A warning of the plugin step about its own parameters: `PARAMETER_NAMESPCE is no
+/// parameter of the plugin, so it does nothing (did you mean `namespace`?)`.
+pub fn plugin_warning(warning: &crate::plugin::PluginWarning) -> String {
+    match warning {
+        crate::plugin::PluginWarning::UnknownParameter { variable, closest } => {
+            let key = variable
+                .strip_prefix("PARAMETER_")
+                .unwrap_or(variable)
+                .to_ascii_lowercase();
+            let hint = match closest {
+                Some(c) => format!(" (did you mean `{c}`?)"),
+                None => String::new(),
+            };
+            format!(
+                "{variable} (the step's `parameters: {{{key}: ...}}`) is no parameter of the \
+                 pullcheck plugin, so it does nothing{hint}"
+            )
+        }
+    }
+}
+
 /// A request setting by its flag: `--namespace`, `--platform`.
 pub fn setting(setting: Setting) -> &'static str {
     match setting {
@@ -68,9 +74,9 @@ pub fn setting(setting: Setting) -> &'static str {
 
 /// The report with every row's other attempts and remedies worded into its detail, for
 /// text and JSON.
-pub fn report(mut report: Report) -> Report {
+pub fn report(naming: Naming, mut report: Report) -> Report {
     report.word_attempts();
-    report.word_remedies(remedies);
+    report.word_remedies(|r| remedies_named(naming, r));
     // The service's words: they name no option of either front end.
     report.word_version_warnings(pullcheck_server::version_warning);
     report
@@ -81,9 +87,9 @@ pub fn report(mut report: Report) -> Report {
 /// it is not in the format, `OPTION PATH[:L:C]: invalid EXPECTED: PROBLEM` when a value in
 /// it is rejected. `OPTION` is the flag that gave the file, `EXPECTED` what it should be
 /// (`Docker config.json`).
-pub fn file_option(option: &str, expected: &str, fault: &FileFault<'_>) -> String {
+pub fn file_option(naming: Naming, option: &str, expected: &str, fault: &FileFault<'_>) -> String {
     // In the plugin, the PARAMETER_* variable that set the option.
-    let option = crate::plugin::option_name(option);
+    let option = crate::plugin::option_name(naming, option);
     let FileFault {
         path,
         kind,
@@ -112,15 +118,10 @@ pub fn file_option(option: &str, expected: &str, fault: &FileFault<'_>) -> Strin
     }
 }
 
-/// A cluster connection error in the CLI's words: a missing context or kubeconfig names
-/// `--context` and `--kubeconfig`.
-pub fn kube_error(error: &KubeError) -> String {
-    kube_error_named(Naming::current(), error)
-}
-
-/// [`kube_error`] in `naming`'s words: the plugin has no `--kubeconfig` or `--context`;
-/// it reads `$KUBECONFIG` or the in-cluster ServiceAccount.
-pub fn kube_error_named(naming: Naming, error: &KubeError) -> String {
+/// A cluster connection error in `naming`'s words: in the CLI's, a missing context or
+/// kubeconfig names `--context` and `--kubeconfig`; the plugin has neither, it reads
+/// `$KUBECONFIG` or the in-cluster ServiceAccount.
+pub fn kube_error(naming: Naming, error: &KubeError) -> String {
     let KubeError::Incomplete(gap) = error else {
         return error.to_string();
     };
@@ -497,7 +498,10 @@ mod tests {
         skipped.reason = Reason::NeverPulled;
         skipped.detail = "pull: never".into();
         let rows = vec![mirrored, tag, anonymous, unresolved, deferred, skipped];
-        let json = format!("{}\n", report(Report::new(rows, vec![])).to_json());
+        let json = format!(
+            "{}\n",
+            report(Naming::Cli, Report::new(rows, vec![])).to_json()
+        );
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/report.golden.json"
@@ -554,16 +558,19 @@ mod tests {
     fn remedies_golden() {
         let host = "registry.example.com:5000".to_owned();
         assert_eq!(
-            remedies(&[
-                Remedy::TrustCa { host: host.clone() },
-                Remedy::AllowInsecure { host }
-            ]),
+            remedies_named(
+                Naming::Cli,
+                &[
+                    Remedy::TrustCa { host: host.clone() },
+                    Remedy::AllowInsecure { host }
+                ]
+            ),
             "trust its CA with --ca-file PEM or --certs-dir DIR \
              (DIR/registry.example.com:5000/ca.crt), or allow unverified TLS with \
              --insecure-registry registry.example.com:5000"
         );
         assert_eq!(
-            remedies(&[Remedy::IncludeOnStart]),
+            remedies_named(Naming::Cli, &[Remedy::IncludeOnStart]),
             "check now with --include-on-start"
         );
         assert_eq!(
@@ -575,21 +582,27 @@ mod tests {
     #[test]
     fn configuration_gaps_name_the_flags() {
         assert_eq!(
-            kube_error(&KubeError::Incomplete(ConfigGap::NoKubeconfigForContext)),
+            kube_error(
+                Naming::Cli,
+                &KubeError::Incomplete(ConfigGap::NoKubeconfigForContext)
+            ),
             "Kubernetes configuration: a context was given but there is no kubeconfig \
              (--kubeconfig, $KUBECONFIG, ~/.kube/config)"
         );
         assert_eq!(
-            kube_error(&KubeError::Incomplete(ConfigGap::NoCurrentContext {
-                kubeconfig: "k.yaml".into()
-            })),
+            kube_error(
+                Naming::Cli,
+                &KubeError::Incomplete(ConfigGap::NoCurrentContext {
+                    kubeconfig: "k.yaml".into()
+                })
+            ),
             "Kubernetes configuration: kubeconfig k.yaml: it sets no current-context; name one \
              (--context)"
         );
         // The plugin has neither flag.
         let in_cluster = "KUBERNETES_SERVICE_HOST is not set".to_owned();
         assert_eq!(
-            kube_error_named(
+            kube_error(
                 Naming::Plugin,
                 &KubeError::Incomplete(ConfigGap::NoKubeconfig { in_cluster })
             ),
@@ -597,7 +610,7 @@ mod tests {
              a cluster: KUBERNETES_SERVICE_HOST is not set"
         );
         assert_eq!(
-            kube_error_named(
+            kube_error(
                 Naming::Plugin,
                 &KubeError::Incomplete(ConfigGap::NoCurrentContext {
                     kubeconfig: "k.yaml".into()

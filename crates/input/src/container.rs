@@ -81,9 +81,10 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// The known key closest to `key`, when it is near enough to be a misspelling of it
-/// (at most 2 edits, and fewer than the key's length).
-fn closest_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
+/// The known key closest to `key` (compared lower-cased; `known` are lower case), when
+/// it is near enough to be a misspelling of it (at most 2 edits, and fewer than the
+/// key's length).
+pub fn closest_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
     let lower = key.to_lowercase();
     known
         .iter()

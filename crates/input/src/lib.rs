@@ -51,6 +51,7 @@ pub mod yaml;
 use std::fmt;
 use std::path::Path;
 
+pub use container::closest_key;
 pub use policy::{ALL_PULL_VALUES, PullPolicy, VELA_PULL_VALUES};
 pub use problem::{
     Field, LineColumn, Position, Problem, Unresolved, UnresolvedVariable, ValueSource,

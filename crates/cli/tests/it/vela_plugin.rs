@@ -112,7 +112,11 @@ async fn the_build_s_variables_are_substituted_and_a_missing_image_fails_the_ste
     .expect("write");
     let out = plugin(
         &dir,
-        &[("PARAMETER_FORMAT", "json"), ("VELA_BUILD_NUMBER", "7")],
+        &[
+            ("PARAMETER_FORMAT", "json"),
+            ("VELA_BUILD_NUMBER", "7"),
+            ("PARAMETER_INCLUDE_ONSTART", "false"),
+        ],
     );
     assert_eq!(
         out.status.code(),
@@ -150,6 +154,14 @@ async fn the_build_s_variables_are_substituted_and_a_missing_image_fails_the_ste
                 "missing".into()
             ),
         ]
+    );
+    // A misspelt parameter is warned about, first, and does nothing (on_start is
+    // still checked).
+    let first = report["warnings"][0].as_str().expect("a warning");
+    assert!(first.starts_with("PARAMETER_INCLUDE_ONSTART "), "{first}");
+    assert!(
+        first.ends_with("(did you mean `include_on_start`?)"),
+        "{first}"
     );
     // The SCM token is the worker's (go-vela/worker `UpdateSCMAuth`), not the server's.
     assert_eq!(
