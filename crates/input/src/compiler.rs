@@ -868,19 +868,9 @@ fn substitutes(
         Ok(t) => t,
         Err((error, offset)) => {
             let i = starts.iter().rposition(|&st| st <= offset).unwrap_or(0);
-            let refusal = if error.is_own_limit() {
-                Refusal::SubstitutionLimit {
-                    step,
-                    stage: s.stage.clone(),
-                    error,
-                }
-            } else {
-                Refusal::Substitution {
-                    step,
-                    stage: s.stage.clone(),
-                    error,
-                }
-            };
+            let refusal = own_limit_or(step, s.stage.clone(), error, |step, stage| {
+                Refusal::Substitution { step, stage, error }
+            });
             return Err(refusal_at(&pieces[i], refusal, Some(offset - starts[i])));
         }
     };
@@ -895,19 +885,10 @@ fn substitutes(
                 })
                 .or_else(|| pieces.iter().position(|p| p.text.contains("${")))
                 .unwrap_or(0);
-            let refusal = if error.is_own_limit() {
-                Refusal::SubstitutionLimit {
-                    step,
-                    stage: s.stage.clone(),
-                    error,
-                }
-            } else {
-                Refusal::SubstringPanic {
-                    step,
-                    stage: s.stage.clone(),
-                    field: pieces[i].field.to_owned(),
-                }
-            };
+            let field = pieces[i].field.to_owned();
+            let refusal = own_limit_or(step, s.stage.clone(), error, |step, stage| {
+                Refusal::SubstringPanic { step, stage, field }
+            });
             return Err(refusal_at(&pieces[i], refusal, None));
         }
     }
@@ -989,6 +970,21 @@ pub(crate) fn worker_substitution_error(
                 .get(i)
                 .map(|(key, piece)| (key.clone(), piece.node, error)))
         }
+    }
+}
+
+/// [`Refusal::SubstitutionLimit`] when `error` is a bound of pullcheck's own, else
+/// `vela(step, stage)`.
+fn own_limit_or(
+    step: String,
+    stage: Option<String>,
+    error: crate::envsubst::SubstError,
+    vela: impl FnOnce(String, Option<String>) -> Refusal,
+) -> Refusal {
+    if error.is_own_limit() {
+        Refusal::SubstitutionLimit { step, stage, error }
+    } else {
+        vela(step, stage)
     }
 }
 

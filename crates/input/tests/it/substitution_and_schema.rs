@@ -10,6 +10,15 @@ fn read(text: &str) -> (Vec<ImageUse>, Vec<String>) {
     read_pipeline_with_warnings(".vela.yml", text).expect("reads")
 }
 
+/// Each variable an unresolved image waits for, and where its value comes from.
+fn sources(u: &ImageUse) -> Vec<(&str, &ValueSource)> {
+    unresolved(u)
+        .variables
+        .iter()
+        .map(|v| (v.name.as_str(), &v.source))
+        .collect()
+}
+
 fn unresolved(u: &ImageUse) -> &Unresolved {
     match &u.disposition {
         Disposition::Unresolved(m) => m,
@@ -378,14 +387,8 @@ steps:
     // A variable the global environment does not set either is set nowhere, and a
     // stage step is kept from the global environment too.
     let (uses, _) = read(&text.replace("alpine:${TAG}", "alpine:${TAG}-${OTHER}"));
-    let u = unresolved(&uses[1]);
-    let sources: Vec<(&str, &ValueSource)> = u
-        .variables
-        .iter()
-        .map(|v| (v.name.as_str(), &v.source))
-        .collect();
     assert_eq!(
-        sources,
+        sources(&uses[1]),
         [
             ("TAG", &ValueSource::GlobalEnvironmentWithheld),
             ("OTHER", &ValueSource::Nowhere)
@@ -585,13 +588,8 @@ fn the_scm_token_variables_are_the_worker_s() {
     // VELA_GIT_TOKEN and VELA_GIT_TOKEN_EXPIRATION when the step runs.
     let text = "version: '1'\nsteps:\n  - name: a\n    image: alpine:${VELA_NETRC_PASSWORD}-${VELA_GIT_TOKEN}-${VELA_BUILD_NUMBER}\n    commands: [echo]\n";
     let (uses, _) = read(text);
-    let sources: Vec<(&str, &ValueSource)> = unresolved(&uses[0])
-        .variables
-        .iter()
-        .map(|v| (v.name.as_str(), &v.source))
-        .collect();
     assert_eq!(
-        sources,
+        sources(&uses[0]),
         [
             ("VELA_NETRC_PASSWORD", &ValueSource::Worker),
             ("VELA_GIT_TOKEN", &ValueSource::Worker),
@@ -603,12 +601,13 @@ fn the_scm_token_variables_are_the_worker_s() {
     let build = std::collections::HashMap::from([("VELA_BUILD_NUMBER".to_owned(), "7".to_owned())]);
     let read =
         pullcheck_input::read_pipeline_read_in_build(".vela.yml", text, &build).expect("reads");
-    let sources: Vec<&ValueSource> = unresolved(&read.uses[0])
-        .variables
-        .iter()
-        .map(|v| &v.source)
-        .collect();
-    assert_eq!(sources, [&ValueSource::Worker, &ValueSource::Worker]);
+    assert_eq!(
+        sources(&read.uses[0]),
+        [
+            ("VELA_NETRC_PASSWORD", &ValueSource::Worker),
+            ("VELA_GIT_TOKEN", &ValueSource::Worker),
+        ]
+    );
 }
 
 /// A line and a column, each if known.
