@@ -1078,7 +1078,7 @@ async fn check_uses(
     };
     let checker = match Checker::new(checker_options, setup.resolver, setup.node) {
         Ok(c) => c,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&render::checker_error(&e)),
     };
     let mut report = ready.check(&checker).await;
     report.warnings.splice(0..0, warnings);
@@ -1323,6 +1323,9 @@ async fn run_serve(args: ServeArgs) -> i32 {
         Ok(s) => s,
         Err(pullcheck_server::ServeError::Cluster(e)) => {
             return fail(&cluster_error(&cluster, &e));
+        }
+        Err(pullcheck_server::ServeError::Checker(e)) => {
+            return fail(&render::checker_error(&e));
         }
         Err(e) => return fail(&e),
     };

@@ -112,6 +112,19 @@ pub fn file_option(option: &str, expected: &str, fault: &FileFault<'_>) -> Strin
     }
 }
 
+/// A [`pullcheck::Checker`] that cannot be built, in the CLI's words: a CA file that
+/// cannot be used names `--ca-file` ([`file_option`]: `--ca-file PATH: PROBLEM`, or
+/// `--ca-file PATH: not a PEM certificate bundle: ...`).
+pub fn checker_error(error: &pullcheck::Error) -> String {
+    match error {
+        pullcheck::Error::Client(e) => match e.fault() {
+            Some(fault) => file_option("--ca-file", "PEM certificate bundle", &fault),
+            None => e.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
 /// A cluster connection error in the CLI's words: a missing context or kubeconfig names
 /// `--context` and `--kubeconfig`.
 pub fn kube_error(error: &KubeError) -> String {

@@ -125,6 +125,7 @@ pub use observe::{Observer, RequestEvent, RequestKind};
 pub use pullcheck_credentials::Credential;
 pub use reason::{CertificateProblem, Reason};
 pub use session::Session;
+pub use shared::{CaFileProblem, ClientError};
 pub use urls::MANIFEST_ACCEPT;
 
 /// How to reach one registry host: where its API is, and what every request to it
