@@ -1187,7 +1187,7 @@ async fn gather_within_deadline(
         Ok(p) => Some(p),
         Err(RequestError::Inputs(errors)) => {
             for (i, e) in errors {
-                file_errors[file_of[i]] = Some(e.message);
+                file_errors[file_of[i]] = Some(e.to_string());
             }
             None
         }

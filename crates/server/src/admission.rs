@@ -873,7 +873,12 @@ async fn check_object(
         .parse(true, move || check.read())
         .await
         .map_err(|e| format!("pullcheck: the object cannot be read: {e}"))?
-        .map_err(|e| shorten(&format!("pullcheck: the object cannot be read: {e}")))?;
+        .map_err(|e| {
+            shorten(&format!(
+                "pullcheck: the object cannot be read: {}",
+                unreadable(&e)
+            ))
+        })?;
     // The review's own timeout bounds the lookups.
     let mut ready = prepared
         .gather(state.cluster.as_ref().ok())
@@ -914,6 +919,22 @@ async fn check_object(
         }
     }
     Ok(crate::check::run(state, ready).await)
+}
+
+/// Why the object cannot be read, without a position: the positions are in pullcheck's
+/// own copy of the object (the JSON it was given), which mean nothing to the person who
+/// wrote it, so only the readers' messages ([`pullcheck_sources::SourceError::message`])
+/// are kept.
+fn unreadable(error: &RequestError) -> String {
+    match error {
+        RequestError::Inputs(errors) => errors
+            .iter()
+            .map(|(_, e)| e.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+        RequestError::Template(e) | RequestError::PullSecret(e) => e.message.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// The container of an origin, for people: `container test`, `init container clone`,

@@ -237,7 +237,7 @@ impl From<SourceError> for ApiError {
     /// 400 with the message and position; a pipeline Vela's compiler refuses keeps its
     /// [`pullcheck::input::Refusal`] (JSON `refusal`).
     fn from(e: SourceError) -> ApiError {
-        let mut error = ApiError::bad(e.message).at(e.line, e.column);
+        let mut error = ApiError::bad(e.to_string()).at(e.line, e.column);
         error.refusal = e.refusal;
         error
     }

@@ -149,14 +149,14 @@ impl fmt::Display for RequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RequestError::Inputs(errors) => {
-                let messages: Vec<&str> = errors.iter().map(|(_, e)| e.message.as_str()).collect();
+                let messages: Vec<String> = errors.iter().map(|(_, e)| e.to_string()).collect();
                 f.write_str(&messages.join("\n"))
             }
             RequestError::NothingToCheck(message) | RequestError::Lookup(message) => {
                 f.write_str(message)
             }
             RequestError::PlaceholderImage(message) => write!(f, "placeholder image: {message}"),
-            RequestError::Template(e) | RequestError::PullSecret(e) => f.write_str(&e.message),
+            RequestError::Template(e) | RequestError::PullSecret(e) => e.fmt(f),
             RequestError::LookupDeadline(deadline) => write!(
                 f,
                 "the Kubernetes lookups of the pull secrets did not finish within the \
