@@ -237,6 +237,15 @@ impl Inputs {
         self.from_templates.extend(other.from_templates);
     }
 
+    /// The inputs of a text `name` in which no image was found (with its warning).
+    pub(crate) fn without_image(name: &str) -> Inputs {
+        Inputs {
+            warnings: vec![InputWarning::NoImage(name.to_owned())],
+            without_images: vec![name.to_owned()],
+            ..Inputs::default()
+        }
+    }
+
     /// The names of the texts in which no image was found, in input order.
     pub fn without_images(&self) -> &[String] {
         &self.without_images
@@ -382,8 +391,7 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
         }
     };
     if found == 0 {
-        inputs.warnings.push(InputWarning::NoImage(name.clone()));
-        inputs.without_images.push(name.clone());
+        inputs.append(Inputs::without_image(name));
     }
     Ok(inputs)
 }

@@ -886,6 +886,24 @@ fn inputs_without_an_image_exit_2_unless_allowed() {
     assert!(shown.contains("--allow-empty"), "{shown}");
     let out = pullcheck(&["check", "tpl.yml", "--allow-empty"], &dir);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // An empty file holds no image either: exit 2 without --allow-empty, 0 with it,
+    // with no row and a warning naming the file.
+    std::fs::write(dir.join("empty.yml"), "# nothing yet\n").unwrap();
+    let out = pullcheck(&["check", "empty.yml"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = pullcheck(
+        &["check", "empty.yml", "--allow-empty", "--format", "json"],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["images"], serde_json::json!([]), "{report}");
+    assert_eq!(report["summary"]["total"], 0, "{report}");
+    assert_eq!(
+        report["warnings"],
+        serde_json::json!(["empty.yml: no image found in this file"]),
+        "{report}"
+    );
 }
 
 /// Every unreadable or unparsable input is reported, not only the first (item 4).
