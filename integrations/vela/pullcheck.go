@@ -305,6 +305,7 @@ const (
 	ReasonCached                 = "cached"
 	ReasonTagNotFound            = "tag_not_found"
 	ReasonDigestNotFound         = "digest_not_found"
+	ReasonManifestUnknown        = "manifest_unknown"
 	ReasonRepositoryNotFound     = "repository_not_found"
 	ReasonPlatformNotFound       = "platform_not_found"
 	ReasonPlatformMismatch       = "platform_mismatch"

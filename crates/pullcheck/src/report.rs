@@ -123,6 +123,10 @@ pub enum Reason {
     TagNotFound,
     /// `missing`: the digest does not exist.
     DigestNotFound,
+    /// `missing`: the tag or digest answered 404 and whether the repository exists is
+    /// not known (`--no-tag-hints`, or the tag list request failed); `missing` says
+    /// which was asked for.
+    ManifestUnknown,
     /// `missing`: the repository does not exist.
     RepositoryNotFound,
     /// `missing`: the manifest exists, not for the platform asked for.
@@ -212,6 +216,7 @@ impl Reason {
             Reason::Cached => "cached",
             Reason::TagNotFound => "tag_not_found",
             Reason::DigestNotFound => "digest_not_found",
+            Reason::ManifestUnknown => "manifest_unknown",
             Reason::RepositoryNotFound => "repository_not_found",
             Reason::PlatformNotFound => "platform_not_found",
             Reason::PlatformMismatch => "platform_mismatch",
@@ -259,6 +264,7 @@ impl From<pullcheck_registry::Reason> for Reason {
             R::Found => Reason::Found,
             R::TagNotFound => Reason::TagNotFound,
             R::DigestNotFound => Reason::DigestNotFound,
+            R::ManifestUnknown => Reason::ManifestUnknown,
             R::RepositoryNotFound => Reason::RepositoryNotFound,
             R::PlatformNotFound => Reason::PlatformNotFound,
             R::PlatformMismatch => Reason::PlatformMismatch,

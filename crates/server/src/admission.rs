@@ -1009,6 +1009,13 @@ fn finding(image: &ImageReport) -> String {
             "digest {} not found in {path}",
             parsed.as_ref().and_then(|r| r.digest()).unwrap_or_default()
         ),
+        R::ManifestUnknown => {
+            let what = match (parsed.as_ref().and_then(|r| r.digest()), parsed.as_ref()) {
+                (Some(digest), _) => format!("digest {digest}"),
+                (None, r) => format!("tag {}", r.and_then(|r| r.tag()).unwrap_or("latest")),
+            };
+            format!("{what} not found in {path} (the repository was not checked)")
+        }
         R::RepositoryNotFound => format!("repository {path} not found"),
         R::PlatformNotFound if !image.platforms.is_empty() => {
             format!("the index lists only {}", image.platforms.join(", "))
@@ -1066,7 +1073,11 @@ fn finding(image: &ImageReport) -> String {
     };
     let answered_by_mirror = matches!(
         image.reason,
-        R::TagNotFound | R::DigestNotFound | R::RepositoryNotFound | R::PlatformNotFound
+        R::TagNotFound
+            | R::DigestNotFound
+            | R::ManifestUnknown
+            | R::RepositoryNotFound
+            | R::PlatformNotFound
     ) && image.served_by_mirror().is_some();
     if answered_by_mirror {
         format!("{words} on {host}")
