@@ -201,7 +201,8 @@ type Image struct {
 	// Variables are, for ReasonUnresolvedVariable, each variable the image waits for.
 	Variables []Variable `json:"variables"`
 	// Platforms are, for ReasonPlatformNotFound, the platforms the image index lists,
-	// each "os/arch[/variant]" (linux/arm64/v8), in its order.
+	// each "os/arch[/variant]" (linux/arm64/v8), in its order; for
+	// ReasonPlatformMismatch, the one platform the single-platform image is built for.
 	Platforms []string `json:"platforms"`
 	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds the registry asked
 	// for in its 429's Retry-After header; nil when it sent none.
@@ -288,7 +289,8 @@ type Attempt struct {
 	// CloseTags are, for ReasonTagNotFound, the repository's tags close to the one
 	// asked for, best first.
 	CloseTags []string `json:"close_tags,omitempty"`
-	// Platforms are, for ReasonPlatformNotFound, the platforms the index lists.
+	// Platforms are, for ReasonPlatformNotFound, the platforms the index lists; for
+	// ReasonPlatformMismatch, the one the single-platform image is built for.
 	Platforms []string `json:"platforms,omitempty"`
 	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds, when given.
 	RetryAfter *int64 `json:"retry_after,omitempty"`

@@ -334,7 +334,8 @@ pub struct AttemptReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub close_tags: Vec<String>,
     /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`;
-    /// left out when empty.
+    /// for `platform_mismatch`: the one the single-platform image is built for; left
+    /// out when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<String>,
     /// For `rate_limited`: the wait the registry asked for, in whole seconds; left out
@@ -466,8 +467,9 @@ pub struct ImageReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub variables: Vec<pullcheck_input::UnresolvedVariable>,
     /// For reason `platform_not_found`: the platforms the image index lists, each
-    /// `os/arch[/variant]` as in the index (`linux/arm64/v8`), in its order. In JSON only
-    /// when not empty.
+    /// `os/arch[/variant]` as in the index (`linux/arm64/v8`), in its order; for reason
+    /// `platform_mismatch`: the one platform the single-platform image is built for (its
+    /// config's). In JSON only when not empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<String>,
     /// For reason `rate_limited`: the wait the registry asked for in its 429's

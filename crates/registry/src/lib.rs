@@ -489,7 +489,8 @@ pub struct Answer {
     /// For [`Status::Refused`]: the egress rule and what it matched.
     pub refusal: Option<EgressRefusal>,
     /// For [`Reason::PlatformNotFound`]: the platforms the image index lists, in its
-    /// order (OCI image index `manifests[].platform`); else empty.
+    /// order (OCI image index `manifests[].platform`); for [`Reason::PlatformMismatch`]:
+    /// the one platform the single-platform image's config names; else empty.
     pub platforms: Vec<Platform>,
     /// For [`Reason::RateLimited`]: the wait the registry asked for in its last 429's
     /// `Retry-After` header (seconds or an HTTP date, RFC 9110 §10.2.3), when it sent

@@ -1021,6 +1021,11 @@ fn finding(image: &ImageReport) -> String {
             format!("the index lists only {}", image.platforms.join(", "))
         }
         R::PlatformNotFound => "no manifest for the node's platform".to_owned(),
+        R::PlatformMismatch if !image.platforms.is_empty() => format!(
+            "a single-platform image for {} only",
+            image.platforms.join(", ")
+        ),
+        R::PlatformMismatch => "a single-platform image for another platform".to_owned(),
         R::UnauthorizedAnonymous => "the registry asks for credentials, none matched".to_owned(),
         R::Unauthorized => format!("not authorized with {credential}"),
         R::CredentialsRequired => "the registry asks for a user name and password".to_owned(),
@@ -1061,7 +1066,6 @@ fn finding(image: &ImageReport) -> String {
             .map_or_else(String::new, |e| e.message.clone()),
         R::Found
         | R::Cached
-        | R::PlatformMismatch
         | R::UnknownPullPolicy
         | R::InvalidContainer
         | R::UnresolvedVariable
@@ -1402,7 +1406,14 @@ mod tests {
         );
         platform.registry = Some("registry.example.com".into());
         platform.platforms = vec!["linux/amd64".into(), "linux/arm64/v8".into()];
-        let lines: Vec<String> = [tag, mirrored, refused, rejected, limited, platform]
+        let mut single = row(
+            "registry.example.com/team/app:v1",
+            Status::Unrunnable,
+            R::PlatformMismatch,
+        );
+        single.registry = Some("registry.example.com".into());
+        single.platforms = vec!["linux/amd64".into()];
+        let lines: Vec<String> = [tag, mirrored, refused, rejected, limited, platform, single]
             .iter()
             .flat_map(lines_of)
             .map(|l| l.render(&l.reference))
@@ -1422,6 +1433,8 @@ mod tests {
                  registry.example.com is rate limiting (429; retry after 30 s)",
                 "container app: image registry.example.com/team/app:v1 not found: the index \
                  lists only linux/amd64, linux/arm64/v8",
+                "container app: image registry.example.com/team/app:v1 pulls but will not run \
+                 (another platform): a single-platform image for linux/amd64 only",
             ]
         );
     }

@@ -136,7 +136,8 @@ pub(crate) struct Outcome {
     pub attempts: Vec<AttemptReport>,
     /// The credential provider plugins that matched and failed.
     pub provider_failures: Vec<ProviderError>,
-    /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`.
+    /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`;
+    /// for `platform_mismatch`: the one the single-platform image is built for.
     pub platforms: Vec<String>,
     /// For `rate_limited`: the wait the registry asked for, in whole seconds.
     pub retry_after: Option<u64>,

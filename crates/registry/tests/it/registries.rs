@@ -822,6 +822,9 @@ async fn platforms_of_indexes_and_manifest_lists() {
     assert_status(&single, Status::Missing, Some(Missing::Platform));
     // The runtimes pull it anyway (the platform is checked only in an index).
     assert_eq!(single.reason, Reason::PlatformMismatch);
+    // The platform it is built for, as data.
+    let built_for: Vec<String> = single.platforms.iter().map(ToString::to_string).collect();
+    assert_eq!(built_for, ["linux/amd64"]);
     assert_eq!(
         single.detail,
         format!(
