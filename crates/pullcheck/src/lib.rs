@@ -364,10 +364,10 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         Action::Unresolved(unresolved) => {
             image.status = Status::Unresolved;
             image.reason = report::Reason::UnresolvedVariable;
-            image.detail = unresolved.to_string();
+            image.detail = detail::unresolved(&unresolved);
             image.problems = vec![input::Problem {
                 at: unresolved.at.clone(),
-                message: unresolved.message(),
+                message: detail::unresolved_message(&unresolved),
             }];
             image.variables = unresolved.variables;
         }

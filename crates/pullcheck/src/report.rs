@@ -985,10 +985,10 @@ mod tests {
                 default_ignored: false,
             }],
         };
-        i.detail = unresolved.to_string();
+        i.detail = crate::detail::unresolved(&unresolved);
         i.problems = vec![Problem {
             at: unresolved.at.clone(),
-            message: unresolved.message(),
+            message: crate::detail::unresolved_message(&unresolved),
         }];
         i.variables = unresolved.variables;
         let r = Report::new(vec![i], vec![]);
