@@ -264,11 +264,12 @@ type VariableSource struct {
 }
 
 // Remedy is one thing that can be done about a failure: Kind is one of trust_ca,
-// allow_insecure (Host is the registry's host[:port]) or include_on_start.
+// allow_insecure, give_credential (Host is the registry's host[:port]) or
+// include_on_start.
 type Remedy struct {
 	// Kind names the remedy.
 	Kind string `json:"kind"`
-	// Host is the registry, for trust_ca and allow_insecure.
+	// Host is the registry, for trust_ca, allow_insecure and give_credential.
 	Host string `json:"host"`
 }
 

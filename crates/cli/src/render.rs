@@ -53,6 +53,16 @@ pub fn remedies_named(naming: Naming, remedies: &[Remedy]) -> String {
                 Naming::Cli => "check now with --include-on-start".to_owned(),
                 Naming::Plugin => "check now with PARAMETER_INCLUDE_ON_START=true".to_owned(),
             },
+            Remedy::GiveCredential { host } => match naming {
+                Naming::Cli => format!(
+                    "give a credential for {host} with --docker-config PATH, --auth-file PATH \
+                     or --pull-secret FILE"
+                ),
+                Naming::Plugin => format!(
+                    "give a credential for {host} with PARAMETER_DOCKER_CONFIG or \
+                     PARAMETER_PULL_SECRETS"
+                ),
+            },
         })
         .collect::<Vec<_>>()
         .join(", or ")
@@ -620,6 +630,19 @@ mod tests {
         assert_eq!(
             remedies_named(Naming::Plugin, &[Remedy::IncludeOnStart]),
             "check now with PARAMETER_INCLUDE_ON_START=true"
+        );
+        let give = [Remedy::GiveCredential {
+            host: "registry.example.com".into(),
+        }];
+        assert_eq!(
+            remedies_named(Naming::Cli, &give),
+            "give a credential for registry.example.com with --docker-config PATH, \
+             --auth-file PATH or --pull-secret FILE"
+        );
+        assert_eq!(
+            remedies_named(Naming::Plugin, &give),
+            "give a credential for registry.example.com with PARAMETER_DOCKER_CONFIG or \
+             PARAMETER_PULL_SECRETS"
         );
     }
 

@@ -310,6 +310,14 @@ pub enum Remedy {
     },
     /// Check `on_start` images now too (they are deferred by default).
     IncludeOnStart,
+    /// Give a credential for `host` (a Docker config, an auth file, a pull secret): the
+    /// registry answered 401 to an anonymous request (`unauthorized_anonymous`) or asks
+    /// for a user name and password that nothing configured gives
+    /// (`credentials_required`).
+    GiveCredential {
+        /// `host[:port]` as in the URL: the registry that asked.
+        host: String,
+    },
 }
 
 /// One (endpoint, credential) pair asked about an image, for [`ImageReport::attempts`].
