@@ -10,7 +10,7 @@
 //! [`Status::Unreachable`].
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), pullcheck_registry::AuthorizeError> {
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
 //!
 //! let client = Client::new(ClientOptions::default())?;
