@@ -201,7 +201,8 @@ type Image struct {
 	// Variables are, for ReasonUnresolvedVariable, each variable the image waits for.
 	Variables []Variable `json:"variables"`
 	// Platforms are, for ReasonPlatformNotFound, the platforms the image index lists,
-	// each "os/arch[/variant]" (linux/arm64/v8), in its order.
+	// each "os/arch[/variant]" (linux/arm64/v8), in its order; for
+	// ReasonPlatformMismatch, the one platform the single-platform image is built for.
 	Platforms []string `json:"platforms"`
 	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds the registry asked
 	// for in its 429's Retry-After header; nil when it sent none.
@@ -265,11 +266,12 @@ type VariableSource struct {
 }
 
 // Remedy is one thing that can be done about a failure: Kind is one of trust_ca,
-// allow_insecure (Host is the registry's host[:port]) or include_on_start.
+// allow_insecure, give_credential (Host is the registry's host[:port]) or
+// include_on_start.
 type Remedy struct {
 	// Kind names the remedy.
 	Kind string `json:"kind"`
-	// Host is the registry, for trust_ca and allow_insecure.
+	// Host is the registry, for trust_ca, allow_insecure and give_credential.
 	Host string `json:"host"`
 }
 
@@ -290,7 +292,8 @@ type Attempt struct {
 	// CloseTags are, for ReasonTagNotFound, the repository's tags close to the one
 	// asked for, best first.
 	CloseTags []string `json:"close_tags,omitempty"`
-	// Platforms are, for ReasonPlatformNotFound, the platforms the index lists.
+	// Platforms are, for ReasonPlatformNotFound, the platforms the index lists; for
+	// ReasonPlatformMismatch, the one the single-platform image is built for.
 	Platforms []string `json:"platforms,omitempty"`
 	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds, when given.
 	RetryAfter *int64 `json:"retry_after,omitempty"`
@@ -307,6 +310,7 @@ const (
 	ReasonCached                 = "cached"
 	ReasonTagNotFound            = "tag_not_found"
 	ReasonDigestNotFound         = "digest_not_found"
+	ReasonManifestUnknown        = "manifest_unknown"
 	ReasonRepositoryNotFound     = "repository_not_found"
 	ReasonPlatformNotFound       = "platform_not_found"
 	ReasonPlatformMismatch       = "platform_mismatch"

@@ -1099,7 +1099,7 @@ async fn check_uses(
     };
     let checker = match Checker::new(checker_options, setup.resolver, setup.node) {
         Ok(c) => c,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&render::checker_error(args.naming, &e)),
     };
     let mut report = ready.check(&checker).await;
     report.warnings.splice(0..0, warnings);
@@ -1214,7 +1214,7 @@ async fn gather_within_deadline(
         Ok(p) => Some(p),
         Err(RequestError::Inputs(errors)) => {
             for (i, e) in errors {
-                file_errors[file_of[i]] = Some(e.message);
+                file_errors[file_of[i]] = Some(e.to_string());
             }
             None
         }
@@ -1350,6 +1350,9 @@ async fn run_serve(args: ServeArgs) -> i32 {
         Ok(s) => s,
         Err(pullcheck_server::ServeError::Cluster(e)) => {
             return fail(&cluster_error(&cluster, &e, Naming::Cli));
+        }
+        Err(pullcheck_server::ServeError::Checker(e)) => {
+            return fail(&render::checker_error(Naming::Cli, &e));
         }
         Err(e) => return fail(&e),
     };

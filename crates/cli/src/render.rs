@@ -38,6 +38,16 @@ pub fn remedies_named(naming: Naming, remedies: &[Remedy]) -> String {
                 Naming::Cli => "check now with --include-on-start".to_owned(),
                 Naming::Plugin => "check now with PARAMETER_INCLUDE_ON_START=true".to_owned(),
             },
+            Remedy::GiveCredential { host } => match naming {
+                Naming::Cli => format!(
+                    "give a credential for {host} with --docker-config PATH, --auth-file PATH \
+                     or --pull-secret FILE"
+                ),
+                Naming::Plugin => format!(
+                    "give a credential for {host} with PARAMETER_DOCKER_CONFIG or \
+                     PARAMETER_PULL_SECRETS"
+                ),
+            },
         })
         .collect::<Vec<_>>()
         .join(", or ")
@@ -118,6 +128,19 @@ pub fn file_option(naming: Naming, option: &str, expected: &str, fault: &FileFau
     }
 }
 
+/// A [`pullcheck::Checker`] that cannot be built, in `naming`'s words: a CA file that
+/// cannot be used names `--ca-file` ([`file_option`]: `--ca-file PATH: PROBLEM`, or
+/// `--ca-file PATH: not a PEM certificate bundle: ...`).
+pub fn checker_error(naming: Naming, error: &pullcheck::Error) -> String {
+    match error {
+        pullcheck::Error::Client(e) => match e.fault() {
+            Some(fault) => file_option(naming, "--ca-file", "PEM certificate bundle", &fault),
+            None => e.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
 /// A cluster connection error in `naming`'s words: in the CLI's, a missing context or
 /// kubeconfig names `--context` and `--kubeconfig`; the plugin has neither, it reads
 /// `$KUBECONFIG` or the in-cluster ServiceAccount.
@@ -158,13 +181,18 @@ pub fn kube_error(naming: Naming, error: &KubeError) -> String {
 pub fn text(report: &Report, color: bool, width: Option<usize>) -> String {
     let terminal = width;
     let mut out = String::new();
+    // The reference column is as wide as the widest reference: at most 60 characters
+    // on a terminal, where a long row wraps anyway; piped, up to [`PIPED_COLUMN`], so
+    // that a substituted image (`written → pulled`, twice as long) keeps the rows
+    // aligned. A longer one only pushes its own row.
+    let column = if terminal.is_some() { 60 } else { PIPED_COLUMN };
     let width = report
         .images
         .iter()
         .map(|i| display_reference(i).chars().count())
         .max()
         .unwrap_or(0)
-        .min(60);
+        .min(column);
     for image in &report.images {
         let status = format!("{:<11}", image.status.as_str());
         let status = if color {
@@ -256,6 +284,10 @@ pub fn text(report: &Report, color: bool, width: Option<usize>) -> String {
     }
     out
 }
+
+/// The widest reference column of piped text, in characters: two references of
+/// Docker's longest name (255) with ` → ` between them.
+const PIPED_COLUMN: usize = 2 * 255 + 3;
 
 /// The indentation of a row's wrapped detail: under the reference, past the status.
 const INDENT: &str = "            ";
@@ -406,6 +438,35 @@ mod tests {
              warning: w\n\
              6 images: 4 present, 1 failed, 1 unverified, 0 skipped, 0 deferred\n"
         );
+    }
+
+    /// Piped, a substituted image longer than 60 characters (`written → pulled`) keeps
+    /// the rows aligned: every row's origin starts in the same column (it started 60
+    /// characters in on the other rows and after the whole pair on its own).
+    #[test]
+    fn piped_rows_stay_aligned_after_a_substituted_image() {
+        let mut substituted = image(Status::Unreachable);
+        substituted.reference = "127.0.0.1:1/library/golang-tools:${GO}-bookworm".into();
+        substituted.substituted = Some("127.0.0.1:1/library/golang-tools:1.22-bookworm".into());
+        let mut plain = image(Status::Unreachable);
+        plain.reference = "127.0.0.1:1/alpine:3.19".into();
+        let r = Report::new(vec![substituted, plain], vec![]);
+        for terminal in [None, Some(400)] {
+            let shown = text(&r, false, terminal);
+            let columns: Vec<usize> = shown
+                .lines()
+                .take(2)
+                .map(|l| {
+                    let byte = l.find(".vela.yml").expect("an origin");
+                    l[..byte].chars().count()
+                })
+                .collect();
+            match terminal {
+                None => assert_eq!(columns, [12 + 96 + 2; 2], "{shown}"),
+                // A terminal keeps its 60-character column.
+                Some(_) => assert_eq!(columns, [12 + 96 + 2, 12 + 60 + 2], "{shown}"),
+            }
+        }
     }
 
     /// The golden JSON rows (`tests/fixtures/report.golden.json`), as `--format json`
@@ -576,6 +637,19 @@ mod tests {
         assert_eq!(
             remedies_named(Naming::Plugin, &[Remedy::IncludeOnStart]),
             "check now with PARAMETER_INCLUDE_ON_START=true"
+        );
+        let give = [Remedy::GiveCredential {
+            host: "registry.example.com".into(),
+        }];
+        assert_eq!(
+            remedies_named(Naming::Cli, &give),
+            "give a credential for registry.example.com with --docker-config PATH, \
+             --auth-file PATH or --pull-secret FILE"
+        );
+        assert_eq!(
+            remedies_named(Naming::Plugin, &give),
+            "give a credential for registry.example.com with PARAMETER_DOCKER_CONFIG or \
+             PARAMETER_PULL_SECRETS"
         );
     }
 

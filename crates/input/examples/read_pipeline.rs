@@ -27,7 +27,11 @@ fn main() {
                             "unknown pull policy {written:?}: {}",
                             pullcheck_input::Problem::join(problems)
                         ),
-                        Disposition::Unresolved(message) => format!("unresolved: {message}"),
+                        Disposition::Unresolved(u) => {
+                            let names: Vec<&str> =
+                                u.variables.iter().map(|v| v.name.as_str()).collect();
+                            format!("unresolved: waits for {}", names.join(", "))
+                        }
                     };
                     let stage = o
                         .stage

@@ -471,6 +471,14 @@ fn template_note(line: usize) -> String {
     )
 }
 
+/// Whether `text` holds no YAML or JSON document at all (empty, blank, or only
+/// comments and `---`): such a text is no pipeline ([`read_pipeline`] says so), and it
+/// holds no image either, which `--allow-empty` accepts. `false` for a text that does
+/// not parse.
+pub fn holds_no_document(text: &str) -> bool {
+    tree::Doc::load_yaml(text).is_ok_and(|doc| doc.root.is_none())
+}
+
 fn looks_like_json(text: &str) -> bool {
     text.trim_start_matches('\u{feff}')
         .trim_start()

@@ -154,63 +154,9 @@ pub struct UnresolvedVariable {
     pub default_ignored: bool,
 }
 
-impl fmt::Display for UnresolvedVariable {
-    /// The sentence for one variable, e.g. ``${TAG} is the target of secret `tag`, whose
-    /// value the worker injects at build time``.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = &self.name;
-        if self.field == Field::Pull {
-            f.write_str("`pull`: ")?;
-        }
-        match &self.source {
-            ValueSource::Secret { secret } => write!(
-                f,
-                "${{{name}}} is the target of secret `{secret}`, whose value the worker \
-                 injects at build time"
-            )?,
-            ValueSource::Server => write!(
-                f,
-                "${{{name}}} is set by the Vela server when it compiles the build"
-            )?,
-            ValueSource::ServerOverPipeline => write!(
-                f,
-                "${{{name}}} is set by the Vela server when it compiles the build, over the \
-                 value the pipeline gives it"
-            )?,
-            ValueSource::Unrendered { what } => write!(
-                f,
-                "${{{name}}} is {what}, which pullcheck does not render as Vela does"
-            )?,
-            ValueSource::GlobalEnvironmentWithheld => write!(
-                f,
-                "${{{name}}} is set in the pipeline's `environment:`, which \
-                 `metadata.environment` does not give to this container"
-            )?,
-            ValueSource::Worker => write!(
-                f,
-                "${{{name}}} is set by the Vela worker when the step runs (a credential, \
-                 which pullcheck never substitutes)"
-            )?,
-            ValueSource::Nowhere => write!(
-                f,
-                "${{{name}}} is set nowhere in the pipeline; the server or a secret sets it at \
-                 build time"
-            )?,
-        }
-        if self.default_ignored {
-            write!(
-                f,
-                " (its default is never used: the compiler keeps an unknown variable as \
-                 ${{{name}}} and drops the default, and the worker makes it empty if \
-                 nothing sets it)"
-            )?;
-        }
-        Ok(())
-    }
-}
-
 /// An image that depends on values known only when the build runs
-/// ([`crate::Disposition::Unresolved`]).
+/// ([`crate::Disposition::Unresolved`]). Data only: the report's words for it are
+/// made by the `pullcheck` crate's detail renderer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unresolved {
     /// Where the image is used; `None` in a compiled build (as a [`Problem`]'s `at`).
@@ -219,30 +165,4 @@ pub struct Unresolved {
     pub image: String,
     /// Each variable the image or its `pull:` depends on, in order.
     pub variables: Vec<UnresolvedVariable>,
-}
-
-impl Unresolved {
-    /// The words without the position: `not checked: image "app:${TAG}" is known only
-    /// when the build runs: ...` (each variable's sentence, joined by `; `).
-    pub fn message(&self) -> String {
-        format!(
-            "not checked: image {:?} is known only when the build runs: {}",
-            self.image,
-            self.variables
-                .iter()
-                .map(UnresolvedVariable::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    }
-}
-
-impl fmt::Display for Unresolved {
-    /// `position: message` ([`Unresolved::message`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.at {
-            Some(at) => write!(f, "{at}: {}", self.message()),
-            None => f.write_str(&self.message()),
-        }
-    }
 }

@@ -4,9 +4,9 @@
 //! `attempts`, ...); this module is the one place those words are made, so a rewording
 //! shows here only. It names no CLI flag and no field of a front end: remedies are
 //! worded by the front ends' render modules and passed in as text. The registry
-//! client's own answer details (`pullcheck_registry::Answer::detail`) and the input's
-//! problems (`pullcheck_input::Unresolved`'s `Display`) are their crates' words, taken
-//! as they are.
+//! client's own answer details (`pullcheck_registry::Answer::detail`) are its words,
+//! taken as they are; an unresolved image ([`pullcheck_input::Unresolved`]) comes as
+//! data and is worded here ([`unresolved`]).
 
 use std::time::Duration;
 
@@ -39,6 +39,86 @@ pub(crate) fn skip(skip: &pullcheck_input::Skip) -> String {
             "not checked: `#init` is the init step Vela injects, not an image".to_owned()
         }
         pullcheck_input::Skip::Exempt => "exempt".to_owned(),
+    }
+}
+
+/// The sentence for one variable an image waits for, e.g. ``${TAG} is the target of
+/// secret `tag`, whose value the worker injects at build time``; `` `pull`: `` first
+/// when it is in the `pull:` field.
+pub(crate) fn variable(v: &pullcheck_input::UnresolvedVariable) -> String {
+    use pullcheck_input::{Field, ValueSource};
+    let name = &v.name;
+    let field = if v.field == Field::Pull {
+        "`pull`: "
+    } else {
+        ""
+    };
+    let source = match &v.source {
+        ValueSource::Secret { secret } => format!(
+            "${{{name}}} is the target of secret `{secret}`, whose value the worker injects \
+             at build time"
+        ),
+        ValueSource::Server => {
+            format!("${{{name}}} is set by the Vela server when it compiles the build")
+        }
+        ValueSource::ServerOverPipeline => format!(
+            "${{{name}}} is set by the Vela server when it compiles the build, over the \
+             value the pipeline gives it"
+        ),
+        ValueSource::Unrendered { what } => {
+            format!("${{{name}}} is {what}, which pullcheck does not render as Vela does")
+        }
+        ValueSource::GlobalEnvironmentWithheld => format!(
+            "${{{name}}} is set in the pipeline's `environment:`, which \
+             `metadata.environment` does not give to this container"
+        ),
+        ValueSource::Worker => format!(
+            "${{{name}}} is set by the Vela worker when the step runs (a credential, which \
+             pullcheck never substitutes)"
+        ),
+        // The compiler leaves an unknown `${NAME}` (and turns `$${NAME}` into it); the
+        // worker then fills it from the container's environment, empty when unset
+        // (go-vela/worker's substitution). "Set nowhere ... the server sets it" said two
+        // things at once; this says who fills it.
+        ValueSource::Nowhere => format!(
+            "${{{name}}} is not set in the pipeline: the worker fills it from the step's \
+             environment when the step runs (a secret, or a variable the server sets), and \
+             makes it empty if nothing sets it"
+        ),
+    };
+    let default = if v.default_ignored {
+        format!(
+            " (its default is never used: the compiler keeps an unknown variable as \
+             ${{{name}}} and drops the default, and the worker makes it empty if nothing \
+             sets it)"
+        )
+    } else {
+        String::new()
+    };
+    format!("{field}{source}{default}")
+}
+
+/// An unresolved image's words without the position: `not checked: image
+/// "app:${TAG}" is known only when the build runs: ...` (each [`variable`]'s sentence,
+/// joined by `; `).
+pub(crate) fn unresolved_message(u: &pullcheck_input::Unresolved) -> String {
+    format!(
+        "not checked: image {:?} is known only when the build runs: {}",
+        u.image,
+        u.variables
+            .iter()
+            .map(variable)
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
+}
+
+/// An unresolved image's detail: `FILE:LINE:COLUMN: ` ([`pullcheck_input::Position`])
+/// and [`unresolved_message`]; the message alone in a compiled build (no position).
+pub(crate) fn unresolved(u: &pullcheck_input::Unresolved) -> String {
+    match &u.at {
+        Some(at) => format!("{at}: {}", unresolved_message(u)),
+        None => unresolved_message(u),
     }
 }
 
@@ -193,4 +273,46 @@ fn same_answer(a: &AttemptReport, b: &AttemptReport) -> bool {
         &b.platforms,
         b.retry_after,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of an unresolved image, once (the golden rendering), through the real
+    /// reader: `${X}` set nowhere, and `$${X}`, which the compiler turns into `${X}`
+    /// for the worker, get the same sentence, which says who fills it (it said "set
+    /// nowhere ...; the server or a secret sets it").
+    #[test]
+    fn unresolved_words_golden() {
+        let text = "version: \"1\"\nsteps:\n  - name: a\n    image: golang:${GO_VERSION}\n    \
+                    commands: [x]\n  - name: b\n    image: golang:$${GO_VERSION}\n    \
+                    commands: [x]\n";
+        let uses = pullcheck_input::read_pipeline_with_warnings(".vela.yml", text)
+            .expect("reads")
+            .0;
+        let words: Vec<String> = uses
+            .iter()
+            .map(|u| match &u.disposition {
+                pullcheck_input::Disposition::Unresolved(un) => unresolved(un),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let who = "${GO_VERSION} is not set in the pipeline: the worker fills it from the \
+                   step's environment when the step runs (a secret, or a variable the server \
+                   sets), and makes it empty if nothing sets it";
+        assert_eq!(
+            words,
+            [
+                format!(
+                    ".vela.yml:4:12: not checked: image \"golang:${{GO_VERSION}}\" is known \
+                     only when the build runs: {who}"
+                ),
+                format!(
+                    ".vela.yml:7:12: not checked: image \"golang:$${{GO_VERSION}}\" is known \
+                     only when the build runs: {who}"
+                ),
+            ]
+        );
+    }
 }

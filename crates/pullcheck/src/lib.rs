@@ -80,9 +80,10 @@ pub enum Error {
     /// A mirror configuration is malformed; the message names the file and entry.
     #[error("{0}")]
     Mirrors(#[from] mirrors::MirrorError),
-    /// The HTTP client cannot be built (TLS setup).
+    /// The HTTP client cannot be built (a CA file, the TLS setup), as data:
+    /// [`pullcheck_registry::ClientError::fault`] names the file.
     #[error("{0}")]
-    Client(String),
+    Client(#[from] pullcheck_registry::ClientError),
 }
 
 /// Settings of a [`Checker`], shared by every check it runs. Default: 32 requests in
@@ -208,8 +209,7 @@ impl Checker {
         resolver: Resolver,
         node: NodeCredentials,
     ) -> Result<Checker, Error> {
-        let client = pullcheck_registry::Client::new(options.registry)
-            .map_err(|e| Error::Client(e.to_string()))?;
+        let client = pullcheck_registry::Client::new(options.registry)?;
         Ok(Checker {
             inner: Arc::new(Inner {
                 client,
@@ -364,10 +364,10 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
         Action::Unresolved(unresolved) => {
             image.status = Status::Unresolved;
             image.reason = report::Reason::UnresolvedVariable;
-            image.detail = unresolved.to_string();
+            image.detail = detail::unresolved(&unresolved);
             image.problems = vec![input::Problem {
                 at: unresolved.at.clone(),
-                message: unresolved.message(),
+                message: detail::unresolved_message(&unresolved),
             }];
             image.variables = unresolved.variables;
         }

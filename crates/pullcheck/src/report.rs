@@ -123,6 +123,10 @@ pub enum Reason {
     TagNotFound,
     /// `missing`: the digest does not exist.
     DigestNotFound,
+    /// `missing`: the tag or digest answered 404 and whether the repository exists is
+    /// not known (`--no-tag-hints`, or the tag list request failed); `missing` says
+    /// which was asked for.
+    ManifestUnknown,
     /// `missing`: the repository does not exist.
     RepositoryNotFound,
     /// `missing`: the manifest exists, not for the platform asked for.
@@ -212,6 +216,7 @@ impl Reason {
             Reason::Cached => "cached",
             Reason::TagNotFound => "tag_not_found",
             Reason::DigestNotFound => "digest_not_found",
+            Reason::ManifestUnknown => "manifest_unknown",
             Reason::RepositoryNotFound => "repository_not_found",
             Reason::PlatformNotFound => "platform_not_found",
             Reason::PlatformMismatch => "platform_mismatch",
@@ -259,6 +264,7 @@ impl From<pullcheck_registry::Reason> for Reason {
             R::Found => Reason::Found,
             R::TagNotFound => Reason::TagNotFound,
             R::DigestNotFound => Reason::DigestNotFound,
+            R::ManifestUnknown => Reason::ManifestUnknown,
             R::RepositoryNotFound => Reason::RepositoryNotFound,
             R::PlatformNotFound => Reason::PlatformNotFound,
             R::PlatformMismatch => Reason::PlatformMismatch,
@@ -304,6 +310,14 @@ pub enum Remedy {
     },
     /// Check `on_start` images now too (they are deferred by default).
     IncludeOnStart,
+    /// Give a credential for `host` (a Docker config, an auth file, a pull secret): the
+    /// registry answered 401 to an anonymous request (`unauthorized_anonymous`) or asks
+    /// for a user name and password that nothing configured gives
+    /// (`credentials_required`).
+    GiveCredential {
+        /// `host[:port]` as in the URL: the registry that asked.
+        host: String,
+    },
 }
 
 /// One (endpoint, credential) pair asked about an image, for [`ImageReport::attempts`].
@@ -328,7 +342,8 @@ pub struct AttemptReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub close_tags: Vec<String>,
     /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`;
-    /// left out when empty.
+    /// for `platform_mismatch`: the one the single-platform image is built for; left
+    /// out when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<String>,
     /// For `rate_limited`: the wait the registry asked for, in whole seconds; left out
@@ -460,8 +475,9 @@ pub struct ImageReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub variables: Vec<pullcheck_input::UnresolvedVariable>,
     /// For reason `platform_not_found`: the platforms the image index lists, each
-    /// `os/arch[/variant]` as in the index (`linux/arm64/v8`), in its order. In JSON only
-    /// when not empty.
+    /// `os/arch[/variant]` as in the index (`linux/arm64/v8`), in its order; for reason
+    /// `platform_mismatch`: the one platform the single-platform image is built for (its
+    /// config's). In JSON only when not empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<String>,
     /// For reason `rate_limited`: the wait the registry asked for in its 429's
@@ -977,10 +993,10 @@ mod tests {
                 default_ignored: false,
             }],
         };
-        i.detail = unresolved.to_string();
+        i.detail = crate::detail::unresolved(&unresolved);
         i.problems = vec![Problem {
             at: unresolved.at.clone(),
-            message: unresolved.message(),
+            message: crate::detail::unresolved_message(&unresolved),
         }];
         i.variables = unresolved.variables;
         let r = Report::new(vec![i], vec![]);

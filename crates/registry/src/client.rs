@@ -18,7 +18,7 @@ use crate::ping;
 use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::session::{Parts, Session};
-use crate::shared::Shared;
+use crate::shared::{ClientError, Shared};
 use crate::token::{BearerParams, CacheKey, TokenFailure};
 use crate::transport::Http;
 use crate::urls::with_query;
@@ -56,10 +56,10 @@ impl Client {
     /// Builds the client.
     ///
     /// # Errors
-    /// [`AuthorizeError`] with [`Status::Unreachable`] when the TLS configuration cannot
-    /// be built: no usable system certificate store, or a [`ClientOptions::ca_file`]
-    /// that cannot be read or holds no PEM certificate (the message names the file).
-    pub fn new(options: ClientOptions) -> Result<Client, AuthorizeError> {
+    /// [`ClientError::CaFile`] when [`ClientOptions::ca_file`] cannot be read, is not
+    /// PEM or holds no certificate; [`ClientError::Tls`] when no usable system
+    /// certificate store is found.
+    pub fn new(options: ClientOptions) -> Result<Client, ClientError> {
         Ok(Client {
             shared: Arc::new(Shared::new(options)?),
         })
@@ -538,6 +538,7 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CaFileProblem;
 
     #[test]
     fn configured_headers_are_checked_and_kept_secret() {
@@ -578,13 +579,21 @@ mod tests {
             ..ClientOptions::default()
         })
         .unwrap_err();
-        assert_eq!(err.status, Status::Unreachable);
-        assert!(
-            err.message.starts_with(
-                "cannot build the HTTP client: ca_file: cannot read /nonexistent/pullcheck-ca.pem"
-            ),
-            "{}",
-            err.message
+        let ClientError::CaFile {
+            path,
+            problem: CaFileProblem::Unreadable(_),
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!(path, std::path::Path::new("/nonexistent/pullcheck-ca.pem"));
+        let fault = err.fault().expect("a file fault");
+        assert_eq!(
+            (fault.path.as_ref(), fault.kind),
+            (
+                "/nonexistent/pullcheck-ca.pem",
+                pullcheck_files::FaultKind::Unreadable
+            )
         );
     }
 }

@@ -15,7 +15,7 @@ pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str
     Answer {
         status: Status::Missing,
         missing: Some(missing),
-        reason: missing.into(),
+        reason: Reason::ManifestUnknown,
         close_tags: Vec::new(),
         digest: None,
         detail: format!(

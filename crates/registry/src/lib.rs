@@ -10,7 +10,7 @@
 //! [`Status::Unreachable`].
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), pullcheck_registry::AuthorizeError> {
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
 //!
 //! let client = Client::new(ClientOptions::default())?;
@@ -125,6 +125,7 @@ pub use observe::{Observer, RequestEvent, RequestKind};
 pub use pullcheck_credentials::Credential;
 pub use reason::{CertificateProblem, Reason};
 pub use session::Session;
+pub use shared::{CaFileProblem, ClientError};
 pub use urls::MANIFEST_ACCEPT;
 
 /// How to reach one registry host: where its API is, and what every request to it
@@ -488,7 +489,8 @@ pub struct Answer {
     /// For [`Status::Refused`]: the egress rule and what it matched.
     pub refusal: Option<EgressRefusal>,
     /// For [`Reason::PlatformNotFound`]: the platforms the image index lists, in its
-    /// order (OCI image index `manifests[].platform`); else empty.
+    /// order (OCI image index `manifests[].platform`); for [`Reason::PlatformMismatch`]:
+    /// the one platform the single-platform image's config names; else empty.
     pub platforms: Vec<Platform>,
     /// For [`Reason::RateLimited`]: the wait the registry asked for in its last 429's
     /// `Retry-After` header (seconds or an HTTP date, RFC 9110 §10.2.3), when it sent

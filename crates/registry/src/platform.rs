@@ -368,6 +368,7 @@ pub(crate) fn check_config(
                 "platform {want} not served by {what} on {host}: it is a single-platform \
                  image for {have}"
             ),
+            platforms: vec![have],
             ..present
         }
     }

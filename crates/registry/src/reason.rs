@@ -22,6 +22,11 @@ pub enum Reason {
     TagNotFound,
     /// Missing: the digest does not exist (404).
     DigestNotFound,
+    /// Missing: the manifest (tag or digest) answered 404, and whether the repository
+    /// exists is not known: tag hints are off ([`crate::ClientOptions::tag_hints`]), or
+    /// the tag list request got no answer. [`crate::Answer::missing`] says which was
+    /// asked for.
+    ManifestUnknown,
     /// Missing: the repository does not exist (404 `NAME_UNKNOWN`, or its tag list 404s).
     RepositoryNotFound,
     /// Missing: the manifest exists, but not for the platform asked for.
@@ -91,6 +96,7 @@ impl Reason {
             Reason::Found => "found",
             Reason::TagNotFound => "tag_not_found",
             Reason::DigestNotFound => "digest_not_found",
+            Reason::ManifestUnknown => "manifest_unknown",
             Reason::RepositoryNotFound => "repository_not_found",
             Reason::PlatformNotFound => "platform_not_found",
             Reason::PlatformMismatch => "platform_mismatch",
@@ -143,6 +149,7 @@ mod tests {
         for r in [
             Reason::Found,
             Reason::TagNotFound,
+            Reason::ManifestUnknown,
             Reason::UnauthorizedAnonymous,
             Reason::TlsUntrusted,
             Reason::DeadlineExceeded,

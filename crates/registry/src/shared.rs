@@ -22,7 +22,7 @@ use crate::tls;
 use crate::token;
 use crate::transport::{self, Counters, Http, Limits, TlsSetup};
 use crate::urls::{authority, same_host};
-use crate::{AuthorizeError, ClientOptions, Endpoint, Status};
+use crate::{ClientOptions, Endpoint};
 
 /// What a client and its sessions share.
 pub(crate) struct Shared {
@@ -58,23 +58,97 @@ struct TlsKey {
     client_cert: Option<(PathBuf, Option<PathBuf>)>,
 }
 
+/// Why a [`crate::Client`] cannot be built, as data: a front end names the option or
+/// field that gave the file ([`ClientError::fault`]); `Display` is the whole message
+/// for everyone else (`cannot build the HTTP client: ca_file PATH: ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// [`ClientOptions::ca_file`] cannot be used.
+    #[error("cannot build the HTTP client: ca_file {}: {problem}", path.display())]
+    CaFile {
+        /// The file as given in [`ClientOptions::ca_file`].
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: CaFileProblem,
+    },
+    /// The TLS configuration cannot be built (no usable system certificate store): the
+    /// TLS library's message.
+    #[error("cannot build the HTTP client: {0}")]
+    Tls(String),
+}
+
+/// What is wrong with a CA file ([`ClientError::CaFile`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaFileProblem {
+    /// It cannot be read (missing, a directory, over the size limit, no permission):
+    /// the operating system's message.
+    #[error("{0}")]
+    Unreadable(String),
+    /// It is not a PEM bundle.
+    #[error("not a PEM certificate bundle")]
+    NotPem,
+    /// It is PEM but holds no certificate.
+    #[error("holds no PEM certificate")]
+    NoCertificate,
+}
+
+impl ClientError {
+    /// The file problem as [`pullcheck_files::FileFault`], for a front end to name the
+    /// option that gave the file (`--ca-file PATH: ...`); `None` when no file is at
+    /// fault. An unreadable file is [`pullcheck_files::FaultKind::Unreadable`]; a file
+    /// that is not a PEM bundle, or holds no certificate, is
+    /// [`pullcheck_files::FaultKind::Syntax`] without a position.
+    pub fn fault(&self) -> Option<pullcheck_files::FileFault<'_>> {
+        use pullcheck_files::{FaultKind, FileFault};
+        use std::borrow::Cow;
+        let ClientError::CaFile { path, problem } = self else {
+            return None;
+        };
+        let (kind, message) = match problem {
+            CaFileProblem::Unreadable(message) => {
+                (FaultKind::Unreadable, Cow::Borrowed(message.as_str()))
+            }
+            CaFileProblem::NotPem => (FaultKind::Syntax, Cow::Borrowed("it does not parse")),
+            CaFileProblem::NoCertificate => {
+                (FaultKind::Syntax, Cow::Borrowed("it holds no certificate"))
+            }
+        };
+        Some(FileFault {
+            path: path.to_string_lossy(),
+            kind,
+            line: None,
+            column: None,
+            message,
+        })
+    }
+}
+
+/// Reads [`ClientOptions::ca_file`]: a PEM bundle of one or more certificates.
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, ClientError> {
+    let fail = |problem| ClientError::CaFile {
+        path: path.to_owned(),
+        problem,
+    };
+    let pem =
+        pullcheck_files::read(path).map_err(|e| fail(CaFileProblem::Unreadable(e.to_string())))?;
+    let certs =
+        reqwest::Certificate::from_pem_bundle(&pem).map_err(|_| fail(CaFileProblem::NotPem))?;
+    if certs.is_empty() {
+        return Err(fail(CaFileProblem::NoCertificate));
+    }
+    Ok(certs)
+}
+
 impl Shared {
     /// Builds the shared state and the two shared HTTP clients.
     ///
     /// # Errors
-    /// [`Status::Unreachable`] when the TLS configuration cannot be built: no usable
-    /// system certificate store, or a [`ClientOptions::ca_file`] that cannot be read or
-    /// holds no PEM certificate (the message names the file).
-    pub fn new(options: ClientOptions) -> Result<Shared, AuthorizeError> {
-        let fail = |what: String| AuthorizeError {
-            status: Status::Unreachable,
-            reason: crate::Reason::ClientConfig,
-            message: format!("cannot build the HTTP client: {what}"),
-            refusal: None,
-            certificate: None,
-        };
+    /// [`ClientError::CaFile`] when [`ClientOptions::ca_file`] cannot be read, is not
+    /// PEM or holds no certificate; [`ClientError::Tls`] when the TLS configuration
+    /// cannot be built (no usable system certificate store).
+    pub fn new(options: ClientOptions) -> Result<Shared, ClientError> {
         let extra_roots = match &options.ca_file {
-            Some(path) => tls::read_roots(path).map_err(|e| fail(format!("ca_file: {e}")))?,
+            Some(path) => read_ca_file(path)?,
             None => Vec::new(),
         };
         let limits = Limits::from_options(&options);
@@ -90,7 +164,7 @@ impl Shared {
                     skip_verify,
                 },
             )
-            .map_err(fail)
+            .map_err(ClientError::Tls)
         };
         let secure = build(false)?;
         let insecure = build(true)?;

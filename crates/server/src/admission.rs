@@ -873,7 +873,12 @@ async fn check_object(
         .parse(true, move || check.read())
         .await
         .map_err(|e| format!("pullcheck: the object cannot be read: {e}"))?
-        .map_err(|e| shorten(&format!("pullcheck: the object cannot be read: {e}")))?;
+        .map_err(|e| {
+            shorten(&format!(
+                "pullcheck: the object cannot be read: {}",
+                unreadable(&e)
+            ))
+        })?;
     // The review's own timeout bounds the lookups.
     let mut ready = prepared
         .gather(state.cluster.as_ref().ok())
@@ -914,6 +919,22 @@ async fn check_object(
         }
     }
     Ok(crate::check::run(state, ready).await)
+}
+
+/// Why the object cannot be read, without a position: the positions are in pullcheck's
+/// own copy of the object (the JSON it was given), which mean nothing to the person who
+/// wrote it, so only the readers' messages ([`pullcheck_sources::SourceError::message`])
+/// are kept.
+fn unreadable(error: &RequestError) -> String {
+    match error {
+        RequestError::Inputs(errors) => errors
+            .iter()
+            .map(|(_, e)| e.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+        RequestError::Template(e) | RequestError::PullSecret(e) => e.message.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// The container of an origin, for people: `container test`, `init container clone`,
@@ -988,11 +1009,23 @@ fn finding(image: &ImageReport) -> String {
             "digest {} not found in {path}",
             parsed.as_ref().and_then(|r| r.digest()).unwrap_or_default()
         ),
+        R::ManifestUnknown => {
+            let what = match (parsed.as_ref().and_then(|r| r.digest()), parsed.as_ref()) {
+                (Some(digest), _) => format!("digest {digest}"),
+                (None, r) => format!("tag {}", r.and_then(|r| r.tag()).unwrap_or("latest")),
+            };
+            format!("{what} not found in {path} (the repository was not checked)")
+        }
         R::RepositoryNotFound => format!("repository {path} not found"),
         R::PlatformNotFound if !image.platforms.is_empty() => {
             format!("the index lists only {}", image.platforms.join(", "))
         }
         R::PlatformNotFound => "no manifest for the node's platform".to_owned(),
+        R::PlatformMismatch if !image.platforms.is_empty() => format!(
+            "a single-platform image for {} only",
+            image.platforms.join(", ")
+        ),
+        R::PlatformMismatch => "a single-platform image for another platform".to_owned(),
         R::UnauthorizedAnonymous => "the registry asks for credentials, none matched".to_owned(),
         R::Unauthorized => format!("not authorized with {credential}"),
         R::CredentialsRequired => "the registry asks for a user name and password".to_owned(),
@@ -1033,7 +1066,6 @@ fn finding(image: &ImageReport) -> String {
             .map_or_else(String::new, |e| e.message.clone()),
         R::Found
         | R::Cached
-        | R::PlatformMismatch
         | R::UnknownPullPolicy
         | R::InvalidContainer
         | R::UnresolvedVariable
@@ -1045,7 +1077,11 @@ fn finding(image: &ImageReport) -> String {
     };
     let answered_by_mirror = matches!(
         image.reason,
-        R::TagNotFound | R::DigestNotFound | R::RepositoryNotFound | R::PlatformNotFound
+        R::TagNotFound
+            | R::DigestNotFound
+            | R::ManifestUnknown
+            | R::RepositoryNotFound
+            | R::PlatformNotFound
     ) && image.served_by_mirror().is_some();
     if answered_by_mirror {
         format!("{words} on {host}")
@@ -1370,7 +1406,14 @@ mod tests {
         );
         platform.registry = Some("registry.example.com".into());
         platform.platforms = vec!["linux/amd64".into(), "linux/arm64/v8".into()];
-        let lines: Vec<String> = [tag, mirrored, refused, rejected, limited, platform]
+        let mut single = row(
+            "registry.example.com/team/app:v1",
+            Status::Unrunnable,
+            R::PlatformMismatch,
+        );
+        single.registry = Some("registry.example.com".into());
+        single.platforms = vec!["linux/amd64".into()];
+        let lines: Vec<String> = [tag, mirrored, refused, rejected, limited, platform, single]
             .iter()
             .flat_map(lines_of)
             .map(|l| l.render(&l.reference))
@@ -1390,6 +1433,8 @@ mod tests {
                  registry.example.com is rate limiting (429; retry after 30 s)",
                 "container app: image registry.example.com/team/app:v1 not found: the index \
                  lists only linux/amd64, linux/arm64/v8",
+                "container app: image registry.example.com/team/app:v1 pulls but will not run \
+                 (another platform): a single-platform image for linux/amd64 only",
             ]
         );
     }

@@ -237,7 +237,7 @@ impl From<SourceError> for ApiError {
     /// 400 with the message and position; a pipeline Vela's compiler refuses keeps its
     /// [`pullcheck::input::Refusal`] (JSON `refusal`).
     fn from(e: SourceError) -> ApiError {
-        let mut error = ApiError::bad(e.message).at(e.line, e.column);
+        let mut error = ApiError::bad(e.to_string()).at(e.line, e.column);
         error.refusal = e.refusal;
         error
     }
@@ -530,8 +530,10 @@ fn parse_request(
         }
         images.push(image_use);
     }
-    if request.images.as_ref().is_some_and(Vec::is_empty) {
-        return Err(ApiError::bad("nothing to check: `images` is empty"));
+    if request.images.as_ref().is_some_and(Vec::is_empty) && !request.allow_empty {
+        return Err(ApiError::bad(
+            "nothing to check: `images` is empty (`\"allow_empty\": true` passes anyway)",
+        ));
     }
     let mut pull_secrets = Vec::new();
     for (i, secret) in request.pull_secrets.iter().flatten().enumerate() {

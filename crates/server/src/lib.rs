@@ -234,6 +234,11 @@ pub enum ServeError {
     /// names its own option for the kubeconfig file as `check` does.
     #[error("{0}")]
     Cluster(pullcheck_kube::KubeError),
+    /// The checker cannot be built (a CA file that cannot be used, the TLS setup); as
+    /// data, so that the front end names its option for the file
+    /// ([`pullcheck::registry::ClientError::fault`]).
+    #[error("{0}")]
+    Checker(pullcheck::Error),
 }
 
 /// What every request shares: built once at start, passed with axum's `State`.
@@ -432,7 +437,7 @@ impl Server {
             options.resolver,
             options.node,
         )
-        .map_err(|e| ServeError::Config(e.to_string()))?;
+        .map_err(ServeError::Checker)?;
         let listener = std::net::TcpListener::bind(options.listen)
             .map_err(|e| ServeError::Io(format!("cannot listen on {}: {e}", options.listen)))?;
         let addr = listener

@@ -63,6 +63,10 @@ pub(crate) fn remedies(remedies: &[Remedy]) -> String {
                 format!("allow unverified TLS (serve --insecure-registry {host})")
             }
             Remedy::IncludeOnStart => "check it now with \"include_on_start\": true".to_owned(),
+            Remedy::GiveCredential { host } => format!(
+                "give a credential for {host} in \"pull_secrets\" (or the service's \
+                 --docker-config)"
+            ),
         })
         .collect::<Vec<_>>()
         .join(", or ")
@@ -131,6 +135,13 @@ mod tests {
         assert_eq!(
             remedies(&[Remedy::IncludeOnStart]),
             "check it now with \"include_on_start\": true"
+        );
+        assert_eq!(
+            remedies(&[Remedy::GiveCredential {
+                host: "registry.example.com".into()
+            }]),
+            "give a credential for registry.example.com in \"pull_secrets\" (or the \
+             service's --docker-config)"
         );
     }
 }

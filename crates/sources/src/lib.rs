@@ -90,29 +90,35 @@ pub fn detect(text: &str) -> InputKind {
     }
 }
 
-/// Why the inputs could not be turned into image sets. `message` is the whole message
-/// as the CLI prints it (it starts with the input's name and position when known);
-/// `line` and `column` (1-based) are set when the problem has a position in a text.
+/// Why the inputs could not be turned into image sets, with its position as data: the
+/// input's name (`file`), 1-based `line` and `column` when the problem has a position
+/// in a text, and `message` without them. `Display` places the position as the CLI
+/// prints it (`FILE:LINE:COLUMN: MESSAGE`, as [`InputError`]'s); a front end whose
+/// reader does not know the text (the admission webhook's object) uses `message` alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceError {
-    /// The message.
-    pub message: String,
+    /// The input's name (a file, `<stdin>`, `request`, `Pod ci`), when the problem is
+    /// about one input.
+    pub file: Option<String>,
     /// 1-based line in the input's text, when known.
     pub line: Option<usize>,
     /// 1-based column in the input's text, when known.
     pub column: Option<usize>,
+    /// What is wrong, without the input's name or the position.
+    pub message: String,
     /// Set when Vela's compiler refuses the pipeline: why, as data
     /// ([`pullcheck::input::Refusal`]; the service's JSON error carries it as `refusal`).
     pub refusal: Option<Box<pullcheck::input::Refusal>>,
 }
 
 impl SourceError {
-    /// An error without a position.
+    /// An error about no one input, without a position.
     pub fn new(message: impl Into<String>) -> SourceError {
         SourceError {
-            message: message.into(),
+            file: None,
             line: None,
             column: None,
+            message: message.into(),
             refusal: None,
         }
     }
@@ -120,6 +126,16 @@ impl SourceError {
 
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            f.write_str(file)?;
+            if let Some(line) = self.line {
+                write!(f, ":{line}")?;
+                if let Some(column) = self.column {
+                    write!(f, ":{column}")?;
+                }
+            }
+            f.write_str(": ")?;
+        }
         f.write_str(&self.message)
     }
 }
@@ -129,9 +145,10 @@ impl std::error::Error for SourceError {}
 impl From<InputError> for SourceError {
     fn from(e: InputError) -> SourceError {
         SourceError {
-            message: e.to_string(),
+            file: e.file,
             line: e.line,
             column: e.column,
+            message: e.message,
             refusal: e.refusal,
         }
     }
@@ -218,6 +235,15 @@ impl Inputs {
         self.warnings.extend(other.warnings);
         self.without_images.extend(other.without_images);
         self.from_templates.extend(other.from_templates);
+    }
+
+    /// The inputs of a text `name` in which no image was found (with its warning).
+    pub(crate) fn without_image(name: &str) -> Inputs {
+        Inputs {
+            warnings: vec![InputWarning::NoImage(name.to_owned())],
+            without_images: vec![name.to_owned()],
+            ..Inputs::default()
+        }
     }
 
     /// The names of the texts in which no image was found, in input order.
@@ -365,8 +391,7 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
         }
     };
     if found == 0 {
-        inputs.warnings.push(InputWarning::NoImage(name.clone()));
-        inputs.without_images.push(name.clone());
+        inputs.append(Inputs::without_image(name));
     }
     Ok(inputs)
 }
@@ -932,8 +957,12 @@ mod tests {
             text: "steps:\n  - name: a\n    image: [unclosed\n".into(),
         }];
         let err = read_inputs(&texts, Vec::new()).expect_err("bad YAML");
-        assert!(err.message.starts_with("request:"), "{}", err.message);
-        assert!(err.line.is_some(), "{err:?}");
+        assert_eq!(err.file.as_deref(), Some("request"), "{err:?}");
+        assert_eq!(err.line, Some(4), "{err:?}");
+        assert!(err.column.is_some(), "{err:?}");
+        // The position is in the fields, not in the message; Display places it.
+        assert!(!err.message.starts_with("request"), "{}", err.message);
+        assert!(err.to_string().starts_with("request:4:1: "), "{err}");
     }
 
     #[test]

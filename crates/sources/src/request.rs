@@ -149,14 +149,14 @@ impl fmt::Display for RequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RequestError::Inputs(errors) => {
-                let messages: Vec<&str> = errors.iter().map(|(_, e)| e.message.as_str()).collect();
+                let messages: Vec<String> = errors.iter().map(|(_, e)| e.to_string()).collect();
                 f.write_str(&messages.join("\n"))
             }
             RequestError::NothingToCheck(message) | RequestError::Lookup(message) => {
                 f.write_str(message)
             }
             RequestError::PlaceholderImage(message) => write!(f, "placeholder image: {message}"),
-            RequestError::Template(e) | RequestError::PullSecret(e) => f.write_str(&e.message),
+            RequestError::Template(e) | RequestError::PullSecret(e) => e.fmt(f),
             RequestError::LookupDeadline(deadline) => write!(
                 f,
                 "the Kubernetes lookups of the pull secrets did not finish within the \
@@ -192,7 +192,9 @@ impl CheckRequest {
     }
 
     /// Parses every input (no IO) and applies the empty-input rule. The deadline's
-    /// clock starts here unless [`CheckRequest::deadline_start`] says otherwise.
+    /// clock starts here unless [`CheckRequest::deadline_start`] says otherwise. With
+    /// [`CheckRequest::allow_empty`], a text with no document at all (an empty file) is
+    /// an input without images, not an error.
     ///
     /// # Errors
     /// [`RequestError::Inputs`] naming every text that is not a pipeline or manifests;
@@ -208,6 +210,14 @@ impl CheckRequest {
                 .unwrap_or_else(|| crate::detect(&input.text.text));
             match crate::read_text(&input.text, kind) {
                 Ok(read) => inputs.append(read),
+                // A text with no document holds no image: with `allow_empty`, one more
+                // input without images rather than an error.
+                Err(_)
+                    if self.allow_empty
+                        && pullcheck::input::holds_no_document(&input.text.text) =>
+                {
+                    inputs.append(Inputs::without_image(&input.text.name));
+                }
                 Err(e) => errors.push((i, e)),
             }
         }

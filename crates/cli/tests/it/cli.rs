@@ -791,6 +791,44 @@ fn every_file_option_has_the_size_limit() {
     }
 }
 
+/// A `--ca-file` that cannot be used is named by its flag, as every file option is
+/// (`--ca-file PATH: ...`), in `check` and in `serve`: the registry client's error is
+/// data (`ClientError::CaFile`), not a message starting `ca_file:`.
+#[test]
+fn an_unusable_ca_file_names_the_flag() {
+    let dir = temp_dir("ca-file");
+    std::fs::write(dir.join("not-pem.crt"), "not a certificate\n").unwrap();
+    let missing = dir.join("absent.pem").display().to_string();
+    let not_pem = dir.join("not-pem.crt").display().to_string();
+    for command in [
+        vec!["check", "--image", "127.0.0.1:1/team/app:v1"],
+        vec!["serve", "--listen", "127.0.0.1:0"],
+    ] {
+        for (file, problem) in [
+            (&missing, None),
+            (
+                &not_pem,
+                Some("not a PEM certificate bundle: it holds no certificate"),
+            ),
+        ] {
+            let mut args = command.clone();
+            args.extend(["--ca-file", file]);
+            let out = pullcheck(&args, &dir);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            let line = stderr
+                .lines()
+                .find(|l| l.starts_with("pullcheck: error: "))
+                .unwrap_or_else(|| panic!("{args:?}: {stderr}"));
+            let head = format!("pullcheck: error: --ca-file {file}: ");
+            assert!(line.starts_with(&head), "{args:?}: {line}");
+            if let Some(problem) = problem {
+                assert_eq!(&line[head.len()..], problem, "{args:?}");
+            }
+        }
+    }
+}
+
 /// `explain` refuses what `check` reports as invalid (a port outside 1–65535, no
 /// registry), and never prints a control character of its input as it is.
 #[test]
@@ -848,6 +886,24 @@ fn inputs_without_an_image_exit_2_unless_allowed() {
     assert!(shown.contains("--allow-empty"), "{shown}");
     let out = pullcheck(&["check", "tpl.yml", "--allow-empty"], &dir);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // An empty file holds no image either: exit 2 without --allow-empty, 0 with it,
+    // with no row and a warning naming the file.
+    std::fs::write(dir.join("empty.yml"), "# nothing yet\n").unwrap();
+    let out = pullcheck(&["check", "empty.yml"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = pullcheck(
+        &["check", "empty.yml", "--allow-empty", "--format", "json"],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["images"], serde_json::json!([]), "{report}");
+    assert_eq!(report["summary"]["total"], 0, "{report}");
+    assert_eq!(
+        report["warnings"],
+        serde_json::json!(["empty.yml: no image found in this file"]),
+        "{report}"
+    );
 }
 
 /// Every unreadable or unparsable input is reported, not only the first (item 4).

@@ -137,6 +137,8 @@ async fn a_single_arch_placeholder_fails_on_an_arm64_template() {
             &Value::Null
         )
     );
+    // The platform it is built for, as data, not only in the detail.
+    assert_eq!(p["platforms"], serde_json::json!(["linux/amd64"]), "{p:#}");
     // The on_start step gives it Always.
     assert_eq!(p["policy"], "always", "{p:#}");
     assert_eq!(p["origins"][0]["file"], "template.yaml", "{p:#}");

@@ -75,8 +75,10 @@ steps:
         "{shown}"
     );
     assert!(
-        shown.lines().any(|l| l.starts_with("unresolved")
-            && l.contains("${NOT_SET} is set nowhere in the pipeline")),
+        shown
+            .lines()
+            .any(|l| l.starts_with("unresolved")
+                && l.contains("${NOT_SET} is not set in the pipeline")),
         "{shown}"
     );
     assert!(

@@ -136,7 +136,8 @@ pub(crate) struct Outcome {
     pub attempts: Vec<AttemptReport>,
     /// The credential provider plugins that matched and failed.
     pub provider_failures: Vec<ProviderError>,
-    /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`.
+    /// For `platform_not_found`: the platforms the index lists, `os/arch[/variant]`;
+    /// for `platform_mismatch`: the one the single-platform image is built for.
     pub platforms: Vec<String>,
     /// For `rate_limited`: the wait the registry asked for, in whole seconds.
     pub retry_after: Option<u64>,
@@ -757,7 +758,7 @@ async fn ask_group<R: Registry>(
                 list.push((
                     job.index,
                     place.clone(),
-                    certificate_denied(Outcome {
+                    remedied(Outcome {
                         registry: Some(host.clone()),
                         credential: group.source.clone(),
                         egress: e.refusal.clone(),
@@ -784,8 +785,7 @@ async fn ask_group<R: Registry>(
                             )
                             .await
                     };
-                    let mut outcome =
-                        certificate_denied(outcome_of(answer, host, group.source.clone()));
+                    let mut outcome = remedied(outcome_of(answer, host, group.source.clone()));
                     if registry.over_tls(session) {
                         outcome
                             .version_warnings
@@ -866,24 +866,33 @@ fn answer_key(attempt: &Attempt, reference: &Reference, platform: Option<&Platfo
     }
 }
 
-/// An outcome whose https certificate is not valid for the host ([`Reason::TlsUntrusted`])
-/// is `denied`, with the remedies as data (trust its CA, or allow unverified TLS): the
-/// registry as reached is not the one named, which is a failure, not a registry that
-/// could not be asked. Its detail is worded from the host and the certificate problem
-/// (the registry client's "unreachable" words would contradict the status); the front
-/// ends word the remedies.
-fn certificate_denied(mut outcome: Outcome) -> Outcome {
-    if outcome.reason == Reason::TlsUntrusted {
-        let host = outcome.registry.clone().unwrap_or_default();
-        outcome.status = Status::Denied;
-        outcome.detail = match outcome.certificate {
-            Some(problem) => detail::untrusted(&host, problem),
-            None => detail::untrusted_as_said(&outcome.detail),
-        };
-        outcome.remedies = vec![
-            Remedy::TrustCa { host: host.clone() },
-            Remedy::AllowInsecure { host },
-        ];
+/// The outcome with its remedies as data; the front ends word them.
+/// - An https certificate not valid for the host ([`Reason::TlsUntrusted`]) is
+///   `denied`, with the remedies trust its CA, or allow unverified TLS: the registry as
+///   reached is not the one named, which is a failure, not a registry that could not
+///   be asked. Its detail is worded from the host and the certificate problem (the
+///   registry client's "unreachable" words would contradict the status).
+/// - A 401 to an anonymous request ([`Reason::UnauthorizedAnonymous`]) or a registry
+///   that asks for a user name and password that nothing gives
+///   ([`Reason::CredentialsRequired`]): give a credential for the host.
+fn remedied(mut outcome: Outcome) -> Outcome {
+    let host = outcome.registry.clone().unwrap_or_default();
+    match outcome.reason {
+        Reason::TlsUntrusted => {
+            outcome.status = Status::Denied;
+            outcome.detail = match outcome.certificate {
+                Some(problem) => detail::untrusted(&host, problem),
+                None => detail::untrusted_as_said(&outcome.detail),
+            };
+            outcome.remedies = vec![
+                Remedy::TrustCa { host: host.clone() },
+                Remedy::AllowInsecure { host },
+            ];
+        }
+        Reason::UnauthorizedAnonymous | Reason::CredentialsRequired => {
+            outcome.remedies = vec![Remedy::GiveCredential { host }];
+        }
+        _ => {}
     }
     outcome
 }

@@ -587,4 +587,20 @@ steps:
     assert_eq!(reasons, wanted);
     let distinct: std::collections::HashSet<&str> = reasons.iter().copied().collect();
     assert_eq!(distinct.len(), reasons.len(), "{reasons:?}");
+    // An anonymous 401 and a registry asking for a password nothing gives: the remedy
+    // is a credential for that host, as data (the front ends name their options).
+    for (reference, registry) in [(&anonymous, token_host), (&basic, locked_host)] {
+        let row = report
+            .images
+            .iter()
+            .find(|i| &i.reference == reference)
+            .expect("a row");
+        assert_eq!(
+            row.remedies,
+            [pullcheck::report::Remedy::GiveCredential {
+                host: registry.to_owned()
+            }],
+            "{reference}"
+        );
+    }
 }

@@ -854,6 +854,29 @@ async fn untrusted_tls_registry(scratch: &Scratch) -> Registry {
     registry
 }
 
+/// Asserts that `i` is `denied` / `tls_untrusted` with the two remedies for `host`
+/// (trust its CA, or allow unverified TLS) as data; returns `i`.
+fn assert_untrusted<'a>(i: &'a ImageReport, host: &str) -> &'a ImageReport {
+    assert_eq!(
+        (i.status, i.reason),
+        (Status::Denied, Reason::TlsUntrusted),
+        "{}",
+        i.detail
+    );
+    assert_eq!(
+        i.remedies,
+        [
+            Remedy::TrustCa {
+                host: host.to_owned()
+            },
+            Remedy::AllowInsecure {
+                host: host.to_owned()
+            }
+        ]
+    );
+    i
+}
+
 /// A TLS registry whose CA is not given, named `https://` by its hosts.toml: the row is
 /// `denied`, reason `tls_untrusted`, with the remedies as data, and its detail says so
 /// from the host and the certificate problem (not the registry client's "unreachable").
@@ -874,20 +897,7 @@ async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
     )
     .await
     .expect("bounded");
-    let i = image(&report, &reference);
-    assert_eq!(
-        (i.status, i.reason),
-        (Status::Denied, Reason::TlsUntrusted),
-        "{}",
-        i.detail
-    );
-    assert_eq!(
-        i.remedies,
-        [
-            Remedy::TrustCa { host: host.clone() },
-            Remedy::AllowInsecure { host: host.clone() }
-        ]
-    );
+    let i = assert_untrusted(image(&report, &reference), &host);
     assert_eq!(
         i.detail,
         format!(
@@ -916,20 +926,7 @@ async fn an_untrusted_loopback_tls_registry_is_denied_without_a_plain_http_fallb
     )
     .await
     .expect("bounded");
-    let i = image(&report, &reference);
-    assert_eq!(
-        (i.status, i.reason),
-        (Status::Denied, Reason::TlsUntrusted),
-        "{}",
-        i.detail
-    );
-    assert_eq!(
-        i.remedies,
-        [
-            Remedy::TrustCa { host: host.clone() },
-            Remedy::AllowInsecure { host: host.clone() }
-        ]
-    );
+    assert_untrusted(image(&report, &reference), &host);
     // Neither a TLS request (the handshake failed) nor a plain one reached the registry.
     assert_eq!(registry.requests().await.unwrap().len(), before);
     assert_eq!(report.exit_code(), 1);

@@ -317,6 +317,33 @@ async fn admission_bounds_containers_bodies_and_reviews_in_flight() {
         "{w:?}"
     );
 
+    // An object the reader cannot read at a position: the warning is the reader's
+    // message alone, without pullcheck's own copy's name and position (`Pod ns:8:19:`),
+    // which mean nothing to the person who wrote the object.
+    let mut odd = pod("odd", &[], &[container("c", &image(0))], json!({}));
+    odd["spec"]["containers"] = json!("not a list");
+    let answer = hook
+        .review(
+            "/v1/admission/deny",
+            &pod_review("c0ffee00-0000-4000-8000-0000000000b4", &odd),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    let text = serde_json::to_string_pretty(&odd).expect("JSON");
+    let read = pullcheck_kube::read_manifests("Pod odd", &text).expect_err("unreadable");
+    assert!(
+        read.line.is_some(),
+        "the reader's error has a position: {read:?}"
+    );
+    assert_eq!(
+        warnings(&answer),
+        [format!(
+            "pullcheck: the object cannot be read: {}",
+            read.message
+        )],
+        "{answer}"
+    );
+
     // A body over --admission-max-body: 413 with the limit and the flag.
     let mut big = pod("big", &[], &[container("c", &image(0))], json!({}));
     big["metadata"]["annotations"] = json!({"note": "x".repeat(20 << 10)});

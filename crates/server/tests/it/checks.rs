@@ -434,6 +434,29 @@ async fn manifests_are_one_set_per_workload() {
     server.stop().await;
 }
 
+/// `allow_empty` passes an empty input as `--allow-empty` does (README: exit 0 when
+/// there was no image): an empty `images` list and an empty pipeline text are a 400
+/// without it, and with it a 200 with no row and `exit_code` 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_inputs_pass_with_allow_empty() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    for body in [
+        json!({"images": []}),
+        json!({"pipeline": "", "file_name": "empty.yml"}),
+    ] {
+        let (status, answer) = server.check(None, &body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let mut allowed = body.clone();
+        allowed["allow_empty"] = json!(true);
+        let (status, report) = server.check(None, &allowed).await;
+        assert_eq!(status, 200, "{allowed}: {report}");
+        assert_eq!(report["images"], json!([]), "{report}");
+        assert_eq!(report["summary"]["total"], 0, "{report}");
+        assert_eq!(report["exit_code"], 0, "{report}");
+    }
+    server.stop().await;
+}
+
 /// `--cache-present`: the second check of a present image sends no request at all and
 /// says its answer is cached; a missing image is asked again (negative answers are never
 /// kept); the hits are counted.
