@@ -97,6 +97,19 @@ impl Service {
         self.logs.lock().expect("logs").join("\n")
     }
 
+    /// The logs once they hold `line` (the thread that reads stderr may not have read
+    /// the service's last line when its answer arrives), or after 5 s.
+    async fn logs_with(&self, line: &str) -> String {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let logs = self.logs();
+            if logs.contains(line) || std::time::Instant::now() > until {
+                return logs;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn terminate(&self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -467,11 +480,8 @@ async fn serve_admission_denies_a_missing_image_over_tls() {
         "{message}"
     );
     assert!(message.contains("did you mean v1?"), "{message}");
-    assert!(
-        service.logs().contains("admission review"),
-        "{}",
-        service.logs()
-    );
+    let logs = service.logs_with("admission review").await;
+    assert!(logs.contains("admission review"), "{logs}");
 }
 
 /// A kubeconfig with a YAML error near its credentials: `check` and `serve` name
