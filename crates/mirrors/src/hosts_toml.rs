@@ -287,18 +287,25 @@ pub fn parse_hosts_file(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, 
 }
 
 fn parse_hosts_text(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, String> {
+    let syntax = |span: Option<std::ops::Range<usize>>, message: &str| match span {
+        Some(span) => {
+            let (l, c) = line_col(text, span.start);
+            format!(
+                "line {l}, column {c}: {}",
+                pullcheck_files::without_values(message.trim_end())
+            )
+        }
+        None => pullcheck_files::without_values(message.trim_end()),
+    };
+    // `toml` first: it stops at the first error, where `toml_edit` recovers and goes on,
+    // in time that grows with the square of the file's repeated tables (a 1 MiB file of
+    // repeated `[host."…"]` headers took seconds). Both report the same first error.
+    if let Err(e) = toml::from_str::<toml::Table>(text) {
+        return Err(syntax(e.span(), e.message()));
+    }
     let doc: DocumentMut = text
         .parse()
-        .map_err(|e: toml_edit::TomlError| match e.span() {
-            Some(span) => {
-                let (l, c) = line_col(text, span.start);
-                format!(
-                    "line {l}, column {c}: {}",
-                    pullcheck_files::without_values(e.message().trim_end())
-                )
-            }
-            None => pullcheck_files::without_values(e.message().trim_end()),
-        })?;
+        .map_err(|e: toml_edit::TomlError| syntax(e.span(), e.message()))?;
     let root = doc.as_table();
     let server = match root.get("server") {
         None => String::new(),
@@ -554,7 +561,9 @@ impl HostsDir {
     ///
     /// # Errors
     /// [`MirrorError::Read`] when `root` cannot be listed (including when it does not
-    /// exist).
+    /// exist); [`MirrorError::TooLarge`] for a `hosts.toml` over
+    /// [`crate::MAX_CONFIG_BYTES`] (containerd would read it; pullcheck refuses rather
+    /// than guess).
     pub fn load(root: &Path) -> Result<HostsDir, MirrorError> {
         let mut dir = HostsDir::new(root);
         let rd = std::fs::read_dir(root).map_err(|e| MirrorError::read(root, &e))?;
@@ -569,24 +578,40 @@ impl HostsDir {
                 Ok(m) if !m.is_dir() => {
                     DirConfig::Unusable(format!("{} is not a directory", path.display()))
                 }
-                Ok(_) => dir.read_host_dir(&path),
+                Ok(_) => dir.read_host_dir(&path)?,
             };
             dir.entries.insert(name, config);
         }
         Ok(dir)
     }
 
-    fn read_host_dir(&mut self, path: &Path) -> DirConfig {
+    fn read_host_dir(&mut self, path: &Path) -> Result<DirConfig, MirrorError> {
         let file = path.join("hosts.toml");
+        let read = match crate::text::read_bounded(&file) {
+            Ok(bytes) => Ok(bytes),
+            Err(Ok(io)) => Err(io),
+            Err(Err(too_large)) => return Err(too_large),
+        };
+        Ok(self.host_dir_config(path, &file, read))
+    }
+
+    /// What the host directory `path` configures, given what reading its `hosts.toml`
+    /// (`file`) gave.
+    fn host_dir_config(
+        &mut self,
+        path: &Path,
+        file: &Path,
+        read: std::io::Result<Vec<u8>>,
+    ) -> DirConfig {
         let label = file.display().to_string();
-        match pullcheck_files::read(&file) {
+        match read {
             Ok(bytes) if !bytes.is_empty() => {
                 let parsed = pullcheck_files::text(bytes)
                     .map_err(|e| e.to_string())
                     .and_then(|text| parse_hosts_file(&text, path));
                 match parsed {
                     Ok(hosts) => {
-                        self.warn_versions(&file, &hosts);
+                        self.warn_versions(file, &hosts);
                         return DirConfig::Hosts {
                             hosts,
                             source: format!("containerd {label}"),

@@ -55,6 +55,7 @@ mod version;
 
 pub use endpoint::{ClientCert, CredentialRule, Endpoint, Mode, Resolution};
 pub use error::MirrorError;
+pub use text::MAX_CONFIG_BYTES;
 pub use url::DOCKER_HUB_API_HOST;
 pub use version::{Releases, VersionWarning, VersionWarningKind};
 
