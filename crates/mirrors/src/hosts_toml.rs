@@ -108,6 +108,10 @@ pub struct HostConfig {
     /// Whether this is the default host of a loopback registry other than on port 80,
     /// which containerd releases ask differently ([`VersionWarning::LoopbackDefaultHostOverTls`]).
     pub loopback_default: bool,
+    /// Whether this is the default host of a loopback registry, on any port: containerd
+    /// 1.6.0–1.6.8 ask it over HTTPS only
+    /// ([`VersionWarning::LoopbackDefaultHostOverPlainHttp`]).
+    pub loopback_default_any_port: bool,
 }
 
 impl HostConfig {
@@ -124,6 +128,7 @@ impl HostConfig {
             dial_timeout: None,
             origin: origin.to_owned(),
             loopback_default: false,
+            loopback_default_any_port: false,
         }
     }
 
@@ -839,6 +844,12 @@ impl HostsDir {
                         hosts_dir: Some(self.root.clone()),
                     }
                 }),
+                over_plain_http_warning: h.loopback_default_any_port.then(|| {
+                    VersionWarning::LoopbackDefaultHostOverPlainHttp {
+                        host: h.host.clone(),
+                        hosts_dir: Some(self.root.clone()),
+                    }
+                }),
                 rule: format!("{source} {}{position}", h.origin),
                 credentials,
             });
@@ -904,10 +915,13 @@ fn apply_default_host(h: &mut HostConfig, refhost: &str) {
         // ask only plain HTTP here (`ConfigureHosts`, remotes/docker/config/hosts.go
         // v1.6.20 lines 102-109); 1.6.25 (lines 104-119, 254-260) and 1.7.7 HTTPS first.
         h.loopback_default = local.port() != Some("80");
+        // containerd 1.6.0-1.6.8 have no loopback rule here: `https` for every host the
+        // caller gives no default scheme (v1.6.8 lines 98-109).
+        h.loopback_default_any_port = true;
         h.origin.push_str(
             "; a loopback default host: HTTPS without verification, then HTTP, as containerd \
              1.6.25 and 1.7.7 and later ask it (1.6.9 to 1.6.24 and 1.7.0 to 1.7.6 ask plain \
-             HTTP only)",
+             HTTP only; 1.6.0 to 1.6.8 verified HTTPS only)",
         );
     }
 }

@@ -451,6 +451,7 @@ fn direct(reference: &Reference) -> Resolution {
         blocked: None,
         proxy: None,
         over_tls_warning: None,
+        over_plain_http_warning: None,
         rule,
         credentials: CredentialRule {
             lookup_host: Some(domain.to_owned()),

@@ -540,6 +540,7 @@ impl RegistriesConf {
                 blocked,
                 proxy: s.proxy.map(|p| redact_location(p)),
                 over_tls_warning: None,
+                over_plain_http_warning: None,
                 rule,
                 credentials,
             });
