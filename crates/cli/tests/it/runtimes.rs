@@ -1138,8 +1138,8 @@ fn a_warning_applies_to_the_releases_it_names() {
     assert!(differs_at(&w, (2, 0, 0)));
 }
 
-/// pullcheck's answer (`kind (status/reason)`), the registry that served it, and the
-/// kinds of its report's `version_warnings` that are about `release` (the containerd
+/// pullcheck's answer (`kind (status/reason)`), the registry that served it, its
+/// `detail`, and the kinds of its report's `version_warnings` that are about `release` (the containerd
 /// release under test): a warning about other releases only (1.6.0–1.6.8 have no
 /// loopback rule, say) has nothing to show against this one.
 async fn run_pullcheck(
@@ -1148,7 +1148,7 @@ async fn run_pullcheck(
     home: &Path,
     path: Option<&str>,
     release: (u32, u32, u32),
-) -> (String, Option<String>, Vec<String>) {
+) -> (String, Option<String>, String, Vec<String>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_pullcheck"));
     command
         .args(args)
@@ -1182,7 +1182,8 @@ async fn run_pullcheck(
         .filter(|w| differs_at(w, release))
         .map(|w| w["kind"].as_str().unwrap_or("?").to_owned())
         .collect();
-    (answer, served, warnings)
+    let detail = image["detail"].as_str().unwrap_or_default().to_owned();
+    (answer, served, detail, warnings)
 }
 
 /// A config.toml with `config_path` and `mirrors` together: containerd does not load
@@ -1298,7 +1299,7 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
             }
         };
         env.clear().await;
-        let (pullcheck, pullcheck_served, warnings) =
+        let (pullcheck, pullcheck_served, detail, warnings) =
             run_pullcheck(&env, &args, &files.dir, case.setup.path, release).await;
         env.clear().await;
         let outcome: PullOutcome = match case.rt {
@@ -1369,6 +1370,19 @@ async fn pullcheck_agrees_with_containerd_and_podman() {
                 "{}: {}",
                 case.name,
                 outcome.output
+            );
+            // pullcheck's side is the helper's absence too (`HelperFailure::Missing`),
+            // not another failure to start it: its whole detail, from the one renderer.
+            let host = env.fill("{HTP}");
+            assert_eq!(
+                detail,
+                format!(
+                    "not checked: credential helper docker-credential-pullcheck-absent-helper \
+                     (server {host}, configured in {} credHelpers[{host:?}]): program not found",
+                    files.dir.join("auth.json").display()
+                ),
+                "{}",
+                case.name
             );
         }
         let runtime_served = if outcome.result.is_ok() {
