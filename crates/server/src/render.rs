@@ -22,10 +22,7 @@ pub fn version_warning(w: &VersionWarning) -> String {
             file.display()
         ),
         VersionWarning::LoopbackDefaultHostOverTls { host, hosts_dir } => {
-            let dir = hosts_dir
-                .as_ref()
-                .map(|d| format!(" in {}", d.display()))
-                .unwrap_or_default();
+            let dir = in_dir(hosts_dir.as_deref());
             format!(
                 "{host} answered over HTTPS as {runtime}'s default host for a loopback \
                  registry (no server for it{dir}), as {runtime} {modelled} ask it; {runtime} \
@@ -34,10 +31,7 @@ pub fn version_warning(w: &VersionWarning) -> String {
             )
         }
         VersionWarning::LoopbackDefaultHostOverPlainHttp { host, hosts_dir } => {
-            let dir = hosts_dir
-                .as_ref()
-                .map(|d| format!(" in {}", d.display()))
-                .unwrap_or_default();
+            let dir = in_dir(hosts_dir.as_deref());
             format!(
                 "{host} answered over plain HTTP as {runtime}'s default host for a loopback \
                  registry (no server for it{dir}), as {runtime} {modelled} ask it; {runtime} \
@@ -46,6 +40,12 @@ pub fn version_warning(w: &VersionWarning) -> String {
             )
         }
     }
+}
+
+/// ` in DIR` for a hosts directory, nothing without one.
+fn in_dir(dir: Option<&std::path::Path>) -> String {
+    dir.map(|d| format!(" in {}", d.display()))
+        .unwrap_or_default()
 }
 
 /// `1.6.0-1.6.39 and 1.7.0-1.7.31`, `1.7.32 and later`.

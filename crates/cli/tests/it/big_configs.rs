@@ -135,28 +135,7 @@ fn a_registries_conf_over_the_limit_is_refused_naming_the_file() {
         .unwrap();
     }
     std::fs::write(&conf, &text).unwrap();
-    let conf_arg = conf.to_str().unwrap();
-    let run = pullcheck(
-        &[
-            "check",
-            "--registries-conf",
-            conf_arg,
-            "--image",
-            "127.0.0.1:9/app:1",
-            "--deadline",
-            "5s",
-        ],
-        &dir,
-    );
-    assert_eq!(run.code, Some(2));
-    assert_eq!(run.stdout, "");
-    assert_eq!(
-        run.stderr.trim_end(),
-        format!(
-            "pullcheck: error: --registries-conf {conf_arg}: larger than {} KiB, the limit of a mirror configuration file",
-            MAX_CONFIG_BYTES >> 10
-        )
-    );
+    assert_refused(&dir, "--registries-conf", &conf, &conf);
 }
 
 #[tokio::test]
@@ -231,24 +210,30 @@ fn a_hosts_toml_over_the_limit_is_refused_naming_the_file() {
     }
     let file = host_dir.join("hosts.toml");
     std::fs::write(&file, &text).unwrap();
+    assert_refused(&dir, "--hosts-dir", &hosts, &file);
+}
+
+/// `check OPTION VALUE` on an image exits 2 with nothing on stdout and one error line
+/// naming the option and `file`, over the limit.
+fn assert_refused(dir: &Path, option: &str, value: &Path, file: &Path) {
     let run = pullcheck(
         &[
             "check",
-            "--hosts-dir",
-            hosts.to_str().unwrap(),
+            option,
+            value.to_str().unwrap(),
             "--image",
             "127.0.0.1:9/app:1",
             "--deadline",
             "5s",
         ],
-        &dir,
+        dir,
     );
     assert_eq!(run.code, Some(2));
     assert_eq!(run.stdout, "");
     assert_eq!(
         run.stderr.trim_end(),
         format!(
-            "pullcheck: error: --hosts-dir {}: larger than {} KiB, the limit of a mirror configuration file",
+            "pullcheck: error: {option} {}: larger than {} KiB, the limit of a mirror configuration file",
             file.display(),
             MAX_CONFIG_BYTES >> 10
         )
