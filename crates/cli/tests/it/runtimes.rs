@@ -550,6 +550,13 @@ fn cases() -> Vec<Case> {
         "{ANON}/app:v1",
         "[[registry]]\nlocation = \"{ANON}\"\ninsecure = true\nblocked = true\n",
     ));
+    // Two entries of one prefix: containers/image keeps the first (system_registries_v2.go
+    // v5.23.1 lines 479-499), so the second's mirror is never asked.
+    v.push(p(
+        "registries.conf: a repeated prefix (the first entry wins, its twin's mirror unused)",
+        "{ANON}/app:v1",
+        "[[registry]]\nprefix = \"{ANON}\"\nlocation = \"{ANON}\"\ninsecure = true\n[[registry]]\nprefix = \"{ANON}\"\nlocation = \"{ANON}\"\ninsecure = true\n[[registry.mirror]]\nlocation = \"{MIRROR}\"\ninsecure = true\n",
+    ));
     v.push(p(
         "registries.conf: prefix remapped to another repository",
         "{ANON}/alias:v1",
