@@ -341,6 +341,47 @@ func TestCommandChecksCompiledBuild(t *testing.T) {
 	}
 }
 
+// A version warning reaches the Go caller as data: the test registry is a plain-HTTP
+// loopback registry, asked as containerd's default host under an empty hosts
+// directory, which containerd 1.6.0-1.6.8 would ask over HTTPS only.
+func TestVersionWarningsAreData(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	hosts := t.TempDir()
+	checker := NewCommand(bin, "--docker-config", reg.dockerConfig, "--hosts-dir", hosts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	report, err := checker.Check(ctx, CheckRequest{Build: testBuild(reg.host)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.VersionWarnings) != 1 {
+		t.Fatalf("version warnings %+v", report.VersionWarnings)
+	}
+	w := report.VersionWarnings[0]
+	if w.Kind != VersionWarningLoopbackDefaultHostOverPlainHTTP || w.Runtime != "containerd" ||
+		w.File != hosts || w.Host != reg.host {
+		t.Errorf("version warning %+v", w)
+	}
+	if len(w.Modelled) != 1 || w.Modelled[0].First != "1.6.9" || w.Modelled[0].Last != nil {
+		t.Errorf("modelled %+v", w.Modelled)
+	}
+	if len(w.Differing) != 1 || w.Differing[0].First != "1.6.0" || w.Differing[0].Last == nil ||
+		*w.Differing[0].Last != "1.6.8" {
+		t.Errorf("differing %+v", w.Differing)
+	}
+	// Worded once among the warnings too.
+	worded := 0
+	for _, text := range report.Warnings {
+		if strings.Contains(text, reg.host) && strings.Contains(text, "1.6.0-1.6.8") {
+			worded++
+		}
+	}
+	if worded != 1 {
+		t.Errorf("warnings %q", report.Warnings)
+	}
+}
+
 // recorder keeps every request body the Client sends.
 type recorder struct {
 	mu     sync.Mutex

@@ -136,6 +136,10 @@ type Report struct {
 	// Warnings are things to know that are not about one image (e.g. a missing pull
 	// secret). With [FailOpen], also the outage that was let through.
 	Warnings []string `json:"warnings"`
+	// VersionWarnings are, as data, where a node's runtime release would decide
+	// differently from the releases pullcheck models (each is also worded among
+	// Warnings); empty when no rule of the check depends on the release.
+	VersionWarnings []VersionWarning `json:"version_warnings"`
 	// ExitCode is 0 when every checked image is present, 1 when an image failed, 3
 	// when nothing failed but an image is unverified (unreachable or unresolved).
 	ExitCode int `json:"exit_code"`
@@ -207,6 +211,50 @@ type Image struct {
 	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds the registry asked
 	// for in its 429's Retry-After header; nil when it sent none.
 	RetryAfter *int64 `json:"retry_after"`
+}
+
+// VersionWarning is a rule of the check on which the runtime's releases disagree
+// (docs/mirrors.md, "Which containerd releases").
+type VersionWarning struct {
+	// Kind is the rule: hosts_toml_without_host_table,
+	// loopback_default_host_over_tls or loopback_default_host_over_plain_http (the
+	// VersionWarning* constants).
+	Kind string `json:"kind"`
+	// Runtime is the runtime whose releases differ: containerd.
+	Runtime string `json:"runtime"`
+	// File is the file (a hosts.toml) or directory (the containerd hosts directory)
+	// the rule applied to; empty when there was none.
+	File string `json:"file"`
+	// Host is the host:port it is about: the hosts.toml's server, or the loopback
+	// registry.
+	Host string `json:"host"`
+	// Modelled are the releases whose rule pullcheck followed.
+	Modelled []Releases `json:"modelled"`
+	// Differing are the releases that decide otherwise.
+	Differing []Releases `json:"differing"`
+}
+
+// The kinds of a [VersionWarning].
+const (
+	// VersionWarningHostsTomlWithoutHostTable: a hosts.toml with server = and no
+	// [host] table, which containerd 1.6 and 1.7.0-1.7.31 ignore.
+	VersionWarningHostsTomlWithoutHostTable = "hosts_toml_without_host_table"
+	// VersionWarningLoopbackDefaultHostOverTLS: a loopback registry's default host
+	// answered over HTTPS, which containerd 1.6.9-1.6.24 and 1.7.0-1.7.6 ask over
+	// plain HTTP only.
+	VersionWarningLoopbackDefaultHostOverTLS = "loopback_default_host_over_tls"
+	// VersionWarningLoopbackDefaultHostOverPlainHTTP: a loopback registry's default
+	// host answered over plain HTTP, which containerd 1.6.0-1.6.8 ask over verified
+	// HTTPS only.
+	VersionWarningLoopbackDefaultHostOverPlainHTTP = "loopback_default_host_over_plain_http"
+)
+
+// Releases is a run of releases, both ends included.
+type Releases struct {
+	// First is the first release, e.g. "1.7.32".
+	First string `json:"first"`
+	// Last is the last release; nil for "and every later release".
+	Last *string `json:"last"`
 }
 
 // ProviderFailure is a kubelet credential provider plugin that failed for an image.

@@ -117,7 +117,13 @@ impl ContainerdAuths {
 /// A config.toml that `pullcheck-mirrors` could not read or parse, as this crate's
 /// error, its file, line and column kept.
 fn from_mirror_error(e: MirrorError) -> CredentialError {
+    let message_of_fault = e.fault().map(|f| f.message.into_owned());
     match e {
+        MirrorError::TooLarge { path, .. } => CredentialError::Read {
+            path: path.display().to_string(),
+            what: "containerd config",
+            message: message_of_fault.unwrap_or_default(),
+        },
         MirrorError::Read { path, message } => CredentialError::Read {
             path: path.display().to_string(),
             what: "containerd config",

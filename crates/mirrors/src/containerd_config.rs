@@ -318,6 +318,7 @@ impl ContainerdConfig {
                 blocked: None,
                 proxy: None,
                 over_tls_warning: None,
+                over_plain_http_warning: None,
                 rule: format!("containerd CRI {why}"),
                 credentials: CredentialRule {
                     lookup_host: Some(host.to_owned()),

@@ -278,6 +278,7 @@ impl DaemonConfig {
                 blocked: None,
                 proxy: None,
                 over_tls_warning: None,
+                over_plain_http_warning: None,
                 rule,
                 credentials: credentials(mirror),
             }

@@ -138,6 +138,10 @@ pub struct Endpoint {
     /// would not get (containerd's default host of a loopback registry, which older
     /// releases ask over plain HTTP only): the warning for the report.
     pub over_tls_warning: Option<crate::VersionWarning>,
+    /// When an answer over plain HTTP from this endpoint is one some releases of the
+    /// runtime would not get (containerd's default host of a loopback registry, which
+    /// releases before 1.6.9 ask over HTTPS only): the warning for the report.
+    pub over_plain_http_warning: Option<crate::VersionWarning>,
     /// Why this endpoint is here, naming the file and entry, e.g.
     /// `registries.conf /etc/containers/registries.conf:3 [[registry]] #1 prefix="docker.io" mirror 1`.
     pub rule: String,

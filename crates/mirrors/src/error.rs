@@ -47,6 +47,15 @@ pub enum MirrorError {
         /// What is wrong with it.
         message: String,
     },
+    /// The file is larger than the limit of a mirror configuration file
+    /// ([`crate::MAX_CONFIG_BYTES`]): refused before it is parsed.
+    #[error("{}: cannot read: larger than {} KiB, the limit of a mirror configuration file", path.display(), limit_bytes >> 10)]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, in bytes.
+        limit_bytes: u64,
+    },
     /// `--node-config` named no known profile.
     #[error("unknown node profile {0:?}: expected crio, containerd or docker")]
     UnknownProfile(String),
@@ -74,6 +83,16 @@ impl MirrorError {
                 line: None,
                 column: None,
                 message: Cow::Borrowed(message),
+            },
+            MirrorError::TooLarge { path, limit_bytes } => FileFault {
+                path: path.to_string_lossy(),
+                kind: FaultKind::Unreadable,
+                line: None,
+                column: None,
+                message: Cow::Owned(format!(
+                    "larger than {} KiB, the limit of a mirror configuration file",
+                    limit_bytes >> 10
+                )),
             },
             MirrorError::Syntax {
                 file,

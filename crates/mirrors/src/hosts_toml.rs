@@ -108,6 +108,10 @@ pub struct HostConfig {
     /// Whether this is the default host of a loopback registry other than on port 80,
     /// which containerd releases ask differently ([`VersionWarning::LoopbackDefaultHostOverTls`]).
     pub loopback_default: bool,
+    /// Whether this is the default host of a loopback registry, on any port: containerd
+    /// 1.6.0–1.6.8 ask it over HTTPS only
+    /// ([`VersionWarning::LoopbackDefaultHostOverPlainHttp`]).
+    pub loopback_default_any_port: bool,
 }
 
 impl HostConfig {
@@ -124,6 +128,7 @@ impl HostConfig {
             dial_timeout: None,
             origin: origin.to_owned(),
             loopback_default: false,
+            loopback_default_any_port: false,
         }
     }
 
@@ -287,18 +292,25 @@ pub fn parse_hosts_file(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, 
 }
 
 fn parse_hosts_text(text: &str, base_dir: &Path) -> Result<Vec<HostConfig>, String> {
+    let syntax = |span: Option<std::ops::Range<usize>>, message: &str| match span {
+        Some(span) => {
+            let (l, c) = line_col(text, span.start);
+            format!(
+                "line {l}, column {c}: {}",
+                pullcheck_files::without_values(message.trim_end())
+            )
+        }
+        None => pullcheck_files::without_values(message.trim_end()),
+    };
+    // `toml` first: it stops at the first error, where `toml_edit` recovers and goes on,
+    // in time that grows with the square of the file's repeated tables (a 1 MiB file of
+    // repeated `[host."…"]` headers took seconds). Both report the same first error.
+    if let Err(e) = toml::from_str::<toml::Table>(text) {
+        return Err(syntax(e.span(), e.message()));
+    }
     let doc: DocumentMut = text
         .parse()
-        .map_err(|e: toml_edit::TomlError| match e.span() {
-            Some(span) => {
-                let (l, c) = line_col(text, span.start);
-                format!(
-                    "line {l}, column {c}: {}",
-                    pullcheck_files::without_values(e.message().trim_end())
-                )
-            }
-            None => pullcheck_files::without_values(e.message().trim_end()),
-        })?;
+        .map_err(|e: toml_edit::TomlError| syntax(e.span(), e.message()))?;
     let root = doc.as_table();
     let server = match root.get("server") {
         None => String::new(),
@@ -554,7 +566,9 @@ impl HostsDir {
     ///
     /// # Errors
     /// [`MirrorError::Read`] when `root` cannot be listed (including when it does not
-    /// exist).
+    /// exist); [`MirrorError::TooLarge`] for a `hosts.toml` over
+    /// [`crate::MAX_CONFIG_BYTES`] (containerd would read it; pullcheck refuses rather
+    /// than guess).
     pub fn load(root: &Path) -> Result<HostsDir, MirrorError> {
         let mut dir = HostsDir::new(root);
         let rd = std::fs::read_dir(root).map_err(|e| MirrorError::read(root, &e))?;
@@ -569,24 +583,40 @@ impl HostsDir {
                 Ok(m) if !m.is_dir() => {
                     DirConfig::Unusable(format!("{} is not a directory", path.display()))
                 }
-                Ok(_) => dir.read_host_dir(&path),
+                Ok(_) => dir.read_host_dir(&path)?,
             };
             dir.entries.insert(name, config);
         }
         Ok(dir)
     }
 
-    fn read_host_dir(&mut self, path: &Path) -> DirConfig {
+    fn read_host_dir(&mut self, path: &Path) -> Result<DirConfig, MirrorError> {
         let file = path.join("hosts.toml");
+        let read = match crate::text::read_bounded(&file) {
+            Ok(bytes) => Ok(bytes),
+            Err(Ok(io)) => Err(io),
+            Err(Err(too_large)) => return Err(too_large),
+        };
+        Ok(self.host_dir_config(path, &file, read))
+    }
+
+    /// What the host directory `path` configures, given what reading its `hosts.toml`
+    /// (`file`) gave.
+    fn host_dir_config(
+        &mut self,
+        path: &Path,
+        file: &Path,
+        read: std::io::Result<Vec<u8>>,
+    ) -> DirConfig {
         let label = file.display().to_string();
-        match pullcheck_files::read(&file) {
+        match read {
             Ok(bytes) if !bytes.is_empty() => {
                 let parsed = pullcheck_files::text(bytes)
                     .map_err(|e| e.to_string())
                     .and_then(|text| parse_hosts_file(&text, path));
                 match parsed {
                     Ok(hosts) => {
-                        self.warn_versions(&file, &hosts);
+                        self.warn_versions(file, &hosts);
                         return DirConfig::Hosts {
                             hosts,
                             source: format!("containerd {label}"),
@@ -814,6 +844,12 @@ impl HostsDir {
                         hosts_dir: Some(self.root.clone()),
                     }
                 }),
+                over_plain_http_warning: h.loopback_default_any_port.then(|| {
+                    VersionWarning::LoopbackDefaultHostOverPlainHttp {
+                        host: h.host.clone(),
+                        hosts_dir: Some(self.root.clone()),
+                    }
+                }),
                 rule: format!("{source} {}{position}", h.origin),
                 credentials,
             });
@@ -879,10 +915,13 @@ fn apply_default_host(h: &mut HostConfig, refhost: &str) {
         // ask only plain HTTP here (`ConfigureHosts`, remotes/docker/config/hosts.go
         // v1.6.20 lines 102-109); 1.6.25 (lines 104-119, 254-260) and 1.7.7 HTTPS first.
         h.loopback_default = local.port() != Some("80");
+        // containerd 1.6.0-1.6.8 have no loopback rule here: `https` for every host the
+        // caller gives no default scheme (v1.6.8 lines 98-109).
+        h.loopback_default_any_port = true;
         h.origin.push_str(
             "; a loopback default host: HTTPS without verification, then HTTP, as containerd \
              1.6.25 and 1.7.7 and later ask it (1.6.9 to 1.6.24 and 1.7.0 to 1.7.6 ask plain \
-             HTTP only)",
+             HTTP only; 1.6.0 to 1.6.8 verified HTTPS only)",
         );
     }
 }

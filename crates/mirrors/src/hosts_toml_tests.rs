@@ -602,16 +602,23 @@ fn a_loopback_default_host_carries_the_version_warning_for_an_answer_over_tls() 
             hosts_dir: Some("/etc/containerd/certs.d".into()),
         })
     );
-    // Port 80 is plain HTTP in every release; a name that is not loopback has no
-    // exception to differ on; a configured server is not the default host.
-    assert_eq!(
-        endpoints(&dir, "127.0.0.1:80/a:b")[0].over_tls_warning,
-        None
-    );
-    assert_eq!(
-        endpoints(&dir, "r.example.com/a:b")[0].over_tls_warning,
-        None
-    );
+    // An answer over plain HTTP: 1.6.0-1.6.8 have no loopback rule (verified HTTPS).
+    let plain = |host: &str| {
+        Some(crate::VersionWarning::LoopbackDefaultHostOverPlainHttp {
+            host: host.into(),
+            hosts_dir: Some("/etc/containerd/certs.d".into()),
+        })
+    };
+    assert_eq!(e[0].over_plain_http_warning, plain("127.0.0.1:5000"));
+    // Port 80 is plain HTTP from 1.6.9 on, so only the plain-HTTP warning; a name that
+    // is not loopback has no rule to differ on; a configured server is not the default
+    // host.
+    let e80 = endpoints(&dir, "127.0.0.1:80/a:b");
+    assert_eq!(e80[0].over_tls_warning, None);
+    assert_eq!(e80[0].over_plain_http_warning, plain("127.0.0.1:80"));
+    let other = endpoints(&dir, "r.example.com/a:b");
+    assert_eq!(other[0].over_tls_warning, None);
+    assert_eq!(other[0].over_plain_http_warning, None);
     let mut dir = HostsDir::new(Path::new("/etc/containerd/certs.d"));
     dir.insert_hosts_toml(
         "127.0.0.1:5000",
@@ -620,6 +627,6 @@ fn a_loopback_default_host_carries_the_version_warning_for_an_answer_over_tls() 
     assert!(
         endpoints(&dir, "127.0.0.1:5000/a:b")
             .iter()
-            .all(|e| e.over_tls_warning.is_none())
+            .all(|e| e.over_tls_warning.is_none() && e.over_plain_http_warning.is_none())
     );
 }

@@ -55,6 +55,7 @@ mod version;
 
 pub use endpoint::{ClientCert, CredentialRule, Endpoint, Mode, Resolution};
 pub use error::MirrorError;
+pub use text::MAX_CONFIG_BYTES;
 pub use url::DOCKER_HUB_API_HOST;
 pub use version::{Releases, VersionWarning, VersionWarningKind};
 
@@ -450,6 +451,7 @@ fn direct(reference: &Reference) -> Resolution {
         blocked: None,
         proxy: None,
         over_tls_warning: None,
+        over_plain_http_warning: None,
         rule,
         credentials: CredentialRule {
             lookup_host: Some(domain.to_owned()),

@@ -119,6 +119,9 @@ pub struct RegistriesConf {
     registries: Vec<Registry>,
     unqualified_search_registries: Vec<String>,
     files: Vec<String>,
+    /// `[[registry]]` entries that repeat an earlier entry's prefix in the same file,
+    /// which containers/image ignores: `(prefix, ignored origin, kept origin)`.
+    shadowed: Vec<(String, String, String)>,
 }
 
 // ---- raw TOML shapes (field names as upstream's struct tags) ----
@@ -314,9 +317,13 @@ impl RegistriesConf {
             .into_iter()
             .map(|r| (r.prefix.clone(), r))
             .collect();
+        // A drop-in's entry replaces the prefix whatever the earlier file held.
+        self.shadowed
+            .retain(|(prefix, _, _)| !update.conf.registries.iter().any(|r| &r.prefix == prefix));
         for r in update.conf.registries {
             by_prefix.insert(r.prefix.clone(), r);
         }
+        self.shadowed.extend(update.conf.shadowed);
         self.registries = by_prefix.into_values().collect();
         if update.sets_search {
             self.unqualified_search_registries = update.conf.unqualified_search_registries;
@@ -344,7 +351,18 @@ impl RegistriesConf {
     /// entry: a `prefix` with a `*` anywhere but a single leading `*.` (`*.*.example.com`,
     /// `registry.*.com`, `*`). containers/image rejects only a `*.` prefix with `/`, `@` or
     /// `:`; it accepts these and matches the `*` literally, so CRI-O never uses them.
+    ///
+    /// Then each `[[registry]]` that repeats an earlier entry's prefix in the same file:
+    /// containers/image keeps the first and ignores it without a word
+    /// (`postProcessRegistries`, system_registries_v2.go v5.23.1 lines 479–499).
     pub fn warnings(&self) -> Vec<String> {
+        let shadowed = self.shadowed.iter().map(|(prefix, ignored, kept)| {
+            format!(
+                "registries.conf {ignored} prefix={:?} is never used: {kept} has the same prefix \
+                 and containers/image keeps only the first entry of a prefix",
+                redact_location(prefix)
+            )
+        });
         self.registries
             .iter()
             .filter(|r| {
@@ -360,6 +378,7 @@ impl RegistriesConf {
                     redact_location(&r.prefix)
                 )
             })
+            .chain(shadowed)
             .collect()
     }
 
@@ -521,6 +540,7 @@ impl RegistriesConf {
                 blocked,
                 proxy: s.proxy.map(|p| redact_location(p)),
                 over_tls_warning: None,
+                over_plain_http_warning: None,
                 rule,
                 credentials,
             });
@@ -601,13 +621,16 @@ fn parse_file(file: &str, text: &str, force_v2: bool) -> Result<ParsedFile, Mirr
         }
         convert_v1(file, raw.registries)?
     } else {
+        // One index of the line starts: a line counted from the file's start for each
+        // entry took time growing with the square of the file.
+        let lines = crate::text::LineStarts::new(text);
         let entries = raw
             .registry
             .unwrap_or_default()
             .into_iter()
             .enumerate()
             .map(|(i, s)| {
-                let (line, _) = crate::text::line_col(text, s.span().start);
+                let line = lines.line(s.span().start);
                 Entry {
                     raw: s.into_inner(),
                     label: format!("[[registry]] #{} (line {line})", i + 1),
@@ -623,7 +646,7 @@ fn parse_file(file: &str, text: &str, force_v2: bool) -> Result<ParsedFile, Mirr
         )
     };
 
-    let registries = post_process(file, entries)?;
+    let (registries, shadowed) = post_process(file, entries)?;
 
     let mut unqualified = Vec::with_capacity(search.len());
     for (i, s) in search.iter().enumerate() {
@@ -681,6 +704,7 @@ fn parse_file(file: &str, text: &str, force_v2: bool) -> Result<ParsedFile, Mirr
             registries,
             unqualified_search_registries: unqualified,
             files: vec![file.to_owned()],
+            shadowed,
         },
         sets_search,
     })
@@ -774,8 +798,13 @@ fn parse_pull_from_mirror(value: &str) -> Option<PullFromMirror> {
     }
 }
 
-/// Upstream `postProcessRegistries`, then the dedup by prefix and the sort.
-fn post_process(file: &str, entries: Vec<Entry>) -> Result<Vec<Registry>, MirrorError> {
+/// The registries of one file and the entries ignored for repeating a prefix
+/// (`(prefix, ignored origin, kept origin)`).
+type PostProcessed = (Vec<Registry>, Vec<(String, String, String)>);
+
+/// Upstream `postProcessRegistries`, then the dedup by prefix (the first entry of a
+/// prefix wins) and the sort.
+fn post_process(file: &str, entries: Vec<Entry>) -> Result<PostProcessed, MirrorError> {
     let mut out: Vec<(Registry, String)> = Vec::with_capacity(entries.len());
     for e in entries {
         let name = e.name();
@@ -848,18 +877,52 @@ fn post_process(file: &str, entries: Vec<Entry>) -> Result<Vec<Registry>, Mirror
     // Entries sharing a location (or, without one, a prefix) must agree. Upstream
     // compares the parsed proxy URLs by pointer, so two entries that both set a proxy
     // conflict even when the URLs are equal; we keep that.
-    let key = |r: &Registry| {
+    //
+    // Upstream compares every entry with every other of its key; here each key's
+    // entries are counted once, and only an entry that does conflict is compared one
+    // by one to name the first entry it conflicts with (the same pair upstream reports),
+    // so that a file of many entries takes linear time.
+    fn key(r: &Registry) -> &str {
         if r.location.is_empty() {
-            r.prefix.clone()
+            &r.prefix
         } else {
-            r.location.clone()
+            &r.location
         }
-    };
+    }
+    #[derive(Default)]
+    struct Group {
+        members: Vec<usize>,
+        insecure: usize,
+        proxied: usize,
+        blocked: usize,
+    }
+    let mut groups: HashMap<&str, Group> = HashMap::new();
+    for (i, (r, _)) in out.iter().enumerate() {
+        let g = groups.entry(key(r)).or_default();
+        g.members.push(i);
+        g.insecure += usize::from(r.insecure);
+        g.proxied += usize::from(r.proxy.is_some());
+        g.blocked += usize::from(r.blocked);
+    }
     for (i, (a, aname)) in out.iter().enumerate() {
-        for (j, (b, bname)) in out.iter().enumerate() {
-            if i == j || key(a) != key(b) {
+        let g = &groups[key(a)];
+        let n = g.members.len();
+        let others_differ = |count: usize, mine: bool| {
+            if mine { count < n } else { count > 0 }
+        };
+        let conflicts = n > 1
+            && (others_differ(g.insecure, a.insecure)
+                || a.proxy.is_some()
+                || g.proxied > 0
+                || others_differ(g.blocked, a.blocked));
+        if !conflicts {
+            continue;
+        }
+        for &j in &g.members {
+            if j == i {
                 continue;
             }
+            let (b, bname) = &out[j];
             let what = if a.insecure != b.insecure {
                 "insecure"
             } else if a.proxy.is_some() || b.proxy.is_some() {
@@ -874,18 +937,28 @@ fn post_process(file: &str, entries: Vec<Entry>) -> Result<Vec<Registry>, Mirror
                 aname,
                 format!(
                     "registry {:?} is defined multiple times with conflicting {what:?} settings (also in {bname})",
-                    redact_location(&key(a))
+                    redact_location(key(a))
                 ),
             ));
         }
     }
 
-    // The first entry of each prefix wins; sorted by prefix.
+    // The first entry of each prefix wins; sorted by prefix. Upstream ignores the later
+    // ones silently ("TODO: should we warn", system_registries_v2.go v5.23.1 line 488);
+    // they are kept here for a warning.
     let mut unique: BTreeMap<String, Registry> = BTreeMap::new();
+    let mut shadowed = Vec::new();
     for (r, _) in out {
-        unique.entry(r.prefix.clone()).or_insert(r);
+        match unique.entry(r.prefix.clone()) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(r);
+            }
+            std::collections::btree_map::Entry::Occupied(o) => {
+                shadowed.push((r.prefix, r.origin, o.get().origin.clone()));
+            }
+        }
     }
-    Ok(unique.into_values().collect())
+    Ok((unique.into_values().collect(), shadowed))
 }
 
 /// Upstream `validateShortName` and `parseShortNameValue` for one `[aliases]` entry.

@@ -1057,6 +1057,84 @@ fn the_first_entry_of_a_prefix_wins_within_a_file() {
     );
     assert_eq!(c.registries().len(), 1);
     assert_eq!(c.registries()[0].location, "first.com");
+    // containers/image ignores the second silently; pullcheck says which entry is unused.
+    assert_eq!(c.shadowed.len(), 1);
+    let (prefix, ignored, kept) = &c.shadowed[0];
+    assert_eq!(prefix, "r.com");
+    assert_eq!(ignored, "test.conf:4 [[registry]] #2");
+    assert_eq!(kept, "test.conf:1 [[registry]] #1");
+    assert_eq!(c.warnings().len(), 1);
+    assert!(
+        c.warnings()[0]
+            .starts_with("registries.conf test.conf:4 [[registry]] #2 prefix=\"r.com\" ")
+    );
+}
+
+#[test]
+fn a_drop_in_replacing_a_repeated_prefix_leaves_no_unused_entry() {
+    let mut c = conf(
+        "[[registry]]\nprefix = \"r.com\"\nlocation = \"first.com\"\n[[registry]]\nprefix = \"r.com\"\nlocation = \"second.com\"\n",
+    );
+    c.merge_drop_in(
+        "10.conf",
+        "[[registry]]\nprefix = \"r.com\"\nlocation = \"third.com\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.registries()[0].location, "third.com");
+    assert!(c.shadowed.is_empty());
+    assert!(c.warnings().is_empty());
+}
+
+#[test]
+fn a_location_with_a_digest_is_accepted_and_its_images_fail_to_resolve() {
+    // containers/image v5.23.1: parseLocation checks only the scheme, so the file loads;
+    // rewriteReference then fails to parse `LOCATION@DIGEST:TAG` and the pull fails.
+    let c = conf(&format!(
+        "[[registry]]\nprefix = \"example.com/foo\"\nlocation = \"mirror.com/foo@{SHA_A}\"\n"
+    ));
+    assert_eq!(c.registries().len(), 1);
+    for image in [
+        "example.com/foo:1".to_owned(),
+        format!("example.com/foo@{SHA_A}"),
+    ] {
+        assert!(
+            matches!(c.resolve(&r(&image)), Resolution::Unresolvable { .. }),
+            "{image}"
+        );
+    }
+}
+
+#[test]
+fn conflicts_are_found_among_many_entries_of_one_location() {
+    // The first entry that conflicts is named with the first entry it conflicts with,
+    // as upstream's pairwise loop finds them.
+    let mut text = String::new();
+    for i in 0..2000 {
+        text.push_str(&format!(
+            "[[registry]]\nprefix = \"p{i}.com\"\nlocation = \"m.com\"\n"
+        ));
+    }
+    text.push_str("[[registry]]\nprefix = \"q.com\"\nlocation = \"m.com\"\nblocked = true\n");
+    let e = err(&text);
+    assert!(
+        e.starts_with("test.conf: [[registry]] #1 (line 1) prefix=\"p0.com\" location=\"m.com\": registry \"m.com\" is defined multiple times with conflicting \"blocked\" settings (also in [[registry]] #2001 (line 6001)"),
+        "{e}"
+    );
+    // Checked first, pair by pair: `insecure` before `blocked`.
+    text.push_str(
+        "[[registry]]\nprefix = \"s.com\"\nlocation = \"m.com\"\ninsecure = true\nblocked = true\n",
+    );
+    let e = err(&text);
+    assert!(
+        e.contains("conflicting \"blocked\" settings (also in [[registry]] #2001 "),
+        "{e}"
+    );
+    let text = text.replace("blocked = true\n", "");
+    let e = err(&text);
+    assert!(
+        e.contains("conflicting \"insecure\" settings (also in [[registry]] #2002 "),
+        "{e}"
+    );
 }
 
 // ---- resolution: what CRI-O asks ----

@@ -10,6 +10,11 @@
 //!   registry) is asked; v1.7.32 (commit 24007441d) and 2.x accept the file and ask the
 //!   server;
 //! - the default host of a loopback registry (no host directory or no `server`):
+//!   v1.6.0–v1.6.8 have no loopback rule there and give it `https` with verification
+//!   (v1.6.8 lines 98–109: `https` unless the caller sets a default scheme, and the CRI
+//!   plugin sets none when `config_path` is set, pkg/cri/server/image_pull.go v1.6.8
+//!   lines 335–352), so a plain-HTTP loopback registry fails; v1.6.9 added the rule
+//!   (`docker.IsLocalhost`, v1.6.9 lines 102–111);
 //!   v1.6.9–v1.6.24 and v1.7.0–v1.7.6 give it the `http` scheme and nothing else
 //!   (v1.6.20 lines 102–109), so a TLS registry answers 400 to plain HTTP; v1.6.25
 //!   (lines 104–119, 254–260) and v1.7.7 on try HTTPS without verification, then HTTP.
@@ -39,14 +44,20 @@ pub enum VersionWarningKind {
     HostsTomlWithoutHostTable,
     /// A loopback registry's containerd default host that answered over TLS.
     LoopbackDefaultHostOverTls,
+    /// A loopback registry's containerd default host that answered over plain HTTP.
+    LoopbackDefaultHostOverPlainHttp,
 }
 
 impl VersionWarningKind {
-    /// The JSON name: `hosts_toml_without_host_table`, `loopback_default_host_over_tls`.
+    /// The JSON name: `hosts_toml_without_host_table`, `loopback_default_host_over_tls`,
+    /// `loopback_default_host_over_plain_http`.
     pub fn name(self) -> &'static str {
         match self {
             VersionWarningKind::HostsTomlWithoutHostTable => "hosts_toml_without_host_table",
             VersionWarningKind::LoopbackDefaultHostOverTls => "loopback_default_host_over_tls",
+            VersionWarningKind::LoopbackDefaultHostOverPlainHttp => {
+                "loopback_default_host_over_plain_http"
+            }
         }
     }
 }
@@ -76,6 +87,17 @@ pub enum VersionWarning {
         /// The containerd hosts directory that was read (`None`: none).
         hosts_dir: Option<PathBuf>,
     },
+    /// The loopback registry `host` (no `hosts.toml` gives it a server) answered over
+    /// plain HTTP as its default host: pullcheck asks it so, as containerd 1.6.9 and
+    /// later do (their loopback rule); containerd 1.6.0–1.6.8 have no loopback rule
+    /// under a hosts directory (CRI `config_path`) and ask HTTPS with verification
+    /// only, which a plain-HTTP registry fails.
+    LoopbackDefaultHostOverPlainHttp {
+        /// The registry's `host[:port]`.
+        host: String,
+        /// The containerd hosts directory that was read (`None`: none).
+        hosts_dir: Option<PathBuf>,
+    },
 }
 
 impl VersionWarning {
@@ -87,6 +109,9 @@ impl VersionWarning {
             }
             VersionWarning::LoopbackDefaultHostOverTls { .. } => {
                 VersionWarningKind::LoopbackDefaultHostOverTls
+            }
+            VersionWarning::LoopbackDefaultHostOverPlainHttp { .. } => {
+                VersionWarningKind::LoopbackDefaultHostOverPlainHttp
             }
         }
     }
@@ -100,7 +125,10 @@ impl VersionWarning {
     pub fn file(&self) -> Option<&Path> {
         match self {
             VersionWarning::HostsTomlWithoutHostTable { file, .. } => Some(file),
-            VersionWarning::LoopbackDefaultHostOverTls { hosts_dir, .. } => hosts_dir.as_deref(),
+            VersionWarning::LoopbackDefaultHostOverTls { hosts_dir, .. }
+            | VersionWarning::LoopbackDefaultHostOverPlainHttp { hosts_dir, .. } => {
+                hosts_dir.as_deref()
+            }
         }
     }
 
@@ -108,7 +136,8 @@ impl VersionWarning {
     pub fn host(&self) -> &str {
         match self {
             VersionWarning::HostsTomlWithoutHostTable { server, .. } => server,
-            VersionWarning::LoopbackDefaultHostOverTls { host, .. } => host,
+            VersionWarning::LoopbackDefaultHostOverTls { host, .. }
+            | VersionWarning::LoopbackDefaultHostOverPlainHttp { host, .. } => host,
         }
     }
 
@@ -117,9 +146,11 @@ impl VersionWarning {
         const HOSTS: &[Releases] = &[releases("1.7.32", None)];
         const LOOPBACK: &[Releases] =
             &[releases("1.6.25", Some("1.6.39")), releases("1.7.7", None)];
+        const PLAIN: &[Releases] = &[releases("1.6.9", None)];
         match self.kind() {
             VersionWarningKind::HostsTomlWithoutHostTable => HOSTS,
             VersionWarningKind::LoopbackDefaultHostOverTls => LOOPBACK,
+            VersionWarningKind::LoopbackDefaultHostOverPlainHttp => PLAIN,
         }
     }
 
@@ -133,9 +164,11 @@ impl VersionWarning {
             releases("1.6.9", Some("1.6.24")),
             releases("1.7.0", Some("1.7.6")),
         ];
+        const PLAIN: &[Releases] = &[releases("1.6.0", Some("1.6.8"))];
         match self.kind() {
             VersionWarningKind::HostsTomlWithoutHostTable => HOSTS,
             VersionWarningKind::LoopbackDefaultHostOverTls => LOOPBACK,
+            VersionWarningKind::LoopbackDefaultHostOverPlainHttp => PLAIN,
         }
     }
 }
@@ -186,6 +219,22 @@ mod tests {
         assert_eq!(
             v["differing"][0],
             serde_json::json!({"first": "1.6.9", "last": "1.6.24"})
+        );
+        let w = VersionWarning::LoopbackDefaultHostOverPlainHttp {
+            host: "127.0.0.1:5000".into(),
+            hosts_dir: Some("/etc/containerd/certs.d".into()),
+        };
+        let v = serde_json::to_value(&w).unwrap();
+        assert_eq!(v["kind"], "loopback_default_host_over_plain_http");
+        assert_eq!(v["file"], "/etc/containerd/certs.d");
+        assert_eq!(v["host"], "127.0.0.1:5000");
+        assert_eq!(
+            v["modelled"],
+            serde_json::json!([{"first": "1.6.9", "last": null}])
+        );
+        assert_eq!(
+            v["differing"],
+            serde_json::json!([{"first": "1.6.0", "last": "1.6.8"}])
         );
     }
 }

@@ -1210,6 +1210,31 @@ fn warning(line: &Line) -> String {
     )
 }
 
+/// A [`pullcheck::mirrors::VersionWarning`] as an admission warning, short enough for
+/// [`MAX_WARNING_CHARS`] (the whole sentence, [`crate::render::version_warning`], is in
+/// the `POST /v1/checks` answer): `pullcheck: containerd RELEASES differ at HOST
+/// (KIND)`, the host's control characters escaped and a long one cut in the middle.
+fn version_warning(w: &pullcheck::mirrors::VersionWarning) -> String {
+    // The longest kind and releases leave this much of the limit to the host.
+    const MAX_HOST_CHARS: usize = 24;
+    let host = pullcheck::report::escape_controls(w.host());
+    let chars: Vec<char> = host.chars().collect();
+    let host: String = if chars.len() > MAX_HOST_CHARS {
+        let half = MAX_HOST_CHARS / 2;
+        let head: String = chars[..half].iter().collect();
+        let tail: String = chars[chars.len() - (half - 1)..].iter().collect();
+        format!("{head}…{tail}")
+    } else {
+        host.into_owned()
+    };
+    shorten(&format!(
+        "pullcheck: {} {} differ at {host} ({})",
+        w.runtime(),
+        crate::render::releases(w.differing()),
+        w.kind().name()
+    ))
+}
+
 /// The most characters of one container's line in a refusal ([`Line::fitted`]).
 const MAX_REFUSAL_LINE_CHARS: usize = 1000;
 
@@ -1228,7 +1253,10 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
             unverified.extend(lines_of(image));
         }
     }
-    let unverified: Vec<String> = unverified.iter().map(warning).collect();
+    let mut unverified: Vec<String> = unverified.iter().map(warning).collect();
+    // Where the node's containerd release would decide otherwise: after the images'
+    // lines, in refusals' warnings too, since they can change what the node pulls.
+    unverified.extend(report.version_warnings.iter().map(version_warning));
     if mode == AdmissionMode::Deny && !failures.is_empty() {
         // One line: `pullcheck: container test: image ...`; more: one per line.
         let message = match failures.as_slice() {
@@ -1537,6 +1565,51 @@ mod tests {
             "{:?}",
             warned.warnings
         );
+    }
+
+    /// The report's version warnings are admission warnings, allowed or refused, after
+    /// the images' lines, with the releases, host and kind; a control character in the
+    /// host is escaped; a long host is shortened to the limit.
+    #[test]
+    fn version_warnings_are_admission_warnings() {
+        let w = pullcheck::mirrors::VersionWarning::LoopbackDefaultHostOverPlainHttp {
+            host: "127.0.0.1:5000".into(),
+            hosts_dir: Some("/etc/containerd/certs.d".into()),
+        };
+        let mut report = Report::new(vec![row_of("c", "registry.example.com/x:1")], vec![]);
+        report.version_warnings = vec![w.clone()];
+        let expected = "pullcheck: containerd 1.6.0-1.6.8 differ at 127.0.0.1:5000 \
+                        (loopback_default_host_over_plain_http)"
+            .to_owned();
+        assert!(expected.chars().count() <= MAX_WARNING_CHARS);
+        let refused = decide(&review(), AdmissionMode::Deny, &report);
+        assert!(!refused.allowed);
+        assert_eq!(refused.warnings, vec![expected.clone()]);
+        let warned = decide(&review(), AdmissionMode::Warn, &report);
+        assert!(warned.allowed);
+        assert_eq!(warned.warnings.len(), 2, "{:?}", warned.warnings);
+        assert!(warned.warnings[0].starts_with("pullcheck: container c: "));
+        assert_eq!(warned.warnings[1], expected);
+        let mut fine = Report::new(vec![], vec![]);
+        fine.version_warnings = vec![w];
+        let allowed = decide(&review(), AdmissionMode::Deny, &fine);
+        assert!(allowed.allowed);
+        assert_eq!(allowed.warnings, vec![expected]);
+
+        let tls = pullcheck::mirrors::VersionWarning::LoopbackDefaultHostOverTls {
+            host: format!("localhost\u{1b}[31m:{}", "5".repeat(200)),
+            hosts_dir: None,
+        };
+        let shown = version_warning(&tls);
+        assert_eq!(
+            shown,
+            format!(
+                "pullcheck: containerd 1.6.9-1.6.24 and 1.7.0-1.7.6 differ at \
+                 localhost\\u{{…{} (loopback_default_host_over_tls)",
+                "5".repeat(11)
+            )
+        );
+        assert!(shown.chars().count() <= MAX_WARNING_CHARS, "{shown}");
     }
 
     /// A warning slightly over [`MAX_WARNING_CHARS`] keeps the finding's words: the

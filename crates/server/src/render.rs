@@ -22,10 +22,7 @@ pub fn version_warning(w: &VersionWarning) -> String {
             file.display()
         ),
         VersionWarning::LoopbackDefaultHostOverTls { host, hosts_dir } => {
-            let dir = hosts_dir
-                .as_ref()
-                .map(|d| format!(" in {}", d.display()))
-                .unwrap_or_default();
+            let dir = in_dir(hosts_dir.as_deref());
             format!(
                 "{host} answered over HTTPS as {runtime}'s default host for a loopback \
                  registry (no server for it{dir}), as {runtime} {modelled} ask it; {runtime} \
@@ -33,11 +30,26 @@ pub fn version_warning(w: &VersionWarning) -> String {
                  400 Bad Request"
             )
         }
+        VersionWarning::LoopbackDefaultHostOverPlainHttp { host, hosts_dir } => {
+            let dir = in_dir(hosts_dir.as_deref());
+            format!(
+                "{host} answered over plain HTTP as {runtime}'s default host for a loopback \
+                 registry (no server for it{dir}), as {runtime} {modelled} ask it; {runtime} \
+                 {differing} have no loopback rule there and ask it over HTTPS with \
+                 certificate verification only, which a plain-HTTP registry fails"
+            )
+        }
     }
 }
 
+/// ` in DIR` for a hosts directory, nothing without one.
+fn in_dir(dir: Option<&std::path::Path>) -> String {
+    dir.map(|d| format!(" in {}", d.display()))
+        .unwrap_or_default()
+}
+
 /// `1.6.0-1.6.39 and 1.7.0-1.7.31`, `1.7.32 and later`.
-fn releases(list: &[Releases]) -> String {
+pub(crate) fn releases(list: &[Releases]) -> String {
     let one = |r: &Releases| match r.last {
         Some(last) => format!("{}-{last}", r.first),
         None => format!("{} and later", r.first),
@@ -116,6 +128,17 @@ mod tests {
              1.6.25-1.6.39 and 1.7.7 and later ask it; containerd 1.6.9-1.6.24 and \
              1.7.0-1.7.6 ask it over plain HTTP only, which a TLS registry answers with 400 \
              Bad Request"
+        );
+        assert_eq!(
+            version_warning(&VersionWarning::LoopbackDefaultHostOverPlainHttp {
+                host: "127.0.0.1:5000".into(),
+                hosts_dir: Some("/etc/containerd/certs.d".into()),
+            }),
+            "127.0.0.1:5000 answered over plain HTTP as containerd's default host for a \
+             loopback registry (no server for it in /etc/containerd/certs.d), as containerd \
+             1.6.9 and later ask it; containerd 1.6.0-1.6.8 have no loopback rule there and \
+             ask it over HTTPS with certificate verification only, which a plain-HTTP \
+             registry fails"
         );
     }
 

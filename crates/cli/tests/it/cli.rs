@@ -765,14 +765,15 @@ fn an_endless_deadline_is_no_panic() {
 #[test]
 fn every_file_option_has_the_size_limit() {
     let dir = temp_dir("limits");
-    for option in [
-        "--docker-config",
-        "--auth-file",
-        "--pull-secret",
-        "--registries-conf",
-        "--docker-daemon-config",
-        "--pods-template-file",
-        "--ca-file",
+    // A mirror configuration has its own, lower limit (pullcheck_mirrors::MAX_CONFIG_BYTES).
+    for (option, limit) in [
+        ("--docker-config", "64 MiB"),
+        ("--auth-file", "64 MiB"),
+        ("--pull-secret", "64 MiB"),
+        ("--registries-conf", "1024 KiB"),
+        ("--docker-daemon-config", "1024 KiB"),
+        ("--pods-template-file", "64 MiB"),
+        ("--ca-file", "64 MiB"),
     ] {
         let out = pullcheck(
             &[
@@ -787,7 +788,10 @@ fn every_file_option_has_the_size_limit() {
         let shown = text(&out);
         assert_eq!(out.status.code(), Some(2), "{option}: {shown}");
         assert!(shown.contains("/dev/zero"), "{option}: {shown}");
-        assert!(shown.contains("larger than 64 MiB"), "{option}: {shown}");
+        assert!(
+            shown.contains(&format!("larger than {limit}")),
+            "{option}: {shown}"
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! The integration tests of `pullcheck-cli`, one binary (`cargo test -p pullcheck-cli --test it`).
 
+mod big_configs;
 mod cli;
 mod credential_providers;
 mod egress;

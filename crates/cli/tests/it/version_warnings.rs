@@ -1,8 +1,9 @@
 //! Where a node's containerd release would decide differently from the release pullcheck
 //! models, the report says so as data (`version_warnings`: kind, runtime, file, host,
 //! the releases modelled and differing) and, worded, among its `warnings`, in JSON and
-//! text: a `hosts.toml` with only `server =`, and an answer over HTTPS from containerd's
-//! default host of a loopback registry. Loopback registries of the testkit only.
+//! text: a `hosts.toml` with only `server =`, and an answer over HTTPS or over plain HTTP
+//! from containerd's default host of a loopback registry. Loopback registries of the
+//! testkit only.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -103,7 +104,7 @@ async fn a_hosts_toml_with_only_a_server_is_a_version_warning_with_its_facts() {
 }
 
 #[tokio::test]
-async fn a_loopback_default_host_answering_over_tls_is_a_version_warning() {
+async fn a_loopback_default_host_is_a_version_warning_over_tls_and_over_plain_http() {
     let dir = temp_dir("version-loopback");
     let files = make_tls_files(&dir).expect("TLS files");
     let tls = Registry::builder().tls(files).start().await.unwrap();
@@ -133,11 +134,22 @@ async fn a_loopback_default_host_answering_over_tls_is_a_version_warning() {
     let report = json_report(&out);
     assert_eq!(report["images"][0]["status"], "present");
     assert_eq!(report["images"][1]["status"], "present");
-    // Only the registry that answered over HTTPS: the plain-HTTP one is asked alike by
-    // every release.
-    assert_eq!(
-        report["version_warnings"],
-        json!([{
+    // The registry that answered over HTTPS (1.6.9-1.6.24 and 1.7.0-1.7.6 ask plain
+    // HTTP only), and the one that answered over plain HTTP (1.6.0-1.6.8 ask verified
+    // HTTPS only).
+    let plain_warning = json!({
+        "kind": "loopback_default_host_over_plain_http",
+        "runtime": "containerd",
+        "file": hosts.to_string_lossy(),
+        "host": plain.host(),
+        "modelled": [{"first": "1.6.9", "last": null}],
+        "differing": [{"first": "1.6.0", "last": "1.6.8"}],
+    });
+    let warnings = report["version_warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings.contains(&plain_warning), "{warnings:?}");
+    assert!(
+        warnings.contains(&json!({
             "kind": "loopback_default_host_over_tls",
             "runtime": "containerd",
             "file": hosts.to_string_lossy(),
@@ -150,16 +162,28 @@ async fn a_loopback_default_host_answering_over_tls_is_a_version_warning() {
                 {"first": "1.6.9", "last": "1.6.24"},
                 {"first": "1.7.0", "last": "1.7.6"}
             ],
-        }])
+        })),
+        "{warnings:?}"
     );
-    assert_eq!(report["warnings"].as_array().map(Vec::len), Some(1));
+    assert_eq!(report["warnings"].as_array().map(Vec::len), Some(2));
     let out = pullcheck(&args, &dir);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(warning_lines(&out), 1);
+    assert_eq!(warning_lines(&out), 2);
 
     // Without a mirror configuration (Docker's rule) there is no containerd release to
     // differ from.
-    let out = pullcheck(&["check", "--format", "json", "--image", &tls_image], &dir);
+    let out = pullcheck(
+        &[
+            "check",
+            "--format",
+            "json",
+            "--image",
+            &tls_image,
+            "--image",
+            &plain_image,
+        ],
+        &dir,
+    );
     let report = json_report(&out);
     assert_eq!(report["version_warnings"], json!([]));
 }

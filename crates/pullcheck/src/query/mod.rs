@@ -157,6 +157,7 @@ struct Attempt {
     credential: Credential,
     source: Option<CredentialSource>,
     over_tls_warning: Option<VersionWarning>,
+    over_plain_http_warning: Option<VersionWarning>,
 }
 
 /// A reference still being asked about.
@@ -458,6 +459,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
                     slot,
                     source: attempt.source,
                     over_tls_warning: attempt.over_tls_warning,
+                    over_plain_http_warning: attempt.over_plain_http_warning,
                     jobs: vec![job],
                 }),
             }
@@ -535,6 +537,7 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
                 credential: Credential::Anonymous,
                 source: None,
                 over_tls_warning: route.endpoint.over_tls_warning.clone(),
+                over_plain_http_warning: route.endpoint.over_plain_http_warning.clone(),
             });
         }
         for c in route.credentials {
@@ -552,6 +555,7 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
                 credential: c.credential,
                 source: Some(c.source),
                 over_tls_warning: route.endpoint.over_tls_warning.clone(),
+                over_plain_http_warning: route.endpoint.over_plain_http_warning.clone(),
             });
         }
     }
@@ -695,6 +699,8 @@ struct Group {
     source: Option<CredentialSource>,
     /// The endpoint's warning for an answer over HTTPS.
     over_tls_warning: Option<VersionWarning>,
+    /// The endpoint's warning for an answer over plain HTTP.
+    over_plain_http_warning: Option<VersionWarning>,
     jobs: Vec<Job>,
 }
 
@@ -786,11 +792,12 @@ async fn ask_group<R: Registry>(
                             .await
                     };
                     let mut outcome = remedied(outcome_of(answer, host, group.source.clone()));
-                    if registry.over_tls(session) {
-                        outcome
-                            .version_warnings
-                            .extend(group.over_tls_warning.clone());
-                    }
+                    let scheme_warning = if registry.over_tls(session) {
+                        &group.over_tls_warning
+                    } else {
+                        &group.over_plain_http_warning
+                    };
+                    outcome.version_warnings.extend(scheme_warning.clone());
                     if let Some(cache) = options.cache {
                         let key = AnswerKey {
                             endpoint: endpoint.clone(),

@@ -233,6 +233,7 @@ fn route(host: &str, is_mirror: bool, repository: &str, users: &[&str]) -> Route
             rule: "scripted".into(),
             is_mirror,
             over_tls_warning: None,
+            over_plain_http_warning: None,
         },
         repository: repository.into(),
         credential_rule: "scripted".into(),

@@ -31,6 +31,9 @@ pub struct ResolvedEndpoint {
     /// The warning an answer over HTTPS from this endpoint brings: some releases of the
     /// runtime would not ask it so ([`pullcheck_mirrors::Endpoint::over_tls_warning`]).
     pub over_tls_warning: Option<pullcheck_mirrors::VersionWarning>,
+    /// The warning an answer over plain HTTP from this endpoint brings
+    /// ([`pullcheck_mirrors::Endpoint::over_plain_http_warning`]).
+    pub over_plain_http_warning: Option<pullcheck_mirrors::VersionWarning>,
 }
 
 impl ResolvedEndpoint {
@@ -93,6 +96,7 @@ pub fn from_mirror(
         rule,
         is_mirror: e.is_mirror,
         over_tls_warning: e.over_tls_warning.clone(),
+        over_plain_http_warning: e.over_plain_http_warning.clone(),
     }
 }
 
@@ -111,6 +115,7 @@ pub fn primary(domain: &str, insecure: &[String]) -> ResolvedEndpoint {
             rule: "the image's own registry".into(),
             is_mirror: false,
             over_tls_warning: None,
+            over_plain_http_warning: None,
         },
     }
 }
