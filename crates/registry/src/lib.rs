@@ -101,6 +101,7 @@ mod hints;
 mod observe;
 mod ping;
 mod platform;
+mod pool;
 mod reason;
 mod retry;
 mod scope;
@@ -326,6 +327,13 @@ pub struct ClientOptions {
     /// [`Answer::refusal`] naming the rule. Default [`EgressPolicy::default`]: the
     /// [`DEFAULT_DENY`] list (link-local and cloud metadata addresses) only.
     pub egress: EgressPolicy,
+    /// At most this many connections open at once to one origin (scheme, host, port),
+    /// counting those opened ahead by [`Client::pre_open`]; a request waits for one of
+    /// them when all are busy. Over HTTP/2 every request shares one connection. The
+    /// checker sets it to its concurrency (`--concurrency`). Default 32; 0 counts as 1.
+    /// Not applied when the environment names an HTTP proxy (`HTTPS_PROXY`, …): then
+    /// every request goes through reqwest's own pool.
+    pub max_connections_per_host: usize,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -347,6 +355,7 @@ impl fmt::Debug for ClientOptions {
             .field("platform", &self.platform)
             .field("observer", &self.observer.as_ref().map(|_| "set"))
             .field("egress", &self.egress)
+            .field("max_connections_per_host", &self.max_connections_per_host)
             .finish()
     }
 }
@@ -370,6 +379,7 @@ impl Default for ClientOptions {
             platform: None,
             observer: None,
             egress: EgressPolicy::default(),
+            max_connections_per_host: 32,
         }
     }
 }

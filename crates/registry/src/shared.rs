@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use crate::ping::Pinged;
+use crate::pool::{self, Pool};
 use crate::retry;
 use crate::tls;
 use crate::token;
@@ -32,13 +33,16 @@ pub(crate) struct Shared {
     pub tokens: token::Cache,
     limits: Limits,
     /// The roots of `ca_file`, for the per-host clients too.
-    extra_roots: Vec<reqwest::Certificate>,
+    extra_roots: Vec<tls::Root>,
     secure: Http,
     insecure: Http,
     /// Per-host clients, by host and TLS settings.
     per_host: Mutex<HashMap<TlsKey, Http>>,
     /// What each endpoint's last usable ping learned, and when.
     pings: Mutex<HashMap<Endpoint, (Instant, Pinged)>>,
+    /// Connections to open ahead once the first answer says which scheme an endpoint
+    /// speaks ([`crate::Client::pre_open`] on a cold endpoint allowed plain HTTP).
+    pre_opens: Mutex<HashMap<Endpoint, usize>>,
 }
 
 /// How long what a ping learned (the scheme that answered, the challenge) is used
@@ -105,6 +109,7 @@ impl Shared {
             insecure,
             per_host: Mutex::new(HashMap::new()),
             pings: Mutex::new(HashMap::new()),
+            pre_opens: Mutex::new(HashMap::new()),
         })
     }
 
@@ -135,6 +140,22 @@ impl Shared {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(endpoint);
+    }
+
+    /// Keeps `wanted` connections to open for `endpoint` once its scheme is known.
+    pub fn want_pre_open(&self, endpoint: &Endpoint, wanted: usize) {
+        self.pre_opens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(endpoint.clone(), wanted);
+    }
+
+    /// The connections [`Shared::want_pre_open`] kept for `endpoint`, taken.
+    pub fn take_pre_open(&self, endpoint: &Endpoint) -> Option<usize> {
+        self.pre_opens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(endpoint)
     }
 
     /// How many per-host clients have been built, for `Debug`.
@@ -242,19 +263,33 @@ fn build_http(
     tls: TlsSetup,
 ) -> Result<Http, String> {
     let egress = Arc::new(options.egress.clone());
+    let config = pool::tls_config(&tls.extra_roots, tls.identity.as_ref(), tls.skip_verify)?;
+    let user_agent = reqwest::header::HeaderValue::from_str(&options.user_agent)
+        .map_err(|_| "the user agent is not a valid header value".to_string())?;
+    let pool = (!transport::proxy_configured()).then(|| {
+        Arc::new(Pool::new(
+            config.clone(),
+            Arc::clone(&egress),
+            options.max_connections_per_host,
+            limits.connect.map(|c| c.min(limits.total)),
+        ))
+    });
     transport::build_client(
         &options.user_agent,
         limits,
         options.max_redirects,
         &egress,
-        tls,
+        config,
     )
     .map(|client| Http {
         client,
+        pool,
+        user_agent,
+        max_redirects: options.max_redirects,
         limits,
         counters: Arc::clone(counters),
         observer: options.observer.clone(),
         egress,
     })
-    .map_err(|e| transport::describe(&e, &limits, limits.total, Default::default()))
+    .map_err(|e| format!("the HTTP client cannot be built ({e})"))
 }
