@@ -82,7 +82,8 @@ impl Client {
     }
 
     /// Opens up to `wanted` connections (at most
-    /// [`ClientOptions::max_connections_per_host`], counting those already open) to
+    /// [`ClientOptions::max_connections_per_host`], counting those already open and the
+    /// one the first request opens) to
     /// `endpoint` in the background, so that a group of `wanted` images does not wait
     /// for handshakes after its first request: call it just before
     /// [`Client::authorize_first`], whose first request is then in flight while they
@@ -107,9 +108,11 @@ impl Client {
             None if !endpoint.allow_http => base_url("https", &endpoint.host).ok(),
             None => None,
         };
-        match known {
-            Some(base) => http.pre_open(&base, wanted),
-            None => self.shared.want_pre_open(endpoint, wanted),
+        match (known, base_url("https", &endpoint.host)) {
+            // The first request opens its own.
+            (Some(base), _) => http.pre_open(&base, wanted.saturating_sub(1)),
+            (None, Ok(https)) => http.want_pre_open(&https, wanted),
+            (None, Err(_)) => {}
         }
     }
 
@@ -310,9 +313,7 @@ impl Client {
             ),
         };
         // `pre_open` on a cold endpoint allowed plain HTTP: the scheme is known now.
-        if let Some(wanted) = self.shared.take_pre_open(endpoint) {
-            http.pre_open(&pinged.base, wanted);
-        }
+        http.open_wanted(&pinged.base, 0);
         let acted = self
             .act(
                 endpoint, credential, &headers, &http, &pinged, &batches, attempts,

@@ -286,8 +286,9 @@ pub struct ClientOptions {
     /// Default 10 s.
     pub retry_after_max: Duration,
     /// Redirects followed per request; more is an error ("too many redirects"). A
-    /// redirect to another host, port or scheme drops `Authorization` (reqwest's
-    /// redirect handling); one from `https` to `http` is refused. Default 5.
+    /// redirect to another host, port or scheme drops `Authorization` (as reqwest's
+    /// redirect handling does; the pool's requests follow the same rules, in
+    /// `transport.rs`); one from `https` to `http` is refused. Default 5.
     pub max_redirects: usize,
     /// After a 404, one `GET /v2/<name>/tags/list?n=1000` to tell a missing repository from a
     /// missing tag and to suggest close tags; never sent after any other answer.

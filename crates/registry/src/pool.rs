@@ -245,6 +245,9 @@ struct State {
     /// HTTP/1.1 connections whose answer was handed out and that are not idle yet:
     /// a checkout lets them come back before it opens another.
     returning: usize,
+    /// Connections to open ahead once this origin is known to be the endpoint's
+    /// ([`Pool::want`], [`Pool::open_wanted`]).
+    wanted: usize,
 }
 
 /// One origin's connections.
@@ -401,6 +404,23 @@ impl Pool {
                     tracing::debug!(host = %origin.host, error = %e, "opening ahead failed");
                 }
             });
+        }
+    }
+
+    /// Keeps `wanted` connections to open to `origin` when [`Pool::open_wanted`] says
+    /// it is the one (an endpoint whose scheme is not known yet).
+    pub fn want(&self, origin: &Origin, wanted: usize) {
+        self.host(origin).lock().wanted = wanted;
+    }
+
+    /// Opens what [`Pool::want`] kept for `origin` ([`Pool::pre_open`]), less `coming`
+    /// (requests about to open their own), and forgets it; `forget` loses what it kept
+    /// for another origin.
+    pub fn open_wanted(self: &Arc<Self>, origin: &Origin, forget: &Origin, coming: usize) {
+        let wanted = std::mem::take(&mut self.host(origin).lock().wanted);
+        self.host(forget).lock().wanted = 0;
+        if wanted > coming {
+            self.pre_open(origin, wanted - coming);
         }
     }
 

@@ -40,9 +40,6 @@ pub(crate) struct Shared {
     per_host: Mutex<HashMap<TlsKey, Http>>,
     /// What each endpoint's last usable ping learned, and when.
     pings: Mutex<HashMap<Endpoint, (Instant, Pinged)>>,
-    /// Connections to open ahead once the first answer says which scheme an endpoint
-    /// speaks ([`crate::Client::pre_open`] on a cold endpoint allowed plain HTTP).
-    pre_opens: Mutex<HashMap<Endpoint, usize>>,
 }
 
 /// How long what a ping learned (the scheme that answered, the challenge) is used
@@ -109,7 +106,6 @@ impl Shared {
             insecure,
             per_host: Mutex::new(HashMap::new()),
             pings: Mutex::new(HashMap::new()),
-            pre_opens: Mutex::new(HashMap::new()),
         })
     }
 
@@ -140,22 +136,6 @@ impl Shared {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(endpoint);
-    }
-
-    /// Keeps `wanted` connections to open for `endpoint` once its scheme is known.
-    pub fn want_pre_open(&self, endpoint: &Endpoint, wanted: usize) {
-        self.pre_opens
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(endpoint.clone(), wanted);
-    }
-
-    /// The connections [`Shared::want_pre_open`] kept for `endpoint`, taken.
-    pub fn take_pre_open(&self, endpoint: &Endpoint) -> Option<usize> {
-        self.pre_opens
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(endpoint)
     }
 
     /// How many per-host clients have been built, for `Debug`.

@@ -567,6 +567,28 @@ impl Http {
         }
     }
 
+    /// Keeps `wanted` connections to open to `base`'s origin and to its other scheme's,
+    /// for [`Http::open_wanted`] once the endpoint's scheme is known.
+    pub fn want_pre_open(&self, base: &Url, wanted: usize) {
+        if let Some(pool) = &self.pool {
+            for origin in [Origin::of(base), other_scheme(base)].into_iter().flatten() {
+                pool.want(&origin, wanted);
+            }
+        }
+    }
+
+    /// `base` is the endpoint's scheme: opens what [`Http::want_pre_open`] kept for it,
+    /// less `coming` (requests about to be sent, which open their own), and forgets
+    /// what it kept for the other scheme.
+    pub fn open_wanted(&self, base: &Url, coming: usize) {
+        if let (Some(pool), Some(origin), Some(other)) =
+            (&self.pool, Origin::of(base), other_scheme(base))
+            && check_url(&self.egress, base).is_ok()
+        {
+            pool.open_wanted(&origin, &other, coming);
+        }
+    }
+
     /// Sends `request` through the pool and follows its redirects as reqwest's client
     /// would with [`redirect_policy`]: at most `max_redirects`, none to a host the
     /// egress policy refuses, none from `https` to `http`; `Authorization`, `Cookie`,
@@ -668,6 +690,17 @@ impl Http {
             url = next;
         }
     }
+}
+
+/// The origin of `base` over the other scheme (`http` for `https`, and back), on the
+/// same port as given: an endpoint allowed plain HTTP is asked on one host and port.
+fn other_scheme(base: &Url) -> Option<Origin> {
+    let origin = Origin::of(base)?;
+    Some(Origin {
+        tls: !origin.tls,
+        port: base.port().unwrap_or(if origin.tls { 80 } else { 443 }),
+        ..origin
+    })
 }
 
 /// An HTTP/1.1 request in origin form (`/path?query`) with its `Host` header; the pool
