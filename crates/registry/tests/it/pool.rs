@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Status};
+use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Session, Status};
 use pullcheck_testkit::runtime::make_tls_files;
 use pullcheck_testkit::{Auth, ImageKind, LatencyProxy, ProxyOptions, Registry, TempDir};
 
@@ -63,19 +63,23 @@ fn bounded_client(ca_file: Option<std::path::PathBuf>) -> Client {
     .expect("client")
 }
 
-/// Every image's check, all at once.
-async fn check_all(client: &Client, endpoint: &Endpoint) -> Vec<Status> {
-    let repositories = vec![APP.to_string()];
-    let session = client
+/// An anonymous session with `endpoint`: its first request is `v0`'s `HEAD`.
+async fn open_session(client: &Client, endpoint: &Endpoint) -> Session {
+    client
         .authorize_first(
             endpoint,
             &Credential::Anonymous,
-            &repositories,
+            &[APP.to_string()],
             (APP, "v0"),
             soon(),
         )
         .await
-        .expect("authorize");
+        .expect("authorize")
+}
+
+/// Every image's check, all at once.
+async fn check_all(client: &Client, endpoint: &Endpoint) -> Vec<Status> {
+    let session = open_session(client, endpoint).await;
     let tags: Vec<String> = (0..IMAGES).map(|i| format!("v{i}")).collect();
     join_all(tags.iter().map(|tag| session.check(APP, tag)))
         .await
@@ -115,17 +119,7 @@ async fn pre_open_opens_the_groups_connections_before_the_second_request() {
         ..Endpoint::new(proxy.host())
     };
     client.pre_open(&endpoint, IMAGES);
-    let repositories = vec![APP.to_string()];
-    let session = client
-        .authorize_first(
-            &endpoint,
-            &Credential::Anonymous,
-            &repositories,
-            (APP, "v0"),
-            soon(),
-        )
-        .await
-        .expect("authorize");
+    let session = open_session(&client, &endpoint).await;
     // Only the first HEAD has been sent, and the bound's connections are open.
     assert_eq!(client.request_count(), 1);
     assert_eq!(registry.requests().await.expect("log").len(), 1);
@@ -157,17 +151,7 @@ async fn pre_open_waits_for_the_scheme_of_an_endpoint_allowed_plain_http() {
         ..Endpoint::new(proxy.host())
     };
     client.pre_open(&endpoint, 4);
-    let repositories = vec![APP.to_string()];
-    client
-        .authorize_first(
-            &endpoint,
-            &Credential::Anonymous,
-            &repositories,
-            (APP, "v0"),
-            soon(),
-        )
-        .await
-        .expect("authorize");
+    open_session(&client, &endpoint).await;
     // The https attempt (answered 400 in plain text) and the first plain HEAD's
     // connection; then the group's, over plain HTTP only: 3 more, which have sent
     // nothing yet (the proxy counts them as neither TLS nor plain).
