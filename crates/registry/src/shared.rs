@@ -251,7 +251,8 @@ fn build_http(
             config.clone(),
             Arc::clone(&egress),
             options.max_connections_per_host,
-            limits.connect.map(|c| c.min(limits.total)),
+            // As reqwest was set: the connect timeout, or else the request timeout.
+            Some(limits.connect.unwrap_or(limits.total).min(limits.total)),
         ))
     });
     transport::build_client(
