@@ -66,7 +66,9 @@
 //! - `observe` defines the [`Observer`] a service sets to watch requests (no IO).
 //! - `tls` reads certificate files (the only module besides the drivers below that
 //!   touches the file system); `transport` owns the HTTP clients, their limits and the
-//!   one `send` every request goes through.
+//!   one `send` every request goes through; `pool` holds the connections it sends on
+//!   (at most [`ClientOptions::max_connections_per_host`] per origin, one over HTTP/2,
+//!   opened ahead by [`Client::pre_open`]).
 //! - `token` plans and reads token requests (pure), fetches them and caches them;
 //!   `auth` decides what follows a ping (`auth::Auth`, the one auth state) and what
 //!   an `insufficient_scope` asks for (pure); `classify` turns a manifest answer into an
@@ -77,7 +79,7 @@
 //!   `tls`, the token cache, and what each endpoint's ping learned, kept 5 minutes),
 //!   `session` (the query loop), `client` (`authorize`).
 //!
-//! So IO is in `tls` (files), `transport`, `token::fetch`, `ping`, `shared` (files,
+//! So IO is in `tls` (files), `transport`, `pool`, `token::fetch`, `ping`, `shared` (files,
 //! through `tls`), `session` and `client`; the rest is pure.
 //!
 //! Secrets (passwords, tokens, `Authorization` headers) never appear in a message, a
