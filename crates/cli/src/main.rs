@@ -216,7 +216,8 @@ struct PodArgs {
 /// How registries are asked; shared by check and serve.
 #[derive(Debug, Args)]
 struct ClientArgs {
-    /// Requests in flight at once, over all registries (serve: over all checks together).
+    /// Requests in flight at once, over all registries (serve: over all checks together),
+    /// and the most connections open to one registry.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
     /// Timeout of each HTTP request (units ms, s, m, h: e.g. 10s, 500ms).

@@ -96,9 +96,10 @@ pub struct CheckerOptions {
     /// takes about ⌈N / concurrency⌉ round trips of `HEAD`s after its ping and token,
     /// and 32 halves those of 16 (the sweep in docs/benchmarks.md, "Default
     /// concurrency"); over HTTP/1.1 each request in flight is a connection of its own,
-    /// so it also bounds the connections to a host, give or take a few: hyper's pool
-    /// opens a new one when a request comes while a finished connection is being put
-    /// back (1 to 5 more at 32 in the benchmark). Registries limit requests per
+    /// and the checker sets [`pullcheck_registry::ClientOptions::max_connections_per_host`]
+    /// to it: at most this many connections to one registry, opened together when a
+    /// group of images is known ([`pullcheck_registry::Client::pre_open`]); over HTTP/2
+    /// one connection carries them all. Registries limit requests per
     /// time, not requests in flight, and Docker Hub does not count `HEAD`s as pulls.
     pub concurrency: usize,
     /// The registry client: request timeout, retries, tag hints, TLS files, user agent,
@@ -209,7 +210,13 @@ impl Checker {
         resolver: Resolver,
         node: NodeCredentials,
     ) -> Result<Checker, Error> {
-        let client = pullcheck_registry::Client::new(options.registry)?;
+        // At most `concurrency` connections per registry: no more requests are ever
+        // in flight.
+        let registry = pullcheck_registry::ClientOptions {
+            max_connections_per_host: options.concurrency.max(1),
+            ..options.registry
+        };
+        let client = pullcheck_registry::Client::new(registry)?;
         Ok(Checker {
             inner: Arc::new(Inner {
                 client,

@@ -21,7 +21,7 @@ use crate::session::{Parts, Session};
 use crate::shared::{ClientError, Shared};
 use crate::token::{BearerParams, CacheKey, TokenFailure};
 use crate::transport::Http;
-use crate::urls::with_query;
+use crate::urls::{base_url, with_query};
 use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Reason, Status};
 
 /// One client per run, shared by every registry: connections are pooled and kept
@@ -79,6 +79,41 @@ impl Client {
     /// Requests sent so far to token realms (GET or OAuth2 POST).
     pub fn token_request_count(&self) -> u64 {
         self.shared.counters.token_requests.load(Ordering::Relaxed)
+    }
+
+    /// Opens up to `wanted` connections (at most
+    /// [`ClientOptions::max_connections_per_host`], counting those already open and the
+    /// one the first request opens) to
+    /// `endpoint` in the background, so that a group of `wanted` images does not wait
+    /// for handshakes after its first request: call it just before
+    /// [`Client::authorize_first`], whose first request is then in flight while they
+    /// open. Sends no request; returns at once.
+    ///
+    /// - The scheme is the one the ping cache knows, `http` for
+    ///   [`Endpoint::http_only`], `https` for an endpoint not allowed plain HTTP; for a
+    ///   cold endpoint allowed plain HTTP, the connections are opened once the first
+    ///   answer says which scheme it speaks (before any token request).
+    /// - Over TLS, the first handshake decides: when ALPN picks HTTP/2 no other
+    ///   connection is opened (one connection carries every request).
+    /// - Nothing for a host the egress policy refuses, nor when an HTTP proxy is
+    ///   configured in the environment (reqwest's pool is used then). Failures are only
+    ///   logged: the requests meet them again and say so.
+    pub fn pre_open(&self, endpoint: &Endpoint, wanted: usize) {
+        let Ok(http) = self.shared.http_for_endpoint(endpoint) else {
+            return;
+        };
+        let known = match self.shared.cached_ping(endpoint) {
+            Some(pinged) => Some(pinged.base),
+            None if endpoint.http_only => base_url("http", &endpoint.host).ok(),
+            None if !endpoint.allow_http => base_url("https", &endpoint.host).ok(),
+            None => None,
+        };
+        match (known, base_url("https", &endpoint.host)) {
+            // The first request opens its own.
+            (Some(base), _) => http.pre_open(&base, wanted.saturating_sub(1)),
+            (None, Ok(https)) => http.want_pre_open(&https, wanted),
+            (None, Err(_)) => {}
+        }
     }
 
     /// Pings `endpoint` (`GET /v2/`, or its [`Endpoint::base_path`], with its
@@ -277,6 +312,8 @@ impl Client {
                 None,
             ),
         };
+        // `pre_open` on a cold endpoint allowed plain HTTP: the scheme is known now.
+        http.open_wanted(&pinged.base, 0);
         let acted = self
             .act(
                 endpoint, credential, &headers, &http, &pinged, &batches, attempts,

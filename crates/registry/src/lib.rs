@@ -66,7 +66,9 @@
 //! - `observe` defines the [`Observer`] a service sets to watch requests (no IO).
 //! - `tls` reads certificate files (the only module besides the drivers below that
 //!   touches the file system); `transport` owns the HTTP clients, their limits and the
-//!   one `send` every request goes through.
+//!   one `send` every request goes through; `pool` holds the connections it sends on
+//!   (at most [`ClientOptions::max_connections_per_host`] per origin, one over HTTP/2,
+//!   opened ahead by [`Client::pre_open`]).
 //! - `token` plans and reads token requests (pure), fetches them and caches them;
 //!   `auth` decides what follows a ping (`auth::Auth`, the one auth state) and what
 //!   an `insufficient_scope` asks for (pure); `classify` turns a manifest answer into an
@@ -77,7 +79,7 @@
 //!   `tls`, the token cache, and what each endpoint's ping learned, kept 5 minutes),
 //!   `session` (the query loop), `client` (`authorize`).
 //!
-//! So IO is in `tls` (files), `transport`, `token::fetch`, `ping`, `shared` (files,
+//! So IO is in `tls` (files), `transport`, `pool`, `token::fetch`, `ping`, `shared` (files,
 //! through `tls`), `session` and `client`; the rest is pure.
 //!
 //! Secrets (passwords, tokens, `Authorization` headers) never appear in a message, a
@@ -101,6 +103,7 @@ mod hints;
 mod observe;
 mod ping;
 mod platform;
+mod pool;
 mod reason;
 mod retry;
 mod scope;
@@ -286,8 +289,9 @@ pub struct ClientOptions {
     /// Default 10 s.
     pub retry_after_max: Duration,
     /// Redirects followed per request; more is an error ("too many redirects"). A
-    /// redirect to another host, port or scheme drops `Authorization` (reqwest's
-    /// redirect handling); one from `https` to `http` is refused. Default 5.
+    /// redirect to another host, port or scheme drops `Authorization` (as reqwest's
+    /// redirect handling does; the pool's requests follow the same rules, in
+    /// `transport.rs`); one from `https` to `http` is refused. Default 5.
     pub max_redirects: usize,
     /// After a 404, one `GET /v2/<name>/tags/list?n=1000` to tell a missing repository from a
     /// missing tag and to suggest close tags; never sent after any other answer.
@@ -327,6 +331,13 @@ pub struct ClientOptions {
     /// [`Answer::refusal`] naming the rule. Default [`EgressPolicy::default`]: the
     /// [`DEFAULT_DENY`] list (link-local and cloud metadata addresses) only.
     pub egress: EgressPolicy,
+    /// At most this many connections open at once to one origin (scheme, host, port),
+    /// counting those opened ahead by [`Client::pre_open`]; a request waits for one of
+    /// them when all are busy. Over HTTP/2 every request shares one connection. The
+    /// checker sets it to its concurrency (`--concurrency`). Default 32; 0 counts as 1.
+    /// Not applied when the environment names an HTTP proxy (`HTTPS_PROXY`, …): then
+    /// every request goes through reqwest's own pool.
+    pub max_connections_per_host: usize,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -348,6 +359,7 @@ impl fmt::Debug for ClientOptions {
             .field("platform", &self.platform)
             .field("observer", &self.observer.as_ref().map(|_| "set"))
             .field("egress", &self.egress)
+            .field("max_connections_per_host", &self.max_connections_per_host)
             .finish()
     }
 }
@@ -371,6 +383,7 @@ impl Default for ClientOptions {
             platform: None,
             observer: None,
             egress: EgressPolicy::default(),
+            max_connections_per_host: 32,
         }
     }
 }

@@ -365,6 +365,7 @@ async fn first_once(
     // and the plain answer is used only when https got none. The first request carries no credential, so none goes over
     // plain HTTP to a registry that answers over TLS.
     let together = endpoint.allow_http && endpoint.headers.is_empty();
+    let transport = http;
     let https = get("https");
     // Lazy: the plain attempt opens nothing until it is first polled.
     let http = get("http");
@@ -413,6 +414,11 @@ async fn first_once(
         });
     }
     tracing::debug!(host, reason = %https_error.reason, "https failed; plain http");
+    // Plain HTTP is the only scheme left: a group's connections open beside its first
+    // request ([`crate::Client::pre_open`]).
+    if let Ok(plain) = base_url("http", host) {
+        transport.open_wanted(&plain, 1);
+    }
     let http_out = match early {
         Some(out) => out,
         None => (&mut http).await,

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use crate::ping::Pinged;
+use crate::pool::{self, Pool};
 use crate::retry;
 use crate::tls;
 use crate::token;
@@ -32,7 +33,7 @@ pub(crate) struct Shared {
     pub tokens: token::Cache,
     limits: Limits,
     /// The roots of `ca_file`, for the per-host clients too.
-    extra_roots: Vec<reqwest::Certificate>,
+    extra_roots: Vec<tls::Root>,
     secure: Http,
     insecure: Http,
     /// Per-host clients, by host and TLS settings.
@@ -124,19 +125,11 @@ impl ClientError {
 }
 
 /// Reads [`ClientOptions::ca_file`]: a PEM bundle of one or more certificates.
-fn read_ca_file(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, ClientError> {
-    let fail = |problem| ClientError::CaFile {
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<tls::Root>, ClientError> {
+    tls::read_pem_bundle(path).map_err(|problem| ClientError::CaFile {
         path: path.to_owned(),
         problem,
-    };
-    let pem =
-        pullcheck_files::read(path).map_err(|e| fail(CaFileProblem::Unreadable(e.to_string())))?;
-    let certs =
-        reqwest::Certificate::from_pem_bundle(&pem).map_err(|_| fail(CaFileProblem::NotPem))?;
-    if certs.is_empty() {
-        return Err(fail(CaFileProblem::NoCertificate));
-    }
-    Ok(certs)
+    })
 }
 
 impl Shared {
@@ -316,19 +309,34 @@ fn build_http(
     tls: TlsSetup,
 ) -> Result<Http, String> {
     let egress = Arc::new(options.egress.clone());
+    let config = pool::tls_config(&tls.extra_roots, tls.identity.as_ref(), tls.skip_verify)?;
+    let user_agent = reqwest::header::HeaderValue::from_str(&options.user_agent)
+        .map_err(|_| "the user agent is not a valid header value".to_string())?;
+    let pool = (!transport::proxy_configured()).then(|| {
+        Arc::new(Pool::new(
+            config.clone(),
+            Arc::clone(&egress),
+            options.max_connections_per_host,
+            // As reqwest was set: the connect timeout, or else the request timeout.
+            Some(limits.connect.unwrap_or(limits.total).min(limits.total)),
+        ))
+    });
     transport::build_client(
         &options.user_agent,
         limits,
         options.max_redirects,
         &egress,
-        tls,
+        config,
     )
     .map(|client| Http {
         client,
+        pool,
+        user_agent,
+        max_redirects: options.max_redirects,
         limits,
         counters: Arc::clone(counters),
         observer: options.observer.clone(),
         egress,
     })
-    .map_err(|e| transport::describe(&e, &limits, limits.total, Default::default()))
+    .map_err(|e| format!("the HTTP client cannot be built ({e})"))
 }

@@ -8,28 +8,65 @@
 
 use std::path::{Path, PathBuf};
 
+use rustls_pki_types::pem::PemObject;
+
+use crate::shared::CaFileProblem;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// A root certificate, as DER.
+pub(crate) type Root = CertificateDer<'static>;
+
+/// A client certificate chain (leaf first) and its private key, for mutual TLS.
+#[derive(Debug)]
+pub(crate) struct Identity {
+    /// The chain, leaf first.
+    pub certs: Vec<CertificateDer<'static>>,
+    /// The leaf's private key.
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl Clone for Identity {
+    fn clone(&self) -> Identity {
+        Identity {
+            certs: self.certs.clone(),
+            key: self.key.clone_key(),
+        }
+    }
+}
+
 /// What a host's directory holds.
 #[derive(Default)]
 pub(crate) struct HostTls {
     /// The directory, for messages.
     pub dir: PathBuf,
     /// Extra roots, from every `*.crt`.
-    pub roots: Vec<reqwest::Certificate>,
+    pub roots: Vec<Root>,
     /// The client certificate and key (PEM, certificate chain first), for mutual TLS.
-    pub identity: Option<reqwest::Identity>,
+    pub identity: Option<Identity>,
 }
 
 /// Reads a PEM bundle of certificates.
 ///
 /// # Errors
-/// A message naming the file when it cannot be read, is not PEM, or holds no certificate.
-pub(crate) fn read_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
-    let pem =
-        pullcheck_files::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let certs = reqwest::Certificate::from_pem_bundle(&pem)
-        .map_err(|_| format!("{} is not a PEM certificate bundle", path.display()))?;
+/// A message naming the file when it cannot be read, is not PEM, or holds no certificate
+/// (the words of [`read_pem_bundle`]'s [`CaFileProblem`]).
+pub(crate) fn read_roots(path: &Path) -> Result<Vec<Root>, String> {
+    read_pem_bundle(path).map_err(|problem| match problem {
+        CaFileProblem::Unreadable(e) => format!("cannot read {}: {e}", path.display()),
+        CaFileProblem::NotPem => format!("{} is not a PEM certificate bundle", path.display()),
+        CaFileProblem::NoCertificate => format!("{} holds no PEM certificate", path.display()),
+    })
+}
+
+/// Reads a PEM bundle of certificates, typed: the file's problem is a
+/// [`CaFileProblem`] (unreadable, not PEM, no certificate in it).
+pub(crate) fn read_pem_bundle(path: &Path) -> Result<Vec<Root>, CaFileProblem> {
+    let pem = pullcheck_files::read(path).map_err(|e| CaFileProblem::Unreadable(e.to_string()))?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| CaFileProblem::NotPem)?;
     if certs.is_empty() {
-        return Err(format!("{} holds no PEM certificate", path.display()));
+        return Err(CaFileProblem::NoCertificate);
     }
     Ok(certs)
 }
@@ -101,7 +138,7 @@ pub(crate) fn read_host_dir(dir: &Path) -> Result<HostTls, String> {
 /// # Errors
 /// A message naming the files when they cannot be read or are not a PEM certificate
 /// and private key.
-pub(crate) fn read_identity(cert: &Path, key: Option<&Path>) -> Result<reqwest::Identity, String> {
+pub(crate) fn read_identity(cert: &Path, key: Option<&Path>) -> Result<Identity, String> {
     let read = |path: &Path| {
         pullcheck_files::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
@@ -110,7 +147,16 @@ pub(crate) fn read_identity(cert: &Path, key: Option<&Path>) -> Result<reqwest::
         pem.push(b'\n');
         pem.extend(read(key)?);
     }
-    reqwest::Identity::from_pem(&pem).map_err(|_| match key {
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .ok()
+        .filter(|c| !c.is_empty());
+    let private = PrivateKeyDer::from_pem_slice(&pem).ok();
+    let identity = match (certs, private) {
+        (Some(certs), Some(key)) => Some(Identity { certs, key }),
+        _ => None,
+    };
+    identity.ok_or_else(|| match key {
         Some(key) => format!(
             "{} and {} are not a PEM certificate and private key \
              (RSA, SEC1 EC or PKCS#8)",

@@ -1,7 +1,14 @@
-//! The HTTP side: building `reqwest` clients (timeouts, redirects, TLS roots and client
+//! The HTTP side: building clients (timeouts, redirects, TLS roots and client
 //! certificates), sending one request with its trace event and its share of the
 //! deadline, reading bounded bodies, and turning a transport failure into a precise,
 //! secret-free reason and a retry verdict.
+//!
+//! Requests are built with `reqwest`'s builder and, unless an HTTP proxy is configured
+//! in the environment, sent through our own connection pool ([`crate::pool`]), which
+//! bounds the connections per host and opens them ahead of the requests; this module
+//! follows the redirects and bounds the time of what goes through it. With a proxy
+//! (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, either case, non-empty) every request
+//! goes through `reqwest`, which speaks to the proxy, as before the pool.
 //!
 //! Invariant: nothing here knows the registry protocol; every byte that leaves or enters
 //! the process through this crate goes through [`Http::send`], which sends nothing to a
@@ -22,10 +29,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response};
 use url::Url;
 
 use crate::observe::{self, Observer, RequestEvent, RequestKind};
+use crate::pool::{Origin, Pool};
 use crate::{CertificateProblem, ClientOptions, EgressPolicy, EgressRefusal, Reason};
 
 /// At most this much of an error body is read.
@@ -67,11 +77,18 @@ impl Limits {
     }
 }
 
-/// One `reqwest` client with the settings a request needs to be described, and who
-/// is told of each request.
+/// One `reqwest` client (the request builder, and the sender when a proxy is
+/// configured) and our pool, with the settings a request needs to be described, and
+/// who is told of each request.
 #[derive(Clone)]
 pub(crate) struct Http {
     pub client: reqwest::Client,
+    /// Sends every request when set: `None` when the environment names a proxy.
+    pub pool: Option<Arc<Pool>>,
+    /// [`crate::ClientOptions::user_agent`], for the requests the pool sends.
+    pub user_agent: HeaderValue,
+    /// [`crate::ClientOptions::max_redirects`], for the requests the pool sends.
+    pub max_redirects: usize,
     pub limits: Limits,
     pub counters: Arc<Counters>,
     /// [`crate::ClientOptions::observer`].
@@ -93,14 +110,30 @@ impl std::fmt::Debug for Http {
 #[derive(Default)]
 pub(crate) struct TlsSetup {
     /// Roots trusted in addition to the system's.
-    pub extra_roots: Vec<reqwest::Certificate>,
+    pub extra_roots: Vec<crate::tls::Root>,
     /// A client certificate for mutual TLS.
-    pub identity: Option<reqwest::Identity>,
+    pub identity: Option<crate::tls::Identity>,
     /// Certificates are not verified at all.
     pub skip_verify: bool,
 }
 
-/// Builds a client: rustls with the platform verifier (system roots, plus `extra_roots`),
+/// Whether the environment names an HTTP proxy that reqwest would use
+/// (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, in either case, not empty): then every
+/// request goes through reqwest, not the pool.
+pub(crate) fn proxy_configured() -> bool {
+    [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
+}
+
+/// Builds a client: `tls` (rustls with the platform verifier, [`crate::pool::tls_config`]),
 /// HTTP/2 when ALPN offers it, keep-alive pooling, the timeouts of `limits`, the
 /// redirect policy described in the module docs, and a resolver that applies `egress`
 /// to the addresses of every name.
@@ -109,7 +142,7 @@ pub(crate) fn build_client(
     limits: Limits,
     max_redirects: usize,
     egress: &Arc<EgressPolicy>,
-    tls: TlsSetup,
+    tls: rustls::ClientConfig,
 ) -> reqwest::Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .user_agent(user_agent)
@@ -123,15 +156,9 @@ pub(crate) fn build_client(
         .dns_resolver(PolicyResolver {
             egress: Arc::clone(egress),
         })
-        .tls_danger_accept_invalid_certs(tls.skip_verify);
+        .tls_backend_preconfigured(tls);
     if let Some(read) = limits.read {
         builder = builder.read_timeout(read);
-    }
-    if !tls.extra_roots.is_empty() && !tls.skip_verify {
-        builder = builder.tls_certs_merge(tls.extra_roots);
-    }
-    if let Some(identity) = tls.identity {
-        builder = builder.identity(identity);
     }
     builder.build()
 }
@@ -207,11 +234,11 @@ impl reqwest::dns::Resolve for PolicyResolver {
     }
 }
 
-/// The [`EgressRefusal`] under a reqwest error: a redirect or a resolved address the
+/// The [`EgressRefusal`] under a failure: a redirect or a resolved address the
 /// policy refused.
-fn refusal_of(err: &reqwest::Error) -> Option<EgressRefusal> {
-    causes(err)
-        .into_iter()
+fn refusal_of(err: &Failure<'_>) -> Option<EgressRefusal> {
+    err.causes
+        .iter()
         .find_map(|e| e.downcast_ref::<EgressRefusal>())
         .cloned()
 }
@@ -222,6 +249,97 @@ fn refusal_of(err: &reqwest::Error) -> Option<EgressRefusal> {
 struct Sent {
     started: Instant,
     budget: Duration,
+    /// Through the pool: [`read_limited`] bounds the body's reads itself (reqwest does
+    /// for its own responses).
+    pooled: bool,
+}
+
+/// A request that failed, through reqwest or through the pool.
+#[derive(Debug)]
+enum Failed {
+    Reqwest(reqwest::Error),
+    Pool(crate::pool::PoolError),
+    /// The request's time (or its read timeout) ran out.
+    Timeout,
+    /// A redirect not followed; the message says why.
+    Redirect(Message),
+}
+
+/// An error that is only its message (a refused redirect).
+#[derive(Debug)]
+struct Message(String);
+
+impl std::fmt::Display for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Message {}
+
+/// What is known of a failure, whichever sent the request: the same questions reqwest's
+/// error answers, and the errors under it.
+struct Failure<'a> {
+    timeout: bool,
+    connect: bool,
+    redirect: bool,
+    dns: bool,
+    body: bool,
+    /// Every error under it ([`causes`]).
+    causes: Vec<&'a (dyn std::error::Error + 'static)>,
+    /// The innermost error of the `source` chain, worded.
+    innermost: Option<String>,
+}
+
+impl<'a> Failure<'a> {
+    fn of_reqwest(err: &'a reqwest::Error) -> Failure<'a> {
+        Failure {
+            timeout: err.is_timeout(),
+            connect: err.is_connect(),
+            redirect: err.is_redirect(),
+            dns: err.is_dns(),
+            body: err.is_body() || err.is_decode(),
+            causes: causes(err.source()),
+            innermost: innermost(err.source()),
+        }
+    }
+
+    fn of(failed: &'a Failed) -> Failure<'a> {
+        use crate::pool::PoolError as P;
+        let top: &'a (dyn std::error::Error + 'static) = match failed {
+            Failed::Reqwest(e) => return Failure::of_reqwest(e),
+            Failed::Pool(P::Refused(r)) => r,
+            Failed::Pool(P::Dns(e) | P::Connect(e)) => e,
+            Failed::Pool(P::Http(e)) => e,
+            Failed::Timeout => {
+                return Failure {
+                    timeout: true,
+                    connect: false,
+                    redirect: false,
+                    dns: false,
+                    body: false,
+                    causes: Vec::new(),
+                    innermost: None,
+                };
+            }
+            Failed::Redirect(m) => m,
+        };
+        let causes = causes(Some(top));
+        let timeout = match failed {
+            Failed::Pool(P::Http(h)) => h.is_timeout(),
+            Failed::Pool(P::Connect(e)) => e.kind() == io::ErrorKind::TimedOut,
+            _ => false,
+        };
+        Failure {
+            timeout,
+            connect: matches!(failed, Failed::Pool(P::Dns(_) | P::Connect(_))),
+            redirect: matches!(failed, Failed::Redirect(_)),
+            dns: matches!(failed, Failed::Pool(P::Dns(_))),
+            body: false,
+            causes,
+            innermost: innermost(Some(top)),
+        }
+    }
 }
 
 /// A request that got no usable answer.
@@ -321,7 +439,26 @@ impl Http {
             self.counters.token_requests.fetch_add(1, Ordering::Relaxed);
         }
         let shown = loggable_url(url);
-        let result = request.timeout(budget).send().await;
+        let pooled = self.pool.is_some();
+        let result = match (request.timeout(budget).build(), &self.pool) {
+            (Err(e), _) => Err(Failed::Reqwest(e)),
+            (Ok(request), None) => self.client.execute(request).await.map_err(Failed::Reqwest),
+            (Ok(request), Some(pool)) => {
+                // Boxed: the pool's future is large, and tests poll on small stacks.
+                let head = Box::pin(self.through_pool(pool, request));
+                let head = async {
+                    match self.limits.read {
+                        Some(read) => tokio::time::timeout(read, head)
+                            .await
+                            .unwrap_or(Err(Failed::Timeout)),
+                        None => head.await,
+                    }
+                };
+                tokio::time::timeout(budget, head)
+                    .await
+                    .unwrap_or(Err(Failed::Timeout))
+            }
+        };
         let elapsed = started.elapsed();
         let elapsed_ms = elapsed.as_millis() as u64;
         if let Some(observer) = &self.observer {
@@ -334,12 +471,19 @@ impl Http {
                 ratelimit_remaining: answered
                     .and_then(|r| observe::ratelimit_remaining(r.headers())),
                 falls_back_to_http: may_fall_back
-                    && result.as_ref().err().is_some_and(is_connection_level),
+                    && result
+                        .as_ref()
+                        .err()
+                        .is_some_and(|e| is_connection_level(&Failure::of(e))),
             });
         }
         match result {
             Ok(mut response) => {
-                response.extensions_mut().insert(Sent { started, budget });
+                response.extensions_mut().insert(Sent {
+                    started,
+                    budget,
+                    pooled,
+                });
                 tracing::debug!(
                     method = %method,
                     url = %shown,
@@ -374,6 +518,7 @@ impl Http {
                 Ok(response)
             }
             Err(e) => {
+                let e = Failure::of(&e);
                 let refusal = refusal_of(&e);
                 let failure = SendError {
                     reason: match &refusal {
@@ -410,6 +555,183 @@ impl Http {
     pub async fn read_limited(&self, response: Response, limit: usize) -> Body {
         read_limited(response, limit, &self.limits).await
     }
+
+    /// Opens up to `wanted` connections to `base`'s origin ahead of the requests
+    /// ([`Pool::pre_open`]); nothing without the pool (a proxy is configured) or for a
+    /// URL the egress policy refuses.
+    pub fn pre_open(&self, base: &Url, wanted: usize) {
+        if let (Some(pool), Some(origin)) = (&self.pool, Origin::of(base))
+            && check_url(&self.egress, base).is_ok()
+        {
+            pool.pre_open(&origin, wanted);
+        }
+    }
+
+    /// Keeps `wanted` connections to open to `base`'s origin and to its other scheme's,
+    /// for [`Http::open_wanted`] once the endpoint's scheme is known.
+    pub fn want_pre_open(&self, base: &Url, wanted: usize) {
+        if let Some(pool) = &self.pool {
+            for origin in [Origin::of(base), other_scheme(base)].into_iter().flatten() {
+                pool.want(&origin, wanted);
+            }
+        }
+    }
+
+    /// `base` is the endpoint's scheme: opens what [`Http::want_pre_open`] kept for it,
+    /// less `coming` (requests about to be sent, which open their own), and forgets
+    /// what it kept for the other scheme.
+    pub fn open_wanted(&self, base: &Url, coming: usize) {
+        if let (Some(pool), Some(origin), Some(other)) =
+            (&self.pool, Origin::of(base), other_scheme(base))
+            && check_url(&self.egress, base).is_ok()
+        {
+            pool.open_wanted(&origin, &other, coming);
+        }
+    }
+
+    /// Sends `request` through the pool and follows its redirects as reqwest's client
+    /// would with [`redirect_policy`]: at most `max_redirects`, none to a host the
+    /// egress policy refuses, none from `https` to `http`; `Authorization`, `Cookie`,
+    /// `Proxy-Authorization` and `WWW-Authenticate` dropped when the host, port or
+    /// scheme changes; 301/302 turn a `POST` into a `GET`, 303 anything but `HEAD`,
+    /// dropping the body and its headers; 307/308 keep method and body (reqwest 0.13.5,
+    /// `async_impl/client.rs` `PendingRequest::poll` and `redirect.rs`
+    /// `remove_sensitive_headers`). `User-Agent` and `Accept: */*` are added when the
+    /// request has none, as reqwest's defaults.
+    async fn through_pool(
+        &self,
+        pool: &Arc<Pool>,
+        request: reqwest::Request,
+    ) -> Result<Response, Failed> {
+        let mut method = request.method().clone();
+        let mut url = request.url().clone();
+        let mut headers = request.headers().clone();
+        let mut body = request
+            .body()
+            .and_then(reqwest::Body::as_bytes)
+            .map(Bytes::copy_from_slice)
+            .unwrap_or_default();
+        if !headers.contains_key(header::USER_AGENT) {
+            headers.insert(header::USER_AGENT, self.user_agent.clone());
+        }
+        if !headers.contains_key(header::ACCEPT) {
+            headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        }
+        let mut previous: Vec<Url> = Vec::new();
+        loop {
+            let Some(origin) = Origin::of(&url) else {
+                return Err(Failed::Redirect(Message(format!(
+                    "the URL's scheme {} is not http or https",
+                    url.scheme()
+                ))));
+            };
+            let head = origin_request(&method, &url, &headers, body.clone());
+            let answer = Box::pin(pool.send(&origin, head))
+                .await
+                .map_err(Failed::Pool)?;
+            let status = answer.status().as_u16();
+            let location = answer
+                .headers()
+                .get(header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .and_then(|l| url.join(l).ok());
+            let Some(next) = location.filter(|_| matches!(status, 301 | 302 | 303 | 307 | 308))
+            else {
+                return Ok(Response::from(answer.map(reqwest::Body::wrap)));
+            };
+            drop(answer);
+            if let Err(refusal) = check_url(&self.egress, &next) {
+                return Err(Failed::Pool(crate::pool::PoolError::Refused(refusal)));
+            }
+            previous.push(url.clone());
+            if previous.len() > self.max_redirects {
+                return Err(Failed::Redirect(Message(format!(
+                    "too many redirects (more than {})",
+                    self.max_redirects
+                ))));
+            }
+            if url.scheme() == "https" && next.scheme() == "http" {
+                return Err(Failed::Redirect(Message(format!(
+                    "a redirect from https to plain http ({}) was refused",
+                    next.host_str().unwrap_or("?")
+                ))));
+            }
+            let to_get = match status {
+                301 | 302 => method == Method::POST,
+                303 => method != Method::HEAD,
+                _ => false,
+            };
+            if to_get {
+                method = Method::GET;
+                body = Bytes::new();
+                for name in [
+                    header::CONTENT_TYPE,
+                    header::CONTENT_LENGTH,
+                    header::CONTENT_ENCODING,
+                    header::TRANSFER_ENCODING,
+                ] {
+                    headers.remove(name);
+                }
+            }
+            let moved = next.host_str() != url.host_str()
+                || next.port_or_known_default() != url.port_or_known_default()
+                || next.scheme() != url.scheme();
+            if moved {
+                for name in [
+                    header::AUTHORIZATION,
+                    header::COOKIE,
+                    header::PROXY_AUTHORIZATION,
+                    header::WWW_AUTHENTICATE,
+                ] {
+                    headers.remove(name);
+                }
+            }
+            tracing::debug!(from = %loggable_url(&url), to = %loggable_url(&next), status, "following a redirect");
+            url = next;
+        }
+    }
+}
+
+/// The origin of `base` over the other scheme (`http` for `https`, and back), on the
+/// same port as given: an endpoint allowed plain HTTP is asked on one host and port.
+fn other_scheme(base: &Url) -> Option<Origin> {
+    let origin = Origin::of(base)?;
+    Some(Origin {
+        tls: !origin.tls,
+        port: base.port().unwrap_or(if origin.tls { 80 } else { 443 }),
+        ..origin
+    })
+}
+
+/// An HTTP/1.1 request in origin form (`/path?query`) with its `Host` header; the pool
+/// makes it absolute for HTTP/2.
+fn origin_request(
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> http::Request<crate::pool::ReqBody> {
+    let mut path = url.path().to_string();
+    if let Some(query) = url.query() {
+        path.push('?');
+        path.push_str(query);
+    }
+    let mut request = http::Request::new(http_body_util::Full::new(body));
+    *request.method_mut() = method.clone();
+    if let Ok(uri) = path.parse() {
+        *request.uri_mut() = uri;
+    }
+    let mut headers = headers.clone();
+    let host = match (url.host_str(), url.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_string(),
+        (None, _) => String::new(),
+    };
+    if let Ok(host) = HeaderValue::from_str(&host) {
+        headers.insert(header::HOST, host);
+    }
+    *request.headers_mut() = headers;
+    request
 }
 
 /// `scheme://host[:port]/path`, without user info, query or fragment, for logs.
@@ -448,10 +770,37 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
         .unwrap_or(Sent {
             started: Instant::now(),
             budget: limits.total,
+            pooled: false,
         });
     let mut out = Body::default();
+    let until = tokio::time::Instant::from_std(sent.started + sent.budget);
     loop {
-        match response.chunk().await {
+        let chunk = if sent.pooled {
+            let next = async {
+                match limits.read {
+                    Some(read) => tokio::time::timeout(read, response.chunk()).await.ok(),
+                    None => Some(response.chunk().await),
+                }
+            };
+            match tokio::time::timeout_at(until, next).await {
+                Ok(Some(chunk)) => chunk,
+                _ => {
+                    let failure = Failure::of(&Failed::Timeout);
+                    out.error = Some(SendError {
+                        reason: describe(&failure, limits, sent.budget, sent.started.elapsed()),
+                        kind: Reason::Timeout,
+                        retryable: false,
+                        connection_level: false,
+                        refusal: None,
+                        certificate: None,
+                    });
+                    return out;
+                }
+            }
+        } else {
+            response.chunk().await
+        };
+        match chunk {
             Ok(Some(chunk)) => {
                 let room = limit - out.bytes.len();
                 if chunk.len() > room {
@@ -463,6 +812,7 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
             }
             Ok(None) => return out,
             Err(e) => {
+                let e = Failure::of_reqwest(&e);
                 out.error = Some(SendError {
                     reason: describe(&e, limits, sent.budget, sent.started.elapsed()),
                     kind: kind_of(&e),
@@ -479,15 +829,15 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
 
 /// Whether a failure happened before any HTTP answer: DNS, TCP, TLS, or a timeout while
 /// connecting. Such a failure on `https://` allows the plain-HTTP retry.
-fn is_connection_level(err: &reqwest::Error) -> bool {
-    err.is_connect() || err.is_timeout() || tls_error(err).is_some()
+fn is_connection_level(err: &Failure<'_>) -> bool {
+    err.connect || err.timeout || tls_error(err).is_some()
 }
 
 /// Whether another attempt may succeed: the connection was refused, reset or aborted,
 /// or closed before the answer was complete. Timeouts, TLS and DNS failures, malformed
 /// answers and redirect errors are not retried.
-fn is_retryable(err: &reqwest::Error) -> bool {
-    if err.is_timeout() || err.is_redirect() || tls_error(err).is_some() {
+fn is_retryable(err: &Failure<'_>) -> bool {
+    if err.timeout || err.redirect || tls_error(err).is_some() {
         return false;
     }
     if hyper_error(err).is_some_and(hyper::Error::is_parse) {
@@ -510,7 +860,7 @@ fn is_retryable(err: &reqwest::Error) -> bool {
 
 /// What is wrong with the certificate, for a request that failed on it
 /// ([`Reason::TlsUntrusted`]).
-fn certificate_of(err: &reqwest::Error) -> Option<CertificateProblem> {
+fn certificate_of(err: &Failure<'_>) -> Option<CertificateProblem> {
     use rustls::CertificateError as C;
     let rustls::Error::InvalidCertificate(cert) = tls_error(err)? else {
         return None;
@@ -527,20 +877,20 @@ fn certificate_of(err: &reqwest::Error) -> Option<CertificateProblem> {
 }
 
 /// What [`describe`] says, as data: the [`Reason`] of a request that got no answer.
-pub(crate) fn kind_of(err: &reqwest::Error) -> Reason {
+fn kind_of(err: &Failure<'_>) -> Reason {
     if let Some(tls) = tls_error(err) {
         return match tls {
             rustls::Error::InvalidCertificate(_) => Reason::TlsUntrusted,
             _ => Reason::TlsFailed,
         };
     }
-    if err.is_timeout() {
+    if err.timeout {
         return Reason::Timeout;
     }
-    if err.is_redirect() {
+    if err.redirect {
         return Reason::NotARegistry;
     }
-    if err.is_dns() {
+    if err.dns {
         return Reason::NameNotResolved;
     }
     if hyper_error(err).is_some_and(hyper::Error::is_parse) {
@@ -557,23 +907,21 @@ pub(crate) fn kind_of(err: &reqwest::Error) -> Reason {
 /// 10000 ms", "TLS: certificate signed by an unknown authority", "the answer is not
 /// HTTP (…)", "too many redirects (more than 5)", … `budget` is the total time the
 /// request had, `elapsed` how long it ran.
-pub(crate) fn describe(
-    err: &reqwest::Error,
-    limits: &Limits,
-    budget: Duration,
-    elapsed: Duration,
-) -> String {
+fn describe(err: &Failure<'_>, limits: &Limits, budget: Duration, elapsed: Duration) -> String {
     if let Some(tls) = tls_error(err) {
         return describe_tls(tls);
     }
-    if err.is_timeout() {
-        return describe_timeout(err.is_connect(), limits, budget, elapsed);
+    if err.timeout {
+        return describe_timeout(err.connect, limits, budget, elapsed);
     }
-    if err.is_redirect() {
+    if err.redirect {
         // The policy's own message is the innermost cause.
-        return innermost(err).unwrap_or_else(|| "redirect failed".to_string());
+        return err
+            .innermost
+            .clone()
+            .unwrap_or_else(|| "redirect failed".to_string());
     }
-    if err.is_dns() {
+    if err.dns {
         return "DNS lookup failed".to_string();
     }
     if let Some(h) = hyper_error(err) {
@@ -611,14 +959,14 @@ pub(crate) fn describe(
     }
     // The innermost cause is usually the most precise; reqwest's own message would add
     // the URL, which is left out on purpose.
-    let kind = if err.is_connect() {
+    let kind = if err.connect {
         "connection failed"
-    } else if err.is_body() || err.is_decode() {
+    } else if err.body {
         "reading the answer failed"
     } else {
         "request failed"
     };
-    match innermost(err) {
+    match err.innermost.clone() {
         Some(cause) => format!("{kind}: {cause}"),
         None => kind.to_string(),
     }
@@ -654,9 +1002,10 @@ fn describe_timeout(
     format!("timed out after {} ms", budget.as_millis())
 }
 
-fn innermost(err: &reqwest::Error) -> Option<String> {
+/// The innermost error of the `source` chain from `top`, worded.
+fn innermost(top: Option<&(dyn std::error::Error + 'static)>) -> Option<String> {
     let mut innermost: Option<String> = None;
-    let mut source = err.source();
+    let mut source = top;
     while let Some(e) = source {
         innermost = Some(e.to_string());
         source = e.source();
@@ -664,12 +1013,15 @@ fn innermost(err: &reqwest::Error) -> Option<String> {
     innermost
 }
 
-/// Every error under `err`: its `source` chain, and inside each `io::Error` the error
-/// it wraps. `io::Error::source` skips the wrapped error, and TLS failures arrive as an
-/// `io::Error` inside an `io::Error` inside hyper's error.
-fn causes(err: &reqwest::Error) -> Vec<&(dyn std::error::Error + 'static)> {
+/// Every error from `top` down: its `source` chain, and inside each `io::Error` the
+/// error it wraps. `io::Error::source` skips the wrapped error, and TLS failures arrive
+/// as an `io::Error` inside an `io::Error` inside hyper's error (or, from the pool, as
+/// tokio-rustls's `io::Error` wrapping the `rustls::Error`).
+fn causes<'a>(
+    top: Option<&'a (dyn std::error::Error + 'static)>,
+) -> Vec<&'a (dyn std::error::Error + 'static)> {
     let mut out = Vec::new();
-    let mut source = err.source();
+    let mut source = top;
     while let Some(e) = source {
         out.push(e);
         let mut inner: &(dyn std::error::Error + 'static) = e;
@@ -687,24 +1039,24 @@ fn causes(err: &reqwest::Error) -> Vec<&(dyn std::error::Error + 'static)> {
 }
 
 /// The innermost `io::Error` under `err`, whose kind is the most specific.
-fn io_error(err: &reqwest::Error) -> Option<&io::Error> {
-    causes(err)
-        .into_iter()
-        .filter_map(|e| e.downcast_ref::<io::Error>())
-        .last()
+fn io_error<'a>(err: &Failure<'a>) -> Option<&'a io::Error> {
+    err.causes
+        .iter()
+        .rev()
+        .find_map(|e| e.downcast_ref::<io::Error>())
 }
 
-/// The hyper error under a reqwest error.
-fn hyper_error(err: &reqwest::Error) -> Option<&hyper::Error> {
-    causes(err)
-        .into_iter()
+/// The hyper error under a failure.
+fn hyper_error<'a>(err: &Failure<'a>) -> Option<&'a hyper::Error> {
+    err.causes
+        .iter()
         .find_map(|e| e.downcast_ref::<hyper::Error>())
 }
 
-/// The rustls error under a reqwest error.
-fn tls_error(err: &reqwest::Error) -> Option<&rustls::Error> {
-    causes(err)
-        .into_iter()
+/// The rustls error under a failure.
+fn tls_error<'a>(err: &Failure<'a>) -> Option<&'a rustls::Error> {
+    err.causes
+        .iter()
         .find_map(|e| e.downcast_ref::<rustls::Error>())
 }
 

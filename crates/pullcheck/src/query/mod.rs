@@ -751,6 +751,8 @@ async fn ask_group<R: Registry>(
                 .jobs
                 .first()
                 .map(|j| (j.repository.as_str(), j.manifest_reference.as_str()));
+            // Its connections open while the first request is in flight.
+            registry.pre_open(endpoint, group.jobs.len());
             let _permit = options.permits.acquire().await;
             registry
                 .authorize(endpoint, credential, &repositories, first, deadline)

@@ -28,6 +28,10 @@ pub(crate) trait Registry: Sync {
         deadline: Instant,
     ) -> impl Future<Output = Result<Self::Session, AuthorizeError>> + Send;
 
+    /// Opens up to `wanted` connections to `endpoint` ahead of a group's requests, as
+    /// [`Client::pre_open`]; returns at once. The unit tests' registries open nothing.
+    fn pre_open(&self, _endpoint: &Endpoint, _wanted: usize) {}
+
     /// Whether `session` talks HTTPS (it did not fall back to plain HTTP).
     fn over_tls(&self, session: &Self::Session) -> bool;
 
@@ -65,6 +69,10 @@ impl Registry for Client {
                     .await
             }
         }
+    }
+
+    fn pre_open(&self, endpoint: &Endpoint, wanted: usize) {
+        Client::pre_open(self, endpoint, wanted);
     }
 
     fn over_tls(&self, session: &Self::Session) -> bool {

@@ -73,10 +73,12 @@ async fn fifty_images_at_concurrency_8_over_http1_open_at_most_8_plain_connectio
     let served = registry.requests().await.expect("log");
     assert_eq!(served.len(), IMAGES, "{served:?}");
     let stats = proxy.stats();
-    // The https attempt (a TLS hello, answered with a plain 400), then at most
-    // CONCURRENCY plain connections: the checker's request permits bound the requests
-    // in flight, and hyper's pool reuses a connection put back before the next request
-    // asks (it opens another only when a request finds none idle).
+    // The https attempt (a TLS hello, answered with a plain 400), then CONCURRENCY
+    // connections to the plain port: the client's pool holds at most that many
+    // (`max_connections_per_host`, set from the concurrency) and opens them together
+    // once the first answer named the scheme (`Client::pre_open`); those opened ahead
+    // that no request needed sent nothing (neither TLS nor plain).
     assert_eq!(stats.tls, 1, "{stats:?}");
+    assert_eq!(stats.connections, 1 + CONCURRENCY as u64, "{stats:?}");
     assert!((1..=CONCURRENCY as u64).contains(&stats.plain), "{stats:?}");
 }

@@ -4,6 +4,7 @@ mod egress;
 mod faults;
 mod first_request;
 mod no_secrets;
+mod pool;
 mod registries;
 mod scripted;
 mod service;
