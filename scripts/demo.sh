@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cargo build --quiet -p pullcheck-cli -p pullcheck-testkit
-bin=target/debug
+bin="${CARGO_TARGET_DIR:-target}/debug"
 
 work=$(mktemp -d)
 registry_pid=""

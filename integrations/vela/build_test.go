@@ -189,6 +189,21 @@ func TestClientNeverPrintsItsToken(t *testing.T) {
 	}
 }
 
+func TestWorkerConfigNeverPrintsItsToken(t *testing.T) {
+	c := WorkerConfig{URL: "http://user:pw@127.0.0.1:1", Token: canaryToken, RuntimeDriver: "kubernetes"}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, v := range []any{c, &c} {
+			s := fmt.Sprintf(format, v)
+			if strings.Contains(s, canaryToken) || strings.Contains(s, ":pw@") {
+				t.Errorf("%s: %s", format, s)
+			}
+			if !strings.Contains(s, "kubernetes") || !strings.Contains(s, "[redacted]") {
+				t.Errorf("%s: the other fields and the redaction mark are missing: %s", format, s)
+			}
+		}
+	}
+}
+
 // The length form ${#V} depends on V's value too: V is sent with the image, as the
 // other forms are (drone/envsubst: `${#var01}` of "abcdEFGH28ij" is "12").
 func TestBuildJSONKeepsTheVariableOfALength(t *testing.T) {

@@ -42,6 +42,22 @@ type WorkerConfig struct {
 	PlaceholderImage string
 }
 
+// String prints the configuration with the service's URL redacted and Token
+// replaced by "[redacted]" when set, so that %v, %+v and %s of a config (a worker's
+// start-up log) never print the bearer token.
+func (c WorkerConfig) String() string {
+	type plain WorkerConfig // no methods: formatting it does not call String again
+	shown := plain(c)
+	shown.URL = redact(c.URL)
+	if shown.Token != "" {
+		shown.Token = "[redacted]"
+	}
+	return fmt.Sprintf("%+v", shown)
+}
+
+// GoString is String, so that %#v does not print the token either.
+func (c WorkerConfig) GoString() string { return c.String() }
+
 // WorkerCheck is the image check of a Vela worker: built once at start from a
 // [WorkerConfig] ([NewWorkerCheck]), shared by every build, and run by the
 // executor's AssembleBuild just before the runtime's AssembleBuild ([WorkerCheck.Run]).

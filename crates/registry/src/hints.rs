@@ -78,6 +78,9 @@ pub(crate) fn tags_list(
         None
     };
     let Some(tags) = tags else {
+        // Whether the repository exists is unknown: not `tag_not_found`, which says it
+        // does (docs/reasons.md).
+        out.reason = Reason::ManifestUnknown;
         out.detail = if (200..300).contains(&status) {
             format!(
                 "{noun} {wanted} not found in {repository} on {host}; \
@@ -263,11 +266,26 @@ mod tests {
 
     #[test]
     fn tag_list_that_cannot_be_read_keeps_the_reference_kind() {
-        let a = tags_list(&query("x"), Missing::Tag, 401, b"", &[], false);
-        assert_eq!(a.status, Status::Missing);
-        assert_eq!(a.missing, Some(Missing::Tag));
-        assert!(a.detail.contains("answered HTTP 401"), "{}", a.detail);
+        // A tag list refused (403, 401) or unreadable leaves the repository unknown:
+        // the reason is manifest_unknown, not tag_not_found (which says it exists).
+        for status in [401, 403] {
+            let a = tags_list(&query("x"), Missing::Tag, status, b"", &[], false);
+            assert_eq!(a.status, Status::Missing);
+            assert_eq!(a.missing, Some(Missing::Tag));
+            assert_eq!(a.reason, Reason::ManifestUnknown);
+            assert!(
+                a.detail.contains(&format!("answered HTTP {status}")),
+                "{}",
+                a.detail
+            );
+        }
+        let a = tags_list(&query("x"), Missing::Digest, 403, b"", &[], false);
+        assert_eq!(
+            (a.missing, a.reason),
+            (Some(Missing::Digest), Reason::ManifestUnknown)
+        );
         let a = tags_list(&query("x"), Missing::Tag, 200, b"<html>", &[], false);
+        assert_eq!(a.reason, Reason::ManifestUnknown);
         assert!(a.detail.contains("could not be read"), "{}", a.detail);
     }
 
