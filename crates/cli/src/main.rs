@@ -46,7 +46,7 @@ enum Command {
     /// CronJob), and --image arguments, against their registries.
     ///
     /// Exit codes: 0 every checked image is present; 1 an image failed (missing,
-    /// no_access, denied, blocked, invalid); 3 nothing failed but some image could not
+    /// no_access, denied, blocked, invalid, unrunnable); 3 nothing failed but some image could not
     /// be verified (unreachable); 2 usage or configuration error, or no image in any
     /// input (unless --allow-empty).
     Check(Box<CheckArgs>),

@@ -318,8 +318,16 @@ impl RegistriesConf {
             .map(|r| (r.prefix.clone(), r))
             .collect();
         // A drop-in's entry replaces the prefix whatever the earlier file held.
+        // A set first: a drop-in of many entries against many repeated prefixes stays
+        // linear.
+        let replaced: std::collections::HashSet<&str> = update
+            .conf
+            .registries
+            .iter()
+            .map(|r| r.prefix.as_str())
+            .collect();
         self.shadowed
-            .retain(|(prefix, _, _)| !update.conf.registries.iter().any(|r| &r.prefix == prefix));
+            .retain(|(prefix, _, _)| !replaced.contains(prefix.as_str()));
         for r in update.conf.registries {
             by_prefix.insert(r.prefix.clone(), r);
         }

@@ -1093,6 +1093,7 @@ fn finding(image: &ImageReport) -> String {
 /// One failing container's line, in parts: every part has its control characters and
 /// newlines escaped ([`escape_controls`], as the CLI's text report does), so that a
 /// reference or a container name cannot split or forge a line.
+#[derive(Clone)]
 struct Line {
     /// `container test`, `init container clone`.
     container: String,
@@ -1129,31 +1130,52 @@ impl Line {
         }
     }
 
-    /// The line in at most `max` characters: whole if it fits; else the reference loses
-    /// its middle (`…`, down to [`MIN_REFERENCE_CHARS`]); if still too long, the tail is
-    /// cut between words and ends in `…` ([`shorten_to`]). The container, the reference's
-    /// ends and the status come first, so they stay.
+    /// The line in at most `max` characters: whole if it fits; else a long container
+    /// name loses its middle (`…`, down to 40 characters; a name is up to 63, RFC 1123),
+    /// then the reference (down to [`MIN_REFERENCE_CHARS`]), then the container again
+    /// (down to [`MIN_CONTAINER_CHARS`]); if
+    /// still too long, the tail is cut between words and ends in `…` ([`shorten_to`]).
+    /// The container's and the reference's ends and the status come first, so they stay.
     fn fitted(&self, max: usize) -> String {
-        let full = self.render(&self.reference);
-        let len = full.chars().count();
-        if len <= max {
-            return full;
+        let mut line = self.clone();
+        // A container keeps 40 characters while the reference loses its middle; then
+        // both go down to their least.
+        let order = [
+            (Part::Container, 40),
+            (Part::Reference, MIN_REFERENCE_CHARS),
+            (Part::Container, MIN_CONTAINER_CHARS),
+        ];
+        for (part, least) in order {
+            let len = line.render(&line.reference).chars().count();
+            if len <= max {
+                break;
+            }
+            let text = match part {
+                Part::Container => &mut line.container,
+                Part::Reference => &mut line.reference,
+            };
+            let chars = text.chars().count();
+            let keep = chars.saturating_sub(len - max + 1).max(least);
+            if keep + 1 < chars {
+                *text = elide_middle(text, keep);
+            }
         }
-        let reference_len = self.reference.chars().count();
-        let keep = reference_len
-            .saturating_sub(len - max + 1)
-            .max(MIN_REFERENCE_CHARS);
-        let line = if keep + 1 < reference_len {
-            self.render(&elide_middle(&self.reference, keep))
-        } else {
-            full
-        };
-        shorten_to(&line, max)
+        shorten_to(&line.render(&line.reference), max)
     }
+}
+
+/// The parts of a [`Line`] that lose their middle when it is too long, in this order.
+enum Part {
+    Container,
+    Reference,
 }
 
 /// The fewest characters a long reference is elided to (its ends, `…` between).
 const MIN_REFERENCE_CHARS: usize = 16;
+
+/// The fewest characters a long container (`container NAME`, `Pod NS/NAME container
+/// NAME`) is elided to, the same way.
+const MIN_CONTAINER_CHARS: usize = 24;
 
 /// `text`'s first and last characters, `keep` in all, with `…` between.
 fn elide_middle(text: &str, keep: usize) -> String {
@@ -1674,6 +1696,28 @@ mod tests {
             "{w}"
         );
         assert!(w.contains('…'), "{w}");
+    }
+
+    /// A 63-character container name (the longest RFC 1123 label) loses its middle too,
+    /// so the status and the finding stay (rev23 review: the status itself was cut).
+    #[test]
+    fn a_long_container_name_loses_its_middle_not_the_status() {
+        let name = "n".repeat(63);
+        let line = Line {
+            container: format!("container {name}"),
+            reference: "127.0.0.1:42439/library/alpine:3.91".into(),
+            what: "not verified",
+            detail: "127.0.0.1:42439: connection refused".into(),
+            hint: String::new(),
+        };
+        let w = warning(&line);
+        assert!(w.chars().count() <= MAX_WARNING_CHARS, "{w}");
+        assert!(w.starts_with("pullcheck: container nnnn"), "{w}");
+        assert!(
+            w.ends_with(":3.91 not verified: 127.0.0.1:42439: connection refused"),
+            "{w}"
+        );
+        assert!(!w.contains(&name), "{w}");
     }
 
     /// The golden admission lines of an invalid container: the container from the
