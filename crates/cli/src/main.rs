@@ -988,7 +988,11 @@ fn read_pull_secret_files(files: &[PathBuf], naming: Naming) -> Result<Vec<PullS
                     "Secret manifest (kubernetes.io/dockerconfigjson or dockercfg)",
                     &fault,
                 ),
-                None => format!("--pull-secret {}: {e}", file.display()),
+                None => format!(
+                    "{} {}: {e}",
+                    plugin::option_name(naming, "--pull-secret"),
+                    file.display()
+                ),
             }),
         }
     }
@@ -1451,6 +1455,31 @@ async fn run_explain(args: ExplainArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Secret whose docker config cannot be decoded (a username that is a number):
+    /// in the plugin the error names `PARAMETER_PULL_SECRETS`, never the CLI's flag
+    /// (rev24 review, D6).
+    #[test]
+    fn a_bad_pull_secret_is_named_in_the_naming_s_words() {
+        use base64::Engine as _;
+        let dir = pullcheck_testkit::TempDir::new("pull-secret").expect("temp dir");
+        let config = base64::engine::general_purpose::STANDARD
+            .encode(r#"{"auths":{"127.0.0.1:1":{"username":5}}}"#);
+        let file = dir.path().join("bad.yaml");
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: v1\nkind: Secret\nmetadata: {{name: bad}}\n\
+                 type: kubernetes.io/dockerconfigjson\ndata: {{.dockerconfigjson: {config}}}\n"
+            ),
+        )
+        .expect("write");
+        let plugin = read_pull_secret_files(std::slice::from_ref(&file), Naming::Plugin)
+            .expect_err("the secret is bad");
+        assert!(plugin.starts_with("PARAMETER_PULL_SECRETS "), "{plugin}");
+        let cli = read_pull_secret_files(&[file], Naming::Cli).expect_err("the secret is bad");
+        assert!(cli.starts_with("--pull-secret "), "{cli}");
+    }
 
     #[test]
     fn durations() {

@@ -189,14 +189,14 @@ pub(crate) fn untrusted(host: &str, problem: CertificateProblem) -> String {
     };
     format!(
         "https certificate of registry {host} not trusted: {problem}; the registry as \
-         reached is not the one named"
+         reached cannot be shown to be the one named"
     )
 }
 
 /// `detail` of an https certificate not valid for its host, where the registry client
 /// gave no [`CertificateProblem`] (a token server's): its words, then why it is denied.
 pub(crate) fn untrusted_as_said(detail: &str) -> String {
-    format!("{detail}; the registry as reached is not the one named")
+    format!("{detail}; the registry as reached cannot be shown to be the one named")
 }
 
 /// `detail` of an answer from the answer cache, `age` old.

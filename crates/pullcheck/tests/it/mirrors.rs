@@ -902,7 +902,7 @@ async fn containerd_an_untrusted_https_server_is_denied_in_its_own_words() {
         i.detail,
         format!(
             "https certificate of registry {host} not trusted: signed by an unknown \
-             authority; the registry as reached is not the one named"
+             authority; the registry as reached cannot be shown to be the one named"
         )
     );
     assert_eq!(report.exit_code(), 1);
