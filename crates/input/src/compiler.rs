@@ -1375,8 +1375,10 @@ fn duplicates(
         // The compiler substitutes each step (its name and `report_as` too) before
         // `ValidatePipeline` compares them (compile.go `SubstituteSteps`, then
         // validate.go), with the step's environment: names are compared as
-        // substituted (`build-${GOOS}` per `GOOS`). A name that still holds a `${`
-        // waits for a value known only at build time: a match is a warning.
+        // substituted (`build-${GOOS}` per `GOOS`). A `${` still in a name is one the
+        // compiler leaves as written (an unknown variable is `${NAME}`, a `$${`
+        // is `${`) or a server variable (`VELA_BUILD_NUMBER`), whose value is the same
+        // for every step and wins over the step's own: equal names stay equal.
         let name = match &s.substituted {
             Some((name, _)) => name,
             None => &s.name,
@@ -1386,16 +1388,7 @@ fn duplicates(
             continue;
         }
         let key = format!("{}_{name}", s.stage.as_deref().unwrap_or_default());
-        let unknown = name.contains("${");
         match seen.get(&key) {
-            Some(_) if unknown => {
-                let at = r.loc(s.name_node.unwrap_or(s.node));
-                r.warnings.push(format!(
-                    "{at}: the name `{name}` is used twice; Vela compares the names after \
-                     substituting them, and refuses the build (\"step `…` is already \
-                     defined\") if they are still equal"
-                ));
-            }
             Some(first) if first.always_kept && s.always_kept => {
                 let first = first
                     .name_node
@@ -1430,10 +1423,8 @@ fn duplicates(
             }
             .filter(|t| !t.is_empty())
         {
-            if let Some(first) = reports
-                .get(&report_as)
-                .filter(|_| !report_as.contains("${"))
-            {
+            // A `${` left in it is the same for every step, as in the name.
+            if let Some(first) = reports.get(&report_as) {
                 let at = r.get_set(s.node, "report_as")?.unwrap_or(s.node);
                 return Err(r.refuse(
                     at,
