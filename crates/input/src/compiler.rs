@@ -991,7 +991,25 @@ pub(crate) fn worker_substitution_error(
         }
         let env_list = key == "environment" && matches!(r.doc.value(value.id), Value::Seq(_));
         let mut own = Vec::new();
-        collect_pieces(r, value, "container", None, false, &mut own)?;
+        if key == "parameters" && !compiled_build && r.doc.is_map(value.id) {
+            // Each parameter is one environment value (`PARAMETER_<KEY>`, server
+            // v0.28.2 `compiler/native/environment.go` lines 119–130, `api.ToString`): a
+            // list or mapping is one text by then (a list's items joined with `,`).
+            for (_, parameter) in r.entries(value)? {
+                let mut items = Vec::new();
+                collect_pieces(r, parameter, "container", None, false, &mut items)?;
+                let text = items
+                    .iter()
+                    .map(|p| p.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                if let Some(first) = items.into_iter().next() {
+                    own.push(Piece { text, ..first });
+                }
+            }
+        } else {
+            collect_pieces(r, value, "container", None, false, &mut own)?;
+        }
         for piece in own {
             let mut text = if compiled && piece.text.contains('$') {
                 // The compiler's own failure is a refusal, made before.

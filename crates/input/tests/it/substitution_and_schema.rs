@@ -676,6 +676,10 @@ fn the_worker_substitutes_each_string_alone_and_map_values_only() {
     // go-vela/server v0.28.2 `Container.Substitute` (commit 5742c386, a struct walk):
     // `envsubst.Eval` on each string alone, on map values, never on map keys. A `${`
     // left open in one string is not closed by the next one.
+    // A list parameter is one value, its items joined with `,`: that one parses.
+    let origin = "version: '1'\nsecrets:\n  - name: s\n    origin:\n      name: o\n      image: vault:1\n      parameters: {tags: ['${P:-x', 'y}']}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands: [x]\n";
+    let (uses, _) = read(origin);
+    assert_eq!(rows(&uses), [("a", None), ("o", None)]);
     let text = "version: '1'\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: [\"x ${A:-q\", \"b}\"]\n  - name: cache\n    image: redis:7\n    environment: {\"${B\": \"1\"}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands:\n      - echo $${A:-q\n      - b}\n  - name: b\n    image: alpine:3.20\n    commands: [\"echo $${OK:-1}\"]\n";
     let (uses, _) = read(text);
     assert_eq!(
