@@ -818,19 +818,19 @@ fn substitutes(
                         env.insert(key, value);
                     }
                 } else {
-                    collect_pieces(r, node, field, None, &mut pieces)?;
+                    collect_pieces(r, node, field, None, true, &mut pieces)?;
                 }
                 for (key, value) in r.env_values(node)? {
                     values.insert(key, value);
                 }
             }
             for (key, value) in env {
-                collect_pieces(r, value, field, Some(key), &mut pieces)?;
+                collect_pieces(r, value, field, Some(key), true, &mut pieces)?;
             }
             continue;
         }
         if let Some((_, value)) = entries.iter().find(|(k, _)| k == field) {
-            collect_pieces(r, *value, field, None, &mut pieces)?;
+            collect_pieces(r, *value, field, None, true, &mut pieces)?;
         }
     }
     if !pieces.iter().any(|p| p.text.contains("${")) {
@@ -917,60 +917,128 @@ fn substitutes(
     Ok(Some(env))
 }
 
+/// The JSON keys of go-vela/server v0.28.2's `pipeline.Container`
+/// (`compiler/types/pipeline/container.go` lines 34–59): the only keys of a compiled
+/// build's container that Go's decoder keeps (it matches them without regard to case
+/// and drops the others), so the only ones the worker substitutes.
+pub(crate) const CONTAINER_JSON_KEYS: &[&str] = &[
+    "id",
+    "commands",
+    "detach",
+    "directory",
+    "entrypoint",
+    "environment",
+    "exit_code",
+    "image",
+    "name",
+    "needs",
+    "networks",
+    "number",
+    "ports",
+    "privileged",
+    "pull",
+    "ruleset",
+    "secrets",
+    "artifacts",
+    "ulimits",
+    "volumes",
+    "user",
+    "report_as",
+    "id_request",
+    "git",
+];
+
 /// The first string of a container (other than `image` and `pull`, which
 /// [`Reader::container`] substitutes on their own) that the worker cannot substitute:
-/// its key and node, and envsubst's error. go-vela/worker v0.28.1 builds on
-/// go-vela/server v0.28.2, whose `Container.Substitute`
-/// (`compiler/types/pipeline/container.go`) marshals the whole container to JSON and
-/// runs `envsubst.Eval` over that text, so a `${` that does not parse anywhere in it
-/// fails the container ("unable to substitute container configuration"); modelled as
-/// the container's strings joined in document order. With `compiled` (a step of
-/// pipeline source), each string is first substituted as the compiler does it, with
-/// `env`: `$${ARR[@]}` is `${ARR[@]}` by then, which the worker cannot parse.
+/// its key and node, and envsubst's error (a parse error, which fails the container
+/// with "unable to substitute container configuration", or
+/// [`crate::envsubst::SubstError::NegativeLength`], on which the worker panics).
+/// go-vela/worker v0.28.1 builds on go-vela/server v0.28.2, whose
+/// `Container.Substitute` (`compiler/types/pipeline/container.go` lines 341–428, commit
+/// 5742c386 "use struct walk for Substitute instead of JSON marshal") walks the
+/// container's fields and runs `envsubst.Eval` on each string on its own, with the
+/// container's environment: the strings of lists, struct fields and map values, never
+/// a map's keys. Only the keys in `known` are read (the container's fields: Go drops
+/// the others; compared without regard to ASCII case when `compiled_build`, as
+/// `encoding/json` does). With `compiled` (a step of pipeline source), each string is
+/// first substituted as the compiler does it, with `env`: `$${ARR[@]}` is `${ARR[@]}`
+/// by then, which the worker cannot parse. A list `environment` (`KEY=value` items)
+/// is a map by then: only the value is substituted. Errors of pullcheck's own bounds
+/// are not the worker's and give `None`.
 pub(crate) fn worker_substitution_error(
     r: &mut Reader<'_>,
     node: Reached,
     env: &crate::substitute::Env,
     compiled: bool,
+    known: &[&str],
+    compiled_build: bool,
 ) -> Result<Option<(String, Reached, crate::envsubst::SubstError)>, InputError> {
-    let mut pieces: Vec<(String, Piece)> = Vec::new();
     for (key, value) in r.entries(node)? {
-        if key == "image" || key == "pull" {
+        let is_known = known.iter().any(|k| {
+            if compiled_build {
+                k.eq_ignore_ascii_case(&key)
+            } else {
+                *k == key
+            }
+        });
+        // A source step's `template` is the compiler's to expand, no container field.
+        if !is_known
+            || key == "template"
+            || key.eq_ignore_ascii_case("image")
+            || key.eq_ignore_ascii_case("pull")
+        {
             continue;
         }
+        let env_list = key == "environment" && matches!(r.doc.value(value.id), Value::Seq(_));
         let mut own = Vec::new();
-        collect_pieces(r, value, "container", None, &mut own)?;
-        pieces.extend(own.into_iter().map(|p| (key.clone(), p)));
-    }
-    let mut text = String::new();
-    let mut starts = Vec::with_capacity(pieces.len());
-    let mut chars = 0;
-    for (_, piece) in &pieces {
-        let piece_text = if compiled && piece.text.contains('$') {
-            // The compiler's own failure is a refusal, made before.
-            crate::envsubst::eval(&piece.text, &mut |name| env.compile_lookup_stand_in(name))
-                .unwrap_or_default()
+        if key == "parameters" && !compiled_build && r.doc.is_map(value.id) {
+            // Each parameter is one environment value (`PARAMETER_<KEY>`, server
+            // v0.28.2 `compiler/native/environment.go` lines 119–130, `api.ToString`): a
+            // list or mapping is one text by then (a list's items joined with `,`).
+            for (_, parameter) in r.entries(value)? {
+                let mut items = Vec::new();
+                collect_pieces(r, parameter, "container", None, false, &mut items)?;
+                let text = items
+                    .iter()
+                    .map(|p| p.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                if let Some(first) = items.into_iter().next() {
+                    own.push(Piece { text, ..first });
+                }
+            }
         } else {
-            piece.text.clone()
-        };
-        text.push_str("\",\"");
-        chars += 3;
-        starts.push(chars);
-        chars += piece_text.chars().count();
-        text.push_str(&piece_text);
-    }
-    if !text.contains("${") {
-        return Ok(None);
-    }
-    match crate::envsubst::Template::parse_at(&text) {
-        Ok(_) => Ok(None),
-        Err((error, offset)) => {
-            let i = starts.iter().rposition(|&st| st <= offset).unwrap_or(0);
-            Ok(pieces
-                .get(i)
-                .map(|(key, piece)| (key.clone(), piece.node, error)))
+            collect_pieces(r, value, "container", None, false, &mut own)?;
+        }
+        for piece in own {
+            let mut text = if compiled && piece.text.contains('$') {
+                // The compiler's own failure is a refusal, made before.
+                crate::envsubst::eval(&piece.text, &mut |name| env.compile_lookup_stand_in(name))
+                    .unwrap_or_default()
+            } else {
+                piece.text
+            };
+            if env_list && let Some((_, value)) = text.split_once('=') {
+                text = value.to_owned();
+            }
+            if !text.contains('$') {
+                continue;
+            }
+            let outcome = match crate::envsubst::Template::parse_at(&text) {
+                Err((error, _)) => Err(error),
+                Ok(template) => template
+                    .eval(&mut |name| env.worker_lookup(name))
+                    .map(|_| ()),
+            };
+            match outcome {
+                Err(error) if !error.is_own_limit() => {
+                    return Ok(Some((key, piece.node, error)));
+                }
+                _ => {}
+            }
         }
     }
+    Ok(None)
 }
 
 /// [`Refusal::SubstitutionLimit`] when `error` is a bound of pullcheck's own, else
@@ -989,12 +1057,13 @@ fn own_limit_or(
 }
 
 /// The strings under `node` (a field of the step), in document order: scalars, and
-/// mapping keys with a `${` (at their value).
+/// (with `keys`) mapping keys with a `${` (at their value).
 fn collect_pieces(
     r: &mut Reader<'_>,
     node: Reached,
     field: &'static str,
     key: Option<String>,
+    keys: bool,
     pieces: &mut Vec<Piece>,
 ) -> Result<(), InputError> {
     /// A node to walk (with the key it is the value of), or a key with a `${` to
@@ -1043,7 +1112,7 @@ fn collect_pieces(
             Value::Map(_) => {
                 let entries = r.entries(node)?;
                 for (k, value) in entries.into_iter().rev() {
-                    let has_expression = k.contains("${");
+                    let has_expression = keys && k.contains("${");
                     todo.push(Todo::Node(value, Some(k.clone())));
                     if has_expression {
                         todo.push(Todo::Key(value, k));
@@ -1324,8 +1393,10 @@ fn duplicates(
         // The compiler substitutes each step (its name and `report_as` too) before
         // `ValidatePipeline` compares them (compile.go `SubstituteSteps`, then
         // validate.go), with the step's environment: names are compared as
-        // substituted (`build-${GOOS}` per `GOOS`). A name that still holds a `${`
-        // waits for a value known only at build time: a match is a warning.
+        // substituted (`build-${GOOS}` per `GOOS`). A `${` still in a name is one the
+        // compiler leaves as written (an unknown variable is `${NAME}`, a `$${`
+        // is `${`) or a server variable (`VELA_BUILD_NUMBER`), whose value is the same
+        // for every step and wins over the step's own: equal names stay equal.
         let name = match &s.substituted {
             Some((name, _)) => name,
             None => &s.name,
@@ -1335,16 +1406,7 @@ fn duplicates(
             continue;
         }
         let key = format!("{}_{name}", s.stage.as_deref().unwrap_or_default());
-        let unknown = name.contains("${");
         match seen.get(&key) {
-            Some(_) if unknown => {
-                let at = r.loc(s.name_node.unwrap_or(s.node));
-                r.warnings.push(format!(
-                    "{at}: the name `{name}` is used twice; Vela compares the names after \
-                     substituting them, and refuses the build (\"step `…` is already \
-                     defined\") if they are still equal"
-                ));
-            }
             Some(first) if first.always_kept && s.always_kept => {
                 let first = first
                     .name_node
@@ -1379,10 +1441,8 @@ fn duplicates(
             }
             .filter(|t| !t.is_empty())
         {
-            if let Some(first) = reports
-                .get(&report_as)
-                .filter(|_| !report_as.contains("${"))
-            {
+            // A `${` left in it is the same for every step, as in the name.
+            if let Some(first) = reports.get(&report_as) {
                 let at = r.get_set(s.node, "report_as")?.unwrap_or(s.node);
                 return Err(r.refuse(
                     at,

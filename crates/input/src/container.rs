@@ -63,6 +63,24 @@ const ORIGIN_KEYS: &[&str] = &[
     "id_request",
 ];
 
+/// What the worker does with a container whose string envsubst fails on with `e`:
+/// go-vela/worker v0.28.1 fails the container ("unable to substitute container
+/// configuration") on a parse error, but a negative substring length panics in
+/// drone/envsubst v1.0.3's `toSubstr` (a slice out of range), which the worker does
+/// not recover from.
+fn worker_failure(kind: ContainerKind, e: crate::envsubst::SubstError) -> String {
+    let what = match kind {
+        ContainerKind::Service => "service",
+        ContainerKind::Secret => "secret origin",
+        _ => "step",
+    };
+    if e == crate::envsubst::SubstError::NegativeLength {
+        format!("the worker panics substituting the {what}, so the build never runs it")
+    } else {
+        format!("the worker fails the {what} with \"unable to substitute container configuration\"")
+    }
+}
+
 /// Levenshtein distance over characters.
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -460,15 +478,9 @@ impl<'a> Reader<'a> {
                 problems.push(self.problem(
                     at,
                     format!(
-                        "{}cannot substitute the variables of image {image:?}: {e} (the \
-                         worker fails the {} with \"unable to substitute container \
-                         configuration\")",
+                        "{}cannot substitute the variables of image {image:?}: {e} ({})",
                         self.whose(what, &name, &place),
-                        match place.kind {
-                            ContainerKind::Service => "service",
-                            ContainerKind::Secret => "secret origin",
-                            _ => "step",
-                        }
+                        worker_failure(place.kind, e)
                     ),
                 ));
                 None
@@ -531,26 +543,30 @@ impl<'a> Reader<'a> {
             place.kind,
             ContainerKind::Step | ContainerKind::Service | ContainerKind::Secret
         ) && !substitution_failed
-            && let Some((field, at_field, e)) = crate::compiler::worker_substitution_error(
+        {
+            let known = match (self.mode, place.kind) {
+                (Mode::Run, _) => crate::compiler::CONTAINER_JSON_KEYS,
+                (_, ContainerKind::Service) => SERVICE_KEYS,
+                (_, ContainerKind::Secret) => ORIGIN_KEYS,
+                _ => STEP_KEYS,
+            };
+            if let Some((field, at_field, e)) = crate::compiler::worker_substitution_error(
                 self,
                 node,
                 &env,
                 self.mode == Mode::Compile && env.compiled,
-            )?
-        {
-            problems.push(self.problem(
-                at_field,
-                format!(
-                    "{}cannot substitute the variables of `{field}`: {e} (the worker fails \
-                     the {} with \"unable to substitute container configuration\")",
-                    self.whose(what, &name, &place),
-                    match place.kind {
-                        ContainerKind::Service => "service",
-                        ContainerKind::Secret => "secret origin",
-                        _ => "step",
-                    }
-                ),
-            ));
+                known,
+                self.mode == Mode::Run,
+            )? {
+                problems.push(self.problem(
+                    at_field,
+                    format!(
+                        "{}cannot substitute the variables of `{field}`: {e} ({})",
+                        self.whose(what, &name, &place),
+                        worker_failure(place.kind, e)
+                    ),
+                ));
+            }
         }
 
         // Upstream expands a step's template only when the template has a name.

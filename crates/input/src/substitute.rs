@@ -250,6 +250,13 @@ impl Env {
         self.lookup(name, Mode::Compile)
     }
 
+    /// The worker's lookup ([`Env::lookup`] at run time): the container's environment,
+    /// an unknown variable empty (go-vela/server v0.28.2 `Container.Substitute` looks
+    /// each name up in a copy of the container's `Environment`).
+    pub(crate) fn worker_lookup(&self, name: &str) -> String {
+        self.lookup(name, Mode::Run)
+    }
+
     /// As [`Env::compile_lookup`], but a variable the server sets per build (whose
     /// value the compiler has and pullcheck does not) is a stand-in value without `$`,
     /// `{` or `}`, so that what the worker then parses is shaped as upstream's.

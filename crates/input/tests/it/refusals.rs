@@ -1145,15 +1145,37 @@ fn names_and_report_as_with_a_variable_are_not_compared_as_written() {
         ),
         "{e}"
     );
-    // A value known only when the build runs: a warning, not a refusal.
-    let (uses, warnings) = pullcheck_input::read_pipeline_with_warnings(
-        ".vela.yml",
-        &matrix.replace("${GOOS}", "${VELA_BUILD_NUMBER}"),
-    )
-    .expect("Vela may accept it");
-    assert_eq!(uses.len(), 2);
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].starts_with(".vela.yml:9:"), "{warnings:?}");
+    // A `${` the compiler leaves in both names: an unknown variable stays `${NOWHERE}`,
+    // a server variable has one value for every step (and wins over the step's own):
+    // still equal, so refused, at the second's name (issue 24, D4).
+    for (variable, name) in [
+        ("${NOWHERE}", "build-${NOWHERE}"),
+        ("${VELA_BUILD_NUMBER}", "build-${VELA_BUILD_NUMBER}"),
+        ("$${GOOS}", "build-${GOOS}"),
+    ] {
+        let e = refused(&matrix.replace("${GOOS}", variable));
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::DuplicateName {
+                container: ContainerKind::Step,
+                name: name.into(),
+                stage: None,
+                first: Some((7, 9)),
+            }),
+            "{variable}"
+        );
+        assert_eq!(at(&e), (9, 9), "{variable}");
+    }
+    let e = refused(&report_as.replace("${GOOS}", "${VELA_BUILD_NUMBER}"));
+    assert!(
+        matches!(
+            e.refusal.as_deref(),
+            Some(Refusal::DuplicateReportAs { report_as, step, targeted_by })
+                if report_as == "check-${VELA_BUILD_NUMBER}" && step == "b" && targeted_by == "a"
+        ),
+        "{e}"
+    );
+    assert_eq!(at(&e), (10, 16));
 }
 
 #[test]

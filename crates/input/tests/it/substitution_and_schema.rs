@@ -623,8 +623,9 @@ fn problem_at(u: &ImageUse) -> At {
 #[test]
 fn the_worker_substitutes_every_string_of_a_container() {
     // go-vela/worker v0.28.1 builds on go-vela/server v0.28.2, whose
-    // `Container.Substitute` (compiler/types/pipeline/container.go) runs envsubst over
-    // the whole container as JSON: a `${` it cannot parse anywhere fails the container.
+    // `Container.Substitute` (compiler/types/pipeline/container.go lines 341–428) runs
+    // envsubst on each string of the container on its own: one it cannot parse fails
+    // the container.
     let text = "version: '1'\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: [\"echo ${ARR[@]}\"]\nsecrets:\n  - name: s\n    origin:\n      name: o\n      image: vault:1\n      parameters: {path: '${P-x}'}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands: [\"echo $${ARR[@]}\"]\n  - name: b\n    image: alpine:3.20\n    commands: [\"echo $${OK:-1}\", \"${BUILD_COMMIT:0:7}\"]\n";
     let (uses, _) = read(text);
     let rows: Vec<(&str, At)> = uses
@@ -653,5 +654,116 @@ fn the_worker_substitutes_every_string_of_a_container() {
             assert!(m[0].message.starts_with("step `a`: "), "{m:?}");
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// Each row's name and, when invalid, its problem's line and column (`None` when it is
+/// to be checked).
+fn rows(uses: &[ImageUse]) -> Vec<(&str, Option<At>)> {
+    uses.iter()
+        .map(|u| {
+            let at = match u.disposition {
+                Disposition::Check => None,
+                _ => Some(problem_at(u)),
+            };
+            (u.origin.name.as_str(), at)
+        })
+        .collect()
+}
+
+#[test]
+fn the_worker_substitutes_each_string_alone_and_map_values_only() {
+    // go-vela/server v0.28.2 `Container.Substitute` (commit 5742c386, a struct walk):
+    // `envsubst.Eval` on each string alone, on map values, never on map keys. A `${`
+    // left open in one string is not closed by the next one.
+    // A list parameter is one value, its items joined with `,`: that one parses.
+    let origin = "version: '1'\nsecrets:\n  - name: s\n    origin:\n      name: o\n      image: vault:1\n      parameters: {tags: ['${P:-x', 'y}']}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands: [x]\n";
+    let (uses, _) = read(origin);
+    assert_eq!(rows(&uses), [("a", None), ("o", None)]);
+    let text = "version: '1'\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: [\"x ${A:-q\", \"b}\"]\n  - name: cache\n    image: redis:7\n    environment: {\"${B\": \"1\"}\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands:\n      - echo $${A:-q\n      - b}\n  - name: b\n    image: alpine:3.20\n    commands: [\"echo $${OK:-1}\"]\n";
+    let (uses, _) = read(text);
+    assert_eq!(
+        rows(&uses),
+        [
+            ("db", Some((Some(5), Some(18)))),
+            ("cache", None),
+            ("a", Some((Some(13), Some(9)))),
+            ("b", None),
+        ]
+    );
+}
+
+#[test]
+fn a_compiled_build_s_strings_are_substituted_alone_known_fields_only() {
+    // Each string alone; a map key, and a key Go's decoder drops (it matches the
+    // others without regard to case), are never substituted.
+    let build = |container: &str| {
+        let env = if container.contains("\"environment\"") {
+            ""
+        } else {
+            r#","environment":{"Q":"1"}"#
+        };
+        format!(
+            r#"{{"id":"b_1","version":"1","steps":[{{"id":"s","name":"a","image":"alpine:3.19",{container}{env}}}]}}"#
+        )
+    };
+    let cases = [
+        (r#""commands":["echo ${Q:-x","y}"]"#, true),
+        (r#""Commands":["echo ${Q:-x"]"#, true),
+        (r#""entrypoint":["${Q"]"#, true),
+        (r#""commands":["echo ${Q:-x}","y"]"#, false),
+        (
+            r#""volumes":[{"source":"${Q:-a}","destination":"/a"}]"#,
+            false,
+        ),
+        (r#""unknownfield":"${B""#, false),
+        (r#""environment":{"${B":"1"}"#, false),
+        (
+            r#""ruleset":{"if":{"branch":["main"]}},"secrets":[{"source":"s","target":"${T"}]"#,
+            true,
+        ),
+    ];
+    let invalid: Vec<(&str, bool)> = cases
+        .iter()
+        .map(|&(container, _)| {
+            let (uses, _) = read(&build(container));
+            match rows(&uses).as_slice() {
+                [("a", at)] => {
+                    // A compiled build's problem has no position.
+                    assert!(at.is_none_or(|at| at == (None, None)), "{container}");
+                    (container, at.is_some())
+                }
+                other => panic!("{container}: {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(invalid, cases);
+}
+
+#[test]
+fn a_negative_substring_length_in_a_worker_string_is_that_rows_problem() {
+    // drone/envsubst v1.0.3's `toSubstr` panics on a negative length (a slice out of
+    // range) and go-vela/worker v0.28.1 does not recover: the row is an input problem
+    // at the string, whether or not the variable has a value.
+    let text = "version: '1'\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: [\"x ${X:0:-1}\"]\nsteps:\n  - name: a\n    image: alpine:3.19\n    commands:\n      - echo $${Y:0:-1}\n  - name: b\n    image: alpine:3.20\n    commands: [\"echo $${Y:0:1}\"]\n";
+    let (uses, _) = read(text);
+    assert_eq!(
+        rows(&uses),
+        [
+            ("db", Some((Some(5), Some(18)))),
+            ("a", Some((Some(10), Some(9)))),
+            ("b", None),
+        ]
+    );
+    for container in [
+        r#""commands":["echo ${X:0:-1}"]"#,
+        r#""user":"${B:0:-1}""#,
+        r#""environment":{"B":"abc","C":"${B:1:-1}"}"#,
+    ] {
+        let build = format!(
+            r#"{{"id":"b_1","version":"1","steps":[{{"id":"s","name":"a","image":"alpine:3.19",{container}}}]}}"#
+        );
+        let (uses, _) = read(&build);
+        assert_eq!(rows(&uses), [("a", Some((None, None)))], "{container}");
     }
 }
