@@ -365,8 +365,8 @@ pub(crate) fn check_config(
             missing: Some(Missing::Platform),
             reason: Reason::PlatformMismatch,
             detail: format!(
-                "platform {want} not served by {what} on {host}: it is a single-platform \
-                 image for {have}"
+                "{what} on {host} is a single-platform image for {have}: a node on {want} \
+                 pulls it, and it will not run there"
             ),
             platforms: vec![have],
             ..present
@@ -581,8 +581,8 @@ mod tests {
         );
         assert_eq!(
             a.detail,
-            "platform linux/arm64 not served by library/alpine:3.19 on reg.example: it is a \
-             single-platform image for linux/amd64"
+            "library/alpine:3.19 on reg.example is a single-platform image for linux/amd64: \
+             a node on linux/arm64 pulls it, and it will not run there"
         );
         assert_eq!(a.digest.as_deref(), Some(D1));
         let arm64: &[u8] = br#"{"os":"linux","architecture":"arm64","variant":"v8"}"#;
