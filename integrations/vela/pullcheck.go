@@ -479,8 +479,8 @@ const (
 	// RefusalSubstringPanic is no refusal but a panic of Vela's compiler (HTTP 500):
 	// a negative substring length in Field of Step.
 	RefusalSubstringPanic = "substring_panic"
-	// RefusalSubstitutionLimit is pullcheck's own bound (Error too_deep or
-	// too_large), not Vela's.
+	// RefusalSubstitutionLimit is pullcheck's own bound (Error too_deep,
+	// too_large or trim_too_long), not Vela's.
 	RefusalSubstitutionLimit = "substitution_limit"
 )
 

@@ -30,7 +30,8 @@
 //! is [`SubstError::NegativeLength`] instead. Hostile input ends in bounded time and
 //! memory: nesting deeper than [`MAX_DEPTH`], a result longer than [`MAX_OUTPUT`] bytes
 //! and a `#`/`%` trim of a value longer than [`MAX_TRIM`] characters are errors of
-//! ours ([`SubstError::TooDeep`], [`SubstError::TooLarge`]), and globs match without
+//! ours ([`SubstError::TooDeep`], [`SubstError::TooLarge`],
+//! [`SubstError::TrimTooLong`]), and globs match without
 //! backtracking blow-up.
 
 /// Most nested `${` inside one another.
@@ -64,9 +65,10 @@ pub enum SubstError {
     NegativeLength,
     /// Ours: expressions nested more than [`MAX_DEPTH`] deep.
     TooDeep,
-    /// Ours: a result over [`MAX_OUTPUT`] bytes, or a trim of a value over [`MAX_TRIM`]
-    /// characters.
+    /// Ours: a result over [`MAX_OUTPUT`] bytes.
     TooLarge,
+    /// Ours: a `#`, `##`, `%` or `%%` trim of a value over [`MAX_TRIM`] characters.
+    TrimTooLong,
 }
 
 impl fmt::Display for SubstError {
@@ -81,9 +83,9 @@ impl fmt::Display for SubstError {
                 "bad substitution: negative substring length (upstream's Go code panics on it)"
             }
             Self::TooDeep => "expressions nested more than 64 deep (pullcheck's limit)",
-            Self::TooLarge => {
-                "the substituted text is over pullcheck's limit (1 MiB, or a trim of over 4096 \
-                 characters)"
+            Self::TooLarge => "the substituted text is over 1 MiB (pullcheck's limit)",
+            Self::TrimTooLong => {
+                "a `#`/`%` trim of a value over 4096 characters (pullcheck's limit)"
             }
         })
     }
@@ -91,10 +93,10 @@ impl fmt::Display for SubstError {
 
 impl SubstError {
     /// Whether this is a bound of pullcheck's own ([`SubstError::TooDeep`],
-    /// [`SubstError::TooLarge`]), which upstream does not have: Vela substitutes such a
+    /// [`SubstError::TooLarge`], [`SubstError::TrimTooLong`]), which upstream does not have: Vela substitutes such a
     /// text (or runs out of memory), so it is no refusal of Vela's.
     pub fn is_own_limit(self) -> bool {
-        matches!(self, Self::TooDeep | Self::TooLarge)
+        matches!(self, Self::TooDeep | Self::TooLarge | Self::TrimTooLong)
     }
 }
 
@@ -639,7 +641,7 @@ fn trim_prefix(value: &str, pattern: &str, longest: bool) -> Result<String, Subs
     };
     let chars: Vec<char> = value.chars().collect();
     if chars.len() > MAX_TRIM {
-        return Err(SubstError::TooLarge);
+        return Err(SubstError::TrimTooLong);
     }
     let mut lengths: Box<dyn Iterator<Item = usize>> = if longest {
         Box::new((1..=chars.len()).rev())

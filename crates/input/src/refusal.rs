@@ -178,7 +178,9 @@ pub enum Refusal {
     },
     /// Not Vela's refusal but pullcheck's own bound: a step's `${...}` nested more than
     /// [`crate::envsubst::MAX_DEPTH`] deep, or substituted to over
-    /// [`crate::envsubst::MAX_OUTPUT`] bytes (`error` is `too_deep` or `too_large`).
+    /// [`crate::envsubst::MAX_OUTPUT`] bytes, or a trim of a value over
+    /// [`crate::envsubst::MAX_TRIM`] characters (`error` is `too_deep`, `too_large` or
+    /// `trim_too_long`).
     /// Vela's compiler has no such bound; pullcheck reads no further rather than spend
     /// unbounded time or memory, so the file is an input error all the same.
     SubstitutionLimit {
@@ -186,8 +188,9 @@ pub enum Refusal {
         step: String,
         /// Its stage, for a stage step.
         stage: Option<String>,
-        /// [`crate::envsubst::SubstError::TooDeep`] or
-        /// [`crate::envsubst::SubstError::TooLarge`].
+        /// [`crate::envsubst::SubstError::TooDeep`],
+        /// [`crate::envsubst::SubstError::TooLarge`] or
+        /// [`crate::envsubst::SubstError::TrimTooLong`].
         error: crate::envsubst::SubstError,
     },
     /// A step with a substring of negative length (`${VAR:0:-1}`), on which

@@ -1318,6 +1318,24 @@ fn pullcheck_s_own_substitution_limits_are_not_vela_s() {
     let json = serde_json::to_value(e.refusal.as_deref().expect("refusal")).expect("json");
     assert_eq!(json["kind"], "substitution_limit");
     assert_eq!(json["error"], "too_deep");
+
+    // A trim of a value over MAX_TRIM characters is its own bound, named as such
+    // (rev24 review, D8: the message named two limits at once).
+    let long = "y".repeat(pullcheck_input::envsubst::MAX_TRIM + 1);
+    let text = format!(
+        "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:3.19\n    environment: {{A: {long}}}\n    commands:\n      - echo ${{A#x}}\n"
+    );
+    let e = refused(&text);
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::SubstitutionLimit {
+            step: "a".into(),
+            stage: None,
+            error: SubstError::TrimTooLong,
+        })
+    );
+    let json = serde_json::to_value(e.refusal.as_deref().expect("refusal")).expect("json");
+    assert_eq!(json["error"], "trim_too_long");
 }
 
 #[test]
