@@ -4,6 +4,7 @@ mod check;
 mod connections;
 mod credential_providers;
 mod credentials;
+mod golden;
 mod mirror_credentials;
 mod mirrors;
 mod util;
