@@ -1023,3 +1023,74 @@ func TestServeRuntimeAndPlaceholderDefaults(t *testing.T) {
 		t.Errorf("the request's runtime: %+v", report.Images)
 	}
 }
+
+// The egress refusal of a blocked row reaches the Go caller as data: the build's
+// registry is a cloud metadata address, which pullcheck's default egress policy
+// refuses (nothing is sent to it).
+func TestEgressRefusalIsData(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	report, err := NewCommand(bin).Check(ctx, CheckRequest{Build: testBuild("169.254.169.254")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *Image
+	for i := range report.Images {
+		if report.Images[i].Reference == "169.254.169.254/team/app:v1" {
+			row = &report.Images[i]
+		}
+	}
+	if row == nil {
+		t.Fatalf("no row for the app image: %+v", report.Images)
+	}
+	if row.Status != "blocked" || row.Reason != ReasonEgressDenied || row.Egress == nil {
+		t.Fatalf("row %+v", row)
+	}
+	m, r := row.Egress.Matched, row.Egress.Rule
+	if m.Kind != "address" || m.Address != "169.254.169.254" || m.Name != "" || m.Port == nil || *m.Port != 443 {
+		t.Errorf("matched %+v (port %v)", m, m.Port)
+	}
+	if r.Kind != "deny" || r.Pattern != "169.254.0.0/16" || !r.Default {
+		t.Errorf("rule %+v", r)
+	}
+	for _, other := range report.Images {
+		if other.Reason != ReasonEgressDenied && other.Egress != nil {
+			t.Errorf("%s: egress %+v", other.Reference, other.Egress)
+		}
+	}
+}
+
+// A template step of a Vela source pipeline names its template in the JSON report,
+// as the binary prints it.
+func TestTemplateStepNamesItsTemplate(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	dir := t.TempDir()
+	pipeline := filepath.Join(dir, ".vela.yml")
+	text := "version: \"1\"\ntemplates: [{name: go_build, source: x.yml, type: file}]\n" +
+		"steps:\n  - name: templated\n    template:\n      name: go_build\n" +
+		"  - name: local\n    image: 127.0.0.1:1/team/app:v1\n    pull: never\n    commands: [ x ]\n"
+	if err := os.WriteFile(pipeline, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "check", "--format", "json", pipeline).Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var report Report
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(report.Images) != 2 {
+		t.Fatalf("images %+v", report.Images)
+	}
+	row := report.Images[0]
+	if row.Status != "skipped" || row.Reason != ReasonTemplateStep || row.Template != "go_build" || row.Egress != nil {
+		t.Errorf("row %+v", row)
+	}
+	if never := report.Images[1]; never.Reason != ReasonNeverPulled || never.Template != "" {
+		t.Errorf("row %+v", never)
+	}
+}

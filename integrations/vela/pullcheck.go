@@ -211,6 +211,50 @@ type Image struct {
 	// RetryAfter is, for ReasonRateLimited, the wait in whole seconds the registry asked
 	// for in its 429's Retry-After header; nil when it sent none.
 	RetryAfter *int64 `json:"retry_after"`
+	// Template is, for ReasonTemplateStep, the name of the template the step uses
+	// (its images are known only once the server expands it); empty otherwise.
+	Template string `json:"template"`
+	// Egress is, for ReasonEgressDenied (status blocked), what the egress policy
+	// (--allow-registry, --deny-registry) refused and by which rule; nil otherwise.
+	// Nothing was sent to that host.
+	Egress *EgressRefusal `json:"egress"`
+}
+
+// EgressRefusal is why the egress policy refused a connection: what the rule was
+// applied to and which rule (the JSON report's egress object).
+type EgressRefusal struct {
+	// Matched is the host name or address the rule was applied to.
+	Matched EgressMatch `json:"matched"`
+	// Rule is the rule that refused it.
+	Rule EgressRule `json:"rule"`
+}
+
+// EgressMatch is what an egress rule was applied to.
+type EgressMatch struct {
+	// Kind is "name" (a host name as in the URL) or "address" (an IP literal host,
+	// or an address a name resolved to).
+	Kind string `json:"kind"`
+	// Host is, for kind "name", the host name (lower case, no trailing dot).
+	Host string `json:"host"`
+	// Address is, for kind "address", the IP address.
+	Address string `json:"address"`
+	// Name is, for kind "address", the name that resolved to it; empty for an IP
+	// literal.
+	Name string `json:"name"`
+	// Port is the port the request was for, when known (not for a resolved name).
+	Port *int `json:"port"`
+}
+
+// EgressRule is the rule that refused a connection.
+type EgressRule struct {
+	// Kind is "deny" (a deny rule matched) or "no_allow_rule" (allow rules exist and
+	// none matched).
+	Kind string `json:"kind"`
+	// Pattern is, for kind "deny", the rule's pattern as written.
+	Pattern string `json:"pattern"`
+	// Default is, for kind "deny", whether it is one of pullcheck's default deny
+	// rules (link-local and cloud metadata addresses).
+	Default bool `json:"default"`
 }
 
 // VersionWarning is a rule of the check on which the runtime's releases disagree

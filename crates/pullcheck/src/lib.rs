@@ -363,10 +363,15 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
             image.detail = detail::DEFERRED_ON_START.into();
             image.remedies = vec![report::Remedy::IncludeOnStart];
         }
-        Action::Skip { reason, detail } => {
+        Action::Skip {
+            reason,
+            detail,
+            template,
+        } => {
             image.status = Status::Skipped;
             image.reason = reason;
             image.detail = detail;
+            image.template = template;
         }
         Action::Unresolved(unresolved) => {
             image.status = Status::Unresolved;

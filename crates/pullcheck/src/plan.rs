@@ -34,6 +34,8 @@ pub enum Action {
         reason: Reason,
         /// The words for the report.
         detail: String,
+        /// For [`Reason::TemplateStep`]: the template's `name`.
+        template: Option<String>,
     },
     /// The image depends on a value known only when the build runs (a secret, a
     /// server-set or unset variable): each variable and where its value comes from.
@@ -214,9 +216,14 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
                 Skip::Init => Reason::InitStep,
                 Skip::Exempt => Reason::Exempt,
             };
+            let template = match skip {
+                Skip::Template { name } => Some(name.clone()),
+                Skip::Init | Skip::Exempt => None,
+            };
             return Action::Skip {
                 reason,
                 detail: crate::detail::skip(skip),
+                template,
             };
         }
         Disposition::Unresolved(message) => return Action::Unresolved(message.clone()),
@@ -276,6 +283,7 @@ fn action_of(u: &ImageUse, options: PlanOptions) -> Action {
         PullPolicy::Never => Action::Skip {
             reason: Reason::NeverPulled,
             detail: crate::detail::NEVER_PULLED.into(),
+            template: None,
         },
     }
 }

@@ -484,6 +484,11 @@ pub struct ImageReport {
     /// `Retry-After` header, in whole seconds, when it sent one. In JSON only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
+    /// For reason `template_step`: the `name` of the template the step uses (Vela's
+    /// `template.name`), whose images are known only once the server expands it. In
+    /// JSON only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -675,6 +680,7 @@ impl ImageReport {
             variables: Vec::new(),
             platforms: Vec::new(),
             retry_after: None,
+            template: None,
         }
     }
 

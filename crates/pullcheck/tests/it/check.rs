@@ -410,6 +410,27 @@ steps:
         json["images"][3]["remedies"],
         serde_json::json!([{"kind": "include_on_start"}])
     );
+    // A template step names its template; no other row has the field.
+    assert_eq!(report.images[4].template.as_deref(), Some("go_build"));
+    let templates: Vec<&serde_json::Value> = json["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["template"])
+        .collect();
+    let null = serde_json::Value::Null;
+    assert_eq!(
+        templates,
+        [
+            &null,
+            &null,
+            &null,
+            &null,
+            &serde_json::json!("go_build"),
+            &null,
+            &null
+        ]
+    );
 }
 
 /// The done-when table of issue 23: each distinct situation, through the real engine on
