@@ -4,16 +4,352 @@
 //! `attempts`, ...); this module is the one place those words are made, so a rewording
 //! shows here only. It names no CLI flag and no field of a front end: remedies are
 //! worded by the front ends' render modules and passed in as text. The registry
-//! client's own answer details (`pullcheck_registry::Answer::detail`) are its words,
-//! taken as they are; an unresolved image ([`pullcheck_input::Unresolved`]) comes as
-//! data and is worded here ([`unresolved`]).
+//! client's answers come as data (`pullcheck_registry::Answer::finding`, its `errors`
+//! and `history`) and are worded here ([`answer`]); an authorize failure's message
+//! (`pullcheck_registry::AuthorizeError::message`) is still the client's words, taken
+//! as they are. An unresolved image ([`pullcheck_input::Unresolved`]) comes as data and
+//! is worded here ([`unresolved`]).
 
 use std::time::Duration;
 
 use pullcheck_credentials::{CredentialError, ProviderError};
-use pullcheck_registry::CertificateProblem;
+use pullcheck_registry::{
+    Answer, AttemptHistory, AuthorizeError, CertificateProblem, ErrorEntry, FailedAttempt, Finding,
+    ManifestRef, PlatformSource, Requester, RetryStop, TagList,
+};
 
 use crate::report::{AttemptReport, ImageReport, Remedy, Status};
+
+/// The longest `Content-Type` quoted in a detail; the rest is cut.
+const QUOTED_CONTENT_TYPE_LIMIT: usize = 100;
+
+/// A registry answer in words: its finding, the error envelope in parentheses, then the
+/// failed attempts and why retrying stopped.
+pub(crate) fn answer(a: &Answer) -> String {
+    let mut text = finding(a);
+    if !matches!(a.finding, Finding::ManifestUnknown { .. }) {
+        text = with_errors(text, &a.errors);
+    }
+    tries(&mut text, &a.history);
+    text
+}
+
+/// A ping or login failure in words: the registry client's message (not yet typed),
+/// then the failed attempts and why retrying stopped.
+pub(crate) fn authorize(e: &AuthorizeError) -> String {
+    let mut text = e.message.clone();
+    tries(&mut text, &e.history);
+    text
+}
+
+/// `base`, with the error envelope's entries in parentheses when there are any:
+/// `(CODE: message; CODE)`.
+fn with_errors(base: String, errors: &[ErrorEntry]) -> String {
+    if errors.is_empty() {
+        return base;
+    }
+    let entries: Vec<String> = errors
+        .iter()
+        .map(|e| {
+            if e.message.is_empty() {
+                e.code.clone()
+            } else {
+                format!("{}: {}", e.code, e.message)
+            }
+        })
+        .collect();
+    format!("{base} ({})", entries.join("; "))
+}
+
+/// `tag 3.19` or `digest sha256:…`.
+fn manifest_ref(reference: &ManifestRef) -> String {
+    match reference {
+        ManifestRef::Tag(t) => format!("tag {t}"),
+        ManifestRef::Digest(d) => format!("digest {d}"),
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// The finding of `a` in words, without its envelope or attempts.
+fn finding(a: &Answer) -> String {
+    let platforms = || {
+        if a.platforms.is_empty() {
+            "none".to_owned()
+        } else {
+            a.platforms
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    match &a.finding {
+        Finding::Served {
+            method,
+            status,
+            other_algorithm,
+            platform,
+        } => {
+            let mut text = format!("{} {status}", method.as_str());
+            if let Some(mt) = &a.media_type {
+                text.push_str(&format!(", {mt}"));
+            }
+            if let Some(got) = other_algorithm {
+                text.push_str(&format!(
+                    "; the registry names it {got} (another algorithm, not compared)"
+                ));
+            }
+            match platform {
+                Some((want, have, PlatformSource::Index)) => {
+                    text.push_str(&format!("; platform {want} listed as {have}"));
+                }
+                Some((want, have, PlatformSource::Config)) => {
+                    text.push_str(&format!("; platform {want} matches its config ({have})"));
+                }
+                None => {}
+            }
+            text
+        }
+        Finding::NotAManifest {
+            host,
+            method,
+            status,
+            content_type,
+        } => {
+            let content_type = match content_type {
+                Some(mt) if mt.chars().count() > QUOTED_CONTENT_TYPE_LIMIT => format!(
+                    "with Content-Type {}…",
+                    mt.chars()
+                        .take(QUOTED_CONTENT_TYPE_LIMIT)
+                        .collect::<String>()
+                ),
+                Some(mt) => format!("with Content-Type {mt}"),
+                None => "with no Content-Type".to_owned(),
+            };
+            format!(
+                "{} to {host} answered {status} {content_type} and no Docker-Content-Digest: \
+                 not a registry's manifest answer (a proxy or captive portal?)",
+                method.as_str()
+            )
+        }
+        Finding::DigestMismatch { host, wanted, got } => format!(
+            "registry {host} returned digest {got} for {wanted}: \
+             the content does not match its digest, a pull would fail verification"
+        ),
+        Finding::RepositoryUnknown { host, repository } => {
+            format!("repository {repository} not found on {host}")
+        }
+        Finding::ManifestUnknown {
+            host,
+            repository,
+            reference,
+            tag_list,
+        } => {
+            let what = manifest_ref(reference);
+            match tag_list {
+                TagList::NotAsked(method) => with_errors(
+                    format!(
+                        "{what} not found in {repository} on {host} ({} 404); \
+                         whether the repository exists was not checked",
+                        method.as_str()
+                    ),
+                    &a.errors,
+                ),
+                TagList::Failed(why) => format!(
+                    "{what} not found in {repository} on {host}; the tag list request failed \
+                     ({why}), so whether the repository exists is unknown"
+                ),
+                TagList::Unreadable => format!(
+                    "{what} not found in {repository} on {host}; the tag list could not be \
+                     read, so whether the repository exists is unknown"
+                ),
+                TagList::Status(status) => with_errors(
+                    format!(
+                        "{what} not found in {repository} on {host}; the tag list answered \
+                         HTTP {status}, so whether the repository exists is unknown"
+                    ),
+                    &a.errors,
+                ),
+            }
+        }
+        Finding::ReferenceUnknown {
+            host,
+            repository,
+            reference,
+            tags,
+        } => {
+            let count = match (tags.truncated, tags.count) {
+                (true, n) => format!("at least {n} tags"),
+                (false, 1) => "1 tag".to_owned(),
+                (false, n) => format!("{n} tags"),
+            };
+            match reference {
+                ManifestRef::Digest(d) => format!(
+                    "digest {d} not found in {repository} on {host} (the repository exists, {count})"
+                ),
+                ManifestRef::Tag(tag) if tags.count == 0 => {
+                    format!("tag {tag} not found in {repository} on {host}, which has no tags")
+                }
+                ManifestRef::Tag(tag) if a.close_tags.is_empty() => {
+                    format!("tag {tag} not found in {repository} on {host} ({count}, none close)")
+                }
+                ManifestRef::Tag(tag) => format!(
+                    "tag {tag} not found in {repository} on {host}; did you mean {}?",
+                    or_list(&a.close_tags)
+                ),
+            }
+        }
+        Finding::Unauthorized { host, requester } => match requester {
+            Requester::NoCredentials => {
+                format!("authentication required and no credentials are configured for {host}")
+            }
+            Requester::Anonymous => format!(
+                "missing, or no access anonymously ({host} answered 401; it does not tell the \
+                 two apart)"
+            ),
+            Requester::Unusable(who) => format!(
+                "authentication required: {host} asks for a user name and password, and {who} \
+                 is not one"
+            ),
+            Requester::Credential(who) => format!(
+                "missing, or no access with these credentials ({who}; {host} answered 401; it \
+                 does not tell the two apart)"
+            ),
+        },
+        Finding::Forbidden { host, repository } => {
+            format!("access to {repository} denied by {host} (HTTP 403)")
+        }
+        Finding::RateLimited { host } => {
+            let mut text = format!("rate limited by {host} (HTTP 429)");
+            if let Some(wait) = a.retry_after {
+                text.push_str(&format!("; retry after {} s", wait.as_secs()));
+            }
+            text
+        }
+        Finding::HttpStatus {
+            host,
+            method,
+            status,
+            expected,
+        } => {
+            let method = method.as_str();
+            if *expected {
+                format!("registry {host} answered HTTP {status} to {method}")
+            } else {
+                format!(
+                    "registry {host} answered HTTP {status} to {method}, which this client does \
+                     not expect"
+                )
+            }
+        }
+        Finding::PlatformNotListed {
+            host,
+            manifest,
+            wanted,
+        } => format!(
+            "platform {wanted} not in the index of {manifest} on {host}; it lists {}",
+            platforms()
+        ),
+        Finding::PlatformMismatch {
+            host,
+            manifest,
+            wanted,
+        } => format!(
+            "{manifest} on {host} is a single-platform image for {}: a node on {wanted} \
+             pulls it, and it will not run there",
+            platforms()
+        ),
+        Finding::PlatformUnchecked {
+            host,
+            manifest,
+            wanted,
+            source,
+            why,
+        } => {
+            let kind = match source {
+                PlatformSource::Index => "an index",
+                PlatformSource::Config => "a single-platform image",
+            };
+            format!(
+                "{manifest} exists on {host} as {kind}, but the platform {wanted} could not be \
+                 checked: {why}"
+            )
+        }
+        Finding::RequestFailed { host, method, why } => {
+            format!("{} to {host} failed: {why}", method.as_str())
+        }
+        Finding::Refused { what } => match &a.refusal {
+            Some(refusal) => format!("{what}: {refusal}; nothing was sent to it"),
+            None => format!("{what}: refused by the egress policy; nothing was sent to it"),
+        },
+        Finding::Authorization(message) => message.clone(),
+    }
+}
+
+/// One failed attempt in words: `HTTP 503`, `HTTP 429 (retry after 30 s)`, or the
+/// transport's reason.
+fn failed_attempt(failure: &FailedAttempt) -> String {
+    match failure {
+        FailedAttempt::Status {
+            status,
+            retry_after: Some(wait),
+        } => format!("HTTP {status} (retry after {} s)", wait.as_secs()),
+        FailedAttempt::Status { status, .. } => format!("HTTP {status}"),
+        FailedAttempt::Other(words) => words.clone(),
+    }
+}
+
+/// Appends the attempt history to `text`: nothing after a single attempt that did not
+/// have to stop early; otherwise each failed attempt, said once when all are the same,
+/// and why retrying stopped before the last attempt.
+fn tries(text: &mut String, history: &AttemptHistory) {
+    let words: Vec<String> = history.failed.iter().map(failed_attempt).collect();
+    if !words.is_empty() {
+        let list = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| format!("{}) {w}", i + 1))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let same = words.len() > 1 && words.iter().all(|w| *w == words[0]);
+        let n = words.len();
+        if history.gave_up {
+            if same {
+                // The text already says the last failure: equal answers are said once.
+                text.push_str(&format!("; {n} attempts, each the same"));
+            } else if n > 1 {
+                text.push_str(&format!("; {n} attempts failed: {list}"));
+            }
+        } else if same {
+            text.push_str(&format!("; after {n} failed attempts, each: {}", words[0]));
+        } else {
+            let noun = if n == 1 { "attempt" } else { "attempts" };
+            text.push_str(&format!("; after {n} failed {noun}: {list}"));
+        }
+    }
+    if let Some(stop) = &history.stopped {
+        let reason = match stop {
+            RetryStop::RetryAfterTooLong { asked, max } => format!(
+                "the registry asked to retry after {} s, beyond the {} ms this client waits",
+                asked.as_secs(),
+                max.as_millis()
+            ),
+            RetryStop::WouldPassDeadline { wait } => format!(
+                "waiting {} ms for the next attempt would pass the deadline",
+                wait.as_millis()
+            ),
+        };
+        text.push_str(&format!("; not retried: {reason}"));
+    }
+}
 
 /// A use under pull policy `never`.
 pub(crate) const NEVER_PULLED: &str = "pull policy `never`: the image is not pulled";
@@ -313,6 +649,114 @@ mod tests {
                      only when the build runs: {who}"
                 ),
             ]
+        );
+    }
+
+    /// A web server's long `Content-Type` is cut in the words (the registry client keeps
+    /// it whole in the finding); the envelope and the attempts follow the finding.
+    #[test]
+    fn registry_answers_in_words() {
+        use pullcheck_registry::{
+            ErrorEntry, FailedAttempt, Finding, Method, Reason, RetryStop, Status,
+        };
+        let long = format!("text/{}", "x".repeat(500));
+        let a = Answer::new(
+            Status::Unreachable,
+            Reason::NotARegistry,
+            Finding::NotAManifest {
+                host: "reg.example".into(),
+                method: Method::Get,
+                status: 200,
+                content_type: Some(long),
+            },
+        );
+        let words = answer(&a);
+        assert!(words.len() < 300, "{words}");
+        assert!(
+            words.contains("xxx… and no Docker-Content-Digest"),
+            "{words}"
+        );
+
+        let mut a = Answer::new(
+            Status::Unreachable,
+            Reason::RateLimited,
+            Finding::RateLimited {
+                host: "reg.example".into(),
+            },
+        );
+        a.retry_after = Some(Duration::from_secs(30));
+        a.errors = vec![ErrorEntry {
+            code: "TOOMANYREQUESTS".into(),
+            message: "slow down".into(),
+        }];
+        a.history.failed = vec![FailedAttempt::Status {
+            status: 429,
+            retry_after: Some(Duration::from_secs(30)),
+        }];
+        a.history.gave_up = true;
+        a.history.stopped = Some(RetryStop::RetryAfterTooLong {
+            asked: Duration::from_secs(30),
+            max: Duration::from_secs(10),
+        });
+        assert_eq!(
+            answer(&a),
+            "rate limited by reg.example (HTTP 429); retry after 30 s (TOOMANYREQUESTS: slow \
+             down); not retried: the registry asked to retry after 30 s, beyond the 10000 ms \
+             this client waits"
+        );
+    }
+
+    /// The attempt history's words: nothing after one attempt; each failure listed, or
+    /// said once when all are equal (issue 23: no repeated text); why retrying stopped.
+    #[test]
+    fn attempt_history_in_words() {
+        use pullcheck_registry::FailedAttempt;
+        let other = |w: &str| FailedAttempt::Other(w.into());
+        let s503 = FailedAttempt::Status {
+            status: 503,
+            retry_after: None,
+        };
+        let words = |failed: Vec<FailedAttempt>, gave_up: bool, base: &str| {
+            let mut text = base.to_owned();
+            tries(
+                &mut text,
+                &AttemptHistory {
+                    failed,
+                    gave_up,
+                    stopped: None,
+                },
+            );
+            text
+        };
+        assert_eq!(words(vec![], false, "HEAD 200"), "HEAD 200");
+        assert_eq!(
+            words(vec![s503.clone()], false, "HEAD 200"),
+            "HEAD 200; after 1 failed attempt: 1) HTTP 503"
+        );
+        assert_eq!(
+            words(
+                vec![
+                    s503.clone(),
+                    other("connection reset by peer"),
+                    s503.clone()
+                ],
+                true,
+                "registry r answered HTTP 503 to HEAD"
+            ),
+            "registry r answered HTTP 503 to HEAD; 3 attempts failed: \
+             1) HTTP 503; 2) connection reset by peer; 3) HTTP 503"
+        );
+        assert_eq!(
+            words(
+                vec![other("connection refused"); 3],
+                true,
+                "connection refused"
+            ),
+            "connection refused; 3 attempts, each the same"
+        );
+        assert_eq!(
+            words(vec![other("connection refused"); 2], false, "HEAD 200"),
+            "HEAD 200; after 2 failed attempts, each: connection refused"
         );
     }
 }

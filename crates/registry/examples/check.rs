@@ -68,10 +68,18 @@ async fn main() {
         }
         Ok(session) => {
             let answer = session.check(repository, reference).await;
+            // The facts as data; the `pullcheck` engine words them for its report.
             println!(
-                "{:?} {:?} ({} attempts) {}",
-                answer.status, answer.missing, answer.attempts, answer.detail
+                "{:?} {:?} {:?} ({} attempts)",
+                answer.status, answer.reason, answer.missing, answer.attempts
             );
+            println!("{:?}", answer.finding);
+            for e in &answer.errors {
+                println!("error {}: {}", e.code, e.message);
+            }
+            if !answer.history.failed.is_empty() {
+                println!("failed attempts: {:?}", answer.history);
+            }
             if let Some(digest) = answer.digest {
                 println!("{digest}");
             }

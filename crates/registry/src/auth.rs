@@ -46,6 +46,7 @@ fn fail(status: Status, reason: Reason, message: String) -> Result<Auth, Authori
         message,
         refusal: None,
         certificate: None,
+        history: Box::default(),
     })
 }
 
@@ -232,6 +233,7 @@ pub(crate) fn token_failure(
                 ),
                 refusal: None,
                 certificate: None,
+                history: Box::default(),
             },
             _ => AuthorizeError {
                 status: Status::Denied,
@@ -242,6 +244,7 @@ pub(crate) fn token_failure(
                 ),
                 refusal: None,
                 certificate: None,
+                history: Box::default(),
             },
         },
         TokenFailure::Status { status, .. } => AuthorizeError {
@@ -254,6 +257,7 @@ pub(crate) fn token_failure(
             message: format!("token server {realm} for {host} answered HTTP {status}"),
             refusal: None,
             certificate: None,
+            history: Box::default(),
         },
         TokenFailure::Transport { reason, kind, .. } => AuthorizeError {
             status: Status::Unreachable,
@@ -261,6 +265,7 @@ pub(crate) fn token_failure(
             message: format!("token server {realm} for {host} unreachable: {reason}"),
             refusal: None,
             certificate: None,
+            history: Box::default(),
         },
         TokenFailure::BadReply(reason) => AuthorizeError {
             status: Status::Unreachable,
@@ -268,6 +273,7 @@ pub(crate) fn token_failure(
             message: format!("token server {realm} for {host}: {reason}"),
             refusal: None,
             certificate: None,
+            history: Box::default(),
         },
         TokenFailure::Refused(refusal) => {
             AuthorizeError::refused(&format!("token server {realm} for {host}"), refusal.clone())
@@ -292,6 +298,7 @@ pub(crate) fn basic_check(
             ),
             refusal: None,
             certificate: None,
+            history: Box::default(),
         }),
         status => Some(AuthorizeError {
             status: Status::Unreachable,
@@ -299,6 +306,7 @@ pub(crate) fn basic_check(
             message: format!("registry {host} answered HTTP {status} to the credential check"),
             refusal: None,
             certificate: None,
+            history: Box::default(),
         }),
     }
 }

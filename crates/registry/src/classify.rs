@@ -1,6 +1,6 @@
 //! Classification, sans IO: the answer to a manifest request (status, headers, error
-//! body) becomes an [`Answer`] or the next request to make. Wording lives here too, so
-//! every message is tested. What the tag list says about a 404 is in
+//! body) becomes an [`Answer`] or the next request to make, its facts a [`Finding`] (the
+//! engine words them). What the tag list says about a 404 is in
 //! [`crate::hints`], the platform check of an index in [`crate::platform`].
 //!
 //! Invariant: pure; every function maps data to data.
@@ -8,6 +8,8 @@
 use std::time::Duration;
 
 use crate::errcode::{self, Code, RegistryError};
+pub(crate) use crate::finding::Method;
+use crate::finding::{ErrorEntry, FailedAttempt, Finding, ManifestRef, Requester, TagList};
 use crate::transport::SendError;
 use crate::{Answer, EgressRefusal, Missing, Reason, Status};
 
@@ -48,28 +50,17 @@ impl<'a> Ref<'a> {
         }
     }
 
-    /// `tag` or `digest`, for messages.
-    pub fn noun(&self) -> &'static str {
+    /// As data.
+    pub fn owned(&self) -> ManifestRef {
         match self {
-            Ref::Tag(_) => "tag",
-            Ref::Digest(_) => "digest",
+            Ref::Tag(t) => ManifestRef::Tag((*t).to_string()),
+            Ref::Digest(d) => ManifestRef::Digest((*d).to_string()),
         }
     }
 }
 
-/// Who the request was made as, for the wording of 401s.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Who {
-    /// The registry asks for Basic credentials and none are configured.
-    NoCredentials,
-    /// An anonymous token, or no authentication at all.
-    Anonymous,
-    /// `user "alice"`, `the configured identity token`, …
-    Credential(String),
-    /// The registry asks for Basic credentials and the configured credential (named
-    /// here) is a token, which cannot be sent as a user name and password.
-    Unusable(String),
-}
+/// Who the request was made as, for 401s.
+pub(crate) type Who = Requester;
 
 /// The fixed facts of one query.
 #[derive(Debug, Clone)]
@@ -79,22 +70,6 @@ pub(crate) struct Query<'a> {
     pub reference: Ref<'a>,
     pub who: Who,
     pub tag_hints: bool,
-}
-
-/// HEAD or GET.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Method {
-    Head,
-    Get,
-}
-
-impl Method {
-    fn as_str(self) -> &'static str {
-        match self {
-            Method::Head => "HEAD",
-            Method::Get => "GET",
-        }
-    }
 }
 
 /// One manifest reply.
@@ -125,38 +100,39 @@ pub(crate) enum Decision {
     ListTags(Missing),
     /// A failure that may pass (408, 429, 502, 503, 504): try again after
     /// `retry_after` (when the registry said) or a backoff; `answer` is the answer if
-    /// no attempt is left. `failure` is the short reason for the attempt history.
+    /// no attempt is left. `failure` is the attempt's entry in the history.
     Retryable {
         answer: Answer,
         retry_after: Option<Duration>,
-        failure: String,
+        failure: FailedAttempt,
     },
 }
 
-/// An answer with no digest, media type or missing kind, after one attempt.
-pub(crate) fn answer(status: Status, reason: Reason, http_status: u16, detail: String) -> Answer {
+/// An answer with no digest, media type or missing kind, after one attempt, with the
+/// error envelope's entries.
+pub(crate) fn answer(
+    status: Status,
+    reason: Reason,
+    http_status: u16,
+    finding: Finding,
+    errors: &[RegistryError],
+) -> Answer {
     Answer {
-        status,
-        missing: None,
-        reason,
-        close_tags: Vec::new(),
-        digest: None,
-        detail,
         http_status: Some(http_status),
-        media_type: None,
-        attempts: 1,
-        refusal: None,
-        platforms: Vec::new(),
-        retry_after: None,
+        errors: entries(errors),
+        ..Answer::new(status, reason, finding)
     }
 }
 
-/// `base`, with the error envelope's summary in parentheses when there is one.
-pub(crate) fn with_errors(base: String, errors: &[RegistryError]) -> String {
-    match errcode::summary(errors) {
-        Some(s) => format!("{base} ({s})"),
-        None => base,
-    }
+/// The envelope's entries as data.
+pub(crate) fn entries(errors: &[RegistryError]) -> Vec<ErrorEntry> {
+    errors
+        .iter()
+        .map(|e| ErrorEntry {
+            code: e.raw_code.clone(),
+            message: e.message.clone(),
+        })
+        .collect()
 }
 
 /// Splits `algorithm:hex`.
@@ -179,32 +155,6 @@ pub(crate) fn is_manifest_media_type(media_type: &str) -> bool {
     subtype.contains("manifest") || subtype.contains("index")
 }
 
-/// The longest `Content-Type` quoted in a detail; the rest is cut.
-const QUOTED_CONTENT_TYPE_LIMIT: usize = 100;
-
-/// The detail for a 2xx that is no registry's manifest answer.
-fn not_a_manifest_answer(
-    host: &str,
-    method: &str,
-    status: u16,
-    media_type: Option<&str>,
-) -> String {
-    let content_type = match media_type {
-        Some(mt) if mt.chars().count() > QUOTED_CONTENT_TYPE_LIMIT => format!(
-            "with Content-Type {}…",
-            mt.chars()
-                .take(QUOTED_CONTENT_TYPE_LIMIT)
-                .collect::<String>()
-        ),
-        Some(mt) => format!("with Content-Type {mt}"),
-        None => "with no Content-Type".to_string(),
-    };
-    format!(
-        "{method} to {host} answered {status} {content_type} and no Docker-Content-Digest: \
-         not a registry's manifest answer (a proxy or captive portal?)"
-    )
-}
-
 /// Classifies one manifest reply (pure).
 ///
 /// A 2xx counts as present only when it looks like a registry's manifest answer: a
@@ -219,8 +169,10 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
         reference,
         ..
     } = query;
+    let host = (*host).to_string();
     let status = reply.status;
-    let method = reply.method.as_str();
+    let method = reply.method;
+    let errors = reply.errors;
     match status {
         200..=299 => {
             let digest = reply.digest.map(str::trim).filter(|d| !d.is_empty());
@@ -236,7 +188,13 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                     Status::Unreachable,
                     Reason::NotARegistry,
                     status,
-                    not_a_manifest_answer(host, method, status, media_type.as_deref()),
+                    Finding::NotAManifest {
+                        host,
+                        method,
+                        status,
+                        content_type: media_type,
+                    },
+                    &[],
                 ));
             }
             // (wanted, got) when the registry names the requested digest otherwise.
@@ -251,49 +209,47 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                     Status::Unreachable,
                     Reason::DigestMismatch,
                     status,
-                    format!(
-                        "registry {host} returned digest {got} for {wanted}: \
-                         the content does not match its digest, a pull would fail verification"
-                    ),
+                    Finding::DigestMismatch {
+                        host,
+                        wanted: wanted.to_string(),
+                        got: got.to_string(),
+                    },
+                    &[],
                 ));
             }
-            let mut detail = format!("{method} {status}");
-            if let Some(mt) = &media_type {
-                detail.push_str(&format!(", {mt}"));
-            }
-            match (reference, digest) {
+            let other_algorithm = match (reference, digest) {
                 (Ref::Digest(wanted), Some(got)) if algorithm(wanted) != algorithm(got) => {
-                    detail.push_str(&format!(
-                        "; the registry names it {got} (another algorithm, not compared)"
-                    ));
+                    Some(got.to_string())
                 }
-                _ => {}
-            }
+                _ => None,
+            };
             Decision::Done(Answer {
-                status: Status::Present,
-                missing: None,
-                reason: Reason::Found,
-                close_tags: Vec::new(),
                 digest: digest.map(str::to_string),
-                detail,
                 http_status: Some(status),
                 media_type,
-                attempts: 1,
-                refusal: None,
-                platforms: Vec::new(),
-                retry_after: None,
+                ..Answer::new(
+                    Status::Present,
+                    Reason::Found,
+                    Finding::Served {
+                        method,
+                        status,
+                        other_algorithm,
+                        platform: None,
+                    },
+                )
             })
         }
         404 => {
-            if errcode::has(reply.errors, Code::NameUnknown) {
+            if errcode::has(errors, Code::NameUnknown) {
                 let mut a = answer(
                     Status::Missing,
                     Reason::RepositoryNotFound,
                     status,
-                    with_errors(
-                        format!("repository {repository} not found on {host}"),
-                        reply.errors,
-                    ),
+                    Finding::RepositoryUnknown {
+                        host,
+                        repository: (*repository).to_string(),
+                    },
+                    errors,
                 );
                 a.missing = Some(Missing::Repository);
                 return Decision::Done(a);
@@ -305,15 +261,13 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                 Status::Missing,
                 Reason::ManifestUnknown,
                 status,
-                with_errors(
-                    format!(
-                        "{} {} not found in {repository} on {host} ({method} 404); \
-                         whether the repository exists was not checked",
-                        reference.noun(),
-                        reference.as_str()
-                    ),
-                    reply.errors,
-                ),
+                Finding::ManifestUnknown {
+                    host,
+                    repository: (*repository).to_string(),
+                    reference: reference.owned(),
+                    tag_list: TagList::NotAsked(method),
+                },
+                errors,
             );
             a.missing = Some(reference.missing());
             Decision::Done(a)
@@ -322,26 +276,25 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
             Status::NoAccess,
             no_access_reason(&query.who),
             status,
-            with_errors(no_access(query), reply.errors),
+            Finding::Unauthorized {
+                host,
+                requester: query.who.clone(),
+            },
+            errors,
         )),
         403 => Decision::Done(answer(
             Status::Denied,
             Reason::AccessDenied,
             status,
-            with_errors(
-                format!("access to {repository} denied by {host} (HTTP 403)"),
-                reply.errors,
-            ),
+            Finding::Forbidden {
+                host,
+                repository: (*repository).to_string(),
+            },
+            errors,
         )),
         405 | 501 if reply.method == Method::Head => Decision::Get,
         429 => {
             let wait = reply.retry_after;
-            let mut detail = format!("rate limited by {host} (HTTP 429)");
-            let mut failure = "HTTP 429".to_string();
-            if let Some(wait) = wait {
-                detail.push_str(&format!("; retry after {} s", wait.as_secs()));
-                failure.push_str(&format!(" (retry after {} s)", wait.as_secs()));
-            }
             Decision::Retryable {
                 answer: Answer {
                     retry_after: wait,
@@ -349,11 +302,15 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                         Status::Unreachable,
                         Reason::RateLimited,
                         status,
-                        with_errors(detail, reply.errors),
+                        Finding::RateLimited { host },
+                        errors,
                     )
                 },
                 retry_after: wait,
-                failure,
+                failure: FailedAttempt::Status {
+                    status,
+                    retry_after: wait,
+                },
             }
         }
         408 | 502 | 503 | 504 => Decision::Retryable {
@@ -365,33 +322,31 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                     Reason::ServerError
                 },
                 status,
-                with_errors(
-                    format!("registry {host} answered HTTP {status} to {method}"),
-                    reply.errors,
-                ),
+                Finding::HttpStatus {
+                    host,
+                    method,
+                    status,
+                    expected: true,
+                },
+                errors,
             ),
             retry_after: reply.retry_after,
-            failure: format!("HTTP {status}"),
+            failure: FailedAttempt::Status {
+                status,
+                retry_after: None,
+            },
         },
-        500..=599 => Decision::Done(answer(
-            Status::Unreachable,
-            Reason::ServerError,
-            status,
-            with_errors(
-                format!("registry {host} answered HTTP {status} to {method}"),
-                reply.errors,
-            ),
-        )),
         _ => Decision::Done(answer(
             Status::Unreachable,
             Reason::ServerError,
             status,
-            with_errors(
-                format!(
-                    "registry {host} answered HTTP {status} to {method}, which this client does not expect"
-                ),
-                reply.errors,
-            ),
+            Finding::HttpStatus {
+                host,
+                method,
+                status,
+                expected: (500..=599).contains(&status),
+            },
+            errors,
         )),
     }
 }
@@ -405,40 +360,16 @@ pub(crate) fn no_access_reason(who: &Who) -> Reason {
     }
 }
 
-/// The wording of a 401 on a manifest.
-pub(crate) fn no_access(query: &Query<'_>) -> String {
-    let host = query.host;
-    match &query.who {
-        Who::NoCredentials => {
-            format!("authentication required and no credentials are configured for {host}")
-        }
-        Who::Anonymous => format!(
-            "missing, or no access anonymously ({host} answered 401; it does not tell the two apart)"
-        ),
-        Who::Unusable(who) => format!(
-            "authentication required: {host} asks for a user name and password, and {who} is not one"
-        ),
-        Who::Credential(who) => format!(
-            "missing, or no access with these credentials ({who}; {host} answered 401; it does not tell the two apart)"
-        ),
-    }
-}
-
 /// The answer for a credential or token that could not be obtained during a query.
 pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
     Answer {
-        status: err.status,
-        missing: None,
-        reason: err.reason,
-        close_tags: Vec::new(),
-        digest: None,
-        detail: err.message.clone(),
-        http_status: None,
-        media_type: None,
-        attempts: 1,
         refusal: err.refusal.clone(),
-        platforms: Vec::new(),
-        retry_after: None,
+        history: (*err.history).clone(),
+        ..Answer::new(
+            err.status,
+            err.reason,
+            Finding::Authorization(err.message.clone()),
+        )
     }
 }
 
@@ -448,37 +379,28 @@ pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError)
     if let Some(refusal) = &failure.refusal {
         return refused(&format!("{} to {host}", method.as_str()), refusal.clone());
     }
-    Answer {
-        status: Status::Unreachable,
-        missing: None,
-        reason: failure.kind,
-        close_tags: Vec::new(),
-        digest: None,
-        detail: format!("{} to {host} failed: {}", method.as_str(), failure.reason),
-        http_status: None,
-        media_type: None,
-        attempts: 1,
-        refusal: None,
-        platforms: Vec::new(),
-        retry_after: None,
-    }
+    Answer::new(
+        Status::Unreachable,
+        failure.kind,
+        Finding::RequestFailed {
+            host: host.to_string(),
+            method,
+            why: failure.reason.clone(),
+        },
+    )
 }
 
-/// [`Status::Refused`]: `{what}: {refusal}; nothing was sent to it`.
+/// [`Status::Refused`]: `what` was refused by `refusal`; nothing was sent to it.
 pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> Answer {
     Answer {
-        status: Status::Refused,
-        missing: None,
-        reason: Reason::EgressDenied,
-        close_tags: Vec::new(),
-        digest: None,
-        detail: format!("{what}: {refusal}; nothing was sent to it"),
-        http_status: None,
-        media_type: None,
-        attempts: 1,
         refusal: Some(refusal),
-        platforms: Vec::new(),
-        retry_after: None,
+        ..Answer::new(
+            Status::Refused,
+            Reason::EgressDenied,
+            Finding::Refused {
+                what: what.to_string(),
+            },
+        )
     }
 }
 
@@ -507,7 +429,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn retryable(d: Decision) -> (Answer, Option<Duration>, String) {
+    fn retryable(d: Decision) -> (Answer, Option<Duration>, FailedAttempt) {
         match d {
             Decision::Retryable {
                 answer,
@@ -555,8 +477,13 @@ pub(crate) mod tests {
         );
         assert_eq!(a.http_status, Some(200));
         assert_eq!(
-            a.detail,
-            "HEAD 200, application/vnd.oci.image.index.v1+json"
+            a.finding,
+            Finding::Served {
+                method: Method::Head,
+                status: 200,
+                other_algorithm: None,
+                platform: None
+            }
         );
     }
 
@@ -622,20 +549,14 @@ pub(crate) mod tests {
     #[test]
     fn any_web_server_answering_200_is_not_a_registry() {
         for (content_type, quoted) in [
-            (
-                Some("text/html; charset=utf-8"),
-                "with Content-Type text/html",
-            ),
+            (Some("text/html; charset=utf-8"), Some("text/html")),
             (
                 Some("application/octet-stream"),
-                "with Content-Type application/octet-stream",
+                Some("application/octet-stream"),
             ),
-            (
-                Some("application/json"),
-                "with Content-Type application/json",
-            ),
-            (None, "with no Content-Type"),
-            (Some(""), "with no Content-Type"),
+            (Some("application/json"), Some("application/json")),
+            (None, None),
+            (Some(""), None),
         ] {
             for q in [query("1"), query(D1)] {
                 // A HEAD is asked again with GET first ...
@@ -654,11 +575,13 @@ pub(crate) mod tests {
                 assert_eq!((a.missing, a.digest, a.media_type), (None, None, None));
                 assert_eq!(a.http_status, Some(200));
                 assert_eq!(
-                    a.detail,
-                    format!(
-                        "GET to reg.example answered 200 {quoted} and no Docker-Content-Digest: \
-                         not a registry's manifest answer (a proxy or captive portal?)"
-                    )
+                    a.finding,
+                    Finding::NotAManifest {
+                        host: "reg.example".into(),
+                        method: Method::Get,
+                        status: 200,
+                        content_type: quoted.map(str::to_string),
+                    }
                 );
             }
         }
@@ -666,14 +589,21 @@ pub(crate) mod tests {
         let a = done(manifest(&query("1"), &reply(Method::Get, 204)));
         assert_eq!(a.status, Status::Unreachable);
         assert!(
-            a.detail.contains("answered 204 with no Content-Type"),
-            "{}",
-            a.detail
+            matches!(
+                a.finding,
+                Finding::NotAManifest {
+                    status: 204,
+                    content_type: None,
+                    ..
+                }
+            ),
+            "{:?}",
+            a.finding
         );
     }
 
     #[test]
-    fn a_long_content_type_is_cut_in_the_detail() {
+    fn a_long_content_type_is_kept_whole_for_the_engine_to_cut() {
         let long = format!("text/{}", "x".repeat(500));
         let get = Reply {
             content_type: Some(&long),
@@ -681,11 +611,10 @@ pub(crate) mod tests {
         };
         let a = done(manifest(&query("1"), &get));
         assert_eq!(a.status, Status::Unreachable);
-        assert!(a.detail.len() < 300, "{}", a.detail);
         assert!(
-            a.detail.contains("xxx… and no Docker-Content-Digest"),
-            "{}",
-            a.detail
+            matches!(&a.finding, Finding::NotAManifest { content_type: Some(c), .. } if *c == long),
+            "{:?}",
+            a.finding
         );
     }
 
@@ -698,12 +627,13 @@ pub(crate) mod tests {
         let a = done(manifest(&query(D1), &r));
         assert_eq!(a.status, Status::Unreachable);
         assert_eq!(a.reason, Reason::DigestMismatch);
-        assert!(
-            a.detail.contains(&format!(
-                "registry reg.example returned digest {D2} for {D1}"
-            )),
-            "{}",
-            a.detail
+        assert_eq!(
+            a.finding,
+            Finding::DigestMismatch {
+                host: "reg.example".into(),
+                wanted: D1.into(),
+                got: D2.into()
+            }
         );
         // Same digest: present.
         let r = Reply {
@@ -722,7 +652,11 @@ pub(crate) mod tests {
         };
         let a = done(manifest(&query(&sha512), &r));
         assert_eq!(a.status, Status::Present);
-        assert!(a.detail.contains("not compared"));
+        assert!(
+            matches!(&a.finding, Finding::Served { other_algorithm: Some(d), .. } if d == D1),
+            "{:?}",
+            a.finding
+        );
     }
 
     #[test]
@@ -770,42 +704,44 @@ pub(crate) mod tests {
         let a = done(manifest(&query("3.19"), &r));
         assert_eq!(a.missing, Some(Missing::Repository));
         assert_eq!(a.reason, Reason::RepositoryNotFound);
-        assert!(a.detail.contains("NAME_UNKNOWN"));
+        assert_eq!(
+            a.errors,
+            [ErrorEntry {
+                code: "NAME_UNKNOWN".into(),
+                message: "repository name not known to registry".into()
+            }]
+        );
     }
 
     #[test]
     fn unauthorized_is_never_missing() {
-        for (who, needle, reason) in [
-            (
-                Who::Anonymous,
-                "missing, or no access anonymously",
-                Reason::UnauthorizedAnonymous,
-            ),
+        for (who, reason) in [
+            (Who::Anonymous, Reason::UnauthorizedAnonymous),
             (
                 Who::Credential("user \"alice\"".into()),
-                "missing, or no access with these credentials (user \"alice\"",
                 Reason::Unauthorized,
             ),
-            (
-                Who::NoCredentials,
-                "authentication required and no credentials are configured for reg.example",
-                Reason::CredentialsRequired,
-            ),
+            (Who::NoCredentials, Reason::CredentialsRequired),
             (
                 Who::Unusable("the configured registry token".into()),
-                "asks for a user name and password, and the configured registry token is not one",
                 Reason::CredentialsRequired,
             ),
         ] {
             let q = Query {
-                who,
+                who: who.clone(),
                 ..query("3.19")
             };
             let a = done(manifest(&q, &reply(Method::Head, 401)));
             assert_eq!(a.status, Status::NoAccess);
             assert_eq!(a.reason, reason);
             assert_eq!(a.missing, None);
-            assert!(a.detail.contains(needle), "{}", a.detail);
+            assert_eq!(
+                a.finding,
+                Finding::Unauthorized {
+                    host: "reg.example".into(),
+                    requester: who
+                }
+            );
         }
     }
 
@@ -818,7 +754,20 @@ pub(crate) mod tests {
         };
         let a = done(manifest(&query("3.19"), &r));
         assert_eq!((a.status, a.reason), (Status::Denied, Reason::AccessDenied));
-        assert!(a.detail.contains("DENIED: requested access"));
+        assert_eq!(
+            a.finding,
+            Finding::Forbidden {
+                host: "reg.example".into(),
+                repository: "library/alpine".into()
+            }
+        );
+        assert_eq!(
+            a.errors,
+            [ErrorEntry {
+                code: "DENIED".into(),
+                message: "requested access to the resource is denied".into()
+            }]
+        );
     }
 
     #[test]
@@ -844,15 +793,37 @@ pub(crate) mod tests {
         let (answer, retry_after, failure) = retryable(manifest(&query("3.19"), &r));
         assert_eq!(answer.status, Status::Unreachable);
         assert_eq!(answer.http_status, Some(429));
-        assert!(answer.detail.contains("retry after 30 s"));
+        assert_eq!(
+            answer.finding,
+            Finding::RateLimited {
+                host: "reg.example".into()
+            }
+        );
+        assert_eq!(answer.retry_after, Some(Duration::from_secs(30)));
         assert_eq!(retry_after, Some(Duration::from_secs(30)));
-        assert_eq!(failure, "HTTP 429 (retry after 30 s)");
+        assert_eq!(
+            failure,
+            FailedAttempt::Status {
+                status: 429,
+                retry_after: Some(Duration::from_secs(30))
+            }
+        );
         for status in [408, 502, 503, 504] {
             let (answer, retry_after, failure) =
                 retryable(manifest(&query("3.19"), &reply(Method::Head, status)));
-            assert!(answer.detail.contains(&format!("HTTP {status}")));
+            assert!(
+                matches!(answer.finding, Finding::HttpStatus { status: s, expected: true, .. } if s == status),
+                "{:?}",
+                answer.finding
+            );
             assert_eq!(retry_after, None);
-            assert_eq!(failure, format!("HTTP {status}"));
+            assert_eq!(
+                failure,
+                FailedAttempt::Status {
+                    status,
+                    retry_after: None
+                }
+            );
         }
     }
 
@@ -861,7 +832,15 @@ pub(crate) mod tests {
         for status in [500, 505, 599] {
             let a = done(manifest(&query("3.19"), &reply(Method::Head, status)));
             assert_eq!(a.status, Status::Unreachable);
-            assert!(a.detail.contains(&format!("HTTP {status}")), "{}", a.detail);
+            assert_eq!(
+                a.finding,
+                Finding::HttpStatus {
+                    host: "reg.example".into(),
+                    method: Method::Head,
+                    status,
+                    expected: true
+                }
+            );
         }
         // 501 on a GET (after the HEAD fallback) is final too.
         let a = done(manifest(&query("3.19"), &reply(Method::Get, 501)));
@@ -896,10 +875,12 @@ pub(crate) mod tests {
         };
         let a = done(manifest(&query("3.19"), &r));
         assert_eq!(a.status, Status::Unreachable);
-        assert!(
-            a.detail.contains("FLUX_CAPACITOR_DRAINED: try 1985"),
-            "{}",
-            a.detail
+        assert_eq!(
+            a.errors,
+            [ErrorEntry {
+                code: "FLUX_CAPACITOR_DRAINED".into(),
+                message: "try 1985".into()
+            }]
         );
     }
 
@@ -914,6 +895,15 @@ pub(crate) mod tests {
         };
         let a = done(manifest(&query("3.19"), &r));
         assert_eq!(a.status, Status::Unreachable);
-        assert!(a.detail.contains("HTTP 400") && a.detail.contains("NAME_INVALID"));
+        assert_eq!(
+            a.finding,
+            Finding::HttpStatus {
+                host: "reg.example".into(),
+                method: Method::Get,
+                status: 400,
+                expected: false
+            }
+        );
+        assert_eq!(a.errors[0].code, "NAME_INVALID");
     }
 }

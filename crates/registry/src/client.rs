@@ -247,7 +247,7 @@ impl Client {
         )
         .await
         .map_err(|mut e| {
-            attempts.annotate(&mut e.message);
+            e.history = Box::new(attempts.history());
             e.message = auth::redact(&e.message, credential, None);
             e
         })
@@ -267,7 +267,7 @@ impl Client {
         self.authorize_with(endpoint, credential, repositories, None, &mut attempts)
             .await
             .map_err(|mut e| {
-                attempts.annotate(&mut e.message);
+                e.history = Box::new(attempts.history());
                 e.message = auth::redact(&e.message, credential, None);
                 e
             })
@@ -288,6 +288,7 @@ impl Client {
             message: format!("registry {host}: {e}"),
             refusal: None,
             certificate: None,
+            history: Box::default(),
         })?;
         let http = self
             .shared
@@ -552,6 +553,7 @@ fn unreachable_error(host: &str, kind: Reason, reason: &str) -> AuthorizeError {
         message: format!("registry {host} unreachable: {reason}"),
         refusal: None,
         certificate: None,
+        history: Box::default(),
     }
 }
 

@@ -6,37 +6,42 @@
 
 use pullcheck_reference::grammar::is_tag;
 
-use crate::classify::{Query, Ref, answer, with_errors};
+use crate::classify::{Query, Ref, answer};
 use crate::errcode::RegistryError;
+use crate::finding::{Finding, TagCount, TagList};
 use crate::{Answer, Missing, Reason, Status};
 
-/// The verdict on a 404 when the tag list request got no HTTP answer.
-pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str) -> Answer {
+/// A 404 whose repository's existence the tag list could not tell (`tag_list`).
+fn unknown(
+    query: &Query<'_>,
+    missing: Missing,
+    tag_list: TagList,
+    errors: &[RegistryError],
+) -> Answer {
     Answer {
-        status: Status::Missing,
         missing: Some(missing),
-        reason: Reason::ManifestUnknown,
-        close_tags: Vec::new(),
-        digest: None,
-        detail: format!(
-            "{} {} not found in {} on {}; the tag list request failed ({reason}), \
-             so whether the repository exists is unknown",
-            query.reference.noun(),
-            query.reference.as_str(),
-            query.repository,
-            query.host
-        ),
-        http_status: Some(404),
-        media_type: None,
-        attempts: 1,
-        refusal: None,
-        platforms: Vec::new(),
-        retry_after: None,
+        ..answer(
+            Status::Missing,
+            Reason::ManifestUnknown,
+            404,
+            Finding::ManifestUnknown {
+                host: query.host.to_string(),
+                repository: query.repository.to_string(),
+                reference: query.reference.owned(),
+                tag_list,
+            },
+            errors,
+        )
     }
 }
 
+/// The verdict on a 404 when the tag list request got no HTTP answer.
+pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str) -> Answer {
+    unknown(query, missing, TagList::Failed(reason.to_string()), &[])
+}
+
 #[derive(serde::Deserialize)]
-struct TagList {
+struct TagListBody {
     #[serde(default)]
     tags: Option<Vec<String>>,
 }
@@ -57,21 +62,23 @@ pub(crate) fn tags_list(
         reference,
         ..
     } = query;
-    let noun = reference.noun();
-    let wanted = reference.as_str();
-    let mut out = answer(Status::Missing, missing.into(), 404, String::new());
     if status == 404 {
-        out.missing = Some(Missing::Repository);
-        out.reason = Reason::RepositoryNotFound;
-        out.detail = with_errors(
-            format!("repository {repository} not found on {host}"),
-            errors,
-        );
-        return out;
+        return Answer {
+            missing: Some(Missing::Repository),
+            ..answer(
+                Status::Missing,
+                Reason::RepositoryNotFound,
+                404,
+                Finding::RepositoryUnknown {
+                    host: host.to_string(),
+                    repository: repository.to_string(),
+                },
+                errors,
+            )
+        };
     }
-    out.missing = Some(missing);
     let tags = if (200..300).contains(&status) {
-        serde_json::from_slice::<TagList>(body)
+        serde_json::from_slice::<TagListBody>(body)
             .ok()
             .map(|l| l.tags.unwrap_or_default())
     } else {
@@ -80,57 +87,35 @@ pub(crate) fn tags_list(
     let Some(tags) = tags else {
         // Whether the repository exists is unknown: not `tag_not_found`, which says it
         // does (docs/reasons.md).
-        out.reason = Reason::ManifestUnknown;
-        out.detail = if (200..300).contains(&status) {
-            format!(
-                "{noun} {wanted} not found in {repository} on {host}; \
-                 the tag list could not be read, so whether the repository exists is unknown"
-            )
+        return if (200..300).contains(&status) {
+            unknown(query, missing, TagList::Unreadable, &[])
         } else {
-            with_errors(
-                format!(
-                    "{noun} {wanted} not found in {repository} on {host}; \
-                     the tag list answered HTTP {status}, so whether the repository exists is unknown"
-                ),
-                errors,
-            )
+            unknown(query, missing, TagList::Status(status), errors)
         };
-        return out;
     };
-    let count = match (link_next, tags.len()) {
-        (true, n) => format!("at least {n} tags"),
-        (false, 1) => "1 tag".to_string(),
-        (false, n) => format!("{n} tags"),
-    };
-    out.detail = match reference {
-        Ref::Digest(_) => format!(
-            "digest {wanted} not found in {repository} on {host} (the repository exists, {count})"
-        ),
-        Ref::Tag(tag) if tags.is_empty() => {
-            format!("tag {tag} not found in {repository} on {host}, which has no tags")
-        }
-        Ref::Tag(tag) => {
-            let close = suggest(tag, &tags);
-            if close.is_empty() {
-                format!("tag {tag} not found in {repository} on {host} ({count}, none close)")
-            } else {
-                out.close_tags = close.iter().map(|t| (*t).to_string()).collect();
-                format!(
-                    "tag {tag} not found in {repository} on {host}; did you mean {}?",
-                    or_list(&close)
-                )
-            }
-        }
-    };
-    out
-}
-
-fn or_list(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => (*one).to_string(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    let mut out = answer(
+        Status::Missing,
+        missing.into(),
+        404,
+        Finding::ReferenceUnknown {
+            host: host.to_string(),
+            repository: repository.to_string(),
+            reference: reference.owned(),
+            tags: TagCount {
+                count: tags.len(),
+                truncated: link_next,
+            },
+        },
+        &[],
+    );
+    out.missing = Some(missing);
+    if let Ref::Tag(tag) = reference {
+        out.close_tags = suggest(tag, &tags)
+            .iter()
+            .map(|t| (*t).to_string())
+            .collect();
     }
+    out
 }
 
 /// Levenshtein distance over characters.
@@ -197,10 +182,14 @@ mod tests {
         assert_eq!(a.status, Status::Missing);
         assert_eq!(a.missing, Some(Missing::Repository));
         assert_eq!(a.http_status, Some(404));
-        assert!(
-            a.detail
-                .contains("repository library/alpine not found on reg.example")
+        assert_eq!(
+            a.finding,
+            Finding::RepositoryUnknown {
+                host: "reg.example".into(),
+                repository: "library/alpine".into()
+            }
         );
+        assert_eq!(a.errors[0].code, "NAME_UNKNOWN");
         let a = tags_list(
             &query(D1),
             Missing::Digest,
@@ -219,17 +208,41 @@ mod tests {
         assert_eq!(a.missing, Some(Missing::Tag));
         assert_eq!(a.reason, Reason::TagNotFound);
         assert_eq!(a.close_tags, ["3.18", "3.19", "3.20"]);
+        let tags = |a: &Answer| match a.finding {
+            Finding::ReferenceUnknown { tags, .. } => Some(tags),
+            _ => None,
+        };
         assert_eq!(
-            a.detail,
-            "tag 3.91 not found in library/alpine on reg.example; did you mean 3.18, 3.19 or 3.20?"
+            a.finding,
+            Finding::ReferenceUnknown {
+                host: "reg.example".into(),
+                repository: "library/alpine".into(),
+                reference: crate::ManifestRef::Tag("3.91".into()),
+                tags: TagCount {
+                    count: 5,
+                    truncated: false
+                }
+            }
         );
         let a = tags_list(&query("3.199"), Missing::Tag, 200, body, &[], false);
-        assert!(a.detail.ends_with("did you mean 3.19?"), "{}", a.detail);
+        assert_eq!(a.close_tags, ["3.19"]);
         let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], false);
-        assert!(a.detail.contains("(5 tags, none close)"), "{}", a.detail);
         assert!(a.close_tags.is_empty());
+        assert_eq!(
+            tags(&a),
+            Some(TagCount {
+                count: 5,
+                truncated: false
+            })
+        );
         let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], true);
-        assert!(a.detail.contains("(at least 5 tags"), "{}", a.detail);
+        assert_eq!(
+            tags(&a),
+            Some(TagCount {
+                count: 5,
+                truncated: true
+            })
+        );
     }
 
     #[test]
@@ -237,10 +250,18 @@ mod tests {
         let body = br#"{"name":"library/alpine","tags":["a"]}"#;
         let a = tags_list(&query(D1), Missing::Digest, 200, body, &[], false);
         assert_eq!(a.missing, Some(Missing::Digest));
+        assert_eq!(a.reason, Reason::DigestNotFound);
         assert!(
-            a.detail.ends_with("(the repository exists, 1 tag)"),
-            "{}",
-            a.detail
+            matches!(
+                &a.finding,
+                Finding::ReferenceUnknown {
+                    reference: crate::ManifestRef::Digest(d),
+                    tags: TagCount { count: 1, truncated: false },
+                    ..
+                } if d == D1
+            ),
+            "{:?}",
+            a.finding
         );
         let a = tags_list(
             &query("x"),
@@ -250,7 +271,17 @@ mod tests {
             &[],
             false,
         );
-        assert!(a.detail.ends_with("which has no tags"), "{}", a.detail);
+        assert!(
+            matches!(
+                a.finding,
+                Finding::ReferenceUnknown {
+                    tags: TagCount { count: 0, .. },
+                    ..
+                }
+            ),
+            "{:?}",
+            a.finding
+        );
     }
 
     #[test]
@@ -258,9 +289,13 @@ mod tests {
         let a = tags_list_failed(&query("x"), Missing::Tag, "connection reset by peer");
         assert_eq!(a.missing, Some(Missing::Tag));
         assert!(
-            a.detail.contains("(connection reset by peer)"),
-            "{}",
-            a.detail
+            matches!(
+                &a.finding,
+                Finding::ManifestUnknown { tag_list: TagList::Failed(why), .. }
+                    if why == "connection reset by peer"
+            ),
+            "{:?}",
+            a.finding
         );
     }
 
@@ -274,9 +309,12 @@ mod tests {
             assert_eq!(a.missing, Some(Missing::Tag));
             assert_eq!(a.reason, Reason::ManifestUnknown);
             assert!(
-                a.detail.contains(&format!("answered HTTP {status}")),
-                "{}",
-                a.detail
+                matches!(
+                    a.finding,
+                    Finding::ManifestUnknown { tag_list: TagList::Status(s), .. } if s == status
+                ),
+                "{:?}",
+                a.finding
             );
         }
         let a = tags_list(&query("x"), Missing::Digest, 403, b"", &[], false);
@@ -286,7 +324,17 @@ mod tests {
         );
         let a = tags_list(&query("x"), Missing::Tag, 200, b"<html>", &[], false);
         assert_eq!(a.reason, Reason::ManifestUnknown);
-        assert!(a.detail.contains("could not be read"), "{}", a.detail);
+        assert!(
+            matches!(
+                a.finding,
+                Finding::ManifestUnknown {
+                    tag_list: TagList::Unreadable,
+                    ..
+                }
+            ),
+            "{:?}",
+            a.finding
+        );
     }
 
     #[test]
@@ -309,7 +357,5 @@ mod tests {
         assert_eq!(suggest("2.01", &tags), vec!["2.0"]);
         assert_eq!(suggest("lates", &tags), vec!["latest"]);
         assert!(suggest("something-else-entirely", &tags).is_empty());
-        assert_eq!(or_list(&["a"]), "a");
-        assert_eq!(or_list(&["a", "b"]), "a or b");
     }
 }

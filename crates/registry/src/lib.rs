@@ -34,7 +34,7 @@
 //! - **Retried only when it may help.** 408, 429 (after `Retry-After`, seconds or an
 //!   HTTP date, up to a cap), 502, 503, 504 and refused or reset connections, at most
 //!   [`ClientOptions::max_attempts`] times with jittered exponential backoff; never
-//!   400, 401, 403 or 404. [`Answer::attempts`] and [`Answer::detail`] tell each
+//!   400, 401, 403 or 404. [`Answer::attempts`] and [`Answer::history`] tell each
 //!   attempt's failure.
 //! - **Never "missing" by mistake.** A 401 is [`Status::NoAccess`]; a hiccup is
 //!   [`Status::Unreachable`]; only a 404 (or an index without the platform asked for) is
@@ -99,6 +99,7 @@ mod classify;
 mod client;
 mod egress;
 mod errcode;
+mod finding;
 mod hints;
 mod observe;
 mod ping;
@@ -121,6 +122,10 @@ pub use client::Client;
 pub use egress::{
     DEFAULT_DENY, EgressMatch, EgressPatternError, EgressPolicy, EgressRefusal, EgressRule,
     RefusalRule,
+};
+pub use finding::{
+    AttemptHistory, ErrorEntry, FailedAttempt, Finding, ManifestRef, Method, PlatformSource,
+    Requester, RetryStop, TagCount, TagList,
 };
 pub use observe::{Observer, RequestEvent, RequestKind};
 /// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
@@ -312,7 +317,7 @@ pub struct ClientOptions {
     /// When set, a manifest that is an index or a manifest list (by the `Content-Type`
     /// of the `HEAD`) is fetched with one `GET`, and the image counts as present only
     /// if the index lists this platform; otherwise [`Status::Missing`] with
-    /// [`Missing::Platform`], the detail listing the platforms present. A single-platform
+    /// [`Missing::Platform`], [`Answer::platforms`] listing those present. A single-platform
     /// image manifest is fetched with one `GET`, then its config blob with another
     /// ([`RequestKind::Blob`]), and counts as present only if the config's `os`,
     /// `architecture` and `variant` match; otherwise [`Missing::Platform`] naming both
@@ -467,7 +472,7 @@ pub enum Missing {
     /// The repository does not exist.
     Repository,
     /// The manifest exists, but its index does not list the platform asked for
-    /// ([`ClientOptions::platform`]); the detail lists the platforms present.
+    /// ([`ClientOptions::platform`]); [`Answer::platforms`] lists those present.
     Platform,
 }
 
@@ -478,15 +483,20 @@ pub struct Answer {
     pub status: Status,
     /// What is missing, when known.
     pub missing: Option<Missing>,
-    /// Why, as data ([`Reason`]); the detail says the same in words.
+    /// Why, as data ([`Reason`]); [`Answer::finding`] has its facts.
     pub reason: Reason,
     /// For [`Reason::TagNotFound`]: the repository's tags close to the one asked for
-    /// (edit distance), best first, as the detail's "did you mean"; else empty.
+    /// (edit distance), best first, (a "did you mean"); else empty.
     pub close_tags: Vec<String>,
     /// `Docker-Content-Digest` of a present manifest, when the registry sent it.
     pub digest: Option<String>,
-    /// Human detail: HTTP status, error code, suggestion ("did you mean 3.19?"). Never a secret.
-    pub detail: String,
+    /// What was found, as data ([`Finding`]); the engine words it. Never a secret.
+    pub finding: Finding,
+    /// The error envelope's entries of the answer that decided it (OCI distribution
+    /// spec, "Error Codes"), in order; empty when there was none (a `HEAD` has no body).
+    pub errors: Vec<ErrorEntry>,
+    /// Each failed attempt before this answer, and why retrying stopped early.
+    pub history: AttemptHistory,
     /// The HTTP status of the manifest request that decided the answer (404 also when
     /// the tag list refined it); `None` when no HTTP answer came (network failure, or a
     /// token that could not be obtained).
@@ -496,7 +506,7 @@ pub struct Answer {
     pub media_type: Option<String>,
     /// How many attempts the check took: 1, plus one for each retry after a retryable
     /// failure of any of its requests (manifest, token, index), at most
-    /// [`ClientOptions::max_attempts`]. When an attempt failed, [`Answer::detail`] lists
+    /// [`ClientOptions::max_attempts`]. When an attempt failed, [`Answer::history`] lists
     /// why each failed attempt failed, and why retrying stopped early if it did.
     pub attempts: u32,
     /// For [`Status::Refused`]: the egress rule and what it matched.
@@ -511,8 +521,32 @@ pub struct Answer {
     pub retry_after: Option<std::time::Duration>,
 }
 
+impl Answer {
+    /// An answer of `status` for `reason` with `finding`, after one attempt, with no
+    /// HTTP status, digest, media type, missing kind or other facts.
+    pub fn new(status: Status, reason: Reason, finding: Finding) -> Answer {
+        Answer {
+            status,
+            missing: None,
+            reason,
+            close_tags: Vec::new(),
+            digest: None,
+            finding,
+            errors: Vec::new(),
+            history: AttemptHistory::default(),
+            http_status: None,
+            media_type: None,
+            attempts: 1,
+            refusal: None,
+            platforms: Vec::new(),
+            retry_after: None,
+        }
+    }
+}
+
 /// A failure to ping or authenticate against a registry, which applies to every image on
-/// it. After retries, the message lists each attempt's failure.
+/// it. After retries, [`AuthorizeError::history`] lists each attempt's failure (the
+/// message says only the last).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct AuthorizeError {
@@ -527,6 +561,9 @@ pub struct AuthorizeError {
     /// For [`Reason::TlsUntrusted`] from the registry's own https endpoint: what is wrong
     /// with its certificate; `None` otherwise.
     pub certificate: Option<CertificateProblem>,
+    /// Each failed attempt before this failure, and why retrying stopped early (boxed:
+    /// the error stays small).
+    pub history: Box<AttemptHistory>,
 }
 
 impl AuthorizeError {
@@ -538,6 +575,7 @@ impl AuthorizeError {
             message: message.into(),
             refusal: None,
             certificate: None,
+            history: Box::default(),
         }
     }
 
@@ -549,6 +587,7 @@ impl AuthorizeError {
             message: format!("{what}: {refusal}; nothing was sent to it"),
             refusal: Some(refusal),
             certificate: None,
+            history: Box::default(),
         }
     }
 }

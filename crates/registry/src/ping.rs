@@ -259,6 +259,7 @@ async fn first_request(
                     message: failure.message,
                     refusal: None,
                     certificate: failure.certificate,
+                    history: Default::default(),
                 });
             }
         }

@@ -8,8 +8,9 @@
 
 use serde::Deserialize;
 
-use crate::classify::{Query, Ref, with_errors};
-use crate::errcode::RegistryError;
+use crate::classify::{Query, Ref};
+use crate::errcode::{self, RegistryError};
+use crate::finding::{Finding, PlatformSource};
 use crate::{Answer, Missing, Platform, Reason, Status};
 
 /// The media types whose manifests list other manifests by platform.
@@ -127,18 +128,6 @@ pub(crate) fn matches(want: &Platform, have: &Platform) -> bool {
     }
 }
 
-/// `linux/amd64, linux/arm64/v8`, or `none` for an empty list.
-pub(crate) fn list(platforms: &[Platform]) -> String {
-    if platforms.is_empty() {
-        return "none".to_string();
-    }
-    platforms
-        .iter()
-        .map(Platform::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// What the `GET` of an index for the platform check brought.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum IndexReply<'a> {
@@ -168,18 +157,18 @@ pub(crate) fn check(
         reference,
         ..
     } = query;
-    let what = format!("{repository}:{}", reference.as_str());
-    let what = match reference {
-        Ref::Digest(d) => format!("{repository}@{d}"),
-        Ref::Tag(_) => what,
-    };
+    let manifest = manifest_name(repository, reference);
     let unreadable = |why: String| Answer {
         status: Status::Unreachable,
         missing: None,
         reason: Reason::NotARegistry,
-        detail: format!(
-            "{what} exists on {host} as an index, but the platform {want} could not be checked: {why}"
-        ),
+        finding: Finding::PlatformUnchecked {
+            host: host.to_string(),
+            manifest: manifest.clone(),
+            wanted: want.clone(),
+            source: PlatformSource::Index,
+            why,
+        },
         ..present.clone()
     };
     let bytes = match body_of(reply, "index") {
@@ -196,20 +185,52 @@ pub(crate) fn check(
     };
     match platforms.iter().find(|have| matches(want, have)) {
         Some(have) => Answer {
-            detail: format!("{}; platform {want} listed as {have}", present.detail),
+            finding: with_platform(present.finding, want, have, PlatformSource::Index),
             ..present
         },
         None => Answer {
             status: Status::Missing,
             missing: Some(Missing::Platform),
             reason: Reason::PlatformNotFound,
-            detail: format!(
-                "platform {want} not in the index of {what} on {host}; it lists {}",
-                list(&platforms)
-            ),
+            finding: Finding::PlatformNotListed {
+                host: host.to_string(),
+                manifest,
+                wanted: want.clone(),
+            },
             platforms,
             ..present
         },
+    }
+}
+
+/// `repository:tag` or `repository@digest`.
+fn manifest_name(repository: &str, reference: &Ref<'_>) -> String {
+    match reference {
+        Ref::Digest(d) => format!("{repository}@{d}"),
+        Ref::Tag(t) => format!("{repository}:{t}"),
+    }
+}
+
+/// A present answer's finding with the platform that matched.
+fn with_platform(
+    finding: Finding,
+    want: &Platform,
+    have: &Platform,
+    source: PlatformSource,
+) -> Finding {
+    match finding {
+        Finding::Served {
+            method,
+            status,
+            other_algorithm,
+            ..
+        } => Finding::Served {
+            method,
+            status,
+            other_algorithm,
+            platform: Some((want.clone(), have.clone(), source)),
+        },
+        other => other,
     }
 }
 
@@ -231,7 +252,10 @@ pub(crate) fn body_of<'a>(
         )),
         IndexReply::Body { bytes, .. } => Ok(bytes),
         IndexReply::Status { status, errors } => Err((
-            with_errors(format!("GET of the {what} answered HTTP {status}"), errors),
+            match errcode::summary(errors) {
+                Some(summary) => format!("GET of the {what} answered HTTP {status} ({summary})"),
+                None => format!("GET of the {what} answered HTTP {status}"),
+            },
             Some(status),
         )),
         IndexReply::Failed(why) => Err((format!("GET of the {what} failed: {why}"), None)),
@@ -332,18 +356,18 @@ pub(crate) fn check_config(
         reference,
         ..
     } = query;
-    let what = match reference {
-        Ref::Digest(d) => format!("{repository}@{d}"),
-        Ref::Tag(t) => format!("{repository}:{t}"),
-    };
+    let manifest = manifest_name(repository, reference);
     let unreadable = |why: String, status: Option<u16>| Answer {
         status: Status::Unreachable,
         missing: None,
         reason: Reason::NotARegistry,
-        detail: format!(
-            "{what} exists on {host} as a single-platform image, but the platform {want} \
-             could not be checked: {why}"
-        ),
+        finding: Finding::PlatformUnchecked {
+            host: host.to_string(),
+            manifest: manifest.clone(),
+            wanted: want.clone(),
+            source: PlatformSource::Config,
+            why,
+        },
         http_status: status.or(present.http_status),
         ..present.clone()
     };
@@ -353,10 +377,7 @@ pub(crate) fn check_config(
     };
     if matches(want, &have) {
         Answer {
-            detail: format!(
-                "{}; platform {want} matches its config ({have})",
-                present.detail
-            ),
+            finding: with_platform(present.finding, want, &have, PlatformSource::Config),
             ..present
         }
     } else {
@@ -364,10 +385,11 @@ pub(crate) fn check_config(
             status: Status::Missing,
             missing: Some(Missing::Platform),
             reason: Reason::PlatformMismatch,
-            detail: format!(
-                "{what} on {host} is a single-platform image for {have}: a node on {want} \
-                 pulls it, and it will not run there"
-            ),
+            finding: Finding::PlatformMismatch {
+                host: host.to_string(),
+                manifest,
+                wanted: want.clone(),
+            },
             platforms: vec![have],
             ..present
         }
@@ -420,8 +442,6 @@ mod tests {
         }"#;
         let got = parse_index(body).unwrap();
         assert_eq!(got, vec![p("linux/amd64"), p("linux/arm64/v8")]);
-        assert_eq!(list(&got), "linux/amd64, linux/arm64/v8");
-        assert_eq!(list(&[]), "none");
     }
 
     #[test]
@@ -487,10 +507,13 @@ mod tests {
         assert_eq!(a.status, Status::Present);
         assert_eq!(a.digest.as_deref(), Some(D1));
         assert!(
-            a.detail
-                .ends_with("platform linux/arm64 listed as linux/arm64/v8"),
-            "{}",
-            a.detail
+            matches!(
+                &a.finding,
+                Finding::Served { platform: Some((w, have, PlatformSource::Index)), .. }
+                    if *w == want && *have == p("linux/arm64/v8")
+            ),
+            "{:?}",
+            a.finding
         );
     }
 
@@ -507,10 +530,14 @@ mod tests {
             (Status::Missing, Some(Missing::Platform))
         );
         assert_eq!(
-            a.detail,
-            "platform linux/s390x not in the index of library/alpine:3.19 on reg.example; \
-             it lists linux/amd64, linux/arm64/v8"
+            a.finding,
+            Finding::PlatformNotListed {
+                host: "reg.example".into(),
+                manifest: "library/alpine:3.19".into(),
+                wanted: want.clone()
+            }
         );
+        assert_eq!(a.platforms, [p("linux/amd64"), p("linux/arm64/v8")]);
         let a = check(
             &query(D1),
             present_index(),
@@ -521,12 +548,12 @@ mod tests {
             },
         );
         assert!(
-            a.detail.contains(&format!(
-                "library/alpine@{D1} on reg.example; it lists none"
-            )),
-            "{}",
-            a.detail
+            matches!(&a.finding, Finding::PlatformNotListed { manifest, .. }
+                if *manifest == format!("library/alpine@{D1}")),
+            "{:?}",
+            a.finding
         );
+        assert!(a.platforms.is_empty());
     }
 
     #[test]
@@ -580,19 +607,26 @@ mod tests {
             (Status::Missing, Some(Missing::Platform))
         );
         assert_eq!(
-            a.detail,
-            "library/alpine:3.19 on reg.example is a single-platform image for linux/amd64: \
-             a node on linux/arm64 pulls it, and it will not run there"
+            a.finding,
+            Finding::PlatformMismatch {
+                host: "reg.example".into(),
+                manifest: "library/alpine:3.19".into(),
+                wanted: want.clone()
+            }
         );
+        assert_eq!(a.platforms, [p("linux/amd64")]);
         assert_eq!(a.digest.as_deref(), Some(D1));
         let arm64: &[u8] = br#"{"os":"linux","architecture":"arm64","variant":"v8"}"#;
         let a = check_config(&query("3.19"), present_image(), &want, Ok(arm64));
         assert_eq!(a.status, Status::Present);
         assert!(
-            a.detail
-                .ends_with("platform linux/arm64 matches its config (linux/arm64/v8)"),
-            "{}",
-            a.detail
+            matches!(
+                &a.finding,
+                Finding::Served { platform: Some((w, have, PlatformSource::Config)), .. }
+                    if *w == want && *have == p("linux/arm64/v8")
+            ),
+            "{:?}",
+            a.finding
         );
         // Unreadable: unreachable, never present or missing.
         for (config, needle, status) in [
@@ -613,14 +647,14 @@ mod tests {
             let a = check_config(&query("3.19"), present_image(), &want, config);
             assert_eq!((a.status, a.missing), (Status::Unreachable, None));
             assert!(
-                a.detail.starts_with(
-                    "library/alpine:3.19 exists on reg.example as a single-platform image, \
-                     but the platform linux/arm64 could not be checked: "
+                matches!(
+                    &a.finding,
+                    Finding::PlatformUnchecked { manifest, wanted, source: PlatformSource::Config, why, .. }
+                        if manifest == "library/alpine:3.19" && *wanted == want && why.contains(needle)
                 ),
-                "{}",
-                a.detail
+                "{:?}",
+                a.finding
             );
-            assert!(a.detail.contains(needle), "{}", a.detail);
             if let Some(status) = status {
                 assert_eq!(a.http_status, Some(status));
             }
@@ -660,12 +694,14 @@ mod tests {
             let a = check(&query("3.19"), present_index(), &want, reply);
             assert_eq!(a.status, Status::Unreachable);
             assert_eq!(a.missing, None);
-            assert!(a.detail.contains(needle), "{}", a.detail);
             assert!(
-                a.detail
-                    .contains("exists on reg.example as an index, but the platform linux/amd64 could not be checked"),
-                "{}",
-                a.detail
+                matches!(
+                    &a.finding,
+                    Finding::PlatformUnchecked { host, wanted, source: PlatformSource::Index, why, .. }
+                        if host == "reg.example" && *wanted == want && why.contains(needle)
+                ),
+                "{:?}",
+                a.finding
             );
         }
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
 use crate::ClientOptions;
+use crate::finding::{AttemptHistory, FailedAttempt, RetryStop};
 
 /// The earlier of two optional deadlines.
 pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
@@ -52,7 +53,7 @@ pub(crate) enum Next {
     /// Sleep this long, then try again.
     Wait(Duration),
     /// Give up; the reason, when there is one beyond "no attempts left".
-    Stop(Option<String>),
+    Stop(Option<RetryStop>),
 }
 
 /// The backoff after `failed` failed attempts (1 for the first): `base · 2^(failed-1)`,
@@ -79,11 +80,10 @@ pub(crate) fn next(
     }
     let wait = match retry_after {
         Some(asked) if asked > policy.retry_after_max => {
-            return Next::Stop(Some(format!(
-                "the registry asked to retry after {} s, beyond the {} ms this client waits",
-                asked.as_secs(),
-                policy.retry_after_max.as_millis()
-            )));
+            return Next::Stop(Some(RetryStop::RetryAfterTooLong {
+                asked,
+                max: policy.retry_after_max,
+            }));
         }
         Some(asked) => asked,
         None => backoff(policy, failed, jitter),
@@ -91,10 +91,7 @@ pub(crate) fn next(
     if let Some(deadline) = deadline
         && now + wait >= deadline
     {
-        return Next::Stop(Some(format!(
-            "waiting {} ms for the next attempt would pass the deadline",
-            wait.as_millis()
-        )));
+        return Next::Stop(Some(RetryStop::WouldPassDeadline { wait }));
     }
     Next::Wait(wait)
 }
@@ -142,14 +139,19 @@ pub(crate) fn jitter() -> f64 {
 pub(crate) struct Attempts {
     policy: Policy,
     deadline: Option<Instant>,
-    /// Short reasons of the retryable failures, in order ("HTTP 503", "connection reset
-    /// by peer").
-    failures: Vec<String>,
+    /// The retryable failures, in order (`HTTP 503`, "connection reset by peer").
+    failures: Vec<FailedAttempt>,
     /// Attempts made so far, the current one included.
     made: u32,
     /// Set when the last failure was final: the answer is that failure.
     gave_up: bool,
-    stop_reason: Option<String>,
+    stop_reason: Option<RetryStop>,
+}
+
+impl From<String> for FailedAttempt {
+    fn from(failure: String) -> FailedAttempt {
+        FailedAttempt::Other(failure)
+    }
 }
 
 impl Attempts {
@@ -176,8 +178,12 @@ impl Attempts {
 
     /// Records a retryable failure; sleeps and returns true when another attempt is due,
     /// returns false (the failure is final) otherwise.
-    pub async fn retry(&mut self, failure: String, retry_after: Option<Duration>) -> bool {
-        self.failures.push(failure);
+    pub async fn retry(
+        &mut self,
+        failure: impl Into<FailedAttempt>,
+        retry_after: Option<Duration>,
+    ) -> bool {
+        self.failures.push(failure.into());
         match next(
             &self.policy,
             self.made,
@@ -204,48 +210,14 @@ impl Attempts {
         }
     }
 
-    /// Appends the attempt history to `text` (an answer's detail or an error message):
-    /// nothing after a single attempt that did not have to stop early; otherwise each
-    /// failed attempt's reason, and why retrying stopped before the last attempt.
-    pub fn annotate(&self, text: &mut String) {
-        if !self.failures.is_empty() {
-            let list = numbered(&self.failures);
-            let same =
-                self.failures.len() > 1 && self.failures.iter().all(|f| *f == self.failures[0]);
-            if self.gave_up {
-                if same {
-                    // The text already says the last failure: equal answers are said once.
-                    text.push_str(&format!("; {} attempts, each the same", self.made));
-                } else if self.failures.len() > 1 {
-                    text.push_str(&format!("; {} attempts failed: {list}", self.made));
-                }
-            } else {
-                let n = self.failures.len();
-                if same {
-                    text.push_str(&format!(
-                        "; after {n} failed attempts, each: {}",
-                        self.failures[0]
-                    ));
-                } else {
-                    let noun = if n == 1 { "attempt" } else { "attempts" };
-                    text.push_str(&format!("; after {n} failed {noun}: {list}"));
-                }
-            }
-        }
-        if let Some(reason) = &self.stop_reason {
-            text.push_str(&format!("; not retried: {reason}"));
+    /// The history as data, for an [`crate::Answer`].
+    pub fn history(&self) -> AttemptHistory {
+        AttemptHistory {
+            failed: self.failures.clone(),
+            gave_up: self.gave_up,
+            stopped: self.stop_reason,
         }
     }
-}
-
-/// `1) a; 2) b; 3) c`.
-fn numbered(items: &[String]) -> String {
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, s)| format!("{}) {s}", i + 1))
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 #[cfg(test)]
@@ -313,7 +285,10 @@ mod tests {
         match next(&p, 1, Some(Duration::from_secs(3600)), now, None, 0.9) {
             Next::Stop(Some(reason)) => assert_eq!(
                 reason,
-                "the registry asked to retry after 3600 s, beyond the 10000 ms this client waits"
+                RetryStop::RetryAfterTooLong {
+                    asked: Duration::from_secs(3600),
+                    max: Duration::from_secs(10)
+                }
             ),
             other => panic!("{other:?}"),
         }
@@ -328,7 +303,9 @@ mod tests {
             Next::Stop(Some(reason)) => {
                 assert_eq!(
                     reason,
-                    "waiting 1000 ms for the next attempt would pass the deadline"
+                    RetryStop::WouldPassDeadline {
+                        wait: Duration::from_secs(1)
+                    }
                 )
             }
             other => panic!("{other:?}"),
@@ -395,54 +372,26 @@ mod tests {
     }
 
     #[test]
-    fn history_wording() {
+    fn history_as_data() {
         let mut a = Attempts::new(policy(), None);
-        let mut text = "HEAD 200".to_string();
-        a.annotate(&mut text);
-        assert_eq!(text, "HEAD 200");
-
-        a.failures.push("HTTP 503".into());
-        a.made = 2;
-        let mut text = "HEAD 200".to_string();
-        a.annotate(&mut text);
-        assert_eq!(text, "HEAD 200; after 1 failed attempt: 1) HTTP 503");
-
-        a.failures.push("connection reset by peer".into());
-        a.failures.push("HTTP 503".into());
-        a.made = 3;
+        assert_eq!(a.history(), AttemptHistory::default());
+        a.failures.push(FailedAttempt::Status {
+            status: 429,
+            retry_after: Some(Duration::from_secs(60)),
+        });
         a.gave_up = true;
-        let mut text = "registry r answered HTTP 503 to HEAD".to_string();
-        a.annotate(&mut text);
+        a.stop_reason = Some(RetryStop::RetryAfterTooLong {
+            asked: Duration::from_secs(60),
+            max: Duration::from_secs(10),
+        });
         assert_eq!(
-            text,
-            "registry r answered HTTP 503 to HEAD; 3 attempts failed: \
-             1) HTTP 503; 2) connection reset by peer; 3) HTTP 503"
+            a.history(),
+            AttemptHistory {
+                failed: a.failures.clone(),
+                gave_up: true,
+                stopped: a.stop_reason,
+            }
         );
-
-        // Equal answers are said once (issue 23: no repeated text).
-        let mut same = Attempts::new(policy(), None);
-        same.failures = vec!["connection refused".into(); 3];
-        same.made = 3;
-        same.gave_up = true;
-        let mut text = "connection refused".to_string();
-        same.annotate(&mut text);
-        assert_eq!(text, "connection refused; 3 attempts, each the same");
-        same.gave_up = false;
-        same.failures.truncate(2);
-        let mut text = "HEAD 200".to_string();
-        same.annotate(&mut text);
-        assert_eq!(
-            text,
-            "HEAD 200; after 2 failed attempts, each: connection refused"
-        );
-
-        let mut single = Attempts::new(policy(), None);
-        single.failures.push("HTTP 429".into());
-        single.gave_up = true;
-        single.stop_reason = Some("why".into());
-        let mut text = "rate limited".to_string();
-        single.annotate(&mut text);
-        assert_eq!(text, "rate limited; not retried: why");
     }
 
     #[tokio::test]
@@ -453,9 +402,9 @@ mod tests {
             ..policy()
         };
         let mut a = Attempts::new(p, None);
-        assert!(a.retry("HTTP 503".into(), None).await);
-        assert!(a.retry("HTTP 502".into(), None).await);
-        assert!(!a.retry("HTTP 504".into(), None).await);
+        assert!(a.retry("HTTP 503".to_string(), None).await);
+        assert!(a.retry("HTTP 502".to_string(), None).await);
+        assert!(!a.retry("HTTP 504".to_string(), None).await);
         assert_eq!(a.made(), 3);
     }
 }

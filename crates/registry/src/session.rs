@@ -258,8 +258,8 @@ impl Session {
     ///
     /// `reference` is a tag (`3.19`), a digest (`sha256:…`), or `tag@digest`, of which
     /// only the digest is queried. The answer is never an error: network failures,
-    /// timeouts and odd statuses become [`Status::Unreachable`] with the reason in
-    /// [`Answer::detail`]; [`Answer::attempts`] says how many tries it took.
+    /// timeouts and odd statuses become [`Status::Unreachable`] with the facts in
+    /// [`Answer::finding`]; [`Answer::attempts`] says how many tries it took.
     ///
     /// - 200: present, with `Docker-Content-Digest` when sent (its absence is fine);
     ///   for a digest reference a different digest of the same algorithm is
@@ -309,7 +309,7 @@ impl Session {
     ///   of the manifest and one of its config blob (`/v2/<name>/blobs/<digest>`,
     ///   observed as [`RequestKind::Blob`]), whose `os`, `architecture` and `variant`
     ///   must match as containerd matches platforms. A mismatch is [`Status::Missing`]
-    ///   with [`Missing::Platform`], the detail naming both platforms; a manifest or
+    ///   with [`Missing::Platform`], [`Answer::platforms`] naming the image's; a manifest or
     ///   config that cannot be read is [`Status::Unreachable`]. Other media types
     ///   (schema 1, an artifact) are not checked. `None` checks no platform, whatever
     ///   [`crate::ClientOptions::platform`] says.
@@ -333,13 +333,12 @@ impl Session {
             .run(repository, reference, platform, &mut attempts)
             .await;
         answer.attempts = attempts.made();
-        attempts.annotate(&mut answer.detail);
+        answer.history = attempts.history();
         let bearer = self.sent_token(repository);
-        answer.detail = auth::redact(
-            &answer.detail,
-            &self.inner.credential,
-            bearer.as_ref().map(BearerHeader::token),
-        );
+        let credential = &self.inner.credential;
+        answer.map_texts(&|text| {
+            auth::redact(text, credential, bearer.as_ref().map(BearerHeader::token))
+        });
         answer
     }
 

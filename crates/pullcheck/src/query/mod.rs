@@ -771,7 +771,7 @@ async fn ask_group<R: Registry>(
                         credential: group.source.clone(),
                         egress: e.refusal.clone(),
                         certificate: e.certificate,
-                        ..failure(map_status(e.status), e.reason.into(), e.message.clone())
+                        ..failure(map_status(e.status), e.reason.into(), detail::authorize(e))
                     }),
                 ));
             }
@@ -834,6 +834,7 @@ async fn ask_group<R: Registry>(
 /// image of another platform is `unrunnable`, not `missing`: the runtime pulls it.
 fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
     let mismatch = answer.reason == pullcheck_registry::Reason::PlatformMismatch;
+    let words = detail::answer(&answer);
     Outcome {
         status: if mismatch {
             Status::Unrunnable
@@ -849,7 +850,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         }),
         digest: answer.digest,
         registry: Some(host),
-        detail: answer.detail,
+        detail: words,
         credential,
         cached: false,
         close_tags: answer.close_tags,

@@ -160,6 +160,7 @@ impl Registry for Scripted {
                 message: format!("{} refused {user}", endpoint.host),
                 refusal: None,
                 certificate: None,
+                history: Default::default(),
             }),
             None => Ok(FakeSession {
                 host: endpoint.host.clone(),
@@ -195,10 +196,9 @@ impl Registry for Scripted {
             Reply::Answer(status) => status,
             Reply::Hang => std::future::pending().await,
         };
-        Answer {
+        Answer::new(
             status,
-            missing: None,
-            reason: match status {
+            match status {
                 pullcheck_registry::Status::Present => pullcheck_registry::Reason::Found,
                 pullcheck_registry::Status::Missing => pullcheck_registry::Reason::TagNotFound,
                 pullcheck_registry::Status::NoAccess => pullcheck_registry::Reason::Unauthorized,
@@ -206,16 +206,9 @@ impl Registry for Scripted {
                 pullcheck_registry::Status::Unreachable => pullcheck_registry::Reason::Timeout,
                 pullcheck_registry::Status::Refused => pullcheck_registry::Reason::EgressDenied,
             },
-            close_tags: Vec::new(),
-            digest: None,
-            detail: format!("{status:?} at {}", session.host),
-            http_status: None,
-            media_type: None,
-            attempts: 1,
-            refusal: None,
-            platforms: Vec::new(),
-            retry_after: None,
-        }
+            // Words as they are, as an authorize failure's message is taken.
+            pullcheck_registry::Finding::Authorization(format!("{status:?} at {}", session.host)),
+        )
     }
 }
 
@@ -771,18 +764,14 @@ fn an_egress_refusal_is_blocked_with_reason_egress_denied_and_the_refusal() {
         rule: pullcheck_registry::RefusalRule::NoAllowRule,
     };
     let answer = Answer {
-        status: pullcheck_registry::Status::Refused,
-        missing: None,
-        reason: pullcheck_registry::Reason::EgressDenied,
-        close_tags: Vec::new(),
-        digest: None,
-        detail: "refused".into(),
-        http_status: None,
-        media_type: None,
-        attempts: 1,
         refusal: Some(refusal.clone()),
-        platforms: Vec::new(),
-        retry_after: None,
+        ..Answer::new(
+            pullcheck_registry::Status::Refused,
+            pullcheck_registry::Reason::EgressDenied,
+            pullcheck_registry::Finding::Refused {
+                what: "HEAD to 169.254.169.254".into(),
+            },
+        )
     };
     let outcome = outcome_of(answer, "169.254.169.254".into(), None);
     assert_eq!(

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 use pullcheck_registry::{
     Answer, Client, ClientOptions, Credential, Endpoint, Missing, Platform, Reason, Session, Status,
 };
-use support::guarded;
+use pullcheck_registry::{FailedAttempt, Finding, Method, RetryStop};
 use support::server::{Fault, Request, Response, Server, fault, respond, serve};
+use support::{each, guarded, why};
 
 const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -96,12 +97,9 @@ async fn slow_answer_hits_the_read_timeout() {
     );
     assert_eq!(a.reason, Reason::Timeout);
     assert!(
-        a.detail.starts_with(&format!(
-            "HEAD to {} failed: no data for 300 ms (the read timeout) after ",
-            server.host
-        )),
-        "{}",
-        a.detail
+        why(&a).starts_with("no data for 300 ms (the read timeout) after "),
+        "{:?}",
+        a.finding
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
 }
@@ -123,8 +121,12 @@ async fn hung_registry_ends_at_the_request_timeout_and_at_the_deadline() {
         (Status::Unreachable, Reason::Timeout, 1)
     );
     assert_eq!(
-        a.detail,
-        format!("HEAD to {} failed: timed out after 400 ms", server.host)
+        a.finding,
+        Finding::RequestFailed {
+            host: server.host.clone(),
+            method: Method::Head,
+            why: "timed out after 400 ms".into()
+        }
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
 
@@ -136,7 +138,7 @@ async fn hung_registry_ends_at_the_request_timeout_and_at_the_deadline() {
         (a.status, a.reason),
         (Status::Unreachable, Reason::DeadlineExceeded)
     );
-    assert!(a.detail.ends_with(", at the deadline"), "{}", a.detail);
+    assert!(why(&a).ends_with(", at the deadline"), "{:?}", a.finding);
     assert!(took < Duration::from_secs(2), "{took:?}");
 
     // A deadline already passed sends nothing.
@@ -147,10 +149,9 @@ async fn hung_registry_ends_at_the_request_timeout_and_at_the_deadline() {
         (Status::Unreachable, Reason::DeadlineExceeded)
     );
     assert!(
-        a.detail
-            .ends_with("failed: the deadline passed before the request could be sent"),
-        "{}",
-        a.detail
+        why(&a) == "the deadline passed before the request could be sent",
+        "{:?}",
+        a.finding
     );
     assert_eq!(server.requests().len(), before);
 }
@@ -201,7 +202,14 @@ async fn flaky_registry_503_then_200_is_present_after_two_attempts() {
     let (a, took) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Present, 2));
     assert_eq!(a.digest.as_deref(), Some(D1));
-    assert_eq!(a.detail, "HEAD 200; after 1 failed attempt: 1) HTTP 503");
+    assert_eq!(
+        a.history.failed,
+        [FailedAttempt::Status {
+            status: 503,
+            retry_after: None
+        }]
+    );
+    assert!(!a.history.gave_up);
     assert!(took < Duration::from_secs(3), "{took:?}");
 }
 
@@ -215,12 +223,20 @@ async fn always_unavailable_is_unreachable_listing_every_attempt() {
         (Status::Unreachable, Reason::ServerError, Some(502), 3)
     );
     assert_eq!(
-        a.detail,
-        format!(
-            "registry {} answered HTTP 502 to HEAD; 3 attempts, each the same",
-            server.host
-        )
+        a.finding,
+        Finding::HttpStatus {
+            host: server.host.clone(),
+            method: Method::Head,
+            status: 502,
+            expected: true
+        }
     );
+    let failure = FailedAttempt::Status {
+        status: 502,
+        retry_after: None,
+    };
+    assert_eq!(a.history.failed, each(3, failure));
+    assert!(a.history.gave_up);
     assert_eq!(server.requests().len(), 1 + 3);
     assert!(took < Duration::from_secs(3), "{took:?}");
 
@@ -235,10 +251,12 @@ async fn always_unavailable_is_unreachable_listing_every_attempt() {
     .await;
     let (a, _) = check(&s, "v1").await;
     assert_eq!(a.attempts, 1);
-    assert_eq!(
-        a.detail,
-        format!("registry {} answered HTTP 502 to HEAD", server.host)
+    assert!(
+        matches!(a.finding, Finding::HttpStatus { status: 502, .. }),
+        "{:?}",
+        a.finding
     );
+    assert_eq!(a.history.failed.len(), 1);
 }
 
 #[tokio::test]
@@ -261,8 +279,11 @@ async fn rate_limit_with_retry_after_seconds_is_waited_out() {
     let (a, took) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Present, 2));
     assert_eq!(
-        a.detail,
-        "HEAD 200; after 1 failed attempt: 1) HTTP 429 (retry after 1 s)"
+        a.history.failed,
+        [FailedAttempt::Status {
+            status: 429,
+            retry_after: Some(Duration::from_secs(1))
+        }]
     );
     assert!(took >= Duration::from_secs(1), "{took:?}");
     assert!(took < Duration::from_secs(4), "{took:?}");
@@ -305,12 +326,17 @@ async fn rate_limit_beyond_the_cap_or_the_deadline_is_not_waited_for() {
     // The wait asked for, as data.
     assert_eq!(a.retry_after, Some(Duration::from_secs(3600)));
     assert_eq!(
-        a.detail,
-        format!(
-            "rate limited by {} (HTTP 429); retry after 3600 s; not retried: \
-             the registry asked to retry after 3600 s, beyond the 3000 ms this client waits",
-            server.host
-        )
+        a.finding,
+        Finding::RateLimited {
+            host: server.host.clone()
+        }
+    );
+    assert_eq!(
+        a.history.stopped,
+        Some(RetryStop::RetryAfterTooLong {
+            asked: Duration::from_secs(3600),
+            max: Duration::from_secs(3)
+        })
     );
     assert!(took < Duration::from_secs(2), "{took:?}");
 
@@ -319,10 +345,12 @@ async fn rate_limit_beyond_the_cap_or_the_deadline_is_not_waited_for() {
     let (a, took) = guarded(BOUND, s.check_before("app", "short", deadline)).await;
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
     assert!(
-        a.detail
-            .ends_with("not retried: waiting 2000 ms for the next attempt would pass the deadline"),
-        "{}",
-        a.detail
+        a.history.stopped
+            == Some(RetryStop::WouldPassDeadline {
+                wait: Duration::from_secs(2)
+            }),
+        "{:?}",
+        a.finding
     );
     assert!(took < Duration::from_millis(900), "{took:?}");
 
@@ -336,7 +364,11 @@ async fn rate_limit_beyond_the_cap_or_the_deadline_is_not_waited_for() {
     )
     .await;
     let (a, _) = check(&s, "short").await;
-    assert!(a.detail.contains("would pass the deadline"), "{}", a.detail);
+    assert!(
+        matches!(a.history.stopped, Some(RetryStop::WouldPassDeadline { .. })),
+        "{:?}",
+        a.history
+    );
 }
 
 #[tokio::test]
@@ -349,12 +381,10 @@ async fn connection_reset_is_retried_then_unreachable() {
         (Status::Unreachable, Reason::ConnectionFailed, None, 3)
     );
     let reset = "connection reset by peer";
+    assert_eq!(why(&a), reset);
     assert_eq!(
-        a.detail,
-        format!(
-            "HEAD to {} failed: {reset}; 3 attempts, each the same",
-            server.host
-        )
+        a.history.failed,
+        each(3, FailedAttempt::Other(reset.into()))
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
 
@@ -372,10 +402,7 @@ async fn connection_reset_is_retried_then_unreachable() {
     let s = session(&server, options()).await;
     let (a, _) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Present, 2));
-    assert_eq!(
-        a.detail,
-        format!("HEAD 200; after 1 failed attempt: 1) {reset}")
-    );
+    assert_eq!(a.history.failed, [FailedAttempt::Other(reset.into())]);
 }
 
 #[tokio::test]
@@ -385,12 +412,10 @@ async fn connection_closed_before_the_answer_is_retried() {
     let (a, took) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 3));
     assert!(
-        a.detail.starts_with(&format!(
-            "HEAD to {} failed: connection closed before the answer was complete; 3 attempts, each the same",
-            server.host
-        )),
-        "{}",
-        a.detail
+        why(&a) == "connection closed before the answer was complete"
+            && a.history.failed.len() == 3,
+        "{:?}",
+        a.finding
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
 }
@@ -406,11 +431,8 @@ async fn garbage_answer_is_not_http_and_not_retried() {
         (Status::Unreachable, Reason::NotARegistry, 1)
     );
     assert_eq!(
-        a.detail,
-        format!(
-            "HEAD to {} failed: the answer is not valid HTTP (invalid HTTP version parsed)",
-            server.host
-        )
+        why(&a),
+        "the answer is not valid HTTP (invalid HTTP version parsed)"
     );
     assert!(took < Duration::from_secs(2), "{took:?}");
 
@@ -421,9 +443,9 @@ async fn garbage_answer_is_not_http_and_not_retried() {
     let (a, _) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
     assert!(
-        a.detail.contains("the answer is not valid HTTP"),
-        "{}",
-        a.detail
+        why(&a).starts_with("the answer is not valid HTTP"),
+        "{:?}",
+        a.finding
     );
 }
 
@@ -435,12 +457,9 @@ async fn one_mebibyte_header_is_refused() {
     let (a, took) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
     assert_eq!(
-        a.detail,
-        format!(
-            "HEAD to {} failed: the answer's header is larger than this client accepts \
-             (at most 100 fields, about 400 KiB)",
-            server.host
-        )
+        why(&a),
+        "the answer's header is larger than this client accepts \
+         (at most 100 fields, about 400 KiB)"
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
 
@@ -456,7 +475,7 @@ async fn one_mebibyte_header_is_refused() {
     let s = session(&server, options()).await;
     let (a, _) = check(&s, "v1").await;
     assert_eq!(a.status, Status::Unreachable);
-    assert!(a.detail.contains("header is larger than"), "{}", a.detail);
+    assert!(why(&a).contains("header is larger than"), "{:?}", a.finding);
 }
 
 #[tokio::test]
@@ -465,13 +484,7 @@ async fn redirect_loop_stops_after_five() {
     let s = session(&server, options()).await;
     let (a, took) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
-    assert_eq!(
-        a.detail,
-        format!(
-            "HEAD to {} failed: too many redirects (more than 5)",
-            server.host
-        )
-    );
+    assert_eq!(why(&a), "too many redirects (more than 5)");
     // The first request and five redirects followed.
     assert_eq!(server.requests().len(), 1 + 6);
     assert!(took < Duration::from_secs(2), "{took:?}");
@@ -486,9 +499,9 @@ async fn redirect_loop_stops_after_five() {
     .await;
     let (a, _) = check(&s, "v1").await;
     assert!(
-        a.detail.ends_with("too many redirects (more than 2)"),
-        "{}",
-        a.detail
+        why(&a) == "too many redirects (more than 2)",
+        "{:?}",
+        a.finding
     );
 }
 
@@ -595,7 +608,7 @@ async fn head_405_and_501_fall_back_to_get() {
         let s = session(&server, options()).await;
         let (a, took) = check(&s, "v1").await;
         assert_eq!((a.status, a.attempts), (Status::Present, 1), "{a:?}");
-        assert!(a.detail.starts_with("GET 200"), "{}", a.detail);
+        assert!(support::served_to(&a, Method::Get), "{:?}", a.finding);
         assert_eq!(
             server.seen(),
             vec![
@@ -626,9 +639,10 @@ async fn missing_digest_header_is_fine() {
             (Status::Present, None),
             "{a:?}"
         );
+        assert!(support::served_to(&a, Method::Head), "{:?}", a.finding);
         assert_eq!(
-            a.detail,
-            "HEAD 200, application/vnd.oci.image.manifest.v1+json"
+            a.media_type.as_deref(),
+            Some("application/vnd.oci.image.manifest.v1+json")
         );
         assert!(took < Duration::from_secs(2), "{took:?}");
     }
@@ -661,10 +675,12 @@ async fn unknown_error_code_is_shown_verbatim() {
     .await;
     let (a, _) = check(&s, "gone").await;
     assert_eq!((a.status, a.missing), (Status::Missing, Some(Missing::Tag)));
-    assert!(
-        a.detail.ends_with("(GREMLINS: ate the manifest)"),
-        "{}",
-        a.detail
+    assert_eq!(
+        a.errors,
+        [pullcheck_registry::ErrorEntry {
+            code: "GREMLINS".into(),
+            message: "ate the manifest".into()
+        }]
     );
 
     let (a, _) = check(&s, "bad").await;
@@ -672,10 +688,12 @@ async fn unknown_error_code_is_shown_verbatim() {
         (a.status, a.http_status, a.attempts),
         (Status::Unreachable, Some(400), 1)
     );
-    assert!(
-        a.detail.contains("FLUX_CAPACITOR: needs 1.21 GW"),
-        "{}",
-        a.detail
+    assert_eq!(
+        a.errors,
+        [pullcheck_registry::ErrorEntry {
+            code: "FLUX_CAPACITOR".into(),
+            message: "needs 1.21 GW".into()
+        }]
     );
 
     // A truncated envelope is no envelope: the status alone decides.
@@ -764,11 +782,8 @@ async fn ping_and_token_requests_are_retried_too() {
     .await;
     let err = err.expect_err("unavailable");
     assert_eq!(err.status, Status::Unreachable);
-    assert!(
-        err.message.ends_with("3 attempts, each the same"),
-        "{}",
-        err.message
-    );
+    assert_eq!(err.history.failed.len(), 3, "{:?}", err.history);
+    assert!(err.history.gave_up);
 }
 
 #[tokio::test]
@@ -902,10 +917,12 @@ async fn platform_check_fetches_the_index_once_and_lists_what_is_there() {
     let (a, _) = check(&s, "v1").await;
     assert_eq!(a.status, Status::Present, "{a:?}");
     assert!(
-        a.detail
-            .ends_with("platform linux/arm64 listed as linux/arm64/v8"),
-        "{}",
-        a.detail
+        matches!(
+            &a.finding,
+            Finding::Served { platform: Some((_, have, _)), .. } if have.to_string() == "linux/arm64/v8"
+        ),
+        "{:?}",
+        a.finding
     );
     // The index is fetched by the digest the HEAD named.
     assert_eq!(
@@ -922,13 +939,13 @@ async fn platform_check_fetches_the_index_once_and_lists_what_is_there() {
         (a.status, a.missing, a.digest.as_deref()),
         (Status::Missing, Some(Missing::Platform), Some(D1))
     );
-    assert_eq!(
-        a.detail,
-        format!(
-            "platform linux/s390x not in the index of app:v1 on {}; it lists linux/amd64, linux/arm64/v8",
-            server.host
-        )
+    assert!(
+        matches!(&a.finding, Finding::PlatformNotListed { manifest, .. } if manifest == "app:v1"),
+        "{:?}",
+        a.finding
     );
+    let listed: Vec<String> = a.platforms.iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["linux/amd64", "linux/arm64/v8"]);
     assert!(took < Duration::from_secs(2), "{took:?}");
 
     // Off by default: no GET.
@@ -967,9 +984,9 @@ async fn platform_check_uses_the_body_of_a_get_fallback_and_survives_a_bad_index
     let (a, _) = check(&s, "bad").await;
     assert_eq!((a.status, a.missing), (Status::Unreachable, None));
     assert!(
-        a.detail
-            .contains("could not be checked: the index is not the expected JSON"),
-        "{}",
-        a.detail
+        matches!(&a.finding, Finding::PlatformUnchecked { .. })
+            && why(&a).starts_with("the index is not the expected JSON"),
+        "{:?}",
+        a.finding
     );
 }

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use pullcheck_registry::{Finding, ManifestRef, PlatformSource, Requester};
+
 use pullcheck_registry::{
     Answer, AuthorizeError, Client, ClientOptions, Credential, Endpoint, Missing, Platform, Reason,
     Session, Status,
@@ -115,23 +117,33 @@ async fn check_matrix(session: &Session, pushed: &[PushedImage]) {
 
     let a = session.check(APP, "3.91").await;
     assert_status(&a, Status::Missing, Some(Missing::Tag));
-    assert!(
-        a.detail.contains("did you mean 3.18 or 3.19?"),
-        "{}",
-        a.detail
-    );
+    assert_eq!(a.close_tags, ["3.18", "3.19"]);
     assert_eq!(a.http_status, Some(404));
 
     let a = session.check(APP, "3.199").await;
-    assert!(a.detail.ends_with("did you mean 3.19?"), "{}", a.detail);
+    assert_eq!(a.close_tags, ["3.19"]);
 
     let a = session.check(APP, ZERO_DIGEST).await;
     assert_status(&a, Status::Missing, Some(Missing::Digest));
-    assert!(a.detail.contains("the repository exists"), "{}", a.detail);
+    assert!(
+        matches!(
+            a.finding,
+            Finding::ReferenceUnknown {
+                reference: ManifestRef::Digest(_),
+                ..
+            }
+        ),
+        "{:?}",
+        a.finding
+    );
 
     let a = session.check(NOPE, "v1").await;
     assert_status(&a, Status::Missing, Some(Missing::Repository));
-    assert!(a.detail.contains("NAME_UNKNOWN"), "{}", a.detail);
+    assert!(
+        matches!(a.finding, Finding::RepositoryUnknown { .. }),
+        "{:?}",
+        a.finding
+    );
 }
 
 #[tokio::test]
@@ -186,11 +198,11 @@ async fn htpasswd_registry_matrix() {
     assert_status(&a, Status::NoAccess, None);
     assert_eq!(a.reason, Reason::CredentialsRequired);
     assert_eq!(
-        a.detail,
-        format!(
-            "authentication required and no credentials are configured for {}",
-            registry.host()
-        )
+        a.finding,
+        Finding::Unauthorized {
+            host: registry.host().to_string(),
+            requester: Requester::NoCredentials
+        }
     );
     assert_eq!(a.http_status, Some(401));
     // A missing image answers the same: never Missing without access.
@@ -282,9 +294,15 @@ async fn token_registry_matrix() {
     assert_status(&a, Status::NoAccess, None);
     assert_eq!(a.reason, Reason::UnauthorizedAnonymous);
     assert!(
-        a.detail.starts_with("missing, or no access anonymously"),
-        "{}",
-        a.detail
+        matches!(
+            a.finding,
+            Finding::Unauthorized {
+                requester: Requester::Anonymous,
+                ..
+            }
+        ),
+        "{:?}",
+        a.finding
     );
 
     // A user without pull on a repository: 401 too, with these credentials.
@@ -299,10 +317,12 @@ async fn token_registry_matrix() {
     let a = session.check(PRIVATE, "v1").await;
     assert_status(&a, Status::NoAccess, None);
     assert!(
-        a.detail
-            .contains("no access with these credentials (user \"bob\""),
-        "{}",
-        a.detail
+        matches!(
+            &a.finding,
+            Finding::Unauthorized { requester: Requester::Credential(who), .. } if who == "user \"bob\""
+        ),
+        "{:?}",
+        a.finding
     );
 }
 
@@ -423,7 +443,7 @@ async fn many_repositories_are_split_into_token_batches() {
         } else {
             Status::Missing
         };
-        assert_eq!(a.status, want, "{name}: {}", a.detail);
+        assert_eq!(a.status, want, "{name}: {:?}", a.finding);
     }
     assert_eq!(tokens.requests().len(), 3, "no token asked again");
     assert_eq!(client.token_request_count(), 3);
@@ -546,13 +566,16 @@ async fn head_only_and_tag_list_only_after_a_404() {
     let answers = futures::future::join_all(checks).await;
     for (answer, tag) in answers.iter().zip(["3.90", "3.17", "docker-lsit", "nope"]) {
         assert_status(answer, Status::Missing, Some(Missing::Tag));
-        assert!(answer.detail.contains(tag), "{}", answer.detail);
+        assert!(
+            matches!(
+                &answer.finding,
+                Finding::ReferenceUnknown { reference: ManifestRef::Tag(t), .. } if t == tag
+            ),
+            "{:?}",
+            answer.finding
+        );
     }
-    assert!(
-        answers[2].detail.contains("docker-list"),
-        "{}",
-        answers[2].detail
-    );
+    assert_eq!(answers[2].close_tags, ["docker-list"]);
     session.check(NOPE, "v1").await;
     session.check(NOPE, "v2").await;
     let lists: Vec<String> = registry
@@ -648,10 +671,14 @@ async fn connection_refused_is_unreachable_with_the_reason() {
     assert_eq!(
         err.message,
         format!(
-            "registry 127.0.0.1:{port} unreachable: https: connection refused; http: connection refused; \
-             3 attempts, each the same"
+            "registry 127.0.0.1:{port} unreachable: https: connection refused; http: connection refused"
         )
     );
+    let each = pullcheck_registry::FailedAttempt::Other(
+        "https: connection refused, then http: connection refused".into(),
+    );
+    assert_eq!(err.history.failed, vec![each; 3]);
+    assert!(err.history.gave_up);
 }
 
 #[tokio::test]
@@ -777,10 +804,13 @@ async fn platforms_of_indexes_and_manifest_lists() {
         let a = session.check(APP, tag).await;
         assert_status(&a, Status::Present, None);
         assert!(
-            a.detail
-                .ends_with("platform linux/arm64 listed as linux/arm64/v8"),
-            "{}",
-            a.detail
+            matches!(
+                &a.finding,
+                Finding::Served { platform: Some((_, have, PlatformSource::Index)), .. }
+                    if have.to_string() == "linux/arm64/v8"
+            ),
+            "{:?}",
+            a.finding
         );
     }
     // The index, by digest.
@@ -807,12 +837,12 @@ async fn platforms_of_indexes_and_manifest_lists() {
         let served: Vec<String> = a.platforms.iter().map(ToString::to_string).collect();
         assert_eq!(served, ["linux/amd64", "linux/arm64/v8"]);
         assert_eq!(
-            a.detail,
-            format!(
-                "platform linux/s390x not in the index of {APP}:{tag} on {}; \
-                 it lists linux/amd64, linux/arm64/v8",
-                registry.host()
-            )
+            a.finding,
+            Finding::PlatformNotListed {
+                host: registry.host().to_string(),
+                manifest: format!("{APP}:{tag}"),
+                wanted: Platform::parse("linux/s390x").unwrap()
+            }
         );
         assert_eq!(a.media_type.as_deref(), Some(kind.media_type()));
     }
@@ -826,12 +856,12 @@ async fn platforms_of_indexes_and_manifest_lists() {
     let built_for: Vec<String> = single.platforms.iter().map(ToString::to_string).collect();
     assert_eq!(built_for, ["linux/amd64"]);
     assert_eq!(
-        single.detail,
-        format!(
-            "{APP}:docker on {} is a single-platform image for linux/amd64: a node on \
-             linux/s390x pulls it, and it will not run there",
-            registry.host()
-        )
+        single.finding,
+        Finding::PlatformMismatch {
+            host: registry.host().to_string(),
+            manifest: format!("{APP}:docker"),
+            wanted: Platform::parse("linux/s390x").unwrap()
+        }
     );
     let served: Vec<String> = registry
         .requests()
@@ -934,12 +964,15 @@ async fn platforms_of_single_platform_images() {
                 format!("{APP}:{reference}")
             };
             assert_eq!(
-                a.detail,
-                format!(
-                    "{what} on {host} is a single-platform image for {have}: a node on \
-                     linux/arm64 pulls it, and it will not run there"
-                )
+                a.finding,
+                Finding::PlatformMismatch {
+                    host: host.to_string(),
+                    manifest: what,
+                    wanted: Platform::parse("linux/arm64").unwrap()
+                }
             );
+            let built_for: Vec<String> = a.platforms.iter().map(ToString::to_string).collect();
+            assert_eq!(built_for, [have]);
             assert_eq!(a.digest.as_deref(), Some(image.digest.as_str()));
             assert_eq!(a.media_type.as_deref(), Some(image.kind.media_type()));
         }
@@ -948,10 +981,13 @@ async fn platforms_of_single_platform_images() {
     let a = arm64_session.check(APP, "arm64").await;
     assert_status(&a, Status::Present, None);
     assert!(
-        a.detail
-            .ends_with("platform linux/arm64 matches its config (linux/arm64/v8)"),
-        "{}",
-        a.detail
+        matches!(
+            &a.finding,
+            Finding::Served { platform: Some((want, have, PlatformSource::Config)), .. }
+                if want.to_string() == "linux/arm64" && have.to_string() == "linux/arm64/v8"
+        ),
+        "{:?}",
+        a.finding
     );
 
     // A variant asked for must be the config's.
@@ -961,7 +997,7 @@ async fn platforms_of_single_platform_images() {
     let a = v6.check(APP, "armv7").await;
     assert_status(&a, Status::Missing, Some(Missing::Platform));
     let built_for: Vec<String> = a.platforms.iter().map(ToString::to_string).collect();
-    assert_eq!(built_for, ["linux/arm/v7"], "{}", a.detail);
+    assert_eq!(built_for, ["linux/arm/v7"], "{:?}", a.finding);
     // OS counts too.
     let windows = session_for(&registry, "windows/amd64").await;
     assert_status(

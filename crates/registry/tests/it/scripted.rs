@@ -9,7 +9,10 @@ use crate::support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Missing, Status};
+use pullcheck_registry::{
+    Client, ClientOptions, Credential, Endpoint, FailedAttempt, Finding, Method, Missing,
+    RetryStop, Status,
+};
 use support::server::{Server, respond, serve};
 use tokio::net::TcpListener;
 
@@ -60,7 +63,7 @@ async fn head_not_allowed_falls_back_to_get() {
     let a = session.check("app", "v1").await;
     assert_eq!(a.status, Status::Present, "{a:?}");
     assert_eq!(a.digest.as_deref(), Some(D1));
-    assert!(a.detail.starts_with("GET 200"), "{}", a.detail);
+    assert!(support::served_to(&a, Method::Get), "{:?}", a.finding);
     // The GET's error body decides the repository at once: no tag list.
     let a = session.check("app", "gone").await;
     assert_eq!(
@@ -101,12 +104,13 @@ async fn a_static_file_server_is_not_a_registry() {
     assert_eq!(a.status, Status::Unreachable, "{a:?}");
     assert_eq!((a.missing, a.digest, a.media_type), (None, None, None));
     assert_eq!(
-        a.detail,
-        format!(
-            "GET to {} answered 200 with Content-Type application/octet-stream and no \
-             Docker-Content-Digest: not a registry's manifest answer (a proxy or captive portal?)",
-            server.host
-        )
+        a.finding,
+        Finding::NotAManifest {
+            host: server.host.clone(),
+            method: Method::Get,
+            status: 200,
+            content_type: Some("application/octet-stream".into())
+        }
     );
     // The HEAD is asked again with GET, as for a HEAD without the digest.
     assert_eq!(
@@ -132,12 +136,12 @@ async fn a_captive_portal_is_not_a_registry() {
         let a = session.check("app", reference).await;
         assert_eq!(a.status, Status::Unreachable, "{reference}: {a:?}");
         assert!(
-            a.detail.contains(
-                "answered 200 with Content-Type text/html and no Docker-Content-Digest: \
-                 not a registry's manifest answer (a proxy or captive portal?)"
+            matches!(
+                &a.finding,
+                Finding::NotAManifest { status: 200, content_type: Some(c), .. } if c == "text/html"
             ),
-            "{}",
-            a.detail
+            "{:?}",
+            a.finding
         );
     }
 }
@@ -169,7 +173,7 @@ async fn a_bare_head_is_asked_again_with_get() {
         a.media_type.as_deref(),
         Some("application/vnd.docker.distribution.manifest.v1+prettyjws")
     );
-    assert!(a.detail.starts_with("GET 200"), "{}", a.detail);
+    assert!(support::served_to(&a, Method::Get), "{:?}", a.finding);
 }
 
 #[tokio::test]
@@ -207,46 +211,71 @@ async fn rate_limits_server_errors_and_wrong_digests() {
     assert_eq!(a.status, Status::Unreachable);
     assert_eq!((a.http_status, a.attempts), (Some(429), 1));
     assert!(
-        a.detail.contains("rate limited") && a.detail.contains("retry after 7 s"),
-        "{}",
-        a.detail
+        matches!(a.finding, Finding::RateLimited { .. }),
+        "{:?}",
+        a.finding
     );
-    assert!(
-        a.detail.ends_with(
-            "not retried: the registry asked to retry after 7 s, beyond the 5000 ms this client waits"
-        ),
-        "{}",
-        a.detail
+    assert_eq!(a.retry_after, Some(Duration::from_secs(7)));
+    assert_eq!(
+        a.history.stopped,
+        Some(RetryStop::RetryAfterTooLong {
+            asked: Duration::from_secs(7),
+            max: Duration::from_secs(5)
+        })
     );
 
     let a = session.check("app", "broken").await;
     assert_eq!((a.status, a.http_status), (Status::Unreachable, Some(503)));
     assert_eq!(a.attempts, 3);
     assert!(
-        a.detail
-            .ends_with("answered HTTP 503 to HEAD; 3 attempts, each the same"),
-        "{}",
-        a.detail
+        matches!(
+            a.finding,
+            Finding::HttpStatus {
+                status: 503,
+                method: Method::Head,
+                ..
+            }
+        ),
+        "{:?}",
+        a.finding
+    );
+    assert_eq!(
+        a.history.failed,
+        vec![
+            FailedAttempt::Status {
+                status: 503,
+                retry_after: None
+            };
+            3
+        ]
     );
 
     // A 500 is not transient: no retry.
     let a = session.check("app", "crashed").await;
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
     assert!(
-        a.detail.ends_with("answered HTTP 500 to HEAD"),
-        "{}",
-        a.detail
+        matches!(
+            a.finding,
+            Finding::HttpStatus {
+                status: 500,
+                method: Method::Head,
+                ..
+            }
+        ),
+        "{:?}",
+        a.finding
     );
+    assert!(a.history.failed.is_empty());
 
     let a = session.check("app", D1).await;
     assert_eq!(a.status, Status::Unreachable);
-    assert!(
-        a.detail.contains(&format!(
-            "registry {} returned digest {D2} for {D1}",
-            server.host
-        )),
-        "{}",
-        a.detail
+    assert_eq!(
+        a.finding,
+        Finding::DigestMismatch {
+            host: server.host.clone(),
+            wanted: D1.into(),
+            got: D2.into()
+        }
     );
 
     let a = session.check("app", "odd").await;
@@ -459,7 +488,7 @@ async fn a_mirror_endpoint_sends_its_path_query_and_headers() {
     assert_eq!(a.digest.as_deref(), Some(D1));
     let a = session.check("team/app", "v9").await;
     assert_eq!((a.status, a.missing), (Status::Missing, Some(Missing::Tag)));
-    assert!(a.detail.ends_with("did you mean v1?"), "{}", a.detail);
+    assert_eq!(a.close_tags, ["v1"]);
 
     let ns = "ns=registry.example.com%3A5000";
     assert_eq!(

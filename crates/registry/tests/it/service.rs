@@ -325,7 +325,13 @@ async fn one_shared_client_checks_a_platform_per_call() {
     let s390x = Platform::parse("linux/s390x").expect("platform");
     let a = session.check_with(APP, "3.19", Some(&arm64), None).await;
     assert_eq!(a.status, Status::Present, "{a:?}");
-    assert!(a.detail.contains("platform linux/arm64 listed"), "{a:?}");
+    assert!(
+        matches!(
+            &a.finding,
+            pullcheck_registry::Finding::Served { platform: Some((want, _, _)), .. } if *want == arm64
+        ),
+        "{a:?}"
+    );
     let a = session.check_with(APP, "3.19", Some(&s390x), None).await;
     assert_eq!(
         (a.status, a.missing),

@@ -526,11 +526,12 @@ async fn verified_registry_never_uses_a_plain_http_realm_or_redirect() {
     let a = session.check("app", "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Unreachable, 1));
     assert_eq!(
-        a.detail,
-        format!(
-            "HEAD to {} failed: a redirect from https to plain http (127.0.0.1) was refused",
-            redirecting.host
-        )
+        a.finding,
+        pullcheck_registry::Finding::RequestFailed {
+            host: redirecting.host.clone(),
+            method: pullcheck_registry::Method::Head,
+            why: "a redirect from https to plain http (127.0.0.1) was refused".into()
+        }
     );
     assert!(plain.requests().is_empty());
 }

@@ -19,3 +19,32 @@ pub async fn guarded<T>(bound: Duration, work: impl Future<Output = T>) -> (T, D
         Err(_) => panic!("hung: no result within {} ms", bound.as_millis()),
     }
 }
+
+/// The words a finding still carries as text (the transport's reason of a request
+/// without an answer, an authorize failure's message, why a platform could not be
+/// checked); empty for the typed findings.
+pub fn why(a: &pullcheck_registry::Answer) -> &str {
+    use pullcheck_registry::Finding;
+    match &a.finding {
+        Finding::RequestFailed { why, .. }
+        | Finding::PlatformUnchecked { why, .. }
+        | Finding::Authorization(why) => why,
+        _ => "",
+    }
+}
+
+/// `n` failed attempts, each `failure`, as [`pullcheck_registry::AttemptHistory::failed`].
+pub fn each(
+    n: usize,
+    failure: pullcheck_registry::FailedAttempt,
+) -> Vec<pullcheck_registry::FailedAttempt> {
+    vec![failure; n]
+}
+
+/// Whether `a` is a manifest served (200) to `method`.
+pub fn served_to(a: &pullcheck_registry::Answer, method: pullcheck_registry::Method) -> bool {
+    matches!(
+        a.finding,
+        pullcheck_registry::Finding::Served { method: m, status: 200, .. } if m == method
+    )
+}
