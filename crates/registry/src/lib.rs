@@ -60,7 +60,9 @@
 //! only those above it (and the value types of this file), so imports run one way.
 //! - Pure: `egress` parses and matches the egress rules; `challenge` parses
 //!   `WWW-Authenticate`; `scope` builds token scopes and
-//!   batches; `errcode` reads the error envelope; `urls` builds request URLs; `retry`
+//!   batches; `errcode` reads the error envelope; `finding` holds what an answer found,
+//!   as data ([`Finding`], [`ErrorEntry`], [`AttemptHistory`]: this crate writes no
+//!   sentence about an answer; the `pullcheck` engine words it); `urls` builds request URLs; `retry`
 //!   decides whether and when to try again (its `Attempts::retry` only sleeps) and reads
 //!   `Retry-After`.
 //! - `observe` defines the [`Observer`] a service sets to watch requests (no IO).
