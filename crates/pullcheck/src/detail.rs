@@ -229,7 +229,9 @@ fn finding(a: &Answer) -> String {
         }
         Finding::RateLimited { host } => {
             let mut text = format!("rate limited by {host} (HTTP 429)");
-            if let Some(wait) = a.retry_after {
+            // A wait too long to take is said once, where retrying stopped.
+            let too_long = matches!(a.history.stopped, Some(RetryStop::RetryAfterTooLong { .. }));
+            if let Some(wait) = a.retry_after.filter(|_| !too_long) {
                 text.push_str(&format!("; retry after {} s", wait.as_secs()));
             }
             text
@@ -698,11 +700,17 @@ mod tests {
             asked: Duration::from_secs(30),
             max: Duration::from_secs(10),
         });
+        // A wait this client takes is said beside the 429.
+        let mut waited = a.clone();
+        waited.history = AttemptHistory::default();
+        assert_eq!(
+            answer(&waited),
+            "rate limited by reg.example (HTTP 429); retry after 30 s (TOOMANYREQUESTS: slow down)"
+        );
         assert_eq!(
             answer(&a),
-            "rate limited by reg.example (HTTP 429); retry after 30 s (TOOMANYREQUESTS: slow \
-             down); not retried: the registry asked to retry after 30 s, beyond the 10000 ms \
-             this client waits"
+            "rate limited by reg.example (HTTP 429) (TOOMANYREQUESTS: slow down); not retried: \
+             the registry asked to retry after 30 s, beyond the 10000 ms this client waits"
         );
     }
 

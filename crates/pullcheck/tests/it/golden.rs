@@ -280,7 +280,8 @@ async fn forbidden_rate_limited_and_unknown_codes() {
         format!("access to team/app denied by {host} (HTTP 403)")
     );
 
-    // A wait longer than `retry_after_max` (10 s) ends the retries at once.
+    // A wait longer than `retry_after_max` (10 s) ends the retries at once; the wait is
+    // said once, where retrying stopped (it was said twice before issue 23's rework).
     let (host, detail) = scripted_detail(
         |_, path| {
             if path == "/v2/" {
@@ -298,7 +299,7 @@ async fn forbidden_rate_limited_and_unknown_codes() {
     assert_eq!(
         detail,
         format!(
-            "rate limited by {host} (HTTP 429); retry after 30 s; not retried: \
+            "rate limited by {host} (HTTP 429); not retried: \
              the registry asked to retry after 30 s, beyond the 10000 ms this client waits"
         )
     );
