@@ -305,6 +305,11 @@ fn failed_attempt(failure: &FailedAttempt) -> String {
             retry_after: Some(wait),
         } => format!("HTTP {status} (retry after {} s)", wait.as_secs()),
         FailedAttempt::Status { status, .. } => format!("HTTP {status}"),
+        FailedAttempt::NoAnswer { why, .. } => why.clone(),
+        FailedAttempt::TokenStatus { status } => format!("token server: HTTP {status}"),
+        FailedAttempt::TokenNoAnswer { why } => format!("token server: {why}"),
+        FailedAttempt::FetchStatus { object, status } => format!("{object} GET: HTTP {status}"),
+        FailedAttempt::FetchNoAnswer { object, why } => format!("{object} GET: {why}"),
         FailedAttempt::Other(words) => words.clone(),
     }
 }
@@ -765,6 +770,25 @@ mod tests {
         assert_eq!(
             words(vec![other("connection refused"); 2], false, "HEAD 200"),
             "HEAD 200; after 2 failed attempts, each: connection refused"
+        );
+        assert_eq!(
+            words(
+                vec![
+                    FailedAttempt::TokenStatus { status: 503 },
+                    FailedAttempt::FetchStatus {
+                        object: "index".into(),
+                        status: 502
+                    },
+                    FailedAttempt::FetchNoAnswer {
+                        object: "config blob".into(),
+                        why: "connection reset by peer".into()
+                    },
+                ],
+                false,
+                "HEAD 200"
+            ),
+            "HEAD 200; after 3 failed attempts: 1) token server: HTTP 503; 2) index GET: \
+             HTTP 502; 3) config blob GET: connection reset by peer"
         );
     }
 }

@@ -265,8 +265,40 @@ pub enum FailedAttempt {
         /// A 429's `Retry-After`, when sent.
         retry_after: Option<Duration>,
     },
-    /// Another request or failure: a token request, an index or blob `GET`, a refused or
-    /// reset connection, as the transport says it (not yet typed).
+    /// The manifest request got no answer (a refused or reset connection, …).
+    NoAnswer {
+        /// Which failure, as a reason (`connection_refused`, `connection_failed`, …).
+        kind: crate::Reason,
+        /// The transport's words for it (`connection reset by peer`).
+        why: String,
+    },
+    /// The token server answered a retryable status.
+    TokenStatus {
+        /// The status.
+        status: u16,
+    },
+    /// The token request got no answer.
+    TokenNoAnswer {
+        /// The transport's words for it.
+        why: String,
+    },
+    /// The `GET` of an object for the platform check (`object`: `index`, `manifest` or
+    /// `config blob`) answered a retryable status.
+    FetchStatus {
+        /// The object asked for.
+        object: String,
+        /// The status.
+        status: u16,
+    },
+    /// The `GET` of an object for the platform check got no (complete) answer.
+    FetchNoAnswer {
+        /// The object asked for.
+        object: String,
+        /// The transport's words for it.
+        why: String,
+    },
+    /// A failure of the first request (the ping, or the manifest `HEAD` in its place),
+    /// as the ping words it (not yet typed).
     Other(String),
 }
 
@@ -310,8 +342,14 @@ impl crate::Answer {
             e.message = f(&e.message);
         }
         for failure in &mut self.history.failed {
-            if let FailedAttempt::Other(words) = failure {
-                *words = f(words);
+            match failure {
+                FailedAttempt::Other(why)
+                | FailedAttempt::NoAnswer { why, .. }
+                | FailedAttempt::TokenNoAnswer { why }
+                | FailedAttempt::FetchNoAnswer { why, .. } => *why = f(why),
+                FailedAttempt::Status { .. }
+                | FailedAttempt::TokenStatus { .. }
+                | FailedAttempt::FetchStatus { .. } => {}
             }
         }
         match &mut self.finding {

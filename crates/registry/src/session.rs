@@ -16,6 +16,7 @@ use url::Url;
 use crate::auth::{self, Auth};
 use crate::classify::{self, Decision, Method, Query, Ref, Reply, Who};
 use crate::errcode::{self, RegistryError};
+use crate::finding::FailedAttempt;
 use crate::hints;
 use crate::ping;
 use crate::platform::{self, IndexReply};
@@ -418,7 +419,11 @@ impl Session {
             let response = match sent {
                 Ok(r) => r,
                 Err(e) => {
-                    if e.retryable && attempts.retry(e.reason.clone(), None).await {
+                    let failure = FailedAttempt::NoAnswer {
+                        kind: e.kind,
+                        why: e.reason.clone(),
+                    };
+                    if e.retryable && attempts.retry(failure, None).await {
                         continue;
                     }
                     return classify::transport_failure(&inner.endpoint.host, method, &e);
@@ -859,11 +864,11 @@ impl Session {
             {
                 Ok(r) => r,
                 Err(e) => {
-                    if e.retryable
-                        && attempts
-                            .retry(format!("{what} GET: {}", e.reason), None)
-                            .await
-                    {
+                    let failure = FailedAttempt::FetchNoAnswer {
+                        object: what.to_string(),
+                        why: e.reason.clone(),
+                    };
+                    if e.retryable && attempts.retry(failure, None).await {
                         continue;
                     }
                     if let Some(refusal) = e.refusal {
@@ -881,7 +886,13 @@ impl Session {
                 if let Some(e) = &body.error
                     && e.retryable
                     && attempts
-                        .retry(format!("{what} GET: {}", e.reason), None)
+                        .retry(
+                            FailedAttempt::FetchNoAnswer {
+                                object: what.to_string(),
+                                why: e.reason.clone(),
+                            },
+                            None,
+                        )
                         .await
                 {
                     continue;
@@ -891,10 +902,11 @@ impl Session {
             if retry::retryable_status(status) {
                 let retry_after = retry::retry_after(response.headers());
                 drop(response);
-                if attempts
-                    .retry(format!("{what} GET: HTTP {status}"), retry_after)
-                    .await
-                {
+                let failure = FailedAttempt::FetchStatus {
+                    object: what.to_string(),
+                    status,
+                };
+                if attempts.retry(failure, retry_after).await {
                     continue;
                 }
                 return Fetched::Status(status, Vec::new());

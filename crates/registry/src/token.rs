@@ -15,6 +15,7 @@ use url::Url;
 
 use crate::RequestKind;
 use crate::challenge::Challenge;
+use crate::finding::FailedAttempt;
 use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::transport::{self, Http};
@@ -240,19 +241,24 @@ pub(crate) enum TokenFailure {
 
 impl TokenFailure {
     /// Whether another attempt may succeed, and how long the realm asked to wait.
-    fn retry(&self) -> Option<(String, Option<Duration>)> {
+    fn retry(&self) -> Option<(FailedAttempt, Option<Duration>)> {
         match self {
             TokenFailure::Status {
                 status,
                 retry_after,
             } if retry::retryable_status(*status) => {
-                Some((format!("token server: HTTP {status}"), *retry_after))
+                Some((FailedAttempt::TokenStatus { status: *status }, *retry_after))
             }
             TokenFailure::Transport {
                 reason,
                 retryable: true,
                 ..
-            } => Some((format!("token server: {reason}"), None)),
+            } => Some((
+                FailedAttempt::TokenNoAnswer {
+                    why: reason.clone(),
+                },
+                None,
+            )),
             _ => None,
         }
     }

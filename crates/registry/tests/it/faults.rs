@@ -382,10 +382,11 @@ async fn connection_reset_is_retried_then_unreachable() {
     );
     let reset = "connection reset by peer";
     assert_eq!(why(&a), reset);
-    assert_eq!(
-        a.history.failed,
-        each(3, FailedAttempt::Other(reset.into()))
-    );
+    let failed = FailedAttempt::NoAnswer {
+        kind: Reason::ConnectionFailed,
+        why: reset.into(),
+    };
+    assert_eq!(a.history.failed, each(3, failed.clone()));
     assert!(took < Duration::from_secs(3), "{took:?}");
 
     // One reset, then an answer.
@@ -402,7 +403,7 @@ async fn connection_reset_is_retried_then_unreachable() {
     let s = session(&server, options()).await;
     let (a, _) = check(&s, "v1").await;
     assert_eq!((a.status, a.attempts), (Status::Present, 2));
-    assert_eq!(a.history.failed, [FailedAttempt::Other(reset.into())]);
+    assert_eq!(a.history.failed, [failed]);
 }
 
 #[tokio::test]
