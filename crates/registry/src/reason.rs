@@ -1,7 +1,7 @@
 //! Why a manifest query ended as it did, as data: the closed set of reasons that every
 //! [`crate::Answer`] and [`crate::AuthorizeError`] carries beside its status and its
-//! human detail, so that callers test facts (`answer.reason == Reason::Timeout`), never
-//! the wording. As go-containerregistry's `transport.Error` codes, but for the whole
+//! facts (an answer's [`crate::Finding`]), so that callers test facts
+//! (`answer.reason == Reason::Timeout`), never the wording. As go-containerregistry's `transport.Error` codes, but for the whole
 //! answer (network and TLS failures included), not only the registry's error envelope.
 //!
 //! Invariant: pure; the set only grows, and a value's serialised name never changes.
