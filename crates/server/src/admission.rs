@@ -163,7 +163,12 @@ impl Admission {
     ///
     /// # Errors
     /// A pattern that is not a valid glob, with the pattern in the message.
-    pub(crate) fn new(options: &AdmissionOptions) -> Result<Admission, String> {
+    pub(crate) fn new(options: &AdmissionOptions) -> Result<Admission, crate::ConfigError> {
+        let bad = |pattern: Option<&String>, message: String| crate::ConfigError::Pattern {
+            setting: crate::ServeSetting::AdmissionExemptImage,
+            pattern: pattern.cloned(),
+            message,
+        };
         let mut builder = globset::GlobSetBuilder::new();
         for pattern in &options.exempt_images {
             let normalised = if pattern.contains(['*', '?', '[', '{']) {
@@ -171,17 +176,15 @@ impl Admission {
             } else {
                 pullcheck::reference::Reference::parse_normalized(pattern)
                     .map(|r| r.canonical())
-                    .map_err(|e| format!("--admission-exempt-image {pattern:?}: {e}"))?
+                    .map_err(|e| bad(Some(pattern), e.to_string()))?
             };
             let glob = globset::GlobBuilder::new(&normalised)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("--admission-exempt-image {pattern:?}: {e}"))?;
+                .map_err(|e| bad(Some(pattern), e.to_string()))?;
             builder.add(glob);
         }
-        let exempt = builder
-            .build()
-            .map_err(|e| format!("--admission-exempt-image: {e}"))?;
+        let exempt = builder.build().map_err(|e| bad(None, e.to_string()))?;
         Ok(Admission {
             mode: options.mode,
             exempt,
@@ -397,7 +400,10 @@ async fn review_route(
     let Some(admission) = &state.admission else {
         return ApiError::new(
             StatusCode::NOT_FOUND,
-            "the admission webhook is not enabled (pullcheck serve --admission)",
+            format!(
+                "the admission webhook is not enabled ({})",
+                state.name(crate::ServeSetting::Admission)
+            ),
         )
         .into_response();
     };
@@ -411,7 +417,10 @@ async fn review_route(
             .admission_review("other", "other", "error", 0.0);
         return ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "a client certificate signed by --admission-client-ca is required",
+            format!(
+                "a client certificate signed by the CA of {} is required",
+                state.name(crate::ServeSetting::AdmissionClientCa)
+            ),
         )
         .into_response();
     }
@@ -495,10 +504,11 @@ async fn read_body(
         ApiError::over_limit(
             "bytes of body",
             Limit {
-                flag: "--admission-max-body",
+                setting: crate::ServeSetting::AdmissionMaxBody,
                 limit: admission.max_body,
                 count,
             },
+            state.setting_name,
         )
         .into_response()
     };
@@ -545,8 +555,9 @@ impl Admission {
             let mut answer = ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
-                    "{} reviews are in flight (--admission-max-reviews); try again",
-                    self.max_reviews
+                    "{} reviews are in flight ({}); try again",
+                    self.max_reviews,
+                    state.name(crate::ServeSetting::AdmissionMaxReviews)
                 ),
             )
             .into_response();
@@ -746,12 +757,14 @@ fn over_max_containers(
     tracing::warn!(
         containers = count,
         limit = admission.max_containers,
-        "admission: over --admission-max-containers; allowed unchecked"
+        setting = state.name(crate::ServeSetting::AdmissionMaxContainers),
+        "admission: over the containers limit; allowed unchecked"
     );
     Some(format!(
-        "pullcheck: {count} containers and image volumes, over the limit of {} \
-         (--admission-max-containers); images not checked",
-        admission.max_containers
+        "pullcheck: {count} containers and image volumes, over the limit of {} ({}); \
+         images not checked",
+        admission.max_containers,
+        state.name(crate::ServeSetting::AdmissionMaxContainers)
     ))
 }
 
@@ -883,16 +896,7 @@ async fn check_object(
     let mut ready = prepared
         .gather(state.cluster.as_ref().ok())
         .await
-        .map_err(|e| match e {
-            RequestError::PullSecret(e) => {
-                tracing::warn!("admission: a pull secret is malformed: {}", e.message);
-                "pullcheck: a pull secret is malformed; images not verified".to_owned()
-            }
-            other => {
-                tracing::warn!("admission: pull secrets not read: {other}");
-                "pullcheck: pull secrets not readable; images not verified".to_owned()
-            }
-        })?;
+        .map_err(|e| not_gathered(&e))?;
     let unread = &ready.gathered.unread;
     if unread.iter().any(|u| !u.names.is_empty()) {
         // Checking without the secrets it names could refuse what the kubelet can pull.
@@ -924,7 +928,8 @@ async fn check_object(
 /// Why the object cannot be read, without a position: the positions are in pullcheck's
 /// own copy of the object (the JSON it was given), which mean nothing to the person who
 /// wrote it, so only the readers' messages ([`pullcheck_sources::SourceError::message`])
-/// are kept.
+/// are kept. The webhook's brief of each [`RequestError`] of reading; those of the
+/// lookups are [`not_gathered`]'s.
 fn unreadable(error: &RequestError) -> String {
     match error {
         RequestError::Inputs(errors) => errors
@@ -933,7 +938,34 @@ fn unreadable(error: &RequestError) -> String {
             .collect::<Vec<_>>()
             .join("; "),
         RequestError::Template(e) | RequestError::PullSecret(e) => e.message.clone(),
-        other => other.to_string(),
+        // Not asked for (`allow_empty`, no template, no placeholder), said if it comes.
+        RequestError::NothingToCheck(_) => "no container image in it".to_owned(),
+        RequestError::TemplateWithoutNamespace(name) => {
+            format!("pods template {name:?} without a namespace")
+        }
+        RequestError::PlaceholderImage(e) => format!("placeholder image: {}", e.message()),
+        RequestError::Lookup(_) | RequestError::LookupDeadline(_) => {
+            "pull secrets not readable".to_owned()
+        }
+    }
+}
+
+/// The webhook's brief of a [`RequestError`] of the lookups: the facts are logged, the
+/// answer says only that the images were not verified and why in a few words.
+fn not_gathered(error: &RequestError) -> String {
+    match error {
+        RequestError::PullSecret(e) => {
+            tracing::warn!("admission: a pull secret is malformed: {}", e.message);
+            "pullcheck: a pull secret is malformed; images not verified".to_owned()
+        }
+        RequestError::LookupDeadline(_) => {
+            tracing::warn!("admission: pull secrets not read: {error}");
+            "pullcheck: pull secrets not read in time; images not verified".to_owned()
+        }
+        other => {
+            tracing::warn!("admission: pull secrets not read: {other}");
+            "pullcheck: pull secrets not readable; images not verified".to_owned()
+        }
     }
 }
 
