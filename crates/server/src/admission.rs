@@ -1006,64 +1006,71 @@ fn what(status: Status) -> &'static str {
     }
 }
 
-/// What an image's row found, in a few words made from its fields (reason, the
-/// reference's parts, the registry host, the credential's source, the plugins that
-/// failed), never from another crate's text: `tag 1.2 not found in library/golang`, `on
-/// HOST` added when a mirror, not the reference's own registry, answered. A container's
-/// problems are their messages alone: their positions are in pullcheck's own copy of the
-/// object (the JSON it was given), which mean nothing to the person who wrote it.
-fn finding(image: &ImageReport) -> String {
+/// What an image's row found, in a few words made from its fields (status, reason, the
+/// registry host, the credential's source, the platforms, the plugins that failed),
+/// never from another crate's text, each fact said once: the status in words ([`what`])
+/// and what adds to it, such as `not found` and `no such tag` (the tag is the
+/// reference's, which the line names already); `on HOST` added when a mirror, not the
+/// reference's own registry, answered. A container's problems are their messages alone:
+/// their positions are in pullcheck's own copy of the object (the JSON it was given),
+/// which mean nothing to the person who wrote it. Returns the status's words and the
+/// rest (empty when there is nothing to add).
+fn finding(image: &ImageReport) -> (String, String) {
     use pullcheck::report::Reason as R;
+    let what = what(image.status).to_owned();
     if !image.problems.is_empty() {
-        return image
+        let problems = image
             .problems
             .iter()
             .map(|p| p.message.as_str())
             .collect::<Vec<_>>()
             .join("; ");
+        return (what, problems);
     }
     let parsed = image
         .canonical
         .as_deref()
         .and_then(|c| pullcheck::reference::Reference::parse(c).ok());
-    let path = parsed.as_ref().map_or("", |r| r.path());
     let host = image.registry.as_deref().unwrap_or("the registry");
     let credential = image
         .credential
         .as_ref()
         .map_or("no credential", |c| c.source.as_str());
+    let mirror = match image.served_by_mirror() {
+        Some(_) => format!(" on {host}"),
+        None => String::new(),
+    };
+    let platforms = image.platforms.join(", ");
     let words = match image.reason {
-        R::TagNotFound => format!(
-            "tag {} not found in {path}",
-            parsed.as_ref().and_then(|r| r.tag()).unwrap_or("latest")
-        ),
-        R::DigestNotFound => format!(
-            "digest {} not found in {path}",
-            parsed.as_ref().and_then(|r| r.digest()).unwrap_or_default()
-        ),
+        // The reference names the tag, the digest and the repository: only which of
+        // them is missing is news.
+        R::TagNotFound => format!("no such tag{mirror}"),
+        R::DigestNotFound => format!("no such digest{mirror}"),
         R::ManifestUnknown => {
-            let what = match (parsed.as_ref().and_then(|r| r.digest()), parsed.as_ref()) {
-                (Some(digest), _) => format!("digest {digest}"),
-                (None, r) => format!("tag {}", r.and_then(|r| r.tag()).unwrap_or("latest")),
+            let part = match parsed.as_ref().and_then(|r| r.digest()) {
+                Some(_) => "digest",
+                None => "tag",
             };
-            format!("{what} not found in {path} (the repository was not checked)")
+            format!("no such {part}{mirror} (the repository was not checked)")
         }
-        R::RepositoryNotFound => format!("repository {path} not found"),
+        R::RepositoryNotFound => format!("no such repository{mirror}"),
         R::PlatformNotFound if !image.platforms.is_empty() => {
-            format!("the index lists only {}", image.platforms.join(", "))
+            format!("the index{mirror} lists only {platforms}")
         }
-        R::PlatformNotFound => "no manifest for the node's platform".to_owned(),
-        R::PlatformMismatch if !image.platforms.is_empty() => format!(
-            "a single-platform image for {} only",
-            image.platforms.join(", ")
-        ),
-        R::PlatformMismatch => "a single-platform image for another platform".to_owned(),
+        R::PlatformNotFound => format!("no manifest for the node's platform{mirror}"),
+        R::PlatformMismatch if !image.platforms.is_empty() => {
+            return (
+                "pulls but will not run".to_owned(),
+                format!("a single-platform image for {platforms}"),
+            );
+        }
+        R::PlatformMismatch => String::new(),
         R::UnauthorizedAnonymous => "the registry asks for credentials, none matched".to_owned(),
         R::Unauthorized => format!("not authorized with {credential}"),
         R::CredentialsRequired => "the registry asks for a user name and password".to_owned(),
         R::UnsupportedAuth => "the registry's authentication is not supported".to_owned(),
         R::CredentialsRejected => format!("{credential} was rejected"),
-        R::AccessDenied => format!("{host} answered 403"),
+        R::AccessDenied => return (format!("access denied by {host} (403)"), String::new()),
         R::TlsUntrusted => format!("the certificate of {host} is not trusted"),
         R::RateLimited => match image.retry_after {
             Some(wait) => format!("{host} is rate limiting (429; retry after {wait} s)"),
@@ -1089,13 +1096,30 @@ fn finding(image: &ImageReport) -> String {
             format!("credential provider {} failed", names.join(", "))
         }
         R::NoEndpoint => "no endpoint to ask".to_owned(),
+        R::BlockedByConfig if image.status == Status::Blocked => {
+            return (
+                "blocked by the node's mirror configuration".to_owned(),
+                String::new(),
+            );
+        }
         R::BlockedByConfig => "the node's mirror configuration blocks it".to_owned(),
+        R::EgressDenied if image.status == Status::Blocked => {
+            return (
+                format!("blocked by the service's egress policy ({host})"),
+                String::new(),
+            );
+        }
         R::EgressDenied => format!("the service's egress policy refuses {host}"),
         R::UnpullableByConfig => "the node's mirror configuration cannot pull it".to_owned(),
-        R::InvalidReference => image
-            .error
-            .as_ref()
-            .map_or_else(String::new, |e| e.message.clone()),
+        // The parser's message starts with upstream's `invalid reference format`: it is
+        // the status's words too.
+        R::InvalidReference => match &image.error {
+            Some(e) if e.message.starts_with("invalid") => {
+                return (e.message.clone(), String::new());
+            }
+            Some(e) => e.message.clone(),
+            None => String::new(),
+        },
         R::Found
         | R::Cached
         | R::UnknownPullPolicy
@@ -1107,19 +1131,7 @@ fn finding(image: &ImageReport) -> String {
         | R::Exempt
         | R::DeferredOnStart => String::new(),
     };
-    let answered_by_mirror = matches!(
-        image.reason,
-        R::TagNotFound
-            | R::DigestNotFound
-            | R::ManifestUnknown
-            | R::RepositoryNotFound
-            | R::PlatformNotFound
-    ) && image.served_by_mirror().is_some();
-    if answered_by_mirror {
-        format!("{words} on {host}")
-    } else {
-        words
-    }
+    (what, words)
 }
 
 /// One failing container's line, in parts: every part has its control characters and
@@ -1131,9 +1143,9 @@ struct Line {
     container: String,
     /// The reference as written; empty when the container names none.
     reference: String,
-    /// The status in a few words ([`what`]).
-    what: &'static str,
-    /// The finding ([`finding`]); empty when there is nothing to add.
+    /// The status in a few words ([`finding`]'s first part, from [`what`]).
+    what: String,
+    /// What adds to the status ([`finding`]'s second part); empty when nothing does.
     detail: String,
     /// `; did you mean 1.22?`, or empty.
     hint: String,
@@ -1221,10 +1233,11 @@ fn elide_middle(text: &str, keep: usize) -> String {
 }
 
 /// One line per container of `image`:
-/// `container test: image golang:1.2 not found: tag 1.2 not found in library/golang; did
-/// you mean 1.22?`.
+/// `container test: image golang:1.2 not found: no such tag; did you mean 1.22?`.
 fn lines_of(image: &ImageReport) -> Vec<Line> {
-    let detail = escape_controls(&finding(image)).into_owned();
+    let (what, detail) = finding(image);
+    let what = escape_controls(&what).into_owned();
+    let detail = escape_controls(&detail).into_owned();
     // The close tags come as data, not from the detail's words.
     let hint = match image.close_tags.as_slice() {
         [] => String::new(),
@@ -1247,7 +1260,7 @@ fn lines_of(image: &ImageReport) -> Vec<Line> {
         .map(|container| Line {
             container,
             reference: reference.clone(),
-            what: what(image.status),
+            what: what.clone(),
             detail: detail.clone(),
             hint: hint.clone(),
         })
@@ -1289,8 +1302,14 @@ fn version_warning(w: &pullcheck::mirrors::VersionWarning) -> String {
     ))
 }
 
-/// The most characters of one container's line in a refusal ([`Line::fitted`]).
+/// The most characters of one container's line in a refusal of several containers
+/// ([`Line::fitted`]); a refusal of one container's image has the whole
+/// [`MAX_MESSAGE_CHARS`].
 const MAX_REFUSAL_LINE_CHARS: usize = 1000;
+
+/// The fewest characters a line that does not fit whole is fitted into, with the rest of
+/// the message's room; with less room left, it is counted in `… and N more`.
+const MIN_FITTED_LINE_CHARS: usize = 80;
 
 /// The most characters of a refusal's message: a person reads it in `kubectl` or in a
 /// Vela step's error; the rest of the failing containers are counted.
@@ -1314,14 +1333,20 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
     if mode == AdmissionMode::Deny && !failures.is_empty() {
         // One line: `pullcheck: container test: image ...`; more: one per line.
         let message = match failures.as_slice() {
-            [one] => format!("pullcheck: {}", one.fitted(MAX_REFUSAL_LINE_CHARS)),
+            [one] => {
+                let head = "pullcheck: ";
+                format!(
+                    "{head}{}",
+                    one.fitted(MAX_MESSAGE_CHARS - head.chars().count())
+                )
+            }
             many => {
                 let mut message = format!(
                     "pullcheck: {} containers cannot pull their images:",
                     many.len()
                 );
-                for (shown, line) in many.iter().enumerate() {
-                    let line = line.fitted(MAX_REFUSAL_LINE_CHARS);
+                for (shown, failure) in many.iter().enumerate() {
+                    let line = failure.fitted(MAX_REFUSAL_LINE_CHARS);
                     let left = many.len() - shown;
                     // Room for this line, and for the count of the rest after it.
                     let more = if left > 1 {
@@ -1329,11 +1354,17 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
                     } else {
                         0
                     };
-                    if message.chars().count() + 1 + line.chars().count() + more > MAX_MESSAGE_CHARS
-                    {
+                    let room = MAX_MESSAGE_CHARS.saturating_sub(message.chars().count() + 1 + more);
+                    // A line that does not fit whole takes the room left, when there is
+                    // enough for its container, status and finding.
+                    let line = if line.chars().count() <= room {
+                        line
+                    } else if room >= MIN_FITTED_LINE_CHARS {
+                        failure.fitted(room)
+                    } else {
                         message.push_str(&format!("\n… and {left} more"));
                         break;
-                    }
+                    };
                     message.push('\n');
                     message.push_str(&line);
                 }
@@ -1503,10 +1534,10 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "container app: image golang:1.2 not found: tag 1.2 not found in library/golang; \
-                 did you mean 1.22 or 1.21?",
-                "container app: image registry.example.com/team/app:v9 not found: tag v9 not \
-                 found in team/app on mirror.example.com",
+                "container app: image golang:1.2 not found: no such tag; did you mean 1.22 or \
+                 1.21?",
+                "container app: image registry.example.com/team/app:v9 not found: no such tag \
+                 on mirror.example.com",
                 "container app: image registry.example.com/team/app:v1 not verified: \
                  registry.example.com refused the connection",
                 "container app: image registry.example.com/team/app:v1 access denied: pull \
@@ -1515,8 +1546,8 @@ mod tests {
                  registry.example.com is rate limiting (429; retry after 30 s)",
                 "container app: image registry.example.com/team/app:v1 not found: the index \
                  lists only linux/amd64, linux/arm64/v8",
-                "container app: image registry.example.com/team/app:v1 pulls but will not run \
-                 (another platform): a single-platform image for linux/amd64 only",
+                "container app: image registry.example.com/team/app:v1 pulls but will not run: \
+                 a single-platform image for linux/amd64",
             ]
         );
     }
@@ -1555,16 +1586,17 @@ mod tests {
         let report = Report::new(vec![row_of("big", &huge)], vec![]);
         let answer = decide(&review(), AdmissionMode::Deny, &report);
         let message = answer.status.expect("a refusal").message;
-        assert!(
-            message.chars().count() <= MAX_REFUSAL_LINE_CHARS + 11,
-            "{message}"
-        );
+        // One container: the whole message's room.
+        assert_eq!(message.chars().count(), MAX_MESSAGE_CHARS, "{message}");
         assert!(
             message.starts_with("pullcheck: container big: image registry.exampl"),
             "{message}"
         );
         assert!(message.contains("aaaa…aaaa"), "{message}");
-        assert!(message.contains("a:v1 not found: repository"), "{message}");
+        assert!(
+            message.ends_with("a:v1 not found: no such repository"),
+            "{message}"
+        );
 
         let long = format!("registry.example.com/{}:v1", "b".repeat(5_000));
         let report = Report::new(
@@ -1589,7 +1621,76 @@ mod tests {
         );
         assert_eq!(
             lines[2],
-            "container second: image registry.example.com/x:1 not found: repository x not found"
+            "container second: image registry.example.com/x:1 not found: no such repository"
+        );
+    }
+
+    /// The golden admission messages: a refusal of one container, a refusal of two with
+    /// a third not verified (one line each, each fact once; the third a warning), and the
+    /// warnings of warn mode for the same three. A wording change shows here.
+    #[test]
+    fn admission_messages_golden() {
+        use pullcheck::report::Reason as R;
+        let named = |name: &str, mut image: ImageReport| {
+            image.origins[0].pod.as_mut().expect("a pod container").name = name.into();
+            image
+        };
+        let mut tag = row("golang:1.2", Status::Missing, R::TagNotFound);
+        tag.close_tags = vec!["1.22".into()];
+        let tag = named("test", tag);
+        let mut denied = row(
+            "registry.example.com/team/app:v1",
+            Status::Denied,
+            R::AccessDenied,
+        );
+        denied.registry = Some("registry.example.com".into());
+        let denied = named("app", denied);
+        let mut refused = row(
+            "registry.example.com/team/cache:v2",
+            Status::Unreachable,
+            R::ConnectionRefused,
+        );
+        refused.registry = Some("registry.example.com".into());
+        let refused = named("cache", refused);
+
+        let one = Report::new(vec![tag.clone()], vec![]);
+        let answer = decide(&review(), AdmissionMode::Deny, &one);
+        assert_eq!(
+            answer.status.expect("a refusal").message,
+            "pullcheck: container test: image golang:1.2 not found: no such tag; did you mean \
+             1.22?"
+        );
+
+        let three = Report::new(vec![tag, denied, refused], vec![]);
+        let answer = decide(&review(), AdmissionMode::Deny, &three);
+        assert_eq!(
+            answer.status.expect("a refusal").message,
+            "pullcheck: 2 containers cannot pull their images:\n\
+             container test: image golang:1.2 not found: no such tag; did you mean 1.22?\n\
+             container app: image registry.example.com/team/app:v1 access denied by \
+             registry.example.com (403)"
+        );
+        // What was not verified is a warning, refused or not.
+        assert_eq!(
+            answer.warnings,
+            [
+                "pullcheck: container cache: image registry.exam…team/cache:v2 not verified: \
+              registry.example.com refused the connection"
+            ]
+        );
+
+        let answer = decide(&review(), AdmissionMode::Warn, &three);
+        assert!(answer.allowed);
+        assert_eq!(
+            answer.warnings,
+            [
+                "pullcheck: container test: image golang:1.2 not found: no such tag; did you \
+                 mean 1.22?",
+                "pullcheck: container app: image registry.example.com/team/app:v1 access \
+                 denied by registry.example.com (403)",
+                "pullcheck: container cache: image registry.exam…team/cache:v2 not verified: \
+                 registry.example.com refused the connection",
+            ]
         );
     }
 
@@ -1713,7 +1814,7 @@ mod tests {
         let line = Line {
             container: "container payments-api-worker".into(),
             reference: reference.into(),
-            what: "not found",
+            what: "not found".into(),
             detail: "tag x".into(),
             hint: "; did you mean build-2026-11-30?".into(),
         };
@@ -1738,7 +1839,7 @@ mod tests {
         let line = Line {
             container: format!("container {name}"),
             reference: "127.0.0.1:42439/library/alpine:3.91".into(),
-            what: "not verified",
+            what: "not verified".into(),
             detail: "127.0.0.1:42439: connection refused".into(),
             hint: String::new(),
         };
