@@ -1694,6 +1694,57 @@ mod tests {
         );
     }
 
+    /// The webhook's briefs of the request's errors, golden: one per variant, short,
+    /// without the positions of pullcheck's own copy of the object; the lookups' say only
+    /// that the images were not verified.
+    #[test]
+    fn request_error_briefs_golden() {
+        use pullcheck_sources::{NothingToCheck, SourceError};
+        let positioned = SourceError {
+            file: Some("Pod ci".into()),
+            line: Some(3),
+            column: Some(5),
+            ..SourceError::new("not a Kubernetes object: no kind")
+        };
+        let empty = pullcheck::reference::Reference::parse_normalized("").expect_err("empty");
+        let message = empty.message().to_owned();
+        let briefs: Vec<String> = [
+            RequestError::Inputs(vec![(0, positioned.clone())]),
+            RequestError::NothingToCheck(NothingToCheck {
+                inputs: vec![],
+                warnings: vec![],
+            }),
+            RequestError::TemplateWithoutNamespace("vela-pods".into()),
+            RequestError::PlaceholderImage(empty),
+        ]
+        .iter()
+        .map(unreadable)
+        .collect();
+        assert_eq!(
+            briefs,
+            [
+                "not a Kubernetes object: no kind".to_owned(),
+                "no container image in it".to_owned(),
+                "pods template \"vela-pods\" without a namespace".to_owned(),
+                format!("placeholder image: {message}"),
+            ]
+        );
+        assert_eq!(
+            not_gathered(&RequestError::PullSecret(positioned)),
+            "pullcheck: a pull secret is malformed; images not verified"
+        );
+        assert_eq!(
+            not_gathered(&RequestError::LookupDeadline(Duration::from_secs(8))),
+            "pullcheck: pull secrets not read in time; images not verified"
+        );
+        assert_eq!(
+            not_gathered(&RequestError::Lookup(pullcheck_kube::KubeError::Config(
+                "no context".into()
+            ))),
+            "pullcheck: pull secrets not readable; images not verified"
+        );
+    }
+
     /// Control characters and newlines in a reference or a container name are escaped
     /// in refusals and warnings, as in the CLI's text report: one line per container.
     #[test]

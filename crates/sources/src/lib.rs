@@ -786,8 +786,8 @@ pub async fn find_pull_secrets(
 /// (a template named in the cluster is read once more for it).
 ///
 /// # Errors
-/// As [`find_pull_secrets`]; also a `--placeholder-image` that is not a reference
-/// argument, and a `nodeSelector` platform label that is not a platform part.
+/// As [`find_pull_secrets`]; also an empty placeholder image, and a `nodeSelector`
+/// platform label that is not a platform part.
 pub async fn find_pull_secrets_on(
     inputs: Inputs,
     pull_secrets: &[PullSecret],
