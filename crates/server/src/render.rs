@@ -182,7 +182,7 @@ pub(crate) fn request_error(error: RequestError, placeholder_given: bool) -> Api
         ),
         RequestError::Lookup(e) => with(
             ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
-            json!({"kind": "lookup", "field": "namespace"}),
+            json!({"kind": "lookup", "field": "namespace", "lookup": lookup_facts(&e)}),
         ),
         RequestError::PullSecret(e) => with(
             ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
@@ -199,6 +199,47 @@ pub(crate) fn request_error(error: RequestError, placeholder_given: bool) -> Api
             ),
             json!({"kind": "lookup_deadline", "field": "deadline_seconds"}),
         ),
+    }
+}
+
+/// A failed Kubernetes lookup's facts for the API's error: `error` (what went wrong:
+/// `forbidden`, `template_not_found`, `api`, `unreachable`, `unauthorized`, `malformed`,
+/// `template_api_missing`, `not_kubernetes`, `config`) and, where the error names them,
+/// the object (`resource`, `name`, `namespace`) and the API server's HTTP `code`.
+fn lookup_facts(error: &pullcheck_kube::KubeError) -> Value {
+    use pullcheck_kube::KubeError as K;
+    match error {
+        K::Forbidden {
+            resource,
+            name,
+            namespace,
+            ..
+        } => json!({"error": "forbidden", "resource": resource, "name": name,
+                    "namespace": namespace, "code": 403}),
+        K::TemplateNotFound { name, namespace } => json!({"error": "template_not_found",
+            "resource": "pipelinepodstemplates", "name": name, "namespace": namespace,
+            "code": 404}),
+        K::Api {
+            resource,
+            name,
+            namespace,
+            code,
+            ..
+        } => json!({"error": "api", "resource": resource, "name": name,
+                    "namespace": namespace, "code": code}),
+        K::Malformed {
+            resource,
+            name,
+            namespace,
+            ..
+        } => json!({"error": "malformed", "resource": resource, "name": name,
+                    "namespace": namespace}),
+        K::Unreachable { .. } => json!({"error": "unreachable"}),
+        K::Unauthorized { .. } => json!({"error": "unauthorized", "code": 401}),
+        K::TemplateApiMissing { .. } => json!({"error": "template_api_missing", "code": 404}),
+        K::NotKubernetes(_) => json!({"error": "not_kubernetes"}),
+        K::TemplateFile(_) => json!({"error": "template_file"}),
+        _ => json!({"error": "config"}),
     }
 }
 
