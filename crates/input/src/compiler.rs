@@ -131,6 +131,7 @@ impl Reader<'_> {
                 field: format!("{path}.{key}"),
                 expected: "string",
                 found: found.to_owned(),
+                value: None,
                 json,
             },
         ))
@@ -165,6 +166,7 @@ impl Reader<'_> {
                                 field: format!("{path}.environment.{key}"),
                                 expected: "string",
                                 found: found.to_owned(),
+                                value: None,
                                 json,
                             },
                         )
@@ -191,6 +193,7 @@ impl Reader<'_> {
                         "string"
                     }
                     .to_owned(),
+                    value: None,
                     json,
                 },
             )),
@@ -305,7 +308,7 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
 /// (any of YAML 1.2's cases), and, into a typed `bool` only, YAML 1.1's words (`yes`,
 /// `on`, `y`, `no`, `off`, `n` in their three cases) quoted or not; `None` for anything
 /// else (a quoted `"true"`, a number), which the decoder refuses.
-fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
+pub(crate) fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
     let Value::Scalar { plain, text, .. } = r.doc.value(node.id) else {
         return None;
     };
@@ -318,205 +321,19 @@ fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
     }
 }
 
-/// The decoding of go-vela/server's `yaml.Build` (go.yaml.in/yaml/v3, `internal/yaml.go`)
-/// outside what the compiler validates: a field of the wrong YAML type fails the whole
-/// file (`unable to unmarshal yaml`), at the value. Top level: `version` a scalar,
-/// `metadata` and `worker` mappings (`worker.flavor`/`platform` scalars; `metadata`'s
-/// `template` and `render_inline` bools, `environment` a list), `secrets`, `services`,
-/// `secrets` items and their `origin` mappings; each container's `image` a scalar
-/// (`image: [a]` refuses the file); an item of `steps:` (a stage's too), `services:`
-/// or `secrets:` that is null or not a mapping ([`item_decodes`]). Not yet: the other
-/// fields of a container.
+/// The decoding of go-vela/server's `yaml.Build` (go.yaml.in/yaml/v3, `internal/yaml.go`),
+/// every typed field of `compiler/types/yaml` ([`crate::decode`]): a field of the wrong
+/// YAML type fails the whole file (`unable to unmarshal yaml`), at the value.
 pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
-    let wrong = |r: &Reader<'_>, node: Reached, field: String, expected: &'static str| {
-        r.refuse(
-            node,
-            Refusal::WrongType {
-                field,
-                expected,
-                found: r.doc.kind_name(node.id).to_owned(),
-                json: false,
-            },
-        )
-    };
-    let is_scalar = |r: &Reader<'_>, node: Reached| {
-        matches!(r.doc.value(node.id), Value::Scalar { .. } | Value::Null)
-    };
-    if let Some(v) = r.get_set(root, "version")?
-        && !is_scalar(r, v)
-    {
-        return Err(wrong(r, v, "version".into(), "string"));
-    }
-    for key in ["metadata", "worker"] {
-        let Some(node) = r.get_set(root, key)? else {
-            continue;
-        };
-        if !r.doc.is_map(node.id) {
-            return Err(wrong(r, node, key.into(), "mapping"));
-        }
-    }
-    if let Some(m) = r.get_set(root, "metadata")? {
-        // `Metadata`: `template`, `render_inline` bools, `clone` a `*bool`, `auto_cancel`
-        // a `*CancelOptions` of three `*bool`s (go-vela/server v0.28.8
-        // `compiler/types/yaml/metadata.go` lines 14–26).
-        for key in ["template", "render_inline", "clone"] {
-            if let Some(v) = r.get_set(m, key)?
-                && yaml_v3_bool(r, v).is_none()
-            {
-                return Err(wrong(r, v, format!("metadata.{key}"), "bool"));
-            }
-        }
-        if let Some(a) = r.get_set(m, "auto_cancel")? {
-            if !r.doc.is_map(a.id) {
-                return Err(wrong(r, a, "metadata.auto_cancel".into(), "mapping"));
-            }
-            for key in ["running", "pending", "default_branch"] {
-                if let Some(v) = r.get_set(a, key)?
-                    && yaml_v3_bool(r, v).is_none()
-                {
-                    return Err(wrong(r, v, format!("metadata.auto_cancel.{key}"), "bool"));
-                }
-            }
-        }
-    }
-    if let Some(w) = r.get_set(root, "worker")? {
-        for key in ["flavor", "platform"] {
-            if let Some(v) = r.get_set(w, key)?
-                && !is_scalar(r, v)
-            {
-                return Err(wrong(r, v, format!("worker.{key}"), "string"));
-            }
-        }
-    }
-    // A list that is not one is the reader's error at its place (`Reader::list`).
-    let mut containers = Vec::new();
-    for key in ["secrets", "services", "steps"] {
-        let Some(node) = r.get_set(root, key)? else {
-            continue;
-        };
-        let Some(items) = r.doc.items(node.id).map(<[_]>::to_vec) else {
-            continue;
-        };
-        for (i, &item) in items.iter().enumerate() {
-            let item = r.doc.reach(node, None, item);
-            let path = format!("{key}[{i}]");
-            let container = match key {
-                "secrets" => ContainerKind::Secret,
-                "services" => ContainerKind::Service,
-                _ => ContainerKind::Step,
-            };
-            item_decodes(r, item, container, &path)?;
-            if key != "secrets" {
-                containers.push((item, path));
-                continue;
-            }
-            if let Some(origin) = r.get_set(item, "origin")? {
-                if !r.doc.is_map(origin.id) {
-                    return Err(wrong(r, origin, format!("{path}.origin"), "mapping"));
-                }
-                containers.push((origin, format!("{path}.origin")));
-            }
-        }
-    }
-    if let Some(stages) = r.get_set(root, "stages")?
-        && r.doc.is_map(stages.id)
-    {
-        for (name, stage) in r.entries(stages)? {
-            if !r.doc.is_map(stage.id) {
-                continue;
-            }
-            let path = format!("stages.{name}.steps");
-            if let Some(steps) = r.get_set(stage, "steps")?
-                && let Some(items) = r.doc.items(steps.id).map(<[_]>::to_vec)
-            {
-                for (j, &item) in items.iter().enumerate() {
-                    let item = r.doc.reach(steps, None, item);
-                    let path = format!("{path}[{j}]");
-                    item_decodes(r, item, ContainerKind::Step, &path)?;
-                    containers.push((item, path));
-                }
-            }
-        }
-    }
-    for (node, path) in containers {
-        if !r.doc.is_map(node.id) {
-            continue;
-        }
-        // The string fields of `Step`, `Service` and `Origin`; a list or mapping there
-        // fails the decoding (`compiler/types/yaml/step.go` lines 22–42, `service.go`,
-        // `secret.go`).
-        let (strings, bools): (&[&str], &[&str]) = if path.starts_with("services") {
-            (&["image", "name", "pull", "user"], &[])
-        } else if path.starts_with("secrets") {
-            (&["image", "name", "pull", "id_request"], &[])
-        } else {
-            // `Step.Detach` and `Step.Privileged` are `bool`s.
-            (
-                &["image", "name", "pull", "user", "report_as", "id_request"],
-                &["detach", "privileged"],
-            )
-        };
-        for key in strings {
-            // `pull: {{ .policy }}` is Go template syntax the server expands first (a
-            // mapping whose one key is a mapping): named by the template warning instead.
-            if *key != "image"
-                && let Some(v) = r.get_set(node, key)?
-                && go_template_braces(r, v)
-            {
-                continue;
-            }
-            r.expect_string(node, key, &path, false)?;
-        }
-        for key in bools {
-            if let Some(v) = r.get_set(node, key)?
-                && yaml_v3_bool(r, v).is_none()
-            {
-                return Err(wrong(r, v, format!("{path}.{key}"), "bool"));
-            }
-        }
-    }
-    Ok(())
+    crate::decode::decode(r, root)
 }
 
 /// Whether `node` is how YAML reads `{{ x }}`: a mapping whose one key is a mapping.
-fn go_template_braces(r: &Reader<'_>, node: Reached) -> bool {
+pub(crate) fn go_template_braces(r: &Reader<'_>, node: Reached) -> bool {
     match r.doc.own_entries(node.id) {
         Some([(key, _)]) => r.doc.is_map(*key),
         _ => false,
     }
-}
-
-/// An item of `steps:`, `services:` or `secrets:` decodes into its `*Step`,
-/// `*Service` or `*Secret` only when it is a mapping: a null one is
-/// [`Refusal::NullItem`], any other a [`Refusal::WrongType`] (go-yaml's "cannot
-/// unmarshal !!str into yaml.Step").
-fn item_decodes(
-    r: &Reader<'_>,
-    item: Reached,
-    container: ContainerKind,
-    path: &str,
-) -> Result<(), InputError> {
-    if r.doc.is_null(item.id) {
-        return Err(r.refuse(
-            item,
-            Refusal::NullItem {
-                container,
-                field: path.to_owned(),
-            },
-        ));
-    }
-    if !r.doc.is_map(item.id) {
-        return Err(r.refuse(
-            item,
-            Refusal::WrongType {
-                field: path.to_owned(),
-                expected: "mapping",
-                found: r.doc.kind_name(item.id).to_owned(),
-                json: false,
-            },
-        ));
-    }
-    Ok(())
 }
 
 /// Pipeline source, as the compiler refuses it.
@@ -1152,6 +969,7 @@ fn templates(r: &mut Reader<'_>, root: Reached) -> Result<Templates, InputError>
                     field: format!("templates[{i}]"),
                     expected: "mapping",
                     found: r.doc.kind_name(t.id).to_owned(),
+                    value: None,
                     json: false,
                 },
             ));
@@ -1256,6 +1074,7 @@ fn string_slices(
                     field,
                     expected: "string",
                     found,
+                    value: None,
                     json: false,
                 },
             ));
