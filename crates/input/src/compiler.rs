@@ -101,40 +101,54 @@ impl Reader<'_> {
         }
     }
 
-    /// A field that must be a string (go-yaml takes any scalar into a string field;
-    /// encoding/json only a JSON string).
-    fn expect_string(
+    /// A field of a compiled build as Go's encoding/json decodes it into `ty`: a value of
+    /// another JSON type is its `UnmarshalTypeError`; null decodes into anything.
+    fn expect_json(
         &mut self,
         map: Reached,
         key: &str,
         path: &str,
-        json: bool,
+        ty: JsonTy,
     ) -> Result<(), InputError> {
         let Some(v) = self.get(map, key)? else {
             return Ok(());
         };
-        let found = match self.doc.value(v.id) {
-            Value::Null => return Ok(()),
-            Value::Scalar { plain, text, .. } => {
-                if !json || !*plain {
-                    return Ok(());
-                }
-                json_scalar_kind(text)
-            }
-            Value::Seq(_) => kind(json, "list"),
-            Value::Map(_) => kind(json, "mapping"),
-            Value::Alias(_) => return Ok(()),
+        let field = if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
         };
-        Err(self.refuse(
-            v,
-            Refusal::WrongType {
-                field: format!("{path}.{key}"),
-                expected: "string",
-                found: found.to_owned(),
-                value: None,
-                json,
-            },
-        ))
+        if let (JsonTy::StrList, Some(items)) = (ty, self.doc.items(v.id).map(<[_]>::to_vec)) {
+            for (i, item) in items.into_iter().enumerate() {
+                let item = self.doc.reach(v, None, item);
+                if let Some(found) = json_mismatch(self, item, JsonTy::Str) {
+                    return Err(self.refuse(
+                        item,
+                        Refusal::WrongType {
+                            field: format!("{field}[{i}]"),
+                            expected: "string",
+                            found,
+                            value: None,
+                            json: true,
+                        },
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        match json_mismatch(self, v, ty) {
+            None => Ok(()),
+            Some(found) => Err(self.refuse(
+                v,
+                Refusal::WrongType {
+                    field,
+                    expected: ty.go(),
+                    found,
+                    value: None,
+                    json: true,
+                },
+            )),
+        }
     }
 
     /// An `environment` as Vela decodes it: `raw.StringSliceMap` in source (a mapping
@@ -251,6 +265,64 @@ fn json_scalar_kind(text: &str) -> &'static str {
     }
 }
 
+/// The Go types of `pipeline.Build`'s fields that a compiled build's JSON is checked
+/// against (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 24–49,
+/// `stage.go`, `build.go`).
+#[derive(Clone, Copy)]
+enum JsonTy {
+    /// `string`.
+    Str,
+    /// `bool`.
+    Bool,
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `[]string`.
+    StrList,
+}
+
+impl JsonTy {
+    fn go(self) -> &'static str {
+        match self {
+            JsonTy::Str => "string",
+            JsonTy::Bool => "bool",
+            JsonTy::Int32 => "int32",
+            JsonTy::Int64 => "int64",
+            JsonTy::StrList => "[]string",
+        }
+    }
+}
+
+/// What encoding/json finds at `node` when it is not a `ty` (`string`, `number`, `bool`,
+/// `array`, `object`; `number 1.5` for a number that is no integer of the type's range,
+/// as `UnmarshalTypeError` words it), or `None` when it decodes.
+fn json_mismatch(r: &Reader<'_>, node: Reached, ty: JsonTy) -> Option<String> {
+    let found = match r.doc.value(node.id) {
+        Value::Null | Value::Alias(_) => return None,
+        Value::Seq(_) => "array",
+        Value::Map(_) => "object",
+        Value::Scalar { plain: false, .. } => "string",
+        Value::Scalar { text, .. } => json_scalar_kind(text),
+    };
+    let fits = match (ty, found) {
+        (JsonTy::Str, "string") | (JsonTy::Bool, "bool") | (JsonTy::StrList, "array") => true,
+        (JsonTy::Int32 | JsonTy::Int64, "number") => {
+            let text = r.doc.text(node.id).unwrap_or_default();
+            let fits = match ty {
+                JsonTy::Int32 => text.parse::<i32>().is_ok(),
+                _ => text.parse::<i64>().is_ok(),
+            };
+            if !fits {
+                return Some(format!("number {text}"));
+            }
+            true
+        }
+        _ => false,
+    };
+    (!fits).then(|| found.to_owned())
+}
+
 /// Refuses what Vela refuses in `root`, the document's top-level mapping; for a
 /// compiled build (`r.mode` is [`Mode::Run`]) only the JSON decoder's type errors.
 /// Warnings (a name that two containers with rulesets share) go to `r.warnings`.
@@ -261,8 +333,50 @@ pub(crate) fn check(r: &mut Reader<'_>, root: Reached, json: bool) -> Result<(),
     source(r, root)
 }
 
+/// The typed fields of `pipeline.Container` (`container.go` lines 24–49); its
+/// `environment` is [`Reader::check_environment`]'s, and the struct fields (`ruleset`,
+/// `secrets`, `ulimits`, `volumes`, `git`, `artifacts`) hold no image and are not looked
+/// at. Unknown keys are dropped by the decoder and never walked.
+const CONTAINER_JSON: [(&str, JsonTy); 17] = [
+    ("id", JsonTy::Str),
+    ("commands", JsonTy::StrList),
+    ("detach", JsonTy::Bool),
+    ("directory", JsonTy::Str),
+    ("entrypoint", JsonTy::StrList),
+    ("exit_code", JsonTy::Int32),
+    ("image", JsonTy::Str),
+    ("name", JsonTy::Str),
+    ("needs", JsonTy::StrList),
+    ("networks", JsonTy::StrList),
+    ("number", JsonTy::Int32),
+    ("ports", JsonTy::StrList),
+    ("privileged", JsonTy::Bool),
+    ("pull", JsonTy::Str),
+    ("user", JsonTy::Str),
+    ("report_as", JsonTy::Str),
+    ("id_request", JsonTy::Str),
+];
+
+/// The typed fields of `pipeline.Stage` (`stage.go`) but its `steps`.
+const STAGE_JSON: [(&str, JsonTy); 3] = [
+    ("name", JsonTy::Str),
+    ("needs", JsonTy::StrList),
+    ("independent", JsonTy::Bool),
+];
+
+/// The scalar fields of `pipeline.Build` (`build.go`).
+const BUILD_JSON: [(&str, JsonTy); 4] = [
+    ("id", JsonTy::Str),
+    ("token", JsonTy::Str),
+    ("token_exp", JsonTy::Int64),
+    ("version", JsonTy::Str),
+];
+
 /// A compiled build's containers, as encoding/json decodes `pipeline.Build`.
 fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
+    for (key, ty) in BUILD_JSON {
+        r.expect_json(root, key, "", ty)?;
+    }
     let mut containers = Vec::new();
     for (i, item) in r
         .list(root, "services", "services")?
@@ -276,6 +390,15 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     {
         for (i, &stage) in items.iter().enumerate() {
             let stage = r.doc.reach(stages, None, stage);
+            if r.doc.is_map(stage.id) {
+                let path = format!("stages[{i}]");
+                for (key, ty) in STAGE_JSON {
+                    r.expect_json(stage, key, &path, ty)?;
+                }
+                if let Some(env) = r.get_set(stage, "environment")? {
+                    r.check_environment(env, &path, true)?;
+                }
+            }
             let what = format!("stages[{i}].steps");
             for (j, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
                 containers.push((item, format!("{what}[{j}]")));
@@ -294,8 +417,8 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         if !r.doc.is_map(node.id) {
             continue;
         }
-        for key in ["id", "name", "image", "pull"] {
-            r.expect_string(node, key, &path, true)?;
+        for (key, ty) in CONTAINER_JSON {
+            r.expect_json(node, key, &path, ty)?;
         }
         if let Some(env) = r.get_set(node, "environment")? {
             r.check_environment(env, &path, true)?;

@@ -347,6 +347,28 @@ fn line_column<S: serde::Serializer>(
         .serialize(serializer)
 }
 
+/// The field as encoding/json's `UnmarshalTypeError` names it (checked with Go 1.19,
+/// `decode.go` `addErrorContext`): the innermost struct's type, then the JSON keys from
+/// the top without list indices, a map's key left out (`steps[0].environment.N` is
+/// `Container.steps.environment`, `stages[1].independent` `Stage.stages.independent`,
+/// `token_exp` `Build.token_exp`).
+fn go_struct_field(field: &str) -> String {
+    let mut keys: Vec<&str> = Vec::new();
+    for segment in field.split('.') {
+        let key = segment.split('[').next().unwrap_or(segment);
+        keys.push(key);
+        if key == "environment" {
+            break;
+        }
+    }
+    let owner = match keys.as_slice() {
+        [_] => "Build",
+        ["stages", _] => "Stage",
+        _ => "Container",
+    };
+    format!("{owner}.{}", keys.join("."))
+}
+
 /// `stage.step` for a stage step, else `step`.
 fn qualified(step: &str, stage: &Option<String>) -> String {
     match stage {
@@ -541,7 +563,9 @@ impl fmt::Display for Refusal {
                 if *json {
                     write!(
                         f,
-                        "json: cannot unmarshal {found} into field {field} of type {expected}"
+                        "json: cannot unmarshal {found} into Go struct field {} of type \
+                         {expected} (at {field})",
+                        go_struct_field(field)
                     )
                 } else {
                     write!(f, "unable to unmarshal yaml: cannot unmarshal {found}")?;

@@ -1751,3 +1751,127 @@ fn decoder_refusals_serialize_with_their_facts() {
             "failure": {"error": "parse_int", "text": "x", "out_of_range": false}})
     );
 }
+
+/// A compiled build's typed fields, as Go's encoding/json decodes `pipeline.Build`
+/// (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 24–49,
+/// `stage.go`, `build.go`). Each row's words were checked with Go 1.19's encoding/json
+/// on structs of those field types.
+#[test]
+fn a_compiled_build_field_is_refused_as_encoding_json_refuses_it() {
+    let build = |step: &str| {
+        format!(r#"{{"id": "b", "steps": [{{"name": "a", "image": "alpine", {step}}}]}}"#)
+    };
+    for (text, field, expected, found) in [
+        (
+            build(r#""detach": "yes""#),
+            "steps[0].detach",
+            "bool",
+            "string",
+        ),
+        (
+            build(r#""privileged": 1"#),
+            "steps[0].privileged",
+            "bool",
+            "number",
+        ),
+        (
+            build(r#""number": "1""#),
+            "steps[0].number",
+            "int32",
+            "string",
+        ),
+        (
+            build(r#""number": 1.5"#),
+            "steps[0].number",
+            "int32",
+            "number 1.5",
+        ),
+        (
+            build(r#""number": 2147483648"#),
+            "steps[0].number",
+            "int32",
+            "number 2147483648",
+        ),
+        (
+            build(r#""commands": "make""#),
+            "steps[0].commands",
+            "[]string",
+            "string",
+        ),
+        (
+            build(r#""commands": [1]"#),
+            "steps[0].commands[0]",
+            "string",
+            "number",
+        ),
+        (
+            build(r#""entrypoint": {"a": 1}"#),
+            "steps[0].entrypoint",
+            "[]string",
+            "object",
+        ),
+        (
+            build(r#""directory": true"#),
+            "steps[0].directory",
+            "string",
+            "bool",
+        ),
+        (
+            r#"{"id": "b", "token_exp": "1"}"#.to_owned(),
+            "token_exp",
+            "int64",
+            "string",
+        ),
+        (
+            r#"{"id": "b", "stages": [{"name": "s", "independent": "x", "steps": []}]}"#.to_owned(),
+            "stages[0].independent",
+            "bool",
+            "string",
+        ),
+    ] {
+        let e = read_pipeline("build.json", &text).expect_err(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::WrongType {
+                field: field.into(),
+                expected,
+                found: found.into(),
+                value: None,
+                json: true,
+            }),
+            "{text}"
+        );
+    }
+    // encoding/json's words.
+    let e = read_pipeline("build.json", &build(r#""detach": "yes""#)).unwrap_err();
+    assert_eq!(
+        e.message,
+        "Vela refuses this pipeline: json: cannot unmarshal string into Go struct field \
+         Container.steps.detach of type bool (at steps[0].detach)"
+    );
+    let text = r#"{"id": "b", "stages": [{"name": "s", "steps": [{"name": "a", "image": "alpine", "environment": {"N": 1}}]}]}"#;
+    let e = read_pipeline("build.json", text).unwrap_err();
+    assert!(
+        e.message
+            .contains("Go struct field Container.stages.steps.environment of type string"),
+        "{e}"
+    );
+    // null decodes into anything; `true`, an int32, a list of strings are taken.
+    let ok = build(r#""detach": true, "privileged": null, "number": 3, "commands": ["a", null]"#);
+    assert_eq!(read_pipeline("build.json", &ok).expect("decodes").len(), 1);
+}
+
+/// Keys that `pipeline.Build` and `pipeline.Container` do not have are dropped by
+/// encoding/json: whatever they hold (an image, a list of steps, a value of any type)
+/// is never read, checked or refused.
+#[test]
+fn unknown_keys_of_a_compiled_build_are_not_walked() {
+    let text = r#"{"id": "b",
+        "extra": {"steps": [{"name": "x", "image": 5}], "image": "evil:1"},
+        "steps": [{"name": "a", "image": "alpine:3.19",
+                   "unknown": {"image": "hidden:1", "steps": [{"image": "deeper:1"}], "detach": "x"},
+                   "Labels": [1, {"image": "no:1"}]}]}"#;
+    let uses = read_pipeline("build.json", text).expect("reads");
+    let images: Vec<&str> = uses.iter().map(|u| u.image.as_str()).collect();
+    assert_eq!(images, ["alpine:3.19"]);
+}
