@@ -814,8 +814,21 @@ fn substitutes(
             return Err(refusal_at(&pieces[i], refusal, Some(offset - starts[i])));
         }
     };
+    // A negative substring length panics or not by the value's length: with a value
+    // only the server has (`${VELA_BUILD_COMMIT:10:-1}`), the compiler panics only if it
+    // does for every value (an empty one and a long one); else the outcome is unknown,
+    // not refused (the image reading says it is unresolved).
+    let certain = |error: &crate::envsubst::SubstError| {
+        *error != crate::envsubst::SubstError::NegativeLength
+            || ["", &"x".repeat(4096)].iter().all(|probe| {
+                template
+                    .eval(&mut |name| env.compile_lookup_probe(name, probe))
+                    .is_err()
+            })
+    };
     match template.eval(&mut |name| env.compile_lookup(name)) {
         Ok(_) => {}
+        Err(error) if !certain(&error) => {}
         Err(error) => {
             // Which string: the first that fails on its own (else the first with `${`).
             let i = pieces

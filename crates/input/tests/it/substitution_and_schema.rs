@@ -767,3 +767,57 @@ fn a_negative_substring_length_in_a_worker_string_is_that_rows_problem() {
         assert_eq!(rows(&uses), [("a", Some((None, None)))], "{container}");
     }
 }
+
+/// drone/envsubst v1.0.3 on a variable the compiler does not know: its lookup gives the
+/// text `${NAME}` back (go-vela/server `compiler/native/substitute.go`), and `toLen` /
+/// `toSubstr` (`funcs.go` lines 16–18, 64–115) work on that text: `${#NOPE}` is the
+/// length of `${NOPE}`, 7; `${NOPE:10:-1}` is past its end, so empty (no panic, as
+/// `pos+length >= len(s)`); `${NOPE:7}` empty. A variable whose value the server has
+/// and pullcheck has not (`VELA_BUILD_COMMIT`) or a secret's: whether a negative length
+/// panics depends on the value's length, so the image is unresolved, not guessed.
+#[test]
+fn lengths_and_substrings_of_unknown_variables_are_computed_as_envsubst_does() {
+    let step = |image: &str| {
+        format!("version: \"1\"\nsteps:\n  - name: a\n    image: {image}\n    commands: [x]\n")
+    };
+    for (image, want) in [
+        ("\"alpine:3.${#NOPE}\"", "alpine:3.7"),
+        ("\"alpine:3.19${NOPE:10:-1}\"", "alpine:3.19"),
+        ("\"alpine${NOPE:7}:3.19\"", "alpine:3.19"),
+        ("\"alpine:3.${NOPE:3:0}19\"", "alpine:3.19"),
+    ] {
+        let (uses, _) = read(&step(image));
+        assert_eq!(
+            (uses[0].substituted.as_deref(), &uses[0].disposition),
+            (Some(want), &Disposition::Check),
+            "{image}"
+        );
+    }
+    for image in [
+        "\"alpine:3.${VELA_BUILD_COMMIT:10:-1}\"",
+        "\"alpine:3.${VELA_BUILD_COMMIT:30:-1}\"",
+    ] {
+        let (uses, _) = read(&step(image));
+        assert_eq!(
+            sources(&uses[0]),
+            [("VELA_BUILD_COMMIT", &ValueSource::Server)],
+            "{image}"
+        );
+    }
+    // A secret's value in a compiled build: the same.
+    let build = r#"{"id": "b", "steps": [{"name": "a", "image": "alpine:${TAG:30:-1}",
+        "secrets": [{"source": "tag", "target": "TAG"}]}]}"#;
+    let (uses, _) = read_pipeline_with_warnings("build.json", build).expect("reads");
+    assert!(
+        matches!(
+            sources(&uses[0]).as_slice(),
+            [("TAG", ValueSource::Secret { .. })]
+        ),
+        "{:?}",
+        uses[0]
+    );
+    // A `${NOPE}` the result still holds is left to the worker, and stays unresolved.
+    let (uses, _) = read(&step("\"alpine:${NOPE:-3.19}\""));
+    assert_eq!(sources(&uses[0]), [("NOPE", &ValueSource::Nowhere)]);
+    assert!(unresolved(&uses[0]).variables[0].default_ignored);
+}
