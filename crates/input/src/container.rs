@@ -946,3 +946,33 @@ impl<'a> Reader<'a> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values printed by Go 1.19's `strconv.FormatFloat(f, 'g', -1, 64)` and
+    /// `json.Marshal` on this machine.
+    #[test]
+    fn floats_and_strings_are_written_as_go_writes_them() {
+        for (f, g, json) in [
+            (1e6, "1e+06", "1000000"),
+            (1000.0, "1000", "1000"),
+            (1.1, "1.1", "1.1"),
+            (1234567.0, "1.234567e+06", "1234567"),
+            (0.0001, "0.0001", "0.0001"),
+            (0.00001, "1e-05", "0.00001"),
+            (1e21, "1e+21", "1e+21"),
+            (123456.7, "123456.7", "123456.7"),
+        ] {
+            assert_eq!(
+                (go_format_g(f).as_str(), go_json_float(f).as_str()),
+                (g, json)
+            );
+        }
+        assert_eq!(
+            go_json_string("<&>\u{2028}\u{1}\""),
+            r#""\u003c\u0026\u003e\u2028\u0001\"""#
+        );
+    }
+}
