@@ -180,23 +180,10 @@ fn go_json_float(f: f64) -> String {
 /// control characters and `<`, `>`, `&`, U+2028, U+2029 as `\u00XX` (HTML-safe, as
 /// `json.Marshal` does).
 fn go_json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::substitute::go_escaped(s, |c| {
+        ((c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}'))
+            .then(|| format!("\\u{:04x}", c as u32))
+    })
 }
 
 /// The image Vela gives its injected init step; not an image at all.

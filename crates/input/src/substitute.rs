@@ -420,6 +420,15 @@ impl Env {
 
 /// Go's `%q` of a string: double-quoted, with `\`, `"` and control characters escaped.
 fn go_quote(s: &str) -> String {
+    go_escaped(s, |c| {
+        c.is_control().then(|| format!("\\x{:02x}", u32::from(c)))
+    })
+}
+
+/// `s` double-quoted as Go writes a string (`%q`, encoding/json): `"`, `\`, line feed,
+/// carriage return and tab escaped short, any other character as `other` escapes it
+/// (`None`: as it is).
+pub(crate) fn go_escaped(s: &str, other: impl Fn(char) -> Option<String>) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -429,8 +438,10 @@ fn go_quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
+            c => match other(c) {
+                Some(escaped) => out.push_str(&escaped),
+                None => out.push(c),
+            },
         }
     }
     out.push('"');
