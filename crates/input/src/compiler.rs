@@ -266,7 +266,7 @@ fn json_scalar_kind(text: &str) -> &'static str {
 }
 
 /// The Go types of `pipeline.Build`'s fields that a compiled build's JSON is checked
-/// against (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 24–49,
+/// against (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 34–59,
 /// `stage.go`, `build.go`).
 #[derive(Clone, Copy)]
 enum JsonTy {
@@ -280,6 +280,10 @@ enum JsonTy {
     Int64,
     /// `[]string`.
     StrList,
+    /// A struct (its Go name): a JSON object.
+    Object(&'static str),
+    /// A named slice type (its Go name): a JSON array, whose items are not looked at.
+    Array(&'static str),
 }
 
 impl JsonTy {
@@ -290,6 +294,7 @@ impl JsonTy {
             JsonTy::Int32 => "int32",
             JsonTy::Int64 => "int64",
             JsonTy::StrList => "[]string",
+            JsonTy::Object(go) | JsonTy::Array(go) => go,
         }
     }
 }
@@ -306,7 +311,10 @@ fn json_mismatch(r: &Reader<'_>, node: Reached, ty: JsonTy) -> Option<String> {
         Value::Scalar { text, .. } => json_scalar_kind(text),
     };
     let fits = match (ty, found) {
-        (JsonTy::Str, "string") | (JsonTy::Bool, "bool") | (JsonTy::StrList, "array") => true,
+        (JsonTy::Str, "string")
+        | (JsonTy::Bool, "bool")
+        | (JsonTy::StrList | JsonTy::Array(_), "array")
+        | (JsonTy::Object(_), "object") => true,
         (JsonTy::Int32 | JsonTy::Int64, "number") => {
             let text = r.doc.text(node.id).unwrap_or_default();
             let fits = match ty {
@@ -333,11 +341,12 @@ pub(crate) fn check(r: &mut Reader<'_>, root: Reached, json: bool) -> Result<(),
     source(r, root)
 }
 
-/// The typed fields of `pipeline.Container` (`container.go` lines 24–49); its
-/// `environment` is [`Reader::check_environment`]'s, and the struct fields (`ruleset`,
-/// `secrets`, `ulimits`, `volumes`, `git`, `artifacts`) hold no image and are not looked
-/// at. Unknown keys are dropped by the decoder and never walked.
-const CONTAINER_JSON: [(&str, JsonTy); 17] = [
+/// The typed fields of `pipeline.Container` (`container.go` lines 34–59); its
+/// `environment` is [`Reader::check_environment`]'s. Of the struct and slice fields
+/// (`ruleset`, `secrets`, `artifacts`, `ulimits`, `volumes`, `git`), which hold no image,
+/// only the JSON type is checked, not what is inside. Unknown keys are dropped by the
+/// decoder and never walked.
+const CONTAINER_JSON: [(&str, JsonTy); 23] = [
     ("id", JsonTy::Str),
     ("commands", JsonTy::StrList),
     ("detach", JsonTy::Bool),
@@ -352,9 +361,15 @@ const CONTAINER_JSON: [(&str, JsonTy); 17] = [
     ("ports", JsonTy::StrList),
     ("privileged", JsonTy::Bool),
     ("pull", JsonTy::Str),
+    ("ruleset", JsonTy::Object("pipeline.Ruleset")),
+    ("secrets", JsonTy::Array("pipeline.StepSecretSlice")),
+    ("artifacts", JsonTy::Object("pipeline.Artifacts")),
+    ("ulimits", JsonTy::Array("pipeline.UlimitSlice")),
+    ("volumes", JsonTy::Array("pipeline.VolumeSlice")),
     ("user", JsonTy::Str),
     ("report_as", JsonTy::Str),
     ("id_request", JsonTy::Str),
+    ("git", JsonTy::Object("pipeline.Git")),
 ];
 
 /// The typed fields of `pipeline.Stage` (`stage.go`) but its `steps`.

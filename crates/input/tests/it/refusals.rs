@@ -1753,7 +1753,7 @@ fn decoder_refusals_serialize_with_their_facts() {
 }
 
 /// A compiled build's typed fields, as Go's encoding/json decodes `pipeline.Build`
-/// (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 24–49,
+/// (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 34–59,
 /// `stage.go`, `build.go`). Each row's words were checked with Go 1.19's encoding/json
 /// on structs of those field types.
 #[test]
@@ -1815,6 +1815,24 @@ fn a_compiled_build_field_is_refused_as_encoding_json_refuses_it() {
             "steps[0].directory",
             "string",
             "bool",
+        ),
+        (
+            build(r#""ruleset": "x""#),
+            "steps[0].ruleset",
+            "pipeline.Ruleset",
+            "string",
+        ),
+        (
+            build(r#""ulimits": "x""#),
+            "steps[0].ulimits",
+            "pipeline.UlimitSlice",
+            "string",
+        ),
+        (
+            build(r#""git": 5"#),
+            "steps[0].git",
+            "pipeline.Git",
+            "number",
         ),
         (
             r#"{"id": "b", "token_exp": "1"}"#.to_owned(),
