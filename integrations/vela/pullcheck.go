@@ -474,12 +474,18 @@ type Refusal struct {
 	// empty for a list item), Found what was found there or in a field.
 	Variable string `json:"variable,omitempty"`
 	Found    string `json:"found,omitempty"`
-	// Field is the path of a field of the wrong type (RefusalWrongType) or of a null
-	// item (RefusalNullItem, with its Container), Expected the
-	// JSON or YAML type it takes; JSON says the text was a compiled build.
+	// Field is the path of a field of the wrong type (RefusalWrongType), of a null
+	// item (RefusalNullItem, with its Container) or of a field whose decoder failed
+	// (RefusalDecode), Expected the Go type it takes (yaml.v3's or encoding/json's
+	// name: "bool", "[]string", "yaml.Git", ...); JSON says the text was a compiled
+	// build. For a YAML scalar, Found is its resolved tag ("!!int") and Value the
+	// value as yaml.v3 quotes it ("`5`").
 	Field    string `json:"field,omitempty"`
 	Expected string `json:"expected,omitempty"`
+	Value    string `json:"value,omitempty"`
 	JSON     bool   `json:"json,omitempty"`
+	// Failure is the error of a Vela type's own decoder (RefusalDecode).
+	Failure *DecodeFailure `json:"failure,omitempty"`
 	// Limit is the limit a count is over (RefusalReportAsLimit,
 	// RefusalGitTokenRepositories, RefusalGitTokenLimit), Counted the count of
 	// RefusalGitTokenRepositories.
@@ -493,6 +499,19 @@ type Refusal struct {
 	// First is where the first of two containers of one name is named
 	// (RefusalDuplicateName); nil when unknown. Its File is empty.
 	First *Position `json:"first,omitempty"`
+}
+
+// DecodeFailure is an error of one of go-vela/server's UnmarshalYAML methods that
+// stops the decoding (RefusalDecode). Error is one of "string_slice",
+// "ulimit_equals", "ulimit_colons", "parse_int", "volume_colons",
+// "step_secret_slice", "no_secret_source_or_target"; Ulimit, Volume, Text and
+// OutOfRange carry the values of those that have them.
+type DecodeFailure struct {
+	Error      string `json:"error"`
+	Ulimit     string `json:"ulimit,omitempty"`
+	Volume     string `json:"volume,omitempty"`
+	Text       string `json:"text,omitempty"`
+	OutOfRange bool   `json:"out_of_range,omitempty"`
 }
 
 // The kinds of Refusal, one per check of Vela's compiler.
@@ -512,6 +531,7 @@ const (
 	RefusalUnsupportedTemplateType   = "unsupported_template_type"
 	RefusalWrongType                 = "wrong_type"
 	RefusalNullItem                  = "null_item"
+	RefusalDecode                    = "decode"
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"
 	RefusalUnsupportedTemplateFormat = "unsupported_template_format"

@@ -1023,14 +1023,6 @@ fn read_files<'a>(
         .collect())
 }
 
-/// A request's error as the CLI says it: a bad placeholder image is named by its option.
-fn request_error(e: RequestError) -> String {
-    match e {
-        RequestError::PlaceholderImage(message) => format!("--placeholder-image: {message}"),
-        other => other.to_string(),
-    }
-}
-
 fn read(path: &std::path::Path) -> Result<String, String> {
     named(
         pullcheck_files::read_to_string(path),
@@ -1212,6 +1204,8 @@ async fn gather_within_deadline(
         deadline_start: None,
         include_on_start: args.include_on_start,
         allow_empty: args.allow_empty,
+        // Without --namespace, the kubeconfig context's namespace is the build's.
+        cluster_namespace: true,
         setting_name: render::setting,
     };
     let mut nothing_to_check = None;
@@ -1223,11 +1217,11 @@ async fn gather_within_deadline(
             }
             None
         }
-        Err(RequestError::NothingToCheck(message)) => {
-            nothing_to_check = Some(message);
+        Err(e @ RequestError::NothingToCheck(_)) => {
+            nothing_to_check = Some(e);
             None
         }
-        Err(e) => return Err(request_error(e)),
+        Err(e) => return Err(render::request_error(naming, &e)),
     };
     let inputs_error = match &files {
         Ok(_) => {
@@ -1248,8 +1242,8 @@ async fn gather_within_deadline(
     if !errors.is_empty() {
         return Err(errors.join(&format!("\n{ERROR_PREFIX}")));
     }
-    if let Some(message) = nothing_to_check {
-        return Err(format!("{message} (--allow-empty passes anyway)"));
+    if let Some(e) = nothing_to_check {
+        return Err(render::request_error(naming, &e));
     }
     let Some(prepared) = prepared else {
         return Err("the inputs could not be read".into());
@@ -1264,7 +1258,7 @@ async fn gather_within_deadline(
         prepared
             .gather(cluster.as_ref())
             .await
-            .map_err(request_error)
+            .map_err(|e| render::request_error(naming, &e))
     });
     await_lookups(task, started, args.deadline).await
 }
@@ -1350,6 +1344,7 @@ async fn run_serve(args: ServeArgs) -> i32 {
                 max_reviews: args.admission_max_reviews,
                 max_containers: args.admission_max_containers,
             }),
+        setting_name: render::serve_flag,
     };
     let server = match pullcheck_server::Server::bind(options).await {
         Ok(s) => s,
@@ -1358,6 +1353,9 @@ async fn run_serve(args: ServeArgs) -> i32 {
         }
         Err(pullcheck_server::ServeError::Checker(e)) => {
             return fail(&render::checker_error(Naming::Cli, &e));
+        }
+        Err(pullcheck_server::ServeError::Config(e)) => {
+            return fail(&e.words(|s| render::serve_flag(s).to_owned()));
         }
         Err(e) => return fail(&e),
     };

@@ -212,27 +212,48 @@ fn build_variables(env: &HashMap<String, String>) -> HashMap<String, String> {
         .collect()
 }
 
+/// The warnings not yet printed, on standard error, then the error ([`super::fail`]).
+fn fail_after(warnings: &[String], error: &dyn std::fmt::Display) -> i32 {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    super::fail(error)
+}
+
 /// Runs the plugin on the process's environment: exit 0 when the step passes, 1 or 3
 /// (as `check`) when it fails, 2 for a bad parameter or pipeline.
 pub(crate) async fn run() -> i32 {
     let env: HashMap<String, String> = std::env::vars().collect();
+    // A parameter that is none of the plugin's is said first: before the rows of the
+    // text report (on standard output, ahead of it), and before an error that stops the
+    // run (on standard error, ahead of it); in a JSON report it is the first warning.
+    let unknown: Vec<String> = unknown_parameters(&env)
+        .iter()
+        .map(super::render::plugin_warning)
+        .collect();
     let plugin = match plugin(&env) {
         Ok(p) => p,
-        Err(e) => return super::fail(&e),
+        Err(e) => return fail_after(&unknown, &e),
     };
+    let json = plugin.argv.windows(2).any(|w| w == ["--format", "json"]);
+    let mut warnings = Vec::new();
+    if json {
+        warnings.extend(unknown.iter().cloned());
+    } else {
+        for w in &unknown {
+            println!("warning: {w}");
+        }
+    }
+    let pending: &[String] = if json { &unknown } else { &[] };
     let (name, text) = match pullcheck::input::read_file(&plugin.pipeline) {
         Ok(read) => read,
-        Err(e) => return super::fail(&format!("PARAMETER_PIPELINE: {e}")),
+        Err(e) => return fail_after(pending, &format!("PARAMETER_PIPELINE: {e}")),
     };
     let read =
         match pullcheck::input::read_pipeline_read_in_build(&name, &text, &build_variables(&env)) {
             Ok(read) => read,
-            Err(e) => return super::fail(&e),
+            Err(e) => return fail_after(pending, &e),
         };
-    let mut warnings: Vec<String> = unknown_parameters(&env)
-        .iter()
-        .map(super::render::plugin_warning)
-        .collect();
     warnings.extend(read.warnings);
     let uses = read.uses;
     let templates = uses
@@ -241,17 +262,19 @@ pub(crate) async fn run() -> i32 {
         .count();
     if templates == uses.len() && (templates > 0 || read.inline_templates > 0) {
         // As `check` says it, without a way to pass anyway: the step has nothing to check.
-        return super::fail(&pullcheck_sources::templates_only_message(
-            &name,
-            templates,
-            read.inline_templates,
-        ));
+        return fail_after(
+            pending,
+            &pullcheck_sources::templates_only_message(&name, templates, read.inline_templates),
+        );
     }
     if uses.is_empty() {
-        return super::fail(&format!(
-            "no image to check in {name} (PARAMETER_PIPELINE): it has no step, service or \
+        return fail_after(
+            pending,
+            &format!(
+                "no image to check in {name} (PARAMETER_PIPELINE): it has no step, service or \
              secret origin with an image"
-        ));
+            ),
+        );
     }
     let args = match super::Cli::try_parse_from(&plugin.argv) {
         Ok(super::Cli {
@@ -261,8 +284,8 @@ pub(crate) async fn run() -> i32 {
             naming: super::render::Naming::Plugin,
             ..*args
         },
-        Ok(_) => return super::fail(&"the plugin's parameters did not make a check"),
-        Err(e) => return super::fail(&format!("the plugin's parameters: {e}")),
+        Ok(_) => return fail_after(pending, &"the plugin's parameters did not make a check"),
+        Err(e) => return fail_after(pending, &format!("the plugin's parameters: {e}")),
     };
     let code = super::check_uses(args, uses, warnings).await;
     match (plugin.fail_on, code) {

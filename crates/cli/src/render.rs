@@ -8,7 +8,8 @@ use pullcheck::input::{ContainerKind, Origin};
 use pullcheck::report::{ImageReport, Remedy, Report, Status, escape_controls};
 use pullcheck_files::{FaultKind, FileFault};
 use pullcheck_kube::{ConfigGap, KubeError};
-use pullcheck_sources::Setting;
+use pullcheck_server::ServeSetting;
+use pullcheck_sources::{RequestError, Setting};
 
 /// Whose words: the CLI's flags, or the Vela plugin's variables (docs/vela.md). Passed
 /// down from the command that runs (`CheckArgs::naming`), never read from a global.
@@ -74,11 +75,79 @@ pub fn plugin_warning(warning: &crate::plugin::PluginWarning) -> String {
     }
 }
 
+/// A setting of `pullcheck serve` by its flag (`--max-images`), as the service names it
+/// in its answers, logs and configuration errors
+/// ([`pullcheck_server::ServeOptions::setting_name`]).
+pub fn serve_flag(setting: ServeSetting) -> &'static str {
+    match setting {
+        ServeSetting::MaxBody => "--max-body",
+        ServeSetting::MaxChecks => "--max-checks",
+        ServeSetting::MaxBodyReads => "--max-body-reads",
+        ServeSetting::MaxParses => "--max-parses",
+        ServeSetting::MaxConnections => "--max-connections",
+        ServeSetting::MaxImages => "--max-images",
+        ServeSetting::HeaderReadTimeout => "--header-read-timeout",
+        ServeSetting::BodyReadTimeout => "--body-read-timeout",
+        ServeSetting::IdleTimeout => "--idle-timeout",
+        ServeSetting::Http2KeepAliveInterval => "--http2-keep-alive-interval",
+        ServeSetting::ShutdownGrace => "--shutdown-grace",
+        ServeSetting::ApiTokenFile => "--api-token-file",
+        ServeSetting::AllowNamespace => "--allow-namespace",
+        ServeSetting::Tls => "--tls-cert/--tls-key",
+        ServeSetting::InsecureListen => "--insecure-listen",
+        ServeSetting::PlaceholderImage => "--placeholder-image",
+        ServeSetting::CachePresent => "--cache-present",
+        ServeSetting::Kubeconfig => "--kubeconfig, --context",
+        ServeSetting::Admission => "--admission",
+        ServeSetting::AdmissionExemptImage => "--admission-exempt-image",
+        ServeSetting::AdmissionClientCa => "--admission-client-ca",
+        ServeSetting::AdmissionMaxBody => "--admission-max-body",
+        ServeSetting::AdmissionMaxReviews => "--admission-max-reviews",
+        ServeSetting::AdmissionMaxContainers => "--admission-max-containers",
+        ServeSetting::CaFile => "--ca-file",
+        ServeSetting::CertsDir => "--certs-dir",
+        ServeSetting::InsecureRegistry => "--insecure-registry",
+        ServeSetting::DockerConfig => "--docker-config",
+    }
+}
+
 /// A request setting by its flag: `--namespace`, `--platform`.
 pub fn setting(setting: Setting) -> &'static str {
     match setting {
         Setting::Namespace => "--namespace",
         Setting::Platform => "--platform",
+    }
+}
+
+/// A [`RequestError`] in `naming`'s words: the library's facts with the option that
+/// would change them (`--allow-empty` to pass an input without images,
+/// `--placeholder-image`, `--namespace` for a pods template, `--deadline`).
+pub fn request_error(naming: Naming, error: &RequestError) -> String {
+    let option = |o: &'static str| -> &'static str { crate::plugin::option_name(naming, o) };
+    match error {
+        RequestError::Inputs(errors) => errors
+            .iter()
+            .map(|(_, e)| e.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        RequestError::NothingToCheck(nothing) => {
+            format!("{nothing} ({} passes anyway)", option("--allow-empty"))
+        }
+        RequestError::TemplateWithoutNamespace(name) => format!(
+            "{} {name} needs {}: the template is read from the build namespace",
+            option("--pods-template"),
+            option("--namespace")
+        ),
+        RequestError::PlaceholderImage(e) => {
+            format!("{}: {}", option("--placeholder-image"), e.message())
+        }
+        RequestError::Lookup(e) => kube_error(naming, e),
+        RequestError::Template(e) | RequestError::PullSecret(e) => e.to_string(),
+        RequestError::LookupDeadline(deadline) => format!(
+            "the Kubernetes lookups of the pull secrets did not finish within the {} of {}",
+            option("--deadline"),
+            pullcheck_sources::format_duration(*deadline)
+        ),
     }
 }
 
@@ -382,6 +451,92 @@ mod tests {
     use pullcheck::input::PullPolicy;
     use pullcheck::report::Reason;
     use pullcheck::report::fixtures::step_image as image;
+
+    /// `serve`'s configuration errors in the CLI's words, golden: the service's settings
+    /// by their flags.
+    #[test]
+    fn serve_config_errors_golden() {
+        use pullcheck_server::ConfigError;
+        let words = |e: &ConfigError| e.words(|s| serve_flag(s).to_owned());
+        assert_eq!(
+            words(&ConfigError::Exposed {
+                listen: "0.0.0.0:8080".parse().expect("addr"),
+                missing: vec![ServeSetting::ApiTokenFile, ServeSetting::Tls],
+            }),
+            "refusing to listen on 0.0.0.0:8080 (not loopback) without --api-token-file and \
+             --tls-cert/--tls-key: anyone who reaches it could use this service's registry \
+             credentials; give them, or --insecure-listen"
+        );
+        assert_eq!(
+            words(&ConfigError::AdmissionNeedsTls),
+            "--admission needs --tls-cert/--tls-key: the Kubernetes API server calls \
+             admission webhooks over HTTPS only"
+        );
+        assert_eq!(
+            words(&ConfigError::Zero(ServeSetting::MaxParses)),
+            "--max-parses must be at least 1"
+        );
+        assert_eq!(
+            words(&ConfigError::Pattern {
+                setting: ServeSetting::AdmissionExemptImage,
+                pattern: Some("[".into()),
+                message: "unclosed character class".into(),
+            }),
+            "--admission-exempt-image \"[\": unclosed character class"
+        );
+    }
+
+    /// The CLI's words for the request's errors, golden: each names the option that
+    /// changes it (the plugin's variable where it has one).
+    #[test]
+    fn request_errors_golden() {
+        use pullcheck_sources::{CheckRequest, EmptyInput, Held, InputKind, NothingToCheck};
+        let nothing = RequestError::NothingToCheck(NothingToCheck {
+            inputs: vec![EmptyInput {
+                name: "cm.yaml".into(),
+                read_as: InputKind::Manifests,
+                held: Held::NoImage,
+            }],
+            warnings: vec![],
+        });
+        assert_eq!(
+            request_error(Naming::Cli, &nothing),
+            "no image to check in cm.yaml: expected a Vela pipeline (steps, services or \
+             stages with `image:`) or Kubernetes manifests (Pod, Deployment, StatefulSet, \
+             DaemonSet, ReplicaSet, Job, CronJob with containers); nothing was checked \
+             (--allow-empty passes anyway)"
+        );
+        let template = CheckRequest {
+            template: pullcheck_kube::TemplateSource::Name("vela-pods".into()),
+            ..CheckRequest::default()
+        }
+        .validate()
+        .expect_err("no namespace");
+        assert_eq!(
+            request_error(Naming::Cli, &template),
+            "--pods-template vela-pods needs --namespace: the template is read from the \
+             build namespace"
+        );
+        assert_eq!(
+            request_error(Naming::Plugin, &template),
+            "PARAMETER_PODS_TEMPLATE vela-pods needs PARAMETER_NAMESPACE: the template is \
+             read from the build namespace"
+        );
+        let empty = pullcheck::reference::Reference::parse_normalized("").expect_err("empty");
+        let message = empty.message().to_owned();
+        assert_eq!(
+            request_error(Naming::Cli, &RequestError::PlaceholderImage(empty)),
+            format!("--placeholder-image: {message}")
+        );
+        assert_eq!(
+            request_error(
+                Naming::Cli,
+                &RequestError::LookupDeadline(std::time::Duration::from_secs(5))
+            ),
+            "the Kubernetes lookups of the pull secrets did not finish within the --deadline \
+             of 5s"
+        );
+    }
 
     /// The golden text rows: a wording change of the text report shows here.
     #[test]

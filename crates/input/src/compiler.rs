@@ -101,39 +101,54 @@ impl Reader<'_> {
         }
     }
 
-    /// A field that must be a string (go-yaml takes any scalar into a string field;
-    /// encoding/json only a JSON string).
-    fn expect_string(
+    /// A field of a compiled build as Go's encoding/json decodes it into `ty`: a value of
+    /// another JSON type is its `UnmarshalTypeError`; null decodes into anything.
+    fn expect_json(
         &mut self,
         map: Reached,
         key: &str,
         path: &str,
-        json: bool,
+        ty: JsonTy,
     ) -> Result<(), InputError> {
         let Some(v) = self.get(map, key)? else {
             return Ok(());
         };
-        let found = match self.doc.value(v.id) {
-            Value::Null => return Ok(()),
-            Value::Scalar { plain, text, .. } => {
-                if !json || !*plain {
-                    return Ok(());
-                }
-                json_scalar_kind(text)
-            }
-            Value::Seq(_) => kind(json, "list"),
-            Value::Map(_) => kind(json, "mapping"),
-            Value::Alias(_) => return Ok(()),
+        let field = if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
         };
-        Err(self.refuse(
-            v,
-            Refusal::WrongType {
-                field: format!("{path}.{key}"),
-                expected: "string",
-                found: found.to_owned(),
-                json,
-            },
-        ))
+        if let (JsonTy::StrList, Some(items)) = (ty, self.doc.items(v.id).map(<[_]>::to_vec)) {
+            for (i, item) in items.into_iter().enumerate() {
+                let item = self.doc.reach(v, None, item);
+                if let Some(found) = json_mismatch(self, item, JsonTy::Str) {
+                    return Err(self.refuse(
+                        item,
+                        Refusal::WrongType {
+                            field: format!("{field}[{i}]"),
+                            expected: "string",
+                            found,
+                            value: None,
+                            json: true,
+                        },
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        match json_mismatch(self, v, ty) {
+            None => Ok(()),
+            Some(found) => Err(self.refuse(
+                v,
+                Refusal::WrongType {
+                    field,
+                    expected: ty.go(),
+                    found,
+                    value: None,
+                    json: true,
+                },
+            )),
+        }
     }
 
     /// An `environment` as Vela decodes it: `raw.StringSliceMap` in source (a mapping
@@ -165,6 +180,7 @@ impl Reader<'_> {
                                 field: format!("{path}.environment.{key}"),
                                 expected: "string",
                                 found: found.to_owned(),
+                                value: None,
                                 json,
                             },
                         )
@@ -191,6 +207,7 @@ impl Reader<'_> {
                         "string"
                     }
                     .to_owned(),
+                    value: None,
                     json,
                 },
             )),
@@ -248,6 +265,72 @@ fn json_scalar_kind(text: &str) -> &'static str {
     }
 }
 
+/// The Go types of `pipeline.Build`'s fields that a compiled build's JSON is checked
+/// against (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 34–59,
+/// `stage.go`, `build.go`).
+#[derive(Clone, Copy)]
+enum JsonTy {
+    /// `string`.
+    Str,
+    /// `bool`.
+    Bool,
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `[]string`.
+    StrList,
+    /// A struct (its Go name): a JSON object.
+    Object(&'static str),
+    /// A named slice type (its Go name): a JSON array, whose items are not looked at.
+    Array(&'static str),
+}
+
+impl JsonTy {
+    fn go(self) -> &'static str {
+        match self {
+            JsonTy::Str => "string",
+            JsonTy::Bool => "bool",
+            JsonTy::Int32 => "int32",
+            JsonTy::Int64 => "int64",
+            JsonTy::StrList => "[]string",
+            JsonTy::Object(go) | JsonTy::Array(go) => go,
+        }
+    }
+}
+
+/// What encoding/json finds at `node` when it is not a `ty` (`string`, `number`, `bool`,
+/// `array`, `object`; `number 1.5` for a number that is no integer of the type's range,
+/// as `UnmarshalTypeError` words it), or `None` when it decodes.
+fn json_mismatch(r: &Reader<'_>, node: Reached, ty: JsonTy) -> Option<String> {
+    let found = match r.doc.value(node.id) {
+        Value::Null | Value::Alias(_) => return None,
+        Value::Seq(_) => "array",
+        Value::Map(_) => "object",
+        Value::Scalar { plain: false, .. } => "string",
+        Value::Scalar { text, .. } => json_scalar_kind(text),
+    };
+    let fits = match (ty, found) {
+        (JsonTy::Str, "string")
+        | (JsonTy::Bool, "bool")
+        | (JsonTy::StrList | JsonTy::Array(_), "array")
+        | (JsonTy::Object(_), "object") => true,
+        (JsonTy::Int32 | JsonTy::Int64, "number") => {
+            let text = r.doc.text(node.id).unwrap_or_default();
+            let fits = match ty {
+                JsonTy::Int32 => text.parse::<i32>().is_ok(),
+                _ => text.parse::<i64>().is_ok(),
+            };
+            if !fits {
+                return Some(format!("number {text}"));
+            }
+            true
+        }
+        _ => false,
+    };
+    (!fits).then(|| found.to_owned())
+}
+
 /// Refuses what Vela refuses in `root`, the document's top-level mapping; for a
 /// compiled build (`r.mode` is [`Mode::Run`]) only the JSON decoder's type errors.
 /// Warnings (a name that two containers with rulesets share) go to `r.warnings`.
@@ -258,8 +341,57 @@ pub(crate) fn check(r: &mut Reader<'_>, root: Reached, json: bool) -> Result<(),
     source(r, root)
 }
 
+/// The typed fields of `pipeline.Container` (`container.go` lines 34–59); its
+/// `environment` is [`Reader::check_environment`]'s. Of the struct and slice fields
+/// (`ruleset`, `secrets`, `artifacts`, `ulimits`, `volumes`, `git`), which hold no image,
+/// only the JSON type is checked, not what is inside. Unknown keys are dropped by the
+/// decoder and never walked.
+const CONTAINER_JSON: [(&str, JsonTy); 23] = [
+    ("id", JsonTy::Str),
+    ("commands", JsonTy::StrList),
+    ("detach", JsonTy::Bool),
+    ("directory", JsonTy::Str),
+    ("entrypoint", JsonTy::StrList),
+    ("exit_code", JsonTy::Int32),
+    ("image", JsonTy::Str),
+    ("name", JsonTy::Str),
+    ("needs", JsonTy::StrList),
+    ("networks", JsonTy::StrList),
+    ("number", JsonTy::Int32),
+    ("ports", JsonTy::StrList),
+    ("privileged", JsonTy::Bool),
+    ("pull", JsonTy::Str),
+    ("ruleset", JsonTy::Object("pipeline.Ruleset")),
+    ("secrets", JsonTy::Array("pipeline.StepSecretSlice")),
+    ("artifacts", JsonTy::Object("pipeline.Artifacts")),
+    ("ulimits", JsonTy::Array("pipeline.UlimitSlice")),
+    ("volumes", JsonTy::Array("pipeline.VolumeSlice")),
+    ("user", JsonTy::Str),
+    ("report_as", JsonTy::Str),
+    ("id_request", JsonTy::Str),
+    ("git", JsonTy::Object("pipeline.Git")),
+];
+
+/// The typed fields of `pipeline.Stage` (`stage.go`) but its `steps`.
+const STAGE_JSON: [(&str, JsonTy); 3] = [
+    ("name", JsonTy::Str),
+    ("needs", JsonTy::StrList),
+    ("independent", JsonTy::Bool),
+];
+
+/// The scalar fields of `pipeline.Build` (`build.go`).
+const BUILD_JSON: [(&str, JsonTy); 4] = [
+    ("id", JsonTy::Str),
+    ("token", JsonTy::Str),
+    ("token_exp", JsonTy::Int64),
+    ("version", JsonTy::Str),
+];
+
 /// A compiled build's containers, as encoding/json decodes `pipeline.Build`.
 fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
+    for (key, ty) in BUILD_JSON {
+        r.expect_json(root, key, "", ty)?;
+    }
     let mut containers = Vec::new();
     for (i, item) in r
         .list(root, "services", "services")?
@@ -273,6 +405,15 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     {
         for (i, &stage) in items.iter().enumerate() {
             let stage = r.doc.reach(stages, None, stage);
+            if r.doc.is_map(stage.id) {
+                let path = format!("stages[{i}]");
+                for (key, ty) in STAGE_JSON {
+                    r.expect_json(stage, key, &path, ty)?;
+                }
+                if let Some(env) = r.get_set(stage, "environment")? {
+                    r.check_environment(env, &path, true)?;
+                }
+            }
             let what = format!("stages[{i}].steps");
             for (j, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
                 containers.push((item, format!("{what}[{j}]")));
@@ -291,8 +432,8 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         if !r.doc.is_map(node.id) {
             continue;
         }
-        for key in ["id", "name", "image", "pull"] {
-            r.expect_string(node, key, &path, true)?;
+        for (key, ty) in CONTAINER_JSON {
+            r.expect_json(node, key, &path, ty)?;
         }
         if let Some(env) = r.get_set(node, "environment")? {
             r.check_environment(env, &path, true)?;
@@ -305,7 +446,7 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
 /// (any of YAML 1.2's cases), and, into a typed `bool` only, YAML 1.1's words (`yes`,
 /// `on`, `y`, `no`, `off`, `n` in their three cases) quoted or not; `None` for anything
 /// else (a quoted `"true"`, a number), which the decoder refuses.
-fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
+pub(crate) fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
     let Value::Scalar { plain, text, .. } = r.doc.value(node.id) else {
         return None;
     };
@@ -318,205 +459,19 @@ fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
     }
 }
 
-/// The decoding of go-vela/server's `yaml.Build` (go.yaml.in/yaml/v3, `internal/yaml.go`)
-/// outside what the compiler validates: a field of the wrong YAML type fails the whole
-/// file (`unable to unmarshal yaml`), at the value. Top level: `version` a scalar,
-/// `metadata` and `worker` mappings (`worker.flavor`/`platform` scalars; `metadata`'s
-/// `template` and `render_inline` bools, `environment` a list), `secrets`, `services`,
-/// `secrets` items and their `origin` mappings; each container's `image` a scalar
-/// (`image: [a]` refuses the file); an item of `steps:` (a stage's too), `services:`
-/// or `secrets:` that is null or not a mapping ([`item_decodes`]). Not yet: the other
-/// fields of a container.
+/// The decoding of go-vela/server's `yaml.Build` (go.yaml.in/yaml/v3, `internal/yaml.go`),
+/// every typed field of `compiler/types/yaml` ([`crate::decode`]): a field of the wrong
+/// YAML type fails the whole file (`unable to unmarshal yaml`), at the value.
 pub(crate) fn decode_source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
-    let wrong = |r: &Reader<'_>, node: Reached, field: String, expected: &'static str| {
-        r.refuse(
-            node,
-            Refusal::WrongType {
-                field,
-                expected,
-                found: r.doc.kind_name(node.id).to_owned(),
-                json: false,
-            },
-        )
-    };
-    let is_scalar = |r: &Reader<'_>, node: Reached| {
-        matches!(r.doc.value(node.id), Value::Scalar { .. } | Value::Null)
-    };
-    if let Some(v) = r.get_set(root, "version")?
-        && !is_scalar(r, v)
-    {
-        return Err(wrong(r, v, "version".into(), "string"));
-    }
-    for key in ["metadata", "worker"] {
-        let Some(node) = r.get_set(root, key)? else {
-            continue;
-        };
-        if !r.doc.is_map(node.id) {
-            return Err(wrong(r, node, key.into(), "mapping"));
-        }
-    }
-    if let Some(m) = r.get_set(root, "metadata")? {
-        // `Metadata`: `template`, `render_inline` bools, `clone` a `*bool`, `auto_cancel`
-        // a `*CancelOptions` of three `*bool`s (go-vela/server v0.28.8
-        // `compiler/types/yaml/metadata.go` lines 14–26).
-        for key in ["template", "render_inline", "clone"] {
-            if let Some(v) = r.get_set(m, key)?
-                && yaml_v3_bool(r, v).is_none()
-            {
-                return Err(wrong(r, v, format!("metadata.{key}"), "bool"));
-            }
-        }
-        if let Some(a) = r.get_set(m, "auto_cancel")? {
-            if !r.doc.is_map(a.id) {
-                return Err(wrong(r, a, "metadata.auto_cancel".into(), "mapping"));
-            }
-            for key in ["running", "pending", "default_branch"] {
-                if let Some(v) = r.get_set(a, key)?
-                    && yaml_v3_bool(r, v).is_none()
-                {
-                    return Err(wrong(r, v, format!("metadata.auto_cancel.{key}"), "bool"));
-                }
-            }
-        }
-    }
-    if let Some(w) = r.get_set(root, "worker")? {
-        for key in ["flavor", "platform"] {
-            if let Some(v) = r.get_set(w, key)?
-                && !is_scalar(r, v)
-            {
-                return Err(wrong(r, v, format!("worker.{key}"), "string"));
-            }
-        }
-    }
-    // A list that is not one is the reader's error at its place (`Reader::list`).
-    let mut containers = Vec::new();
-    for key in ["secrets", "services", "steps"] {
-        let Some(node) = r.get_set(root, key)? else {
-            continue;
-        };
-        let Some(items) = r.doc.items(node.id).map(<[_]>::to_vec) else {
-            continue;
-        };
-        for (i, &item) in items.iter().enumerate() {
-            let item = r.doc.reach(node, None, item);
-            let path = format!("{key}[{i}]");
-            let container = match key {
-                "secrets" => ContainerKind::Secret,
-                "services" => ContainerKind::Service,
-                _ => ContainerKind::Step,
-            };
-            item_decodes(r, item, container, &path)?;
-            if key != "secrets" {
-                containers.push((item, path));
-                continue;
-            }
-            if let Some(origin) = r.get_set(item, "origin")? {
-                if !r.doc.is_map(origin.id) {
-                    return Err(wrong(r, origin, format!("{path}.origin"), "mapping"));
-                }
-                containers.push((origin, format!("{path}.origin")));
-            }
-        }
-    }
-    if let Some(stages) = r.get_set(root, "stages")?
-        && r.doc.is_map(stages.id)
-    {
-        for (name, stage) in r.entries(stages)? {
-            if !r.doc.is_map(stage.id) {
-                continue;
-            }
-            let path = format!("stages.{name}.steps");
-            if let Some(steps) = r.get_set(stage, "steps")?
-                && let Some(items) = r.doc.items(steps.id).map(<[_]>::to_vec)
-            {
-                for (j, &item) in items.iter().enumerate() {
-                    let item = r.doc.reach(steps, None, item);
-                    let path = format!("{path}[{j}]");
-                    item_decodes(r, item, ContainerKind::Step, &path)?;
-                    containers.push((item, path));
-                }
-            }
-        }
-    }
-    for (node, path) in containers {
-        if !r.doc.is_map(node.id) {
-            continue;
-        }
-        // The string fields of `Step`, `Service` and `Origin`; a list or mapping there
-        // fails the decoding (`compiler/types/yaml/step.go` lines 22–42, `service.go`,
-        // `secret.go`).
-        let (strings, bools): (&[&str], &[&str]) = if path.starts_with("services") {
-            (&["image", "name", "pull", "user"], &[])
-        } else if path.starts_with("secrets") {
-            (&["image", "name", "pull", "id_request"], &[])
-        } else {
-            // `Step.Detach` and `Step.Privileged` are `bool`s.
-            (
-                &["image", "name", "pull", "user", "report_as", "id_request"],
-                &["detach", "privileged"],
-            )
-        };
-        for key in strings {
-            // `pull: {{ .policy }}` is Go template syntax the server expands first (a
-            // mapping whose one key is a mapping): named by the template warning instead.
-            if *key != "image"
-                && let Some(v) = r.get_set(node, key)?
-                && go_template_braces(r, v)
-            {
-                continue;
-            }
-            r.expect_string(node, key, &path, false)?;
-        }
-        for key in bools {
-            if let Some(v) = r.get_set(node, key)?
-                && yaml_v3_bool(r, v).is_none()
-            {
-                return Err(wrong(r, v, format!("{path}.{key}"), "bool"));
-            }
-        }
-    }
-    Ok(())
+    crate::decode::decode(r, root)
 }
 
 /// Whether `node` is how YAML reads `{{ x }}`: a mapping whose one key is a mapping.
-fn go_template_braces(r: &Reader<'_>, node: Reached) -> bool {
+pub(crate) fn go_template_braces(r: &Reader<'_>, node: Reached) -> bool {
     match r.doc.own_entries(node.id) {
         Some([(key, _)]) => r.doc.is_map(*key),
         _ => false,
     }
-}
-
-/// An item of `steps:`, `services:` or `secrets:` decodes into its `*Step`,
-/// `*Service` or `*Secret` only when it is a mapping: a null one is
-/// [`Refusal::NullItem`], any other a [`Refusal::WrongType`] (go-yaml's "cannot
-/// unmarshal !!str into yaml.Step").
-fn item_decodes(
-    r: &Reader<'_>,
-    item: Reached,
-    container: ContainerKind,
-    path: &str,
-) -> Result<(), InputError> {
-    if r.doc.is_null(item.id) {
-        return Err(r.refuse(
-            item,
-            Refusal::NullItem {
-                container,
-                field: path.to_owned(),
-            },
-        ));
-    }
-    if !r.doc.is_map(item.id) {
-        return Err(r.refuse(
-            item,
-            Refusal::WrongType {
-                field: path.to_owned(),
-                expected: "mapping",
-                found: r.doc.kind_name(item.id).to_owned(),
-                json: false,
-            },
-        ));
-    }
-    Ok(())
 }
 
 /// Pipeline source, as the compiler refuses it.
@@ -874,8 +829,21 @@ fn substitutes(
             return Err(refusal_at(&pieces[i], refusal, Some(offset - starts[i])));
         }
     };
+    // A negative substring length panics or not by the value's length: with a value
+    // only the server has (`${VELA_BUILD_COMMIT:10:-1}`), the compiler panics only if it
+    // does for every value (an empty one and a long one); else the outcome is unknown,
+    // not refused (the image reading says it is unresolved).
+    let certain = |error: &crate::envsubst::SubstError| {
+        *error != crate::envsubst::SubstError::NegativeLength
+            || ["", &"x".repeat(4096)].iter().all(|probe| {
+                template
+                    .eval(&mut |name| env.compile_lookup_probe(name, probe))
+                    .is_err()
+            })
+    };
     match template.eval(&mut |name| env.compile_lookup(name)) {
         Ok(_) => {}
+        Err(error) if !certain(&error) => {}
         Err(error) => {
             // Which string: the first that fails on its own (else the first with `${`).
             let i = pieces
@@ -1152,6 +1120,7 @@ fn templates(r: &mut Reader<'_>, root: Reached) -> Result<Templates, InputError>
                     field: format!("templates[{i}]"),
                     expected: "mapping",
                     found: r.doc.kind_name(t.id).to_owned(),
+                    value: None,
                     json: false,
                 },
             ));
@@ -1256,6 +1225,7 @@ fn string_slices(
                     field,
                     expected: "string",
                     found,
+                    value: None,
                     json: false,
                 },
             ));

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use crate::policy::VELA_PULL_VALUES;
+use crate::resolve::{Resolved, resolve};
 use crate::substitute::{Env, Mode, Outcome};
 use crate::tree::{BUDGET, Budget, Doc, LookupError, Pos, Reached};
 use crate::yaml::Value;
@@ -116,13 +117,73 @@ use crate::{
     PullPolicy, Skip, Unresolved,
 };
 
-/// `-?(0|[1-9][0-9]*)`: an integer go-yaml reads, and Go writes back, as written.
-fn is_decimal(t: &str) -> bool {
-    let digits = t.strip_prefix('-').unwrap_or(t);
-    !digits.is_empty()
-        && digits.len() < 19
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'))
+/// A scalar as yaml.v3 marshals it and reads it back into a `string` (`unmarshalSlice`):
+/// a string as it is, a boolean `true`/`false`, an integer in decimal, a float as
+/// yaml.v3's encoder writes it (`FormatFloat(v, 'g', -1, 64)`, `.inf`, `-.inf`,
+/// `.nan`); a timestamp is not reproduced.
+fn yaml_v3_marshalled(r: Resolved, text: &str) -> Result<String, String> {
+    match r {
+        Resolved::Str | Resolved::Merge => Ok(text.to_owned()),
+        Resolved::Bool => Ok(text.to_ascii_lowercase()),
+        Resolved::Int(i) => Ok(i.to_string()),
+        Resolved::Uint(u) => Ok(u.to_string()),
+        Resolved::Float(f) if f.is_nan() => Ok(".nan".to_owned()),
+        Resolved::Float(f) if f.is_infinite() => {
+            Ok(if f > 0.0 { ".inf" } else { "-.inf" }.to_owned())
+        }
+        Resolved::Float(f) => Ok(go_format_g(f)),
+        Resolved::Null => Ok(String::new()),
+        Resolved::Timestamp => Err(format!("the timestamp {text:?}")),
+    }
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`: the shortest digits, in `%e` form
+/// (`1e+06`, `1.5e-07`) when the exponent is below -4 or at least 6 (the shortest
+/// form's precision is taken as 6), else plain (`1000`, `0.0001`); `+Inf`, `-Inf`, `NaN`.
+fn go_format_g(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_owned();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    let e = format!("{f:e}");
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
+    }
+}
+
+/// Go's encoding/json of a finite float64: plain shortest digits, or `%e` (`1e+21`,
+/// `1e-7`) below 1e-6 or from 1e21 on.
+fn go_json_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let e = format!("{f:e}");
+        match e.split_once('e') {
+            Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp}"),
+            _ => e,
+        }
+    } else {
+        format!("{f}")
+    }
+}
+
+/// Go's encoding/json of a string: `"`, `\`, `\n`, `\r`, `\t` escaped short, other
+/// control characters and `<`, `>`, `&`, U+2028, U+2029 as `\u00XX` (HTML-safe, as
+/// `json.Marshal` does).
+fn go_json_string(s: &str) -> String {
+    crate::substitute::go_escaped(s, |c| {
+        ((c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}'))
+            .then(|| format!("\\u{:04x}", c as u32))
+    })
 }
 
 /// The image Vela gives its injected init step; not an image at all.
@@ -733,37 +794,86 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// A parameter's value as Vela's `api.ToString` writes it into `PARAMETER_*`: a
-    /// string as it is, a boolean as `true`/`false`, a decimal integer as written, a list
-    /// of those joined with `,`; `None` for null (no variable); `Err` naming what it is
-    /// for any other value (a mapping, a float, ...), which is not reproduced.
-    fn parameter_value(&self, value: Reached) -> Option<Result<String, String>> {
-        let scalar = |id| match self.doc.value(id) {
-            Value::Scalar {
-                text, plain: false, ..
-            } => Ok(text.clone()),
-            Value::Scalar { text, .. } => match text.as_str() {
-                "true" | "True" | "TRUE" => Ok("true".to_owned()),
-                "false" | "False" | "FALSE" => Ok("false".to_owned()),
-                t if is_decimal(t) => Ok(t.to_owned()),
-                t if t.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) => {
-                    Err(format!("the parameter value {t:?}"))
-                }
-                t => Ok(t.to_owned()),
-            },
-            Value::Null => Err("an empty list item".to_owned()),
-            _ => Err(format!("a {} parameter", self.doc.kind_name(id))),
-        };
-        match self.doc.value(value.id) {
+    /// A parameter's value as Vela's `api.ToString` (go-vela/server v0.28.8
+    /// `api/types/string.go`) writes it into `PARAMETER_*`, from the value yaml.v3
+    /// decoded into `map[string]any`: a string as it is; a boolean `true`/`false`; an
+    /// integer in decimal (`0x10` is `16`); a float as `strconv.FormatFloat(v, 'g', -1,
+    /// 64)` (`1e3` is `1000`, `1e6` `1e+06`); a list of scalars re-read as `[]string` and
+    /// joined with `,` (`unmarshalSlice`; a null item is empty); a mapping, or a list
+    /// holding a list or a mapping, as JSON (`ghodss/yaml.YAMLToJSON` of its YAML: keys
+    /// sorted, no blanks, Go's escapes). `None` for null (no variable); `Err` naming what
+    /// it is for a value not reproduced (a timestamp, which `ToString` writes as a
+    /// quoted RFC 3339 time; an infinite or NaN float inside JSON, which is an error
+    /// text upstream).
+    fn parameter_value(&mut self, value: Reached) -> Option<Result<String, String>> {
+        let doc = self.doc;
+        match doc.value(value.id) {
             Value::Null => None,
-            Value::Seq(items) => Some(
-                items
+            Value::Map(_) => Some(self.json_value(value)),
+            Value::Seq(items) => {
+                let nested = items
                     .iter()
-                    .map(|&i| scalar(i))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(|v| v.join(",")),
-            ),
-            _ => Some(scalar(value.id)),
+                    .any(|&i| matches!(doc.value(i), Value::Seq(_) | Value::Map(_)));
+                if nested {
+                    return Some(self.json_value(value));
+                }
+                Some(
+                    items
+                        .iter()
+                        .map(|&i| match doc.value(i) {
+                            Value::Null => Ok(String::new()),
+                            Value::Scalar { plain, text, .. } => {
+                                yaml_v3_marshalled(resolve(*plain, text), text)
+                            }
+                            _ => Err("a nested value".to_owned()),
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(|v| v.join(",")),
+                )
+            }
+            Value::Scalar { plain, text, .. } => Some(match resolve(*plain, text) {
+                Resolved::Float(f) => Ok(go_format_g(f)),
+                r => yaml_v3_marshalled(r, text),
+            }),
+            Value::Alias(_) => None,
+        }
+    }
+
+    /// `value` as `api.ToString`'s `unmarshalMap` writes it: JSON with sorted keys.
+    fn json_value(&mut self, value: Reached) -> Result<String, String> {
+        let doc = self.doc;
+        match doc.value(value.id) {
+            Value::Null => Ok("null".to_owned()),
+            Value::Map(_) => {
+                let mut entries = self
+                    .entries(value)
+                    .map_err(|_| "a mapping that cannot be read".to_owned())?;
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                let mut parts = Vec::with_capacity(entries.len());
+                for (key, v) in entries {
+                    parts.push(format!("{}:{}", go_json_string(&key), self.json_value(v)?));
+                }
+                Ok(format!("{{{}}}", parts.join(",")))
+            }
+            Value::Seq(items) => {
+                let mut parts = Vec::with_capacity(items.len());
+                for &i in items {
+                    let item = doc.reach(value, None, i);
+                    parts.push(self.json_value(item)?);
+                }
+                Ok(format!("[{}]", parts.join(",")))
+            }
+            Value::Scalar { plain, text, .. } => match resolve(*plain, text) {
+                Resolved::Str | Resolved::Merge => Ok(go_json_string(text)),
+                Resolved::Bool => Ok(text.to_ascii_lowercase()),
+                Resolved::Int(i) => Ok(i.to_string()),
+                Resolved::Uint(u) => Ok(u.to_string()),
+                Resolved::Float(f) if f.is_finite() => Ok(go_json_float(f)),
+                Resolved::Float(_) => Err(format!("the parameter value {text:?} in JSON")),
+                Resolved::Timestamp => Err(format!("the timestamp {text:?}")),
+                Resolved::Null => Ok("null".to_owned()),
+            },
+            Value::Alias(_) => Err("an alias".to_owned()),
         }
     }
 
@@ -821,5 +931,35 @@ impl<'a> Reader<'a> {
             },
             disposition,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values printed by Go 1.19's `strconv.FormatFloat(f, 'g', -1, 64)` and
+    /// `json.Marshal` on this machine.
+    #[test]
+    fn floats_and_strings_are_written_as_go_writes_them() {
+        for (f, g, json) in [
+            (1e6, "1e+06", "1000000"),
+            (1000.0, "1000", "1000"),
+            (1.1, "1.1", "1.1"),
+            (1234567.0, "1.234567e+06", "1234567"),
+            (0.0001, "0.0001", "0.0001"),
+            (0.00001, "1e-05", "0.00001"),
+            (1e21, "1e+21", "1e+21"),
+            (123456.7, "123456.7", "123456.7"),
+        ] {
+            assert_eq!(
+                (go_format_g(f).as_str(), go_json_float(f).as_str()),
+                (g, json)
+            );
+        }
+        assert_eq!(
+            go_json_string("<&>\u{2028}\u{1}\""),
+            r#""\u003c\u0026\u003e\u2028\u0001\"""#
+        );
     }
 }

@@ -437,6 +437,34 @@ impl Template {
         }
     }
 
+    /// Variables taken a substring of with a negative length written as text
+    /// (`${V:10:-1}`, nested ones included): whether upstream's `toSubstr` panics there
+    /// depends on the value's length (`s[pos:pos+length]` runs when `pos+length` is below
+    /// it), so a caller that does not know the value cannot know the result.
+    pub fn negative_substring_variables(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for part in &self.parts {
+            if let Part::Expr(e) = part {
+                let negative = e.op == ":"
+                    && e.args.get(1).is_some_and(|len| match len.parts.as_slice() {
+                        [Part::Text(t)] => t.parse::<i64>().is_ok_and(|l| l < 0),
+                        _ => false,
+                    });
+                if negative && !out.contains(&e.name) {
+                    out.push(e.name.clone());
+                }
+                for arg in &e.args {
+                    for v in arg.negative_substring_variables() {
+                        if !out.contains(&v) {
+                            out.push(v);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Variables whose expression has a default value (`${V:-d}`, `${V=d}` ...).
     pub fn defaulted_variables(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -38,12 +38,14 @@
 
 mod compiler;
 mod container;
+mod decode;
 pub mod envsubst;
 mod image_arg;
 mod pipeline;
 mod policy;
 mod problem;
 mod refusal;
+mod resolve;
 mod substitute;
 mod tree;
 pub mod yaml;
@@ -56,7 +58,7 @@ pub use policy::{ALL_PULL_VALUES, PullPolicy, VELA_PULL_VALUES};
 pub use problem::{
     Field, LineColumn, Position, Problem, Unresolved, UnresolvedVariable, ValueSource,
 };
-pub use refusal::Refusal;
+pub use refusal::{DecodeFailure, Refusal};
 
 /// What kind of container an image belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

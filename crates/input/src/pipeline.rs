@@ -199,6 +199,7 @@ impl Global {
                     field: "metadata.environment".to_owned(),
                     expected: "list",
                     found: r.doc.kind_name(list.id).to_owned(),
+                    value: None,
                     json: false,
                 },
             ));

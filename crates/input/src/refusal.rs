@@ -229,19 +229,111 @@ pub enum Refusal {
         /// The item's path, e.g. `steps[1]` or `stages.test.steps[0]`.
         field: String,
     },
-    /// A field of the wrong type, which the decoder refuses: go-yaml for source
-    /// (`image: [a]`, a step that is not a mapping), encoding/json for a compiled
-    /// build (`"image": 5`).
+    /// A field of the wrong type, which the decoder refuses: go.yaml.in/yaml/v3 for
+    /// source (`parameters: 5`, `image: [a]`, a step that is not a mapping; its type
+    /// error, `decode.go` `terror`: "cannot unmarshal !!int `5` into map[string]interface
+    /// {}"), encoding/json for a compiled build (`"image": 5`, `"detach": "yes"`).
     WrongType {
         /// The field's path, e.g. `steps[0].image`.
         field: String,
-        /// What the field takes: `string`, `mapping`, `list`.
+        /// The Go type of the field as the decoder names it: in YAML `reflect.Type`'s
+        /// name (`string`, `bool`, `int64`, `[]string`, `map[string]interface {}`,
+        /// `yaml.Git`, `[]*yaml.Step`, ...); in JSON the same (`string`, `bool`,
+        /// `int32`, `[]string`), or `mapping` for a container that is not an object.
         expected: &'static str,
-        /// What was found: `number`, `bool`, `list`, `mapping`, `null`, `string`.
+        /// What was found: in YAML the node's resolved tag as yaml.v3 prints it
+        /// (`!!int`, `!!float`, `!!bool`, `!!str`, `!!timestamp`, `!!seq`, `!!map`;
+        /// `yes` and `on` are `!!str`); in JSON encoding/json's word (`number`, `bool`,
+        /// `string`, `array`, `object`; `number 1.5` for a number that does not fit
+        /// an integer field).
         found: String,
+        /// For a YAML scalar, its value as yaml.v3 quotes it after the tag (`` `5` ``;
+        /// over 10 bytes its first 7 and `...`); absent otherwise.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
         /// Whether the text is a compiled build's JSON (Go's encoding/json), else YAML.
         json: bool,
     },
+    /// An error of a Vela type's own `UnmarshalYAML` that is not a type error: it stops
+    /// yaml.v3's decoding at once, and is the only error Vela reports
+    /// ("unable to unmarshal yaml: ulimit nofile must contain 1 `=` (equal)").
+    Decode {
+        /// The field's path, e.g. `steps[0].ulimits`.
+        field: String,
+        /// Which error, with its values.
+        failure: DecodeFailure,
+    },
+}
+
+/// The errors of go-vela/server v0.28.8's `UnmarshalYAML` methods that stop decoding
+/// (each worded as upstream by `Display`). JSON: `{"error": "ulimit_equals", ...}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum DecodeFailure {
+    /// `raw.StringSlice`: neither a string nor a list of strings (`raw/slice.go`
+    /// line 60: "unable to unmarshal into StringSlice").
+    StringSlice,
+    /// `UlimitSlice`: a `name=limit` string without exactly one `=` (`ulimit.go` line 61).
+    UlimitEquals {
+        /// The string as written.
+        ulimit: String,
+    },
+    /// `UlimitSlice`: a limit with more than one `:` (`ulimit.go` line 99).
+    UlimitColons {
+        /// The string as written.
+        ulimit: String,
+    },
+    /// `UlimitSlice`: a limit that `strconv.ParseInt(s, 10, 64)` refuses.
+    ParseInt {
+        /// The limit's text.
+        text: String,
+        /// Digits, but out of `int64`'s range ("value out of range"), else "invalid
+        /// syntax".
+        out_of_range: bool,
+    },
+    /// `VolumeSlice`: more than two `:` (`volume.go` line 81).
+    VolumeColons {
+        /// The string as written.
+        volume: String,
+    },
+    /// `StepSecretSlice`: neither strings nor a list of `{source, target}` mappings
+    /// (`secret.go` line 267: "failed to unmarshal StepSecretSlice").
+    StepSecretSlice,
+    /// `StepSecretSlice`: a mapping without a `source` or a `target` (`secret.go` line
+    /// 255: "no secret source or target found").
+    NoSecretSourceOrTarget,
+}
+
+impl fmt::Display for DecodeFailure {
+    /// Upstream's message.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeFailure::StringSlice => f.write_str("unable to unmarshal into StringSlice"),
+            DecodeFailure::UlimitEquals { ulimit } => {
+                write!(f, "ulimit {ulimit} must contain 1 `=` (equal)")
+            }
+            DecodeFailure::UlimitColons { ulimit } => {
+                write!(f, "ulimit {ulimit} can only contain 1 `:` (colon)")
+            }
+            DecodeFailure::ParseInt { text, out_of_range } => write!(
+                f,
+                "strconv.ParseInt: parsing {text:?}: {}",
+                if *out_of_range {
+                    "value out of range"
+                } else {
+                    "invalid syntax"
+                }
+            ),
+            DecodeFailure::VolumeColons { volume } => write!(
+                f,
+                "volume {volume} must contain at least 1 but no more than 2 `:`(colons)"
+            ),
+            DecodeFailure::StepSecretSlice => f.write_str("failed to unmarshal StepSecretSlice"),
+            DecodeFailure::NoSecretSourceOrTarget => {
+                f.write_str("no secret source or target found")
+            }
+        }
+    }
 }
 
 /// `(line, column)` as `{"line", "column"}` (the shape positions have elsewhere in the
@@ -253,6 +345,28 @@ fn line_column<S: serde::Serializer>(
     use serde::Serialize as _;
     at.map(|(line, column)| crate::LineColumn { line, column })
         .serialize(serializer)
+}
+
+/// The field as encoding/json's `UnmarshalTypeError` names it (checked with Go 1.19,
+/// `decode.go` `addErrorContext`): the innermost struct's type, then the JSON keys from
+/// the top without list indices, a map's key left out (`steps[0].environment.N` is
+/// `Container.steps.environment`, `stages[1].independent` `Stage.stages.independent`,
+/// `token_exp` `Build.token_exp`).
+fn go_struct_field(field: &str) -> String {
+    let mut keys: Vec<&str> = Vec::new();
+    for segment in field.split('.') {
+        let key = segment.split('[').next().unwrap_or(segment);
+        keys.push(key);
+        if key == "environment" {
+            break;
+        }
+    }
+    let owner = match keys.as_slice() {
+        [_] => "Build",
+        ["stages", _] => "Stage",
+        _ => "Container",
+    };
+    format!("{owner}.{}", keys.join("."))
 }
 
 /// `stage.step` for a stage step, else `step`.
@@ -443,16 +557,26 @@ impl fmt::Display for Refusal {
                 field,
                 expected,
                 found,
+                value,
                 json,
             } => {
                 if *json {
                     write!(
                         f,
-                        "json: cannot unmarshal {found} into field {field} of type {expected}"
+                        "json: cannot unmarshal {found} into Go struct field {} of type \
+                         {expected} (at {field})",
+                        go_struct_field(field)
                     )
                 } else {
-                    write!(f, "cannot unmarshal a {found} into {field}, a {expected}")
+                    write!(f, "unable to unmarshal yaml: cannot unmarshal {found}")?;
+                    if let Some(value) = value {
+                        write!(f, " {value}")?;
+                    }
+                    write!(f, " into {expected} (at {field})")
                 }
+            }
+            Refusal::Decode { field, failure } => {
+                write!(f, "unable to unmarshal yaml: {failure} (at {field})")
             }
         }
     }

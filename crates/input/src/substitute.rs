@@ -261,8 +261,15 @@ impl Env {
     /// value the compiler has and pullcheck does not) is a stand-in value without `$`,
     /// `{` or `}`, so that what the worker then parses is shaped as upstream's.
     pub(crate) fn compile_lookup_stand_in(&self, name: &str) -> String {
+        self.compile_lookup_probe(name, "0")
+    }
+
+    /// As [`Env::compile_lookup`], but a variable the server sets per build is `probe`:
+    /// what the compiler computes whatever that value is, when it is the same for two
+    /// probes of different lengths.
+    pub(crate) fn compile_lookup_probe(&self, name: &str, probe: &str) -> String {
         if !self.build.contains_key(name) && server_variable(name) == Some(None) {
-            return "0".to_owned();
+            return probe.to_owned();
         }
         self.lookup(name, Mode::Compile)
     }
@@ -364,10 +371,25 @@ impl Env {
         };
         let mut reasons = Vec::new();
         let defaulted = template.defaulted_variables();
+        let by_length = template.negative_substring_variables();
         for name in template.variables() {
             let Some(source) = self.unknown(&name) else {
                 continue;
             };
+            // A variable set nowhere has, for the compiler, the value `${NAME}` itself
+            // (its lookup gives the text back): what it computes from that text
+            // (`${#NOPE}` is `7`, `${NOPE:1}` `{NOPE}`, `${NOPE:10:-1}` empty) is the
+            // result, as drone/envsubst computes it. Only a `${NAME}` that the result
+            // still holds is left to the worker, which has no value for it either.
+            if stage == Mode::Compile
+                && matches!(
+                    source,
+                    ValueSource::Nowhere | ValueSource::GlobalEnvironmentWithheld
+                )
+                && !eval(None).is_ok_and(|out| out.contains(&format!("${{{name}}}")))
+            {
+                continue;
+            }
             let reason = UnresolvedVariable {
                 default_ignored: stage == Mode::Compile && defaulted.contains(&name),
                 name: name.clone(),
@@ -377,7 +399,11 @@ impl Env {
             // Only a variable whose value changes the result counts.
             let a = eval(Some((&name, "")));
             let b = eval(Some((&name, "\u{1}pullcheck-probe-value")));
-            if a != b {
+            // A negative substring length panics upstream or not by the value's length:
+            // unless it panics for every value (both probes do), the result is unknown.
+            let by_length =
+                by_length.contains(&name) && !(a == Err(SubstError::NegativeLength) && b == a);
+            if a != b || by_length {
                 reasons.push(reason);
             }
         }
@@ -394,6 +420,15 @@ impl Env {
 
 /// Go's `%q` of a string: double-quoted, with `\`, `"` and control characters escaped.
 fn go_quote(s: &str) -> String {
+    go_escaped(s, |c| {
+        c.is_control().then(|| format!("\\x{:02x}", u32::from(c)))
+    })
+}
+
+/// `s` double-quoted as Go writes a string (`%q`, encoding/json): `"`, `\`, line feed,
+/// carriage return and tab escaped short, any other character as `other` escapes it
+/// (`None`: as it is).
+pub(crate) fn go_escaped(s: &str, other: impl Fn(char) -> Option<String>) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -403,8 +438,10 @@ fn go_quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
+            c => match other(c) {
+                Some(escaped) => out.push_str(&escaped),
+                None => out.push(c),
+            },
         }
     }
     out.push('"');

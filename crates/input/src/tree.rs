@@ -60,11 +60,20 @@ impl Doc {
         }
     }
 
-    /// What the node is, for messages: `null`, `string`, `list` or `mapping`.
+    /// What the node is, for messages: `null`, `list`, `mapping`, or for a scalar what
+    /// go.yaml.in/yaml/v3 resolves it to ([`crate::resolve`]): `number` (`!!int`,
+    /// `!!float`), `boolean` (`true`, not `yes`), `timestamp`, `string`.
     pub fn kind_name(&self, id: NodeId) -> &'static str {
+        use crate::resolve::{Resolved, resolve};
         match self.value(id) {
             Value::Null => "null",
-            Value::Scalar { .. } => "string",
+            Value::Scalar { plain, text, .. } => match resolve(*plain, text) {
+                Resolved::Int(_) | Resolved::Uint(_) | Resolved::Float(_) => "number",
+                Resolved::Bool => "boolean",
+                Resolved::Timestamp => "timestamp",
+                Resolved::Null => "null",
+                Resolved::Merge | Resolved::Str => "string",
+            },
             // `value` looks through aliases; kept for completeness.
             Value::Alias(_) => "alias",
             Value::Seq(_) => "list",

@@ -163,7 +163,12 @@ impl Admission {
     ///
     /// # Errors
     /// A pattern that is not a valid glob, with the pattern in the message.
-    pub(crate) fn new(options: &AdmissionOptions) -> Result<Admission, String> {
+    pub(crate) fn new(options: &AdmissionOptions) -> Result<Admission, crate::ConfigError> {
+        let bad = |pattern: Option<&String>, message: String| crate::ConfigError::Pattern {
+            setting: crate::ServeSetting::AdmissionExemptImage,
+            pattern: pattern.cloned(),
+            message,
+        };
         let mut builder = globset::GlobSetBuilder::new();
         for pattern in &options.exempt_images {
             let normalised = if pattern.contains(['*', '?', '[', '{']) {
@@ -171,17 +176,15 @@ impl Admission {
             } else {
                 pullcheck::reference::Reference::parse_normalized(pattern)
                     .map(|r| r.canonical())
-                    .map_err(|e| format!("--admission-exempt-image {pattern:?}: {e}"))?
+                    .map_err(|e| bad(Some(pattern), e.to_string()))?
             };
             let glob = globset::GlobBuilder::new(&normalised)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("--admission-exempt-image {pattern:?}: {e}"))?;
+                .map_err(|e| bad(Some(pattern), e.to_string()))?;
             builder.add(glob);
         }
-        let exempt = builder
-            .build()
-            .map_err(|e| format!("--admission-exempt-image: {e}"))?;
+        let exempt = builder.build().map_err(|e| bad(None, e.to_string()))?;
         Ok(Admission {
             mode: options.mode,
             exempt,
@@ -397,7 +400,10 @@ async fn review_route(
     let Some(admission) = &state.admission else {
         return ApiError::new(
             StatusCode::NOT_FOUND,
-            "the admission webhook is not enabled (pullcheck serve --admission)",
+            format!(
+                "the admission webhook is not enabled ({})",
+                state.name(crate::ServeSetting::Admission)
+            ),
         )
         .into_response();
     };
@@ -411,7 +417,10 @@ async fn review_route(
             .admission_review("other", "other", "error", 0.0);
         return ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "a client certificate signed by --admission-client-ca is required",
+            format!(
+                "a client certificate signed by the CA of {} is required",
+                state.name(crate::ServeSetting::AdmissionClientCa)
+            ),
         )
         .into_response();
     }
@@ -495,10 +504,11 @@ async fn read_body(
         ApiError::over_limit(
             "bytes of body",
             Limit {
-                flag: "--admission-max-body",
+                setting: crate::ServeSetting::AdmissionMaxBody,
                 limit: admission.max_body,
                 count,
             },
+            state.setting_name,
         )
         .into_response()
     };
@@ -545,8 +555,9 @@ impl Admission {
             let mut answer = ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
-                    "{} reviews are in flight (--admission-max-reviews); try again",
-                    self.max_reviews
+                    "{} reviews are in flight ({}); try again",
+                    self.max_reviews,
+                    state.name(crate::ServeSetting::AdmissionMaxReviews)
                 ),
             )
             .into_response();
@@ -746,12 +757,14 @@ fn over_max_containers(
     tracing::warn!(
         containers = count,
         limit = admission.max_containers,
-        "admission: over --admission-max-containers; allowed unchecked"
+        setting = state.name(crate::ServeSetting::AdmissionMaxContainers),
+        "admission: over the containers limit; allowed unchecked"
     );
     Some(format!(
-        "pullcheck: {count} containers and image volumes, over the limit of {} \
-         (--admission-max-containers); images not checked",
-        admission.max_containers
+        "pullcheck: {count} containers and image volumes, over the limit of {} ({}); \
+         images not checked",
+        admission.max_containers,
+        state.name(crate::ServeSetting::AdmissionMaxContainers)
     ))
 }
 
@@ -883,16 +896,7 @@ async fn check_object(
     let mut ready = prepared
         .gather(state.cluster.as_ref().ok())
         .await
-        .map_err(|e| match e {
-            RequestError::PullSecret(e) => {
-                tracing::warn!("admission: a pull secret is malformed: {}", e.message);
-                "pullcheck: a pull secret is malformed; images not verified".to_owned()
-            }
-            other => {
-                tracing::warn!("admission: pull secrets not read: {other}");
-                "pullcheck: pull secrets not readable; images not verified".to_owned()
-            }
-        })?;
+        .map_err(|e| not_gathered(&e))?;
     let unread = &ready.gathered.unread;
     if unread.iter().any(|u| !u.names.is_empty()) {
         // Checking without the secrets it names could refuse what the kubelet can pull.
@@ -924,7 +928,8 @@ async fn check_object(
 /// Why the object cannot be read, without a position: the positions are in pullcheck's
 /// own copy of the object (the JSON it was given), which mean nothing to the person who
 /// wrote it, so only the readers' messages ([`pullcheck_sources::SourceError::message`])
-/// are kept.
+/// are kept. The webhook's brief of each [`RequestError`] of reading; those of the
+/// lookups are [`not_gathered`]'s.
 fn unreadable(error: &RequestError) -> String {
     match error {
         RequestError::Inputs(errors) => errors
@@ -933,7 +938,34 @@ fn unreadable(error: &RequestError) -> String {
             .collect::<Vec<_>>()
             .join("; "),
         RequestError::Template(e) | RequestError::PullSecret(e) => e.message.clone(),
-        other => other.to_string(),
+        // Not asked for (`allow_empty`, no template, no placeholder), said if it comes.
+        RequestError::NothingToCheck(_) => "no container image in it".to_owned(),
+        RequestError::TemplateWithoutNamespace(name) => {
+            format!("pods template {name:?} without a namespace")
+        }
+        RequestError::PlaceholderImage(e) => format!("placeholder image: {}", e.message()),
+        RequestError::Lookup(_) | RequestError::LookupDeadline(_) => {
+            "pull secrets not readable".to_owned()
+        }
+    }
+}
+
+/// The webhook's brief of a [`RequestError`] of the lookups: the facts are logged, the
+/// answer says only that the images were not verified and why in a few words.
+fn not_gathered(error: &RequestError) -> String {
+    match error {
+        RequestError::PullSecret(e) => {
+            tracing::warn!("admission: a pull secret is malformed: {}", e.message);
+            "pullcheck: a pull secret is malformed; images not verified".to_owned()
+        }
+        RequestError::LookupDeadline(_) => {
+            tracing::warn!("admission: pull secrets not read: {error}");
+            "pullcheck: pull secrets not read in time; images not verified".to_owned()
+        }
+        other => {
+            tracing::warn!("admission: pull secrets not read: {other}");
+            "pullcheck: pull secrets not readable; images not verified".to_owned()
+        }
     }
 }
 
@@ -974,64 +1006,71 @@ fn what(status: Status) -> &'static str {
     }
 }
 
-/// What an image's row found, in a few words made from its fields (reason, the
-/// reference's parts, the registry host, the credential's source, the plugins that
-/// failed), never from another crate's text: `tag 1.2 not found in library/golang`, `on
-/// HOST` added when a mirror, not the reference's own registry, answered. A container's
-/// problems are their messages alone: their positions are in pullcheck's own copy of the
-/// object (the JSON it was given), which mean nothing to the person who wrote it.
-fn finding(image: &ImageReport) -> String {
+/// What an image's row found, in a few words made from its fields (status, reason, the
+/// registry host, the credential's source, the platforms, the plugins that failed),
+/// never from another crate's text, each fact said once: the status in words ([`what`])
+/// and what adds to it, such as `not found` and `no such tag` (the tag is the
+/// reference's, which the line names already); `on HOST` added when a mirror, not the
+/// reference's own registry, answered. A container's problems are their messages alone:
+/// their positions are in pullcheck's own copy of the object (the JSON it was given),
+/// which mean nothing to the person who wrote it. Returns the status's words and the
+/// rest (empty when there is nothing to add).
+fn finding(image: &ImageReport) -> (String, String) {
     use pullcheck::report::Reason as R;
+    let what = what(image.status).to_owned();
     if !image.problems.is_empty() {
-        return image
+        let problems = image
             .problems
             .iter()
             .map(|p| p.message.as_str())
             .collect::<Vec<_>>()
             .join("; ");
+        return (what, problems);
     }
     let parsed = image
         .canonical
         .as_deref()
         .and_then(|c| pullcheck::reference::Reference::parse(c).ok());
-    let path = parsed.as_ref().map_or("", |r| r.path());
     let host = image.registry.as_deref().unwrap_or("the registry");
     let credential = image
         .credential
         .as_ref()
         .map_or("no credential", |c| c.source.as_str());
+    let mirror = match image.served_by_mirror() {
+        Some(_) => format!(" on {host}"),
+        None => String::new(),
+    };
+    let platforms = image.platforms.join(", ");
     let words = match image.reason {
-        R::TagNotFound => format!(
-            "tag {} not found in {path}",
-            parsed.as_ref().and_then(|r| r.tag()).unwrap_or("latest")
-        ),
-        R::DigestNotFound => format!(
-            "digest {} not found in {path}",
-            parsed.as_ref().and_then(|r| r.digest()).unwrap_or_default()
-        ),
+        // The reference names the tag, the digest and the repository: only which of
+        // them is missing is news.
+        R::TagNotFound => format!("no such tag{mirror}"),
+        R::DigestNotFound => format!("no such digest{mirror}"),
         R::ManifestUnknown => {
-            let what = match (parsed.as_ref().and_then(|r| r.digest()), parsed.as_ref()) {
-                (Some(digest), _) => format!("digest {digest}"),
-                (None, r) => format!("tag {}", r.and_then(|r| r.tag()).unwrap_or("latest")),
+            let part = match parsed.as_ref().and_then(|r| r.digest()) {
+                Some(_) => "digest",
+                None => "tag",
             };
-            format!("{what} not found in {path} (the repository was not checked)")
+            format!("no such {part}{mirror} (the repository was not checked)")
         }
-        R::RepositoryNotFound => format!("repository {path} not found"),
+        R::RepositoryNotFound => format!("no such repository{mirror}"),
         R::PlatformNotFound if !image.platforms.is_empty() => {
-            format!("the index lists only {}", image.platforms.join(", "))
+            format!("the index{mirror} lists only {platforms}")
         }
-        R::PlatformNotFound => "no manifest for the node's platform".to_owned(),
-        R::PlatformMismatch if !image.platforms.is_empty() => format!(
-            "a single-platform image for {} only",
-            image.platforms.join(", ")
-        ),
-        R::PlatformMismatch => "a single-platform image for another platform".to_owned(),
+        R::PlatformNotFound => format!("no manifest for the node's platform{mirror}"),
+        R::PlatformMismatch if !image.platforms.is_empty() => {
+            return (
+                "pulls but will not run".to_owned(),
+                format!("a single-platform image for {platforms}"),
+            );
+        }
+        R::PlatformMismatch => String::new(),
         R::UnauthorizedAnonymous => "the registry asks for credentials, none matched".to_owned(),
         R::Unauthorized => format!("not authorized with {credential}"),
         R::CredentialsRequired => "the registry asks for a user name and password".to_owned(),
         R::UnsupportedAuth => "the registry's authentication is not supported".to_owned(),
         R::CredentialsRejected => format!("{credential} was rejected"),
-        R::AccessDenied => format!("{host} answered 403"),
+        R::AccessDenied => return (format!("access denied by {host} (403)"), String::new()),
         R::TlsUntrusted => format!("the certificate of {host} is not trusted"),
         R::RateLimited => match image.retry_after {
             Some(wait) => format!("{host} is rate limiting (429; retry after {wait} s)"),
@@ -1057,13 +1096,30 @@ fn finding(image: &ImageReport) -> String {
             format!("credential provider {} failed", names.join(", "))
         }
         R::NoEndpoint => "no endpoint to ask".to_owned(),
+        R::BlockedByConfig if image.status == Status::Blocked => {
+            return (
+                "blocked by the node's mirror configuration".to_owned(),
+                String::new(),
+            );
+        }
         R::BlockedByConfig => "the node's mirror configuration blocks it".to_owned(),
+        R::EgressDenied if image.status == Status::Blocked => {
+            return (
+                format!("blocked by the service's egress policy ({host})"),
+                String::new(),
+            );
+        }
         R::EgressDenied => format!("the service's egress policy refuses {host}"),
         R::UnpullableByConfig => "the node's mirror configuration cannot pull it".to_owned(),
-        R::InvalidReference => image
-            .error
-            .as_ref()
-            .map_or_else(String::new, |e| e.message.clone()),
+        // The parser's message starts with upstream's `invalid reference format`: it is
+        // the status's words too.
+        R::InvalidReference => match &image.error {
+            Some(e) if e.message.starts_with("invalid") => {
+                return (e.message.clone(), String::new());
+            }
+            Some(e) => e.message.clone(),
+            None => String::new(),
+        },
         R::Found
         | R::Cached
         | R::UnknownPullPolicy
@@ -1075,19 +1131,7 @@ fn finding(image: &ImageReport) -> String {
         | R::Exempt
         | R::DeferredOnStart => String::new(),
     };
-    let answered_by_mirror = matches!(
-        image.reason,
-        R::TagNotFound
-            | R::DigestNotFound
-            | R::ManifestUnknown
-            | R::RepositoryNotFound
-            | R::PlatformNotFound
-    ) && image.served_by_mirror().is_some();
-    if answered_by_mirror {
-        format!("{words} on {host}")
-    } else {
-        words
-    }
+    (what, words)
 }
 
 /// One failing container's line, in parts: every part has its control characters and
@@ -1099,9 +1143,9 @@ struct Line {
     container: String,
     /// The reference as written; empty when the container names none.
     reference: String,
-    /// The status in a few words ([`what`]).
-    what: &'static str,
-    /// The finding ([`finding`]); empty when there is nothing to add.
+    /// The status in a few words ([`finding`]'s first part, from [`what`]).
+    what: String,
+    /// What adds to the status ([`finding`]'s second part); empty when nothing does.
     detail: String,
     /// `; did you mean 1.22?`, or empty.
     hint: String,
@@ -1189,10 +1233,11 @@ fn elide_middle(text: &str, keep: usize) -> String {
 }
 
 /// One line per container of `image`:
-/// `container test: image golang:1.2 not found: tag 1.2 not found in library/golang; did
-/// you mean 1.22?`.
+/// `container test: image golang:1.2 not found: no such tag; did you mean 1.22?`.
 fn lines_of(image: &ImageReport) -> Vec<Line> {
-    let detail = escape_controls(&finding(image)).into_owned();
+    let (what, detail) = finding(image);
+    let what = escape_controls(&what).into_owned();
+    let detail = escape_controls(&detail).into_owned();
     // The close tags come as data, not from the detail's words.
     let hint = match image.close_tags.as_slice() {
         [] => String::new(),
@@ -1215,7 +1260,7 @@ fn lines_of(image: &ImageReport) -> Vec<Line> {
         .map(|container| Line {
             container,
             reference: reference.clone(),
-            what: what(image.status),
+            what: what.clone(),
             detail: detail.clone(),
             hint: hint.clone(),
         })
@@ -1257,8 +1302,14 @@ fn version_warning(w: &pullcheck::mirrors::VersionWarning) -> String {
     ))
 }
 
-/// The most characters of one container's line in a refusal ([`Line::fitted`]).
+/// The most characters of one container's line in a refusal of several containers
+/// ([`Line::fitted`]); a refusal of one container's image has the whole
+/// [`MAX_MESSAGE_CHARS`].
 const MAX_REFUSAL_LINE_CHARS: usize = 1000;
+
+/// The fewest characters a line that does not fit whole is fitted into, with the rest of
+/// the message's room; with less room left, it is counted in `… and N more`.
+const MIN_FITTED_LINE_CHARS: usize = 80;
 
 /// The most characters of a refusal's message: a person reads it in `kubectl` or in a
 /// Vela step's error; the rest of the failing containers are counted.
@@ -1282,14 +1333,20 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
     if mode == AdmissionMode::Deny && !failures.is_empty() {
         // One line: `pullcheck: container test: image ...`; more: one per line.
         let message = match failures.as_slice() {
-            [one] => format!("pullcheck: {}", one.fitted(MAX_REFUSAL_LINE_CHARS)),
+            [one] => {
+                let head = "pullcheck: ";
+                format!(
+                    "{head}{}",
+                    one.fitted(MAX_MESSAGE_CHARS - head.chars().count())
+                )
+            }
             many => {
                 let mut message = format!(
                     "pullcheck: {} containers cannot pull their images:",
                     many.len()
                 );
-                for (shown, line) in many.iter().enumerate() {
-                    let line = line.fitted(MAX_REFUSAL_LINE_CHARS);
+                for (shown, failure) in many.iter().enumerate() {
+                    let line = failure.fitted(MAX_REFUSAL_LINE_CHARS);
                     let left = many.len() - shown;
                     // Room for this line, and for the count of the rest after it.
                     let more = if left > 1 {
@@ -1297,11 +1354,17 @@ fn decide(request: &AdmissionRequest, mode: AdmissionMode, report: &Report) -> A
                     } else {
                         0
                     };
-                    if message.chars().count() + 1 + line.chars().count() + more > MAX_MESSAGE_CHARS
-                    {
+                    let room = MAX_MESSAGE_CHARS.saturating_sub(message.chars().count() + 1 + more);
+                    // A line that does not fit whole takes the room left, when there is
+                    // enough for its container, status and finding.
+                    let line = if line.chars().count() <= room {
+                        line
+                    } else if room >= MIN_FITTED_LINE_CHARS {
+                        failure.fitted(room)
+                    } else {
                         message.push_str(&format!("\n… and {left} more"));
                         break;
-                    }
+                    };
                     message.push('\n');
                     message.push_str(&line);
                 }
@@ -1471,10 +1534,10 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "container app: image golang:1.2 not found: tag 1.2 not found in library/golang; \
-                 did you mean 1.22 or 1.21?",
-                "container app: image registry.example.com/team/app:v9 not found: tag v9 not \
-                 found in team/app on mirror.example.com",
+                "container app: image golang:1.2 not found: no such tag; did you mean 1.22 or \
+                 1.21?",
+                "container app: image registry.example.com/team/app:v9 not found: no such tag \
+                 on mirror.example.com",
                 "container app: image registry.example.com/team/app:v1 not verified: \
                  registry.example.com refused the connection",
                 "container app: image registry.example.com/team/app:v1 access denied: pull \
@@ -1483,8 +1546,8 @@ mod tests {
                  registry.example.com is rate limiting (429; retry after 30 s)",
                 "container app: image registry.example.com/team/app:v1 not found: the index \
                  lists only linux/amd64, linux/arm64/v8",
-                "container app: image registry.example.com/team/app:v1 pulls but will not run \
-                 (another platform): a single-platform image for linux/amd64 only",
+                "container app: image registry.example.com/team/app:v1 pulls but will not run: \
+                 a single-platform image for linux/amd64",
             ]
         );
     }
@@ -1523,16 +1586,17 @@ mod tests {
         let report = Report::new(vec![row_of("big", &huge)], vec![]);
         let answer = decide(&review(), AdmissionMode::Deny, &report);
         let message = answer.status.expect("a refusal").message;
-        assert!(
-            message.chars().count() <= MAX_REFUSAL_LINE_CHARS + 11,
-            "{message}"
-        );
+        // One container: the whole message's room.
+        assert_eq!(message.chars().count(), MAX_MESSAGE_CHARS, "{message}");
         assert!(
             message.starts_with("pullcheck: container big: image registry.exampl"),
             "{message}"
         );
         assert!(message.contains("aaaa…aaaa"), "{message}");
-        assert!(message.contains("a:v1 not found: repository"), "{message}");
+        assert!(
+            message.ends_with("a:v1 not found: no such repository"),
+            "{message}"
+        );
 
         let long = format!("registry.example.com/{}:v1", "b".repeat(5_000));
         let report = Report::new(
@@ -1557,7 +1621,127 @@ mod tests {
         );
         assert_eq!(
             lines[2],
-            "container second: image registry.example.com/x:1 not found: repository x not found"
+            "container second: image registry.example.com/x:1 not found: no such repository"
+        );
+    }
+
+    /// The golden admission messages: a refusal of one container, a refusal of two with
+    /// a third not verified (one line each, each fact once; the third a warning), and the
+    /// warnings of warn mode for the same three. A wording change shows here.
+    #[test]
+    fn admission_messages_golden() {
+        use pullcheck::report::Reason as R;
+        let named = |name: &str, mut image: ImageReport| {
+            image.origins[0].pod.as_mut().expect("a pod container").name = name.into();
+            image
+        };
+        let mut tag = row("golang:1.2", Status::Missing, R::TagNotFound);
+        tag.close_tags = vec!["1.22".into()];
+        let tag = named("test", tag);
+        let mut denied = row(
+            "registry.example.com/team/app:v1",
+            Status::Denied,
+            R::AccessDenied,
+        );
+        denied.registry = Some("registry.example.com".into());
+        let denied = named("app", denied);
+        let mut refused = row(
+            "registry.example.com/team/cache:v2",
+            Status::Unreachable,
+            R::ConnectionRefused,
+        );
+        refused.registry = Some("registry.example.com".into());
+        let refused = named("cache", refused);
+
+        let one = Report::new(vec![tag.clone()], vec![]);
+        let answer = decide(&review(), AdmissionMode::Deny, &one);
+        assert_eq!(
+            answer.status.expect("a refusal").message,
+            "pullcheck: container test: image golang:1.2 not found: no such tag; did you mean \
+             1.22?"
+        );
+
+        let three = Report::new(vec![tag, denied, refused], vec![]);
+        let answer = decide(&review(), AdmissionMode::Deny, &three);
+        assert_eq!(
+            answer.status.expect("a refusal").message,
+            "pullcheck: 2 containers cannot pull their images:\n\
+             container test: image golang:1.2 not found: no such tag; did you mean 1.22?\n\
+             container app: image registry.example.com/team/app:v1 access denied by \
+             registry.example.com (403)"
+        );
+        // What was not verified is a warning, refused or not.
+        assert_eq!(
+            answer.warnings,
+            [
+                "pullcheck: container cache: image registry.exam…team/cache:v2 not verified: \
+              registry.example.com refused the connection"
+            ]
+        );
+
+        let answer = decide(&review(), AdmissionMode::Warn, &three);
+        assert!(answer.allowed);
+        assert_eq!(
+            answer.warnings,
+            [
+                "pullcheck: container test: image golang:1.2 not found: no such tag; did you \
+                 mean 1.22?",
+                "pullcheck: container app: image registry.example.com/team/app:v1 access \
+                 denied by registry.example.com (403)",
+                "pullcheck: container cache: image registry.exam…team/cache:v2 not verified: \
+                 registry.example.com refused the connection",
+            ]
+        );
+    }
+
+    /// The webhook's briefs of the request's errors, golden: one per variant, short,
+    /// without the positions of pullcheck's own copy of the object; the lookups' say only
+    /// that the images were not verified.
+    #[test]
+    fn request_error_briefs_golden() {
+        use pullcheck_sources::{NothingToCheck, SourceError};
+        let positioned = SourceError {
+            file: Some("Pod ci".into()),
+            line: Some(3),
+            column: Some(5),
+            ..SourceError::new("not a Kubernetes object: no kind")
+        };
+        let empty = pullcheck::reference::Reference::parse_normalized("").expect_err("empty");
+        let message = empty.message().to_owned();
+        let briefs: Vec<String> = [
+            RequestError::Inputs(vec![(0, positioned.clone())]),
+            RequestError::NothingToCheck(NothingToCheck {
+                inputs: vec![],
+                warnings: vec![],
+            }),
+            RequestError::TemplateWithoutNamespace("vela-pods".into()),
+            RequestError::PlaceholderImage(empty),
+        ]
+        .iter()
+        .map(unreadable)
+        .collect();
+        assert_eq!(
+            briefs,
+            [
+                "not a Kubernetes object: no kind".to_owned(),
+                "no container image in it".to_owned(),
+                "pods template \"vela-pods\" without a namespace".to_owned(),
+                format!("placeholder image: {message}"),
+            ]
+        );
+        assert_eq!(
+            not_gathered(&RequestError::PullSecret(positioned)),
+            "pullcheck: a pull secret is malformed; images not verified"
+        );
+        assert_eq!(
+            not_gathered(&RequestError::LookupDeadline(Duration::from_secs(8))),
+            "pullcheck: pull secrets not read in time; images not verified"
+        );
+        assert_eq!(
+            not_gathered(&RequestError::Lookup(pullcheck_kube::KubeError::Config(
+                "no context".into()
+            ))),
+            "pullcheck: pull secrets not readable; images not verified"
         );
     }
 
@@ -1681,7 +1865,7 @@ mod tests {
         let line = Line {
             container: "container payments-api-worker".into(),
             reference: reference.into(),
-            what: "not found",
+            what: "not found".into(),
             detail: "tag x".into(),
             hint: "; did you mean build-2026-11-30?".into(),
         };
@@ -1706,7 +1890,7 @@ mod tests {
         let line = Line {
             container: format!("container {name}"),
             reference: "127.0.0.1:42439/library/alpine:3.91".into(),
-            what: "not verified",
+            what: "not verified".into(),
             detail: "127.0.0.1:42439: connection refused".into(),
             hint: String::new(),
         };

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use pullcheck::credentials::PullSecret;
 use pullcheck::registry::Platform;
 use pullcheck_kube::TemplateSource;
-use pullcheck_sources::{Input, InputKind, NamedText, RequestError, SourceError};
+use pullcheck_sources::{Input, InputKind, NamedText, SourceError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -169,21 +169,28 @@ fn check_field(path: &str) -> Option<&'static str> {
 /// An answer other than a report: a status and `{"error": {...}}`.
 #[derive(Debug)]
 pub struct ApiError {
-    status: StatusCode,
-    message: String,
+    pub(crate) status: StatusCode,
+    pub(crate) message: String,
     line: Option<usize>,
     column: Option<usize>,
     retry_after: Option<u64>,
-    limit: Option<Box<Limit>>,
+    /// The limit gone over, and the front end's name of its setting.
+    limit: Option<Box<(Limit, &'static str)>>,
     /// Why Vela's compiler refuses the pipeline, when it does: `{"refusal": {"kind", ...}}`.
     refusal: Option<Box<pullcheck::input::Refusal>>,
+    /// A request's error as data ([`pullcheck_sources::RequestError`]): `kind`, the
+    /// request `field` it is about, and its facts, merged into `error`
+    /// ([`crate::render::request_error`]).
+    pub(crate) facts: Option<Box<serde_json::Map<String, Value>>>,
 }
 
-/// A cost limit a request went over: `{"limit", "count", "flag"}` in its error.
+/// A cost limit a request went over: `{"limit", "count", "setting", "flag"}` in its
+/// error.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limit {
-    /// The option that sets it (`--max-images`).
-    pub flag: &'static str,
+    /// The setting (`max_images`); its name in the front end's words is the JSON `flag`
+    /// ([`crate::ServeOptions::setting_name`]).
+    pub setting: crate::ServeSetting,
     /// Its value.
     pub limit: usize,
     /// What the request had, when it was counted.
@@ -201,12 +208,18 @@ impl ApiError {
             retry_after: None,
             limit: None,
             refusal: None,
+            facts: None,
         }
     }
 
     /// 413 for a request over a cost limit: the message names the count, the limit and
-    /// its option; the body has them as `count`, `limit` and `flag`.
-    pub(crate) fn over_limit(what: &str, limit: Limit) -> ApiError {
+    /// its setting (by `name`, the front end's); the body has them as `count`, `limit`,
+    /// `setting` (snake_case) and `flag` (`name`'s).
+    pub(crate) fn over_limit(
+        what: &str,
+        limit: Limit,
+        name: fn(crate::ServeSetting) -> &'static str,
+    ) -> ApiError {
         let count = limit
             .count
             .map(|c| format!("{c} {what}"))
@@ -215,14 +228,15 @@ impl ApiError {
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
                 "{count}: over the limit of {} ({}); split the request or raise the limit",
-                limit.limit, limit.flag
+                limit.limit,
+                name(limit.setting)
             ),
         );
-        e.limit = Some(Box::new(limit));
+        e.limit = Some(Box::new((limit, name(limit.setting))));
         e
     }
 
-    fn bad(message: impl Into<String>) -> ApiError {
+    pub(crate) fn bad(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
@@ -246,6 +260,9 @@ impl From<SourceError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut error = json!({"message": self.message});
+        for (key, value) in self.facts.map(|f| *f).into_iter().flatten() {
+            error[key] = value;
+        }
         if let Some(line) = self.line {
             error["line"] = json!(line);
         }
@@ -255,9 +272,11 @@ impl IntoResponse for ApiError {
         if let Some(refusal) = &self.refusal {
             error["refusal"] = json!(refusal);
         }
-        if let Some(limit) = self.limit {
+        if let Some(limited) = self.limit {
+            let (limit, flag) = *limited;
             error["limit"] = json!(limit.limit);
-            error["flag"] = json!(limit.flag);
+            error["setting"] = json!(limit.setting);
+            error["flag"] = json!(flag);
             if let Some(count) = limit.count {
                 error["count"] = json!(count);
             }
@@ -363,8 +382,9 @@ pub async fn post_check(
         let mut e = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
-                "{} checks are in flight (--max-checks); try again",
-                state.max_checks
+                "{} checks are in flight ({}); try again",
+                state.max_checks,
+                state.name(crate::ServeSetting::MaxChecks)
             ),
         );
         e.retry_after = Some(1);
@@ -379,7 +399,11 @@ pub async fn post_check(
         Err(e) if is_length_limit(&e) => {
             return ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the body is over --max-body ({} bytes)", state.max_body),
+                format!(
+                    "the body is over {} ({} bytes)",
+                    state.name(crate::ServeSetting::MaxBody),
+                    state.max_body
+                ),
             )
             .into_response();
         }
@@ -530,11 +554,6 @@ fn parse_request(
         }
         images.push(image_use);
     }
-    if request.images.as_ref().is_some_and(Vec::is_empty) && !request.allow_empty {
-        return Err(ApiError::bad(
-            "nothing to check: `images` is empty (`\"allow_empty\": true` passes anyway)",
-        ));
-    }
     let mut pull_secrets = Vec::new();
     for (i, secret) in request.pull_secrets.iter().flatten().enumerate() {
         let text = secret.to_string();
@@ -572,11 +591,6 @@ fn parse_request(
         ),
         None => None,
     };
-    if request.pods_template.is_some() && request.namespace.is_none() {
-        return Err(ApiError::bad(
-            "`pods_template` needs `namespace`: the template is read from the build namespace",
-        ));
-    }
     Ok(pullcheck_sources::CheckRequest {
         inputs,
         images,
@@ -596,6 +610,9 @@ fn parse_request(
         deadline_start: None,
         include_on_start: request.include_on_start,
         allow_empty: request.allow_empty,
+        // The service's kubeconfig namespace is not a build namespace: a pods template
+        // needs `namespace` (`RequestError::TemplateWithoutNamespace`).
+        cluster_namespace: false,
         setting_name: crate::render::setting,
     })
 }
@@ -613,10 +630,11 @@ fn check_image_count(state: &AppState, count: usize) -> Result<(), ApiError> {
     Err(ApiError::over_limit(
         "image uses",
         Limit {
-            flag: "--max-images",
+            setting: crate::ServeSetting::MaxImages,
             limit: state.max_images,
             count: Some(count),
         },
+        state.setting_name,
     ))
 }
 
@@ -646,16 +664,7 @@ async fn check(
                 format!("the request could not be read: {e}"),
             )
         })?
-        .map_err(|e| match e {
-            // One text at most: its error, with its position.
-            RequestError::Inputs(mut errors) if !errors.is_empty() => {
-                ApiError::from(errors.remove(0).1)
-            }
-            RequestError::NothingToCheck(message) => {
-                ApiError::bad(format!("{message} (`\"allow_empty\": true` passes anyway)"))
-            }
-            other => ApiError::bad(other.to_string()),
-        })?;
+        .map_err(|e| crate::render::request_error(e, placeholder_given))?;
     // Counted as read, before anything is gathered, planned or asked.
     check_image_count(state, prepared.use_count())?;
     let cluster = match &namespace {
@@ -673,20 +682,8 @@ async fn check(
     let ready = prepared
         .gather_within_deadline(cluster)
         .await
-        .map_err(|e| match e {
-            RequestError::LookupDeadline(_) => {
-                ApiError::new(StatusCode::GATEWAY_TIMEOUT, e.to_string())
-            }
-            RequestError::PlaceholderImage(message) if placeholder_given => {
-                ApiError::bad(format!("`placeholder_image`: {message}"))
-            }
-            RequestError::PlaceholderImage(message) => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the service's --placeholder-image: {message}"),
-            ),
-            other => ApiError::new(StatusCode::BAD_GATEWAY, other.to_string()),
-        })?;
-    let report = crate::render::report(crate::check::run(state, ready).await);
+        .map_err(|e| crate::render::request_error(e, placeholder_given))?;
+    let report = crate::render::report(crate::check::run(state, ready).await, state.setting_name);
     let code = report.exit_code();
     Ok((report, code))
 }

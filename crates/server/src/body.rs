@@ -62,10 +62,10 @@ pub(crate) async fn read_body(
     let (max_body, flag, label) = match (&state.admission, json_only) {
         (Some(admission), false) => (
             admission.max_body,
-            "--admission-max-body",
+            crate::ServeSetting::AdmissionMaxBody,
             Some(crate::metrics::LimitLabel::AdmissionMaxBody),
         ),
-        _ => (state.max_body, "--max-body", None),
+        _ => (state.max_body, crate::ServeSetting::MaxBody, None),
     };
     let too_large = |count: Option<usize>| {
         if let Some(label) = label {
@@ -74,10 +74,11 @@ pub(crate) async fn read_body(
         ApiError::over_limit(
             "bytes of body",
             crate::api::Limit {
-                flag,
+                setting: flag,
                 limit: max_body,
                 count,
             },
+            state.setting_name,
         )
         .into_response()
     };
@@ -107,8 +108,9 @@ pub(crate) async fn read_body(
             return unavailable(
                 version,
                 format!(
-                    "{} request bodies are being received (--max-body-reads); try again",
-                    state.max_body_reads
+                    "{} request bodies are being received ({}); try again",
+                    state.max_body_reads,
+                    state.name(crate::ServeSetting::MaxBodyReads)
                 ),
             );
         };
@@ -132,7 +134,8 @@ pub(crate) async fn read_body(
             let mut response = ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
-                    "the body did not arrive within --body-read-timeout ({})",
+                    "the body did not arrive within {} ({})",
+                    state.name(crate::ServeSetting::BodyReadTimeout),
                     pullcheck_sources::format_duration(state.body_read_timeout)
                 ),
             )
@@ -186,8 +189,10 @@ pub(crate) async fn shutdown_gate(
         }
         () = state.lifecycle.grace_over() => unavailable(
             version,
-            "the service shut down before this request was answered (--shutdown-grace); \
-             try again",
+            format!(
+                "the service shut down before this request was answered ({}); try again",
+                state.name(crate::ServeSetting::ShutdownGrace)
+            ),
         ),
     }
 }

@@ -582,7 +582,7 @@ async fn accept_failed(conns: &Conns, max: usize, error: &std::io::Error) {
                 similar_since_last = left_out,
                 "cannot accept a connection: out of file descriptors ({error}); the \
                  connection cap is now {cap} and idle connections were closed; raise the \
-                 limit (ulimit -n) or lower --max-connections"
+                 limit (ulimit -n) or lower the connection cap"
             );
         } else {
             tracing::warn!(

@@ -38,9 +38,11 @@ pub mod metrics;
 pub mod ready;
 mod reload;
 mod render;
+pub mod setting;
 
 pub use logging::{LogFormat, init_logging};
 pub use render::version_warning;
+pub use setting::{ConfigError, ServeSetting, plain_setting_name};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -184,6 +186,11 @@ pub struct ServeOptions {
     /// The validating admission webhook (`POST /v1/admission`); `None`: not served.
     /// Needs `tls`: the API server calls webhooks over HTTPS only.
     pub admission: Option<admission::AdmissionOptions>,
+    /// How the front end that starts the service names a [`ServeSetting`] in the
+    /// answers, warnings and logs that name one (a limit a request went over, in an
+    /// error's message and `flag`); default [`plain_setting_name`]. The CLI gives its
+    /// flags (`--max-images`); this crate names none.
+    pub setting_name: fn(ServeSetting) -> &'static str,
 }
 
 impl Default for ServeOptions {
@@ -216,6 +223,7 @@ impl Default for ServeOptions {
             tls: None,
             insecure_listen: false,
             admission: None,
+            setting_name: plain_setting_name,
         }
     }
 }
@@ -223,9 +231,10 @@ impl Default for ServeOptions {
 /// Why the service cannot start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// A setting or a configuration file is wrong; the message names it.
+    /// A setting or a configuration file is wrong: which, and what is wrong, as data
+    /// ([`ConfigError`]); the front end names the setting ([`ConfigError::words`]).
     #[error("{0}")]
-    Config(String),
+    Config(ConfigError),
     /// The address cannot be bound, or the server failed.
     #[error("{0}")]
     Io(String),
@@ -263,6 +272,8 @@ pub struct AppState {
     readiness: ready::Readiness,
     lifecycle: Arc<conn::Lifecycle>,
     admission: Option<admission::Admission>,
+    /// The front end's names of the service's settings ([`ServeOptions::setting_name`]).
+    setting_name: fn(ServeSetting) -> &'static str,
 }
 
 impl std::fmt::Debug for AppState {
@@ -276,6 +287,11 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
+    /// The front end's name of `setting` ([`ServeOptions::setting_name`]).
+    pub(crate) fn name(&self, setting: ServeSetting) -> &'static str {
+        (self.setting_name)(setting)
+    }
+
     /// Runs `parse` (CPU-bound: a request's texts turned into trees) on the blocking pool
     /// under one of `--max-parses` permits, waiting for one: at most that many trees are
     /// being built at once, and the runtime's threads stay free for `/healthz` and the
@@ -339,11 +355,7 @@ impl Server {
     pub async fn bind(options: ServeOptions) -> Result<Server, ServeError> {
         install_crypto_provider();
         if options.admission.is_some() && options.tls.is_none() {
-            return Err(ServeError::Config(
-                "--admission needs --tls-cert and --tls-key: the Kubernetes API server calls \
-                 admission webhooks over HTTPS only"
-                    .to_owned(),
-            ));
+            return Err(ServeError::Config(ConfigError::AdmissionNeedsTls));
         }
         let admission = match &options.admission {
             Some(a) => Some(admission::Admission::new(a).map_err(ServeError::Config)?),
@@ -354,31 +366,34 @@ impl Server {
             .as_ref()
             .is_some_and(|p| p.trim().is_empty())
         {
-            return Err(ServeError::Config(
-                "--placeholder-image is empty; expected an image reference".to_owned(),
-            ));
+            return Err(ServeError::Config(ConfigError::Empty(
+                ServeSetting::PlaceholderImage,
+            )));
         }
         if !options.listen.ip().is_loopback() && !options.insecure_listen {
             let mut missing = Vec::new();
             if options.api_token_file.is_none() {
-                missing.push("--api-token-file");
+                missing.push(ServeSetting::ApiTokenFile);
             }
             if options.tls.is_none() {
-                missing.push("--tls-cert/--tls-key");
+                missing.push(ServeSetting::Tls);
             }
             if !missing.is_empty() {
-                return Err(ServeError::Config(format!(
-                    "refusing to listen on {} (not loopback) without {}: anyone who reaches \
-                     it could use this service's registry credentials; give them, or \
-                     --insecure-listen",
-                    options.listen,
-                    missing.join(" and ")
-                )));
+                return Err(ServeError::Config(ConfigError::Exposed {
+                    listen: options.listen,
+                    missing,
+                }));
             }
         }
         let metrics = Arc::new(Metrics::new());
         let tokens = match options.api_token_file {
-            Some(path) => Some(TokenFile::load(path, metrics.clone()).map_err(ServeError::Config)?),
+            Some(path) => Some(TokenFile::load(path, metrics.clone()).map_err(|message| {
+                ServeError::Config(ConfigError::File {
+                    setting: ServeSetting::ApiTokenFile,
+                    paths: Vec::new(),
+                    message,
+                })
+            })?),
             None => None,
         };
         let allow_namespaces = options
@@ -386,23 +401,35 @@ impl Server {
             .iter()
             .map(|p| NamespaceGlob::new(p))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(ServeError::Config)?;
+            .map_err(|message| {
+                ServeError::Config(ConfigError::Pattern {
+                    setting: ServeSetting::AllowNamespace,
+                    pattern: None,
+                    message,
+                })
+            })?;
         let verifier = match options
             .admission
             .as_ref()
             .and_then(|a| a.client_ca.as_ref())
         {
-            Some(path) => Some(client_verifier(path).map_err(ServeError::Config)?),
+            Some(path) => Some(client_verifier(path).map_err(|message| {
+                ServeError::Config(ConfigError::File {
+                    setting: ServeSetting::AdmissionClientCa,
+                    paths: vec![path.clone()],
+                    message,
+                })
+            })?),
             None => None,
         };
         let tls = match options.tls {
             Some(files) => {
                 let config = load_tls(&files, verifier.as_ref()).map_err(|e| {
-                    ServeError::Config(format!(
-                        "TLS: {} and {}: {e}",
-                        files.cert.display(),
-                        files.key.display()
-                    ))
+                    ServeError::Config(ConfigError::File {
+                        setting: ServeSetting::Tls,
+                        paths: vec![files.cert.clone(), files.key.clone()],
+                        message: e.to_string(),
+                    })
                 })?;
                 Some((
                     files,
@@ -443,29 +470,29 @@ impl Server {
         let addr = listener
             .local_addr()
             .map_err(|e| ServeError::Io(e.to_string()))?;
-        for (value, flag) in [
-            (options.max_body_reads, "--max-body-reads"),
-            (options.max_parses, "--max-parses"),
-            (options.max_connections, "--max-connections"),
+        for (value, setting) in [
+            (options.max_body_reads, ServeSetting::MaxBodyReads),
+            (options.max_parses, ServeSetting::MaxParses),
+            (options.max_connections, ServeSetting::MaxConnections),
         ] {
             if value == 0 {
-                return Err(ServeError::Config(format!("{flag} must be at least 1")));
+                return Err(ServeError::Config(ConfigError::Zero(setting)));
             }
         }
-        for (value, flag) in [
-            (options.header_read_timeout, "--header-read-timeout"),
-            (options.body_read_timeout, "--body-read-timeout"),
-            (options.idle_timeout, "--idle-timeout"),
+        for (value, setting) in [
+            (options.header_read_timeout, ServeSetting::HeaderReadTimeout),
+            (options.body_read_timeout, ServeSetting::BodyReadTimeout),
+            (options.idle_timeout, ServeSetting::IdleTimeout),
             (
                 options.http2_keep_alive_interval,
-                "--http2-keep-alive-interval",
+                ServeSetting::Http2KeepAliveInterval,
             ),
         ] {
             if value.is_zero() {
-                return Err(ServeError::Config(format!("{flag} must be longer than 0")));
+                return Err(ServeError::Config(ConfigError::ZeroDuration(setting)));
             }
         }
-        let readiness = ready::Readiness::new(cluster.is_ok());
+        let readiness = ready::Readiness::new(cluster.is_ok(), options.setting_name);
         let state = Arc::new(AppState {
             checker,
             cluster,
@@ -487,6 +514,7 @@ impl Server {
             readiness,
             lifecycle: Arc::new(conn::Lifecycle::new()),
             admission,
+            setting_name: options.setting_name,
         });
         Ok(Server {
             listener,
@@ -616,20 +644,19 @@ type Verifier = Arc<dyn rustls::server::danger::ClientCertVerifier>;
 fn client_verifier(path: &std::path::Path) -> Result<Verifier, String> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject as _;
-    let label = format!("--admission-client-ca {}", path.display());
-    let pem = pullcheck_files::read(path).map_err(|e| format!("{label}: {e}"))?;
+    let pem = pullcheck_files::read(path).map_err(|e| e.to_string())?;
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&pem) {
-        let cert = cert.map_err(|e| format!("{label}: {e}"))?;
-        roots.add(cert).map_err(|e| format!("{label}: {e}"))?;
+        let cert = cert.map_err(|e| e.to_string())?;
+        roots.add(cert).map_err(|e| e.to_string())?;
     }
     if roots.is_empty() {
-        return Err(format!("{label}: no certificate in the file"));
+        return Err("no certificate in the file".to_owned());
     }
     rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
         .allow_unauthenticated()
         .build()
-        .map_err(|e| format!("{label}: {e}"))
+        .map_err(|e| e.to_string())
 }
 
 /// The certificate chain and key of `files` (PEM, read with the 64 MiB file limit), with
@@ -792,7 +819,7 @@ async fn json_error_body(response: Response) -> Response {
         return response;
     }
     let message = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => "the body is over --max-body".to_owned(),
+        StatusCode::PAYLOAD_TOO_LARGE => "the body is over the service's body limit".to_owned(),
         StatusCode::METHOD_NOT_ALLOWED => "this route does not take this method".to_owned(),
         other => other
             .canonical_reason()

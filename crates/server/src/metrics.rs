@@ -266,7 +266,7 @@ impl Metrics {
         let in_flight = Gauge::default();
         registry.register(
             "checks_in_flight",
-            "Checks running now (at most --max-checks)",
+            "Checks running now (at most the service's check limit)",
             in_flight.clone(),
         );
         let registry_requests = Family::<RequestLabels, Counter>::default();
@@ -292,7 +292,7 @@ impl Metrics {
         let answer_cache_hits = Counter::default();
         registry.register(
             "answer_cache_hits",
-            "Image answers taken from the cache (--cache-present)",
+            "Image answers taken from the present-answer cache",
             answer_cache_hits.clone(),
         );
         let ratelimit_remaining = Family::<RegistryLabel, Gauge>::default();

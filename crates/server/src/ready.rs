@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use pullcheck_kube::{Cluster, KubeError};
 use serde::Serialize;
 
-use crate::AppState;
+use crate::{AppState, ServeSetting};
 
 /// How often readiness asks the API server until it answers.
 const READY_POLL: Duration = Duration::from_secs(2);
@@ -29,31 +29,45 @@ pub struct Reason {
     pub component: &'static str,
     /// Why, in words (for `kubernetes_api`, the last error).
     pub reason: String,
-    /// What to do about it.
-    pub fix: &'static str,
+    /// What to do about it (the service's settings named by
+    /// [`crate::ServeOptions::setting_name`]).
+    pub fix: String,
 }
 
 /// The readiness of the parts that can be not ready.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Readiness {
     /// The Kubernetes API's reason, `None` when it answered (or none is configured).
     kubernetes: Mutex<Option<Reason>>,
+    /// What fixes an API server that does not answer ([`kube_fix`]).
+    kube_fix: String,
 }
 
-const KUBE_FIX: &str = "check that the kubeconfig (--kubeconfig, --context, or the in-cluster \
-                        service account) names a reachable API server, that DNS and network \
-                        policies let this Pod reach it, and its CA and token; requests \
-                        naming a namespace need it";
+/// What fixes an API server that does not answer, the kubeconfig setting named by `name`.
+fn kube_fix(name: fn(ServeSetting) -> &'static str) -> String {
+    format!(
+        "check that the kubeconfig ({}, or the in-cluster service account) names a \
+         reachable API server, that DNS and network policies let this Pod reach it, and its \
+         CA and token; requests naming a namespace need it",
+        name(ServeSetting::Kubeconfig)
+    )
+}
 
 impl Readiness {
     /// Not ready until the API server answers, with a cluster; ready without one.
-    pub(crate) fn new(waits_for_cluster: bool) -> Readiness {
+    /// `name` names the service's settings in the fix.
+    pub(crate) fn new(
+        waits_for_cluster: bool,
+        name: fn(ServeSetting) -> &'static str,
+    ) -> Readiness {
+        let kube_fix = kube_fix(name);
         Readiness {
             kubernetes: Mutex::new(waits_for_cluster.then(|| Reason {
                 component: "kubernetes_api",
                 reason: "the Kubernetes API server has not been asked yet".to_owned(),
-                fix: KUBE_FIX,
+                fix: kube_fix.clone(),
             })),
+            kube_fix,
         }
     }
 
@@ -68,7 +82,7 @@ impl Readiness {
             reasons.push(Reason {
                 component: "shutdown",
                 reason: "the service is shutting down".to_owned(),
-                fix: "none: send traffic to another replica",
+                fix: "none: send traffic to another replica".to_owned(),
             });
         }
         reasons
@@ -89,15 +103,16 @@ pub(crate) async fn probe_api_server(cluster: Cluster, state: Arc<AppState>) {
                 if logged != Some(kind) {
                     tracing::warn!(
                         "not ready: the Kubernetes API server did not answer: {e}; asking \
-                         again every {}s; {KUBE_FIX}",
-                        READY_POLL.as_secs()
+                         again every {}s; {}",
+                        READY_POLL.as_secs(),
+                        state.readiness.kube_fix
                     );
                     logged = Some(kind);
                 }
                 *state.readiness.kubernetes() = Some(Reason {
                     component: "kubernetes_api",
                     reason: e.to_string(),
-                    fix: KUBE_FIX,
+                    fix: state.readiness.kube_fix.clone(),
                 });
             }
             Err(e) => {

@@ -1,11 +1,17 @@
 //! The service's words for the library's findings: a row's remedies name what a caller
 //! of `POST /v1/checks` can change (a request field such as `include_on_start`) or what
-//! the operator of `pullcheck serve` can (its `--ca-file`, `--certs-dir` and
-//! `--insecure-registry` options), never a flag of `pullcheck check`.
+//! the operator of `pullcheck serve` can (its CA file, certs directory and insecure
+//! registries, [`ServeSetting`]s named by the front end that started it), never a flag
+//! of `pullcheck check`; a request's errors name its fields ([`request_error`]).
 
+use axum::http::StatusCode;
 use pullcheck::mirrors::{Releases, VersionWarning};
 use pullcheck::report::{Remedy, Report};
-use pullcheck_sources::Setting;
+use pullcheck_sources::{Held, InputKind, RequestError, Setting};
+use serde_json::{Value, json};
+
+use crate::ServeSetting;
+use crate::api::ApiError;
 
 /// A [`VersionWarning`] in words (no option of either front end is named, so the CLI
 /// uses these words too): what pullcheck checked, which releases do the same, which
@@ -62,22 +68,25 @@ pub(crate) fn releases(list: &[Releases]) -> String {
     }
 }
 
-/// A row's remedies in the service's words.
-pub(crate) fn remedies(remedies: &[Remedy]) -> String {
+/// A row's remedies in the service's words, its settings named by `name`.
+pub(crate) fn remedies(remedies: &[Remedy], name: fn(ServeSetting) -> &'static str) -> String {
     remedies
         .iter()
         .map(|r| match r {
             Remedy::TrustCa { host } => format!(
-                "the service can trust its CA (serve --ca-file PEM, or --certs-dir DIR with \
-                 DIR/{host}/ca.crt)"
+                "the service can trust its CA (serve {} PEM, or {} DIR with \
+                 DIR/{host}/ca.crt)",
+                name(ServeSetting::CaFile),
+                name(ServeSetting::CertsDir)
             ),
-            Remedy::AllowInsecure { host } => {
-                format!("allow unverified TLS (serve --insecure-registry {host})")
-            }
+            Remedy::AllowInsecure { host } => format!(
+                "allow unverified TLS (serve {} {host})",
+                name(ServeSetting::InsecureRegistry)
+            ),
             Remedy::IncludeOnStart => "check it now with \"include_on_start\": true".to_owned(),
             Remedy::GiveCredential { host } => format!(
-                "give a credential for {host} in \"pull_secrets\" (or the service's \
-                 --docker-config)"
+                "give a credential for {host} in \"pull_secrets\" (or the service's {})",
+                name(ServeSetting::DockerConfig)
             ),
         })
         .collect::<Vec<_>>()
@@ -92,11 +101,153 @@ pub(crate) fn setting(setting: Setting) -> &'static str {
     }
 }
 
+/// A [`RequestError`] as `POST /v1/checks` answers it: its status, a message naming the
+/// request's fields (`"allow_empty": true`, `pods_template`, `namespace`,
+/// `placeholder_image`), and the facts as `error` fields: `kind` (snake_case of the
+/// variant), `field` (the request field it is about) and the variant's own
+/// (`inputs` of `nothing_to_check`, `reference_error` of `placeholder_image`).
+/// `placeholder_given`: the placeholder is the request's, not the service's own
+/// (`serve --placeholder-image`, a 500: the caller cannot change it).
+pub(crate) fn request_error(error: RequestError, placeholder_given: bool) -> ApiError {
+    let with = |mut e: ApiError, facts: Value| {
+        if let Value::Object(facts) = facts {
+            e.facts = Some(Box::new(facts));
+        }
+        e
+    };
+    match error {
+        // One text at most: its error, with its position.
+        RequestError::Inputs(mut errors) if !errors.is_empty() => {
+            with(ApiError::from(errors.remove(0).1), json!({"kind": "input"}))
+        }
+        RequestError::Inputs(_) => with(
+            ApiError::bad("the request's input could not be read"),
+            json!({"kind": "input"}),
+        ),
+        RequestError::NothingToCheck(nothing) => {
+            let message = if nothing.inputs.is_empty() {
+                "nothing to check: no `pipeline`, `build` or `manifests`, and `images` is \
+                 empty (`\"allow_empty\": true` passes anyway)"
+                    .to_owned()
+            } else {
+                format!("{nothing} (`\"allow_empty\": true` passes anyway)")
+            };
+            let inputs: Vec<Value> = nothing
+                .inputs
+                .iter()
+                .map(|i| {
+                    let read_as = match i.read_as {
+                        InputKind::Manifests => "manifests",
+                        InputKind::Pipeline => "pipeline",
+                        InputKind::Build => "build",
+                    };
+                    match i.held {
+                        Held::NoImage => {
+                            json!({"name": i.name, "read_as": read_as, "held": "no_image"})
+                        }
+                        Held::Templates { steps, inline } => json!({
+                            "name": i.name, "read_as": read_as, "held": "templates",
+                            "template_steps": steps, "inline_templates": inline,
+                        }),
+                    }
+                })
+                .collect();
+            with(
+                ApiError::bad(message),
+                json!({"kind": "nothing_to_check", "field": "allow_empty", "inputs": inputs}),
+            )
+        }
+        RequestError::TemplateWithoutNamespace(name) => with(
+            ApiError::bad(format!(
+                "`pods_template` {name:?} needs `namespace`: the template is read from the \
+                 build namespace"
+            )),
+            json!({"kind": "template_without_namespace", "field": "pods_template"}),
+        ),
+        RequestError::PlaceholderImage(e) if placeholder_given => with(
+            ApiError::bad(format!("`placeholder_image`: {}", e.message())),
+            json!({"kind": "placeholder_image", "field": "placeholder_image",
+                   "reference_error": e.kind().as_str()}),
+        ),
+        RequestError::PlaceholderImage(e) => with(
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the service's placeholder image: {}", e.message()),
+            ),
+            json!({"kind": "placeholder_image", "reference_error": e.kind().as_str()}),
+        ),
+        RequestError::Template(e) => with(
+            ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
+            json!({"kind": "template", "field": "pods_template"}),
+        ),
+        RequestError::Lookup(e) => with(
+            ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
+            json!({"kind": "lookup", "field": "namespace", "lookup": lookup_facts(&e)}),
+        ),
+        RequestError::PullSecret(e) => with(
+            ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
+            json!({"kind": "pull_secret", "field": "namespace"}),
+        ),
+        RequestError::LookupDeadline(deadline) => with(
+            ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the Kubernetes lookups of the pull secrets did not finish within the \
+                     deadline of {}",
+                    pullcheck_sources::format_duration(deadline)
+                ),
+            ),
+            json!({"kind": "lookup_deadline", "field": "deadline_seconds"}),
+        ),
+    }
+}
+
+/// A failed Kubernetes lookup's facts for the API's error: `error` (what went wrong:
+/// `forbidden`, `template_not_found`, `api`, `unreachable`, `unauthorized`, `malformed`,
+/// `template_api_missing`, `not_kubernetes`, `config`) and, where the error names them,
+/// the object (`resource`, `name`, `namespace`) and the API server's HTTP `code`.
+fn lookup_facts(error: &pullcheck_kube::KubeError) -> Value {
+    use pullcheck_kube::KubeError as K;
+    match error {
+        K::Forbidden {
+            resource,
+            name,
+            namespace,
+            ..
+        } => json!({"error": "forbidden", "resource": resource, "name": name,
+                    "namespace": namespace, "code": 403}),
+        K::TemplateNotFound { name, namespace } => json!({"error": "template_not_found",
+            "resource": "pipelinepodstemplates", "name": name, "namespace": namespace,
+            "code": 404}),
+        K::Api {
+            resource,
+            name,
+            namespace,
+            code,
+            ..
+        } => json!({"error": "api", "resource": resource, "name": name,
+                    "namespace": namespace, "code": code}),
+        K::Malformed {
+            resource,
+            name,
+            namespace,
+            ..
+        } => json!({"error": "malformed", "resource": resource, "name": name,
+                    "namespace": namespace}),
+        K::Unreachable { .. } => json!({"error": "unreachable"}),
+        K::Unauthorized { .. } => json!({"error": "unauthorized", "code": 401}),
+        K::TemplateApiMissing { .. } => json!({"error": "template_api_missing", "code": 404}),
+        K::NotKubernetes(_) => json!({"error": "not_kubernetes"}),
+        K::TemplateFile(_) => json!({"error": "template_file"}),
+        _ => json!({"error": "config"}),
+    }
+}
+
 /// The report with every row's other attempts and remedies worded into its detail, for
-/// the API's answer.
-pub(crate) fn report(mut report: Report) -> Report {
+/// the API's answer; `name` names the service's settings.
+pub(crate) fn report(mut report: Report, name: fn(ServeSetting) -> &'static str) -> Report {
     report.word_attempts();
-    report.word_remedies(remedies);
+    report.word_remedies(|r| remedies(r, name));
     report.word_version_warnings(version_warning);
     report
 }
@@ -147,24 +298,30 @@ mod tests {
     fn remedies_golden() {
         let host = "registry.example.com".to_owned();
         assert_eq!(
-            remedies(&[
-                Remedy::TrustCa { host: host.clone() },
-                Remedy::AllowInsecure { host }
-            ]),
-            "the service can trust its CA (serve --ca-file PEM, or --certs-dir DIR with \
+            remedies(
+                &[
+                    Remedy::TrustCa { host: host.clone() },
+                    Remedy::AllowInsecure { host }
+                ],
+                crate::plain_setting_name
+            ),
+            "the service can trust its CA (serve ca_file PEM, or certs_dir DIR with \
              DIR/registry.example.com/ca.crt), or allow unverified TLS (serve \
-             --insecure-registry registry.example.com)"
+             insecure_registry registry.example.com)"
         );
         assert_eq!(
-            remedies(&[Remedy::IncludeOnStart]),
+            remedies(&[Remedy::IncludeOnStart], crate::plain_setting_name),
             "check it now with \"include_on_start\": true"
         );
         assert_eq!(
-            remedies(&[Remedy::GiveCredential {
-                host: "registry.example.com".into()
-            }]),
+            remedies(
+                &[Remedy::GiveCredential {
+                    host: "registry.example.com".into()
+                }],
+                crate::plain_setting_name
+            ),
             "give a credential for registry.example.com in \"pull_secrets\" (or the \
-             service's --docker-config)"
+             service's docker_config)"
         );
     }
 }

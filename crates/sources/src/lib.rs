@@ -38,7 +38,9 @@
 mod request;
 
 pub use pullcheck::input::image_use;
-pub use request::{CheckRequest, Input, Prepared, Ready, RequestError};
+pub use request::{
+    CheckRequest, EmptyInput, Held, Input, NothingToCheck, Prepared, Ready, RequestError,
+};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -171,6 +173,8 @@ pub struct Inputs {
     warnings: Vec<InputWarning>,
     /// The names of the texts in which no image was found, in input order.
     without_images: Vec<String>,
+    /// The kind each of [`Inputs::without_images`] was read as, in the same order.
+    without_image_kinds: Vec<InputKind>,
     /// The pipelines whose every image comes from a template the server expands
     /// (template steps, `render_inline` templates): name, template steps, inline
     /// templates.
@@ -234,14 +238,17 @@ impl Inputs {
         self.workloads.extend(other.workloads);
         self.warnings.extend(other.warnings);
         self.without_images.extend(other.without_images);
+        self.without_image_kinds.extend(other.without_image_kinds);
         self.from_templates.extend(other.from_templates);
     }
 
-    /// The inputs of a text `name` in which no image was found (with its warning).
-    pub(crate) fn without_image(name: &str) -> Inputs {
+    /// The inputs of a text `name`, read as `kind`, in which no image was found (with
+    /// its warning).
+    pub(crate) fn without_image(name: &str, kind: InputKind) -> Inputs {
         Inputs {
             warnings: vec![InputWarning::NoImage(name.to_owned())],
             without_images: vec![name.to_owned()],
+            without_image_kinds: vec![kind],
             ..Inputs::default()
         }
     }
@@ -251,32 +258,48 @@ impl Inputs {
         &self.without_images
     }
 
-    /// When there is nothing to check at all, the error that says so: it names every
-    /// text and what was expected ([`no_image_message`]), then the inputs' warnings
-    /// (an object of a kind not read, ...), which tell why. `None` when there is an
-    /// image, template steps apart: a pipeline whose every image comes from a template
-    /// (template steps, or a `render_inline` pipeline's templates) is named with that
-    /// reason, since nothing of it would be checked.
-    pub fn nothing_to_check(&self) -> Option<String> {
+    /// When there is nothing to check at all, what the inputs held instead, as data
+    /// ([`NothingToCheck`]: every text, what it held, then the inputs' warnings, which
+    /// tell why). `None` when there is an image, template steps apart: a pipeline whose
+    /// every image comes from a template (template steps, or a `render_inline`
+    /// pipeline's templates) is listed with [`Held::Templates`], since nothing of it
+    /// would be checked.
+    pub fn nothing_to_check(&self) -> Option<NothingToCheck> {
         if !self.nothing_checkable() {
             return None;
         }
-        let mut parts = Vec::new();
-        if !self.without_images.is_empty() || self.from_templates.is_empty() {
-            parts.push(no_image_message(&self.without_images));
-        }
-        for (name, steps, inline) in &self.from_templates {
-            parts.push(templates_only_message(name, *steps, *inline));
-        }
-        let mut message = parts.join("; ");
-        // The texts without an image are named above already.
-        for warning in &self.warnings {
-            if let InputWarning::Read(warning) = warning {
-                message.push_str("; ");
-                message.push_str(warning);
-            }
-        }
-        Some(message)
+        let mut inputs: Vec<EmptyInput> = self
+            .without_images
+            .iter()
+            .zip(&self.without_image_kinds)
+            .map(|(name, kind)| EmptyInput {
+                name: name.clone(),
+                read_as: *kind,
+                held: Held::NoImage,
+            })
+            .collect();
+        inputs.extend(
+            self.from_templates
+                .iter()
+                .map(|(name, steps, inline)| EmptyInput {
+                    name: name.clone(),
+                    read_as: InputKind::Pipeline,
+                    held: Held::Templates {
+                        steps: *steps,
+                        inline: *inline,
+                    },
+                }),
+        );
+        // The texts without an image are listed already.
+        let warnings = self
+            .warnings
+            .iter()
+            .filter_map(|w| match w {
+                InputWarning::Read(text) => Some(text.clone()),
+                InputWarning::NoImage(_) => None,
+            })
+            .collect();
+        Some(NothingToCheck { inputs, warnings })
     }
 }
 
@@ -391,7 +414,7 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
         }
     };
     if found == 0 {
-        inputs.append(Inputs::without_image(name));
+        inputs.append(Inputs::without_image(name, kind));
     }
     Ok(inputs)
 }
@@ -631,12 +654,14 @@ fn plan_placeholder(
     let Some(policy) = placeholder_policy(uses) else {
         return Ok(None);
     };
-    let mut placeholder = pullcheck::input::parse_image_arg(&format!(
-        "{}={}",
-        runtime.placeholder_image,
-        policy.as_str()
-    ))
-    .map_err(|e| RequestError::PlaceholderImage(e.message))?;
+    // Only an empty placeholder stops the request: any other reference that does not
+    // parse is its row's `invalid` status, as an image of the inputs would be.
+    if let Err(e) = pullcheck::reference::Reference::parse_normalized(&runtime.placeholder_image)
+        && e.kind() == pullcheck::reference::ReferenceErrorKind::Empty
+    {
+        return Err(RequestError::PlaceholderImage(e));
+    }
+    let mut placeholder = pullcheck::input::image_use(&runtime.placeholder_image, policy);
     placeholder.origin.kind = ContainerKind::Placeholder;
     placeholder.origin.name = "build Pod placeholder".to_owned();
     let (platform, platform_source) = match &runtime.platform {
@@ -761,8 +786,8 @@ pub async fn find_pull_secrets(
 /// (a template named in the cluster is read once more for it).
 ///
 /// # Errors
-/// As [`find_pull_secrets`]; also a `--placeholder-image` that is not a reference
-/// argument, and a `nodeSelector` platform label that is not a platform part.
+/// As [`find_pull_secrets`]; also an empty placeholder image, and a `nodeSelector`
+/// platform label that is not a platform part.
 pub async fn find_pull_secrets_on(
     inputs: Inputs,
     pull_secrets: &[PullSecret],
@@ -804,6 +829,7 @@ pub(crate) async fn gather_sets(
         workloads,
         warnings: file_warnings,
         without_images: _,
+        without_image_kinds: _,
         from_templates: _,
     } = inputs;
     let mut walked = Vec::new();
@@ -817,10 +843,7 @@ pub(crate) async fn gather_sets(
         // The template is loaded once: for its pull secrets and the placeholder's platform.
         let (loaded, chain) = match cluster {
             Some(c) => {
-                let (loaded, chain) = c
-                    .build_pod(template)
-                    .await
-                    .map_err(|e| RequestError::Lookup(e.to_string()))?;
+                let (loaded, chain) = c.build_pod(template).await.map_err(RequestError::Lookup)?;
                 (loaded, Some(chain))
             }
             None => {
@@ -876,7 +899,7 @@ pub(crate) async fn gather_sets(
             Some(c) => Some(
                 pullcheck_kube::walk_pull_secrets_many(c, &pods)
                     .await
-                    .map_err(|e| RequestError::Lookup(e.to_string()))?,
+                    .map_err(RequestError::Lookup)?,
             ),
             None => None,
         };
@@ -1076,12 +1099,22 @@ mod tests {
         ];
         let inputs = read_inputs(&texts, Vec::new()).expect("reads");
         assert_eq!(inputs.without_images(), ["a.yml", "b.yaml"]);
-        let message = inputs.nothing_to_check().expect("nothing to check");
-        assert!(
-            message.starts_with("no image to check in a.yml, b.yaml: expected a Vela"),
-            "{message}"
+        let nothing = inputs.nothing_to_check().expect("nothing to check");
+        let held: Vec<(&str, InputKind, Held)> = nothing
+            .inputs
+            .iter()
+            .map(|i| (i.name.as_str(), i.read_as, i.held))
+            .collect();
+        assert_eq!(
+            held,
+            [
+                ("a.yml", InputKind::Pipeline, Held::NoImage),
+                ("b.yaml", InputKind::Manifests, Held::NoImage)
+            ]
         );
-        assert!(message.contains("Rollout"), "{message}");
+        // The manifests reader's warning about the kind it does not read tells why.
+        assert_eq!(nothing.warnings.len(), 1, "{nothing:?}");
+        assert!(nothing.warnings[0].contains("Rollout"), "{nothing:?}");
         let with_image = [NamedText {
             name: "c.yml".into(),
             text: "version: \"1\"\nsteps: [{name: a, image: alpine, commands: [x]}]\n".into(),

@@ -71,6 +71,11 @@ pub struct CheckRequest {
     /// Inputs without any image give an empty report instead of
     /// [`RequestError::NothingToCheck`].
     pub allow_empty: bool,
+    /// Whether the cluster's own namespace (its kubeconfig context's) is the build
+    /// namespace when [`CheckRequest::namespace`] is `None`, as for the CLI; `false` (the
+    /// default, the service's: it ignores its kubeconfig's namespace): a pods template
+    /// named without a namespace is [`RequestError::TemplateWithoutNamespace`].
+    pub cluster_namespace: bool,
     /// How the front end names a [`Setting`] in the warnings and details the request
     /// gives (`--namespace` in the CLI, `"namespace"` in the service); default
     /// [`crate::plain_setting_name`].
@@ -92,6 +97,7 @@ impl Default for CheckRequest {
             deadline_start: None,
             include_on_start: false,
             allow_empty: false,
+            cluster_namespace: false,
             setting_name: crate::plain_setting_name,
         }
     }
@@ -117,32 +123,109 @@ impl fmt::Debug for CheckRequest {
             .field("deadline", &self.deadline)
             .field("include_on_start", &self.include_on_start)
             .field("allow_empty", &self.allow_empty)
+            .field("cluster_namespace", &self.cluster_namespace)
             .finish_non_exhaustive()
     }
 }
 
-/// Why a [`CheckRequest`] gave no report. Each names the part of the request it is
-/// about; the front ends word it for their surface (a flag, a JSON field, a status).
+/// Why a [`CheckRequest`] gave no report, as facts: each variant names the part of the
+/// request it is about and carries what was found, never a sentence for one surface.
+/// Each front end words it for its own (the CLI's flags, the service's JSON fields and
+/// `kind`, the webhook's short brief); `Display` is a plain rendering naming neither.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestError {
     /// Texts that are not a pipeline or manifests at all: each with the index of its
     /// [`Input`] in [`CheckRequest::inputs`], in input order.
     Inputs(Vec<(usize, SourceError)>),
-    /// No image in any input and not [`CheckRequest::allow_empty`]: the message names
-    /// every text and what was expected ([`Inputs::nothing_to_check`]).
-    NothingToCheck(String),
-    /// The placeholder image is not a reference: the parser's message.
-    PlaceholderImage(String),
+    /// No image in any input and not [`CheckRequest::allow_empty`]: every text and what
+    /// it held instead; a request without any input or image has none listed.
+    NothingToCheck(NothingToCheck),
+    /// A pods template named (to be read from the cluster) without a build namespace,
+    /// where the cluster's own namespace does not stand in
+    /// ([`CheckRequest::cluster_namespace`]): the template's name.
+    TemplateWithoutNamespace(String),
+    /// The placeholder image is empty, as the reference parser says it (kind
+    /// [`ReferenceErrorKind::Empty`](pullcheck::reference::ReferenceErrorKind::Empty));
+    /// any other reference that does not parse is the placeholder row's `invalid`.
+    PlaceholderImage(pullcheck::reference::ReferenceError),
     /// The pods template file cannot be read, or its `nodeSelector` does not name a
     /// platform.
     Template(SourceError),
-    /// A Kubernetes lookup of the pull secrets failed (the API server's answer, named).
-    Lookup(String),
+    /// A Kubernetes lookup of the pull secrets failed: the kube error as data (the
+    /// object, the API server and its answer; [`pullcheck_kube::KubeError`]).
+    Lookup(pullcheck_kube::KubeError),
     /// A Secret of a Pod's chain that the kubelet could not read either.
     PullSecret(SourceError),
     /// The Kubernetes lookups did not finish within the request's deadline (the
     /// deadline as given).
     LookupDeadline(Duration),
+}
+
+/// What a request held instead of an image to check ([`RequestError::NothingToCheck`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NothingToCheck {
+    /// Every input text, with what it held: first those without any image (input
+    /// order), then pipelines whose every image comes from a template (input order).
+    /// Empty: the request held no input and no image at all.
+    pub inputs: Vec<EmptyInput>,
+    /// The readers' warnings about the inputs (a document, object or kind not read),
+    /// which tell why, in input order.
+    pub warnings: Vec<String>,
+}
+
+/// One input text of a [`NothingToCheck`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmptyInput {
+    /// The text's name ([`NamedText::name`]).
+    pub name: String,
+    /// What it was read as, and so what it was expected to hold: a pipeline's
+    /// containers with `image:` ([`InputKind::Pipeline`], [`InputKind::Build`]) or
+    /// workloads with containers ([`InputKind::Manifests`]).
+    pub read_as: InputKind,
+    /// What it held instead.
+    pub held: Held,
+}
+
+/// What an [`EmptyInput`] held instead of an image to check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// No image at all: no Vela `steps`, `services` or `stages` with `image:`, no Pod,
+    /// Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob with containers.
+    NoImage,
+    /// Only images from templates the Vela server expands when it compiles the build,
+    /// which pullcheck does not: `steps` template steps, `inline` `render_inline`
+    /// templates (counts).
+    Templates {
+        /// Template steps.
+        steps: usize,
+        /// `render_inline` templates.
+        inline: usize,
+    },
+}
+
+impl fmt::Display for NothingToCheck {
+    /// `no image to check in a.yml, b.yml: expected …; nothing was checked`, then each
+    /// templates-only pipeline and the warnings, `; `-separated; no way to pass anyway
+    /// (each front end adds its own).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let no_image: Vec<String> = self
+            .inputs
+            .iter()
+            .filter(|i| i.held == Held::NoImage)
+            .map(|i| i.name.clone())
+            .collect();
+        let mut parts = Vec::new();
+        if !no_image.is_empty() || no_image.len() == self.inputs.len() {
+            parts.push(crate::no_image_message(&no_image));
+        }
+        for input in &self.inputs {
+            if let Held::Templates { steps, inline } = input.held {
+                parts.push(crate::templates_only_message(&input.name, steps, inline));
+            }
+        }
+        parts.extend(self.warnings.iter().cloned());
+        f.write_str(&parts.join("; "))
+    }
 }
 
 impl fmt::Display for RequestError {
@@ -152,10 +235,13 @@ impl fmt::Display for RequestError {
                 let messages: Vec<String> = errors.iter().map(|(_, e)| e.to_string()).collect();
                 f.write_str(&messages.join("\n"))
             }
-            RequestError::NothingToCheck(message) | RequestError::Lookup(message) => {
-                f.write_str(message)
-            }
-            RequestError::PlaceholderImage(message) => write!(f, "placeholder image: {message}"),
+            RequestError::NothingToCheck(nothing) => nothing.fmt(f),
+            RequestError::TemplateWithoutNamespace(name) => write!(
+                f,
+                "the pods template {name:?} is read from the build namespace, and none is given"
+            ),
+            RequestError::Lookup(e) => e.fmt(f),
+            RequestError::PlaceholderImage(e) => write!(f, "placeholder image: {}", e.message()),
             RequestError::Template(e) | RequestError::PullSecret(e) => e.fmt(f),
             RequestError::LookupDeadline(deadline) => write!(
                 f,
@@ -191,16 +277,34 @@ impl CheckRequest {
         }
     }
 
+    /// The request's own rules, before anything is read: a pods template named without
+    /// a namespace for it. [`CheckRequest::read`] applies them first; the empty-input
+    /// rule needs the texts read, so it is [`CheckRequest::read`]'s.
+    ///
+    /// # Errors
+    /// [`RequestError::TemplateWithoutNamespace`].
+    pub fn validate(&self) -> Result<(), RequestError> {
+        if let TemplateSource::Name(name) = &self.template
+            && self.namespace.is_none()
+            && !self.cluster_namespace
+        {
+            return Err(RequestError::TemplateWithoutNamespace(name.clone()));
+        }
+        Ok(())
+    }
+
     /// Parses every input (no IO) and applies the empty-input rule. The deadline's
     /// clock starts here unless [`CheckRequest::deadline_start`] says otherwise. With
     /// [`CheckRequest::allow_empty`], a text with no document at all (an empty file) is
     /// an input without images, not an error.
     ///
     /// # Errors
-    /// [`RequestError::Inputs`] naming every text that is not a pipeline or manifests;
-    /// else [`RequestError::NothingToCheck`] when no input holds an image and
+    /// As [`CheckRequest::validate`]; [`RequestError::Inputs`] naming every text that is
+    /// not a pipeline or manifests; else [`RequestError::NothingToCheck`] when no input
+    /// holds an image (a request without any input or image included) and
     /// [`CheckRequest::allow_empty`] is not set.
     pub fn read(self) -> Result<Prepared, RequestError> {
+        self.validate()?;
         let runtime = self.build_runtime();
         let mut inputs = Inputs::default();
         let mut errors = Vec::new();
@@ -216,7 +320,7 @@ impl CheckRequest {
                     if self.allow_empty
                         && pullcheck::input::holds_no_document(&input.text.text) =>
                 {
-                    inputs.append(Inputs::without_image(&input.text.name));
+                    inputs.append(Inputs::without_image(&input.text.name, kind));
                 }
                 Err(e) => errors.push((i, e)),
             }
@@ -226,9 +330,9 @@ impl CheckRequest {
         }
         inputs.build_uses.extend(self.images);
         if !self.allow_empty
-            && let Some(message) = inputs.nothing_to_check()
+            && let Some(nothing) = inputs.nothing_to_check()
         {
-            return Err(RequestError::NothingToCheck(message));
+            return Err(RequestError::NothingToCheck(nothing));
         }
         Ok(Prepared {
             inputs,
@@ -417,12 +521,29 @@ mod tests {
             )],
             ..CheckRequest::default()
         };
-        let Err(RequestError::NothingToCheck(message)) = empty().read() else {
+        let Err(RequestError::NothingToCheck(nothing)) = empty().read() else {
             panic!("nothing to check");
         };
+        assert_eq!(
+            nothing.inputs,
+            [EmptyInput {
+                name: "e.yml".into(),
+                read_as: InputKind::Pipeline,
+                held: Held::NoImage,
+            }]
+        );
+        // A request without any input or image is nothing to check, with none listed.
+        let Err(RequestError::NothingToCheck(none)) = CheckRequest::default().read() else {
+            panic!("an empty request");
+        };
+        assert_eq!(none.inputs, []);
         assert!(
-            message.starts_with("no image to check in e.yml:"),
-            "{message}"
+            CheckRequest {
+                allow_empty: true,
+                ..CheckRequest::default()
+            }
+            .read()
+            .is_ok()
         );
         let allowed = CheckRequest {
             allow_empty: true,
@@ -435,6 +556,63 @@ mod tests {
             ..CheckRequest::default()
         };
         assert!(image.read().is_ok());
+    }
+
+    #[test]
+    fn a_template_name_needs_a_namespace_unless_the_cluster_s_stands_in() {
+        let named = || CheckRequest {
+            template: TemplateSource::Name("vela-pods".into()),
+            images: vec![image_use("alpine", PullPolicy::Always)],
+            ..CheckRequest::default()
+        };
+        assert_eq!(
+            named().read().err(),
+            Some(RequestError::TemplateWithoutNamespace("vela-pods".into()))
+        );
+        let with_namespace = CheckRequest {
+            namespace: Some("ci".into()),
+            ..named()
+        };
+        assert!(with_namespace.read().is_ok());
+        let cluster_s = CheckRequest {
+            cluster_namespace: true,
+            ..named()
+        };
+        assert!(cluster_s.read().is_ok());
+        // A file needs no namespace.
+        let file = CheckRequest {
+            template: TemplateSource::File("t.yaml".into()),
+            ..named()
+        };
+        assert_eq!(file.validate(), Ok(()));
+    }
+
+    #[tokio::test]
+    async fn an_empty_placeholder_is_the_reference_error_others_are_rows() {
+        let request = |placeholder: &str| CheckRequest {
+            inputs: vec![pipeline(
+                "p.yml",
+                "version: \"1\"\nsteps: [{name: a, image: alpine, commands: [x]}]\n",
+            )],
+            runtime: Some(Runtime::Kubernetes),
+            placeholder_image: Some(placeholder.into()),
+            ..CheckRequest::default()
+        };
+        let Err(RequestError::PlaceholderImage(e)) =
+            request("").read().expect("reads").gather(None).await
+        else {
+            panic!("an empty placeholder");
+        };
+        assert_eq!(e.kind(), pullcheck::reference::ReferenceErrorKind::Empty);
+        // Not a reference, but not empty: the placeholder's row says `invalid`.
+        let ready = request("Bad/Pause")
+            .read()
+            .expect("reads")
+            .gather(None)
+            .await
+            .expect("gathers");
+        let placeholder = ready.gathered.placeholder.expect("a placeholder");
+        assert_eq!(placeholder.set.uses[0].image, "Bad/Pause");
     }
 
     #[tokio::test]

@@ -400,3 +400,42 @@ async fn the_plugin_s_words_name_no_flag() {
     assert!(!stderr.contains("--"), "a flag named: {stderr}");
     assert_no_canary(&out);
 }
+
+/// A parameter that is none of the plugin's is named before anything else: in the text
+/// report before the first row, and before the error when another parameter stops the
+/// run (issue 24, D7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_parameter_is_named_first_even_when_the_run_stops() {
+    let registry = anonymous_registry().await;
+    let dir = temp_dir("plugin-unknown-first");
+    std::fs::write(dir.join(".vela.yml"), pipeline(registry.host(), "")).expect("write");
+    let out = plugin(
+        &dir,
+        &[("PARAMETER_NAMESPCE", "ci"), ("VELA_BUILD_NUMBER", "7")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("warning: PARAMETER_NAMESPCE ")
+            && first.ends_with("(did you mean `namespace`?)"),
+        "{text}"
+    );
+    assert_eq!(text.matches("PARAMETER_NAMESPCE").count(), 1, "{text}");
+    // Another parameter's error stops the run (exit 2): the warning comes first.
+    let out = plugin(
+        &dir,
+        &[
+            ("PARAMETER_NAMESPCE", "ci"),
+            ("PARAMETER_FAIL_ON", "sometimes"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.len() >= 2
+            && lines[0].starts_with("warning: PARAMETER_NAMESPCE ")
+            && lines[1].contains("PARAMETER_FAIL_ON"),
+        "{err}"
+    );
+}

@@ -25,7 +25,7 @@
 use std::path::{Path, PathBuf};
 
 use pullcheck_input::{
-    ContainerKind as K, Disposition, PullPolicy as P, Refusal, Skip, read_pipeline,
+    ContainerKind as K, DecodeFailure, Disposition, PullPolicy as P, Refusal, Skip, read_pipeline,
 };
 
 /// What one image use must be.
@@ -150,7 +150,7 @@ fn expected() -> Vec<(&'static str, Expect)> {
         // `- echo foo:` is a mapping in `commands`: `raw.StringSlice.UnmarshalYAML` fails ("unable to unmarshal into StringSlice"), so `ParseYAML` refuses the file. pullcheck read it before this corpus (fixed: compiler.rs `string_slices`).
         (
             "go-vela/vela-tutorials",
-            Refused(Refusal::WrongType { field: "steps[0].commands[0]".into(), expected: "string", found: "mapping".into(), json: false }, (7, 9)),
+            Refused(Refusal::Decode { field: "steps[0].commands[0]".into(), failure: DecodeFailure::StringSlice }, (7, 9)),
         ),
         // A service beside steps; `metadata.template: false`.
         (

@@ -4,7 +4,9 @@
 //! image of it is read. Texts follow go-vela/server's `compiler/native/testdata/` where
 //! a file there covers the case (named in each test).
 
-use pullcheck_input::{ContainerKind, Disposition, InputError, Refusal, read_pipeline};
+use pullcheck_input::{
+    ContainerKind, DecodeFailure, Disposition, InputError, Refusal, read_pipeline,
+};
 
 fn refused(text: &str) -> InputError {
     match read_pipeline(".vela.yml", text) {
@@ -454,6 +456,7 @@ fn a_compiled_build_field_of_the_wrong_json_type() {
             field: "steps[0].image".into(),
             expected: "string",
             found: "number".into(),
+            value: None,
             json: true
         })
     );
@@ -481,11 +484,9 @@ fn a_string_slice_with_a_mapping_in_it_is_refused_as_the_decoder_refuses_it() {
     );
     assert_eq!(
         e.refusal.as_deref(),
-        Some(&Refusal::WrongType {
+        Some(&Refusal::Decode {
             field: "steps[0].commands[0]".into(),
-            expected: "string",
-            found: "mapping".into(),
-            json: false
+            failure: DecodeFailure::StringSlice,
         })
     );
     assert_eq!(at(&e), (6, 9));
@@ -494,7 +495,7 @@ fn a_string_slice_with_a_mapping_in_it_is_refused_as_the_decoder_refuses_it() {
         "version: \"1\"\nservices:\n  - name: db\n    image: postgres:16\n    entrypoint: {sh: -c}\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n",
     );
     assert!(
-        matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field, found, .. }) if field == "services[0].entrypoint" && found == "mapping"),
+        matches!(e.refusal.as_deref(), Some(Refusal::Decode { field, failure: DecodeFailure::StringSlice }) if field == "services[0].entrypoint"),
         "{e}"
     );
     assert_eq!(at(&e), (5, 17));
@@ -502,7 +503,7 @@ fn a_string_slice_with_a_mapping_in_it_is_refused_as_the_decoder_refuses_it() {
         "version: \"1\"\nstages:\n  test:\n    needs: [[build]]\n    steps:\n      - {name: a, image: alpine, commands: [x]}\n",
     );
     assert!(
-        matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field, found, .. }) if field == "stages.test.needs[0]" && found == "list"),
+        matches!(e.refusal.as_deref(), Some(Refusal::Decode { field, failure: DecodeFailure::StringSlice }) if field == "stages.test.needs[0]"),
         "{e}"
     );
     // A scalar and a list of scalars (numbers and nulls too) are what it takes.
@@ -587,23 +588,51 @@ fn fields_of_the_wrong_type_outside_containers_refuse_the_file() {
     // internal/yaml.go decodes the whole file into yaml.Build (go.yaml.in/yaml/v3): a
     // field of the wrong type fails it, at the value.
     let step = "steps:\n  - {name: a, image: alpine:3.19, commands: [echo]}\n";
-    for (extra, field, expected, found, line, column) in [
-        ("secrets: [x]\n", "secrets[0]", "mapping", "string", 4, 11),
+    // Vela's words are go.yaml.in/yaml/v3's type errors (`decode.go` `terror`): the tag,
+    // the value, the Go type.
+    for (extra, field, expected, found, value, line, column) in [
+        (
+            "secrets: [x]\n",
+            "secrets[0]",
+            "yaml.Secret",
+            "!!str",
+            Some("`x`"),
+            4,
+            11,
+        ),
         (
             "secrets: [{name: a, origin: [x]}]\n",
             "secrets[0].origin",
-            "mapping",
-            "list",
+            "yaml.Origin",
+            "!!seq",
+            None,
             4,
             29,
         ),
-        ("metadata: [x]\n", "metadata", "mapping", "list", 4, 11),
-        ("worker: [x]\n", "worker", "mapping", "list", 4, 9),
+        (
+            "metadata: [x]\n",
+            "metadata",
+            "yaml.Metadata",
+            "!!seq",
+            None,
+            4,
+            11,
+        ),
+        (
+            "worker: [x]\n",
+            "worker",
+            "yaml.Worker",
+            "!!seq",
+            None,
+            4,
+            9,
+        ),
         (
             "worker: {flavor: [x]}\n",
             "worker.flavor",
             "string",
-            "list",
+            "!!seq",
+            None,
             4,
             18,
         ),
@@ -611,7 +640,8 @@ fn fields_of_the_wrong_type_outside_containers_refuse_the_file() {
             "metadata: {render_inline: \"true\"}\n",
             "metadata.render_inline",
             "bool",
-            "string",
+            "!!str",
+            Some("`true`"),
             4,
             27,
         ),
@@ -619,9 +649,19 @@ fn fields_of_the_wrong_type_outside_containers_refuse_the_file() {
             "metadata: {template: 1}\n",
             "metadata.template",
             "bool",
-            "string",
+            "!!int",
+            Some("`1`"),
             4,
             22,
+        ),
+        (
+            "secrets: {a: b}\n",
+            "secrets",
+            "[]*yaml.Secret",
+            "!!map",
+            None,
+            4,
+            10,
         ),
     ] {
         let text = format!("version: \"1\"\n{step}{extra}");
@@ -632,32 +672,13 @@ fn fields_of_the_wrong_type_outside_containers_refuse_the_file() {
                 field: field.into(),
                 expected,
                 found: found.into(),
+                value: value.map(str::to_owned),
                 json: false,
             }),
             "{extra}"
         );
         assert_eq!(at(&e), (line, column), "{extra}");
     }
-    let e = refused(&format!("version: [1]\n{step}"));
-    assert_eq!(
-        e.refusal.as_deref(),
-        Some(&Refusal::WrongType {
-            field: "version".into(),
-            expected: "string",
-            found: "list".into(),
-            json: false,
-        })
-    );
-    // A mapping where a list is wanted: an error at its place (exit 2), not yet a refusal.
-    let e = read_pipeline(
-        ".vela.yml",
-        &format!("version: \"1\"\n{step}secrets: {{a: b}}\n"),
-    )
-    .expect_err("a mapping of secrets");
-    assert_eq!(
-        (e.line, e.column, e.refusal.is_none()),
-        (Some(4), Some(10), true)
-    );
     // yaml.v3 takes YAML 1.1's words into a typed bool, quoted or not: `yes` is true.
     for yes in ["yes", "\"yes\"", "On", "true"] {
         let text = format!("version: \"1\"\nmetadata: {{render_inline: {yes}}}\n{step}");
@@ -1054,7 +1075,7 @@ fn a_null_or_non_mapping_container_item_refuses_the_file() {
     ] {
         let e = refused(&text);
         assert!(
-            matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field: f, expected: "mapping", .. }) if f == field),
+            matches!(e.refusal.as_deref(), Some(Refusal::WrongType { field: f, expected, .. }) if f == field && expected.starts_with("yaml.")),
             "{text}: {e}"
         );
         assert_eq!(at(&e), line_col, "{text}");
@@ -1204,7 +1225,7 @@ fn container_and_metadata_fields_of_the_wrong_type() {
             "metadata:\n  auto_cancel: true\n",
             "",
             "metadata.auto_cancel",
-            "mapping",
+            "yaml.CancelOptions",
             (3, 16),
         ),
         (
@@ -1430,4 +1451,445 @@ fn a_double_quoted_command_a_value_breaks() {
             "{command:?} {value:?}"
         );
     }
+}
+
+/// The typed fields of go-vela/server v0.28.8's `compiler/types/yaml`, decoded by
+/// go.yaml.in/yaml/v3 v3.0.4: a value of the wrong type is its type error, with the
+/// resolved tag, the value as `terror` quotes it and the Go type (`decode.go` lines
+/// 350–363). Each row's words were checked against go-yaml v3.0.4 itself, built here
+/// with copies of the Vela types involved (Go 1.19, standard library only).
+#[test]
+fn typed_fields_of_the_wrong_type_are_yaml_v3_type_errors() {
+    let step = "steps:\n  - name: a\n    image: alpine:3.19\n    commands: [echo]\n";
+    for (extra, field, expected, found, value, line_col) in [
+        (
+            "    parameters: 5\n",
+            "steps[0].parameters",
+            "map[string]interface {}",
+            "!!int",
+            Some("`5`"),
+            (6, 17),
+        ),
+        (
+            "    parameters: [a]\n",
+            "steps[0].parameters",
+            "map[string]interface {}",
+            "!!seq",
+            None,
+            (6, 17),
+        ),
+        (
+            "    git: x\n",
+            "steps[0].git",
+            "yaml.Git",
+            "!!str",
+            Some("`x`"),
+            (6, 10),
+        ),
+        (
+            "    git: .5\n",
+            "steps[0].git",
+            "yaml.Git",
+            "!!float",
+            Some("`.5`"),
+            (6, 10),
+        ),
+        (
+            "    git: {token: {repositories: x}}\n",
+            "steps[0].git.token.repositories",
+            "[]string",
+            "!!str",
+            Some("`x`"),
+            (6, 33),
+        ),
+        (
+            "    git: {token: {permissions: {a: [b]}}}\n",
+            "steps[0].git.token.permissions.a",
+            "string",
+            "!!seq",
+            None,
+            (6, 36),
+        ),
+        (
+            "    artifacts: x\n",
+            "steps[0].artifacts",
+            "yaml.Artifacts",
+            "!!str",
+            Some("`x`"),
+            (6, 16),
+        ),
+        (
+            "    artifacts: 1_000\n",
+            "steps[0].artifacts",
+            "yaml.Artifacts",
+            "!!int",
+            Some("`1_000`"),
+            (6, 16),
+        ),
+        (
+            "    template: 5\n",
+            "steps[0].template",
+            "yaml.StepTemplate",
+            "!!int",
+            Some("`5`"),
+            (6, 15),
+        ),
+        (
+            "    template: 12345678901\n",
+            "steps[0].template",
+            "yaml.StepTemplate",
+            "!!int",
+            Some("`1234567...`"),
+            (6, 15),
+        ),
+        (
+            "    detach: 2015-02-24\n",
+            "steps[0].detach",
+            "bool",
+            "!!timestamp",
+            Some("`2015-02-24`"),
+            (6, 13),
+        ),
+        (
+            "    detach: 09\n",
+            "steps[0].detach",
+            "bool",
+            "!!float",
+            Some("`09`"),
+            (6, 13),
+        ),
+        (
+            "    ulimits: [{name: n, soft: \"a\"}]\n",
+            "steps[0].ulimits[0].soft",
+            "int64",
+            "!!str",
+            Some("`a`"),
+            (6, 31),
+        ),
+        (
+            "    ruleset: {eval: [a], continue: maybe}\n",
+            "steps[0].ruleset.eval",
+            "string",
+            "!!seq",
+            None,
+            (6, 21),
+        ),
+        (
+            "    ruleset: {continue: maybe}\n",
+            "steps[0].ruleset.continue",
+            "bool",
+            "!!str",
+            Some("`maybe`"),
+            (6, 25),
+        ),
+        (
+            "    ruleset: {if: {eval: {a: b}}}\n",
+            "steps[0].ruleset.if.eval",
+            "string",
+            "!!map",
+            None,
+            (6, 26),
+        ),
+    ] {
+        let text = format!("version: \"1\"\n{step}{extra}");
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::WrongType {
+                field: field.into(),
+                expected,
+                found: found.into(),
+                value: value.map(str::to_owned),
+                json: false,
+            }),
+            "{text}"
+        );
+        assert_eq!(at(&e), line_col, "{text}");
+    }
+    // A ruleset that is a scalar: the anonymous struct of `Rules.UnmarshalYAML`.
+    let e = refused(&format!("version: \"1\"\n{step}    ruleset: x\n"));
+    let Some(Refusal::WrongType {
+        expected, found, ..
+    }) = e.refusal.as_deref()
+    else {
+        panic!("{e:?}");
+    };
+    assert!(
+        expected.starts_with("struct { Branch raw.StringSlice; "),
+        "{expected}"
+    );
+    assert_eq!(found, "!!str");
+    // Outside steps: a stage's `independent`, a template's `vars`, a deployment parameter.
+    let stage = "version: \"1\"\nstages:\n  build:\n    independent: maybe\n    steps:\n      - {name: a, image: alpine, commands: [x]}\n";
+    assert!(
+        matches!(refused(stage).refusal.as_deref(), Some(Refusal::WrongType { field, expected: "bool", found, .. }) if field == "stages.build.independent" && found == "!!str"),
+    );
+    let tpl = format!(
+        "version: \"1\"\ntemplates: [{{name: t, source: x, type: file, vars: [a]}}]\n{step}"
+    );
+    assert!(
+        matches!(refused(&tpl).refusal.as_deref(), Some(Refusal::WrongType { field, expected: "map[string]interface {}", .. }) if field == "templates[0].vars"),
+    );
+    let dep = format!("version: \"1\"\n{step}deployment:\n  parameters:\n    region: {{min: x}}\n");
+    assert!(
+        matches!(refused(&dep).refusal.as_deref(), Some(Refusal::WrongType { field, expected: "int", .. }) if field == "deployment.parameters.region.min"),
+    );
+    // `yes`, `on`, a float into an int64 (truncated), a null: all taken.
+    let ok = format!(
+        "version: \"1\"\n{step}    detach: yes\n    ulimits: [{{name: n, soft: 1, hard: 1.5}}]\n    parameters: ~\n"
+    );
+    assert!(read_pipeline(".vela.yml", &ok).is_ok());
+}
+
+/// The errors of Vela's own `UnmarshalYAML` methods stop yaml.v3 at once, and are the
+/// only error reported, even after a type error (checked against go-yaml v3.0.4:
+/// `parameters: 5` then `ulimits: [nofile]` gives only the ulimit's error).
+#[test]
+fn a_custom_decoder_error_stops_the_decoding_and_wins() {
+    let step = "steps:\n  - name: a\n    image: alpine:3.19\n    commands: [echo]\n";
+    for (extra, field, failure) in [
+        (
+            "    ulimits: [nofile]\n",
+            "steps[0].ulimits",
+            DecodeFailure::UlimitEquals {
+                ulimit: "nofile".into(),
+            },
+        ),
+        (
+            "    parameters: 5\n    ulimits: [nofile]\n",
+            "steps[0].ulimits",
+            DecodeFailure::UlimitEquals {
+                ulimit: "nofile".into(),
+            },
+        ),
+        (
+            "    ulimits: nofile=1:2:3\n",
+            "steps[0].ulimits",
+            DecodeFailure::UlimitColons {
+                ulimit: "nofile=1:2:3".into(),
+            },
+        ),
+        (
+            "    ulimits: nofile=x\n",
+            "steps[0].ulimits",
+            DecodeFailure::ParseInt {
+                text: "x".into(),
+                out_of_range: false,
+            },
+        ),
+        (
+            "    ulimits: nofile=99999999999999999999\n",
+            "steps[0].ulimits",
+            DecodeFailure::ParseInt {
+                text: "99999999999999999999".into(),
+                out_of_range: true,
+            },
+        ),
+        (
+            "    volumes: [a:b:c:d]\n",
+            "steps[0].volumes",
+            DecodeFailure::VolumeColons {
+                volume: "a:b:c:d".into(),
+            },
+        ),
+        (
+            "    secrets: [{source: a}]\n",
+            "steps[0].secrets[0]",
+            DecodeFailure::NoSecretSourceOrTarget,
+        ),
+        (
+            "    secrets: {a: b}\n",
+            "steps[0].secrets",
+            DecodeFailure::StepSecretSlice,
+        ),
+        (
+            "    artifacts: {paths: {a: b}}\n",
+            "steps[0].artifacts.paths",
+            DecodeFailure::StringSlice,
+        ),
+    ] {
+        let text = format!("version: \"1\"\n{step}{extra}");
+        let e = refused(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::Decode {
+                field: field.into(),
+                failure
+            }),
+            "{text}"
+        );
+    }
+    // Vela's words (ulimit.go line 61).
+    let e = refused(&format!("version: \"1\"\n{step}    ulimits: [nofile]\n"));
+    assert_eq!(
+        e.to_string(),
+        ".vela.yml:6:15: Vela refuses this pipeline: unable to unmarshal yaml: ulimit nofile \
+         must contain 1 `=` (equal) (at steps[0].ulimits)"
+    );
+    assert_eq!(
+        refused(&format!("version: \"1\"\n{step}    parameters: 5\n")).to_string(),
+        ".vela.yml:6:17: Vela refuses this pipeline: unable to unmarshal yaml: cannot \
+         unmarshal !!int `5` into map[string]interface {} (at steps[0].parameters)"
+    );
+}
+
+/// The JSON of the two decoder refusals, as the service's `refusal` carries them.
+#[test]
+fn decoder_refusals_serialize_with_their_facts() {
+    let step = "steps:\n  - name: a\n    image: alpine:3.19\n    commands: [echo]\n";
+    let e = refused(&format!("version: \"1\"\n{step}    parameters: 5\n"));
+    assert_eq!(
+        serde_json::to_value(e.refusal.as_deref().expect("refusal")).expect("json"),
+        serde_json::json!({"kind": "wrong_type", "field": "steps[0].parameters",
+            "expected": "map[string]interface {}", "found": "!!int", "value": "`5`",
+            "json": false})
+    );
+    let e = refused(&format!("version: \"1\"\n{step}    ulimits: nofile=x\n"));
+    assert_eq!(
+        serde_json::to_value(e.refusal.as_deref().expect("refusal")).expect("json"),
+        serde_json::json!({"kind": "decode", "field": "steps[0].ulimits",
+            "failure": {"error": "parse_int", "text": "x", "out_of_range": false}})
+    );
+}
+
+/// A compiled build's typed fields, as Go's encoding/json decodes `pipeline.Build`
+/// (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 34–59,
+/// `stage.go`, `build.go`). Each row's words were checked with Go 1.19's encoding/json
+/// on structs of those field types.
+#[test]
+fn a_compiled_build_field_is_refused_as_encoding_json_refuses_it() {
+    let build = |step: &str| {
+        format!(r#"{{"id": "b", "steps": [{{"name": "a", "image": "alpine", {step}}}]}}"#)
+    };
+    for (text, field, expected, found) in [
+        (
+            build(r#""detach": "yes""#),
+            "steps[0].detach",
+            "bool",
+            "string",
+        ),
+        (
+            build(r#""privileged": 1"#),
+            "steps[0].privileged",
+            "bool",
+            "number",
+        ),
+        (
+            build(r#""number": "1""#),
+            "steps[0].number",
+            "int32",
+            "string",
+        ),
+        (
+            build(r#""number": 1.5"#),
+            "steps[0].number",
+            "int32",
+            "number 1.5",
+        ),
+        (
+            build(r#""number": 2147483648"#),
+            "steps[0].number",
+            "int32",
+            "number 2147483648",
+        ),
+        (
+            build(r#""commands": "make""#),
+            "steps[0].commands",
+            "[]string",
+            "string",
+        ),
+        (
+            build(r#""commands": [1]"#),
+            "steps[0].commands[0]",
+            "string",
+            "number",
+        ),
+        (
+            build(r#""entrypoint": {"a": 1}"#),
+            "steps[0].entrypoint",
+            "[]string",
+            "object",
+        ),
+        (
+            build(r#""directory": true"#),
+            "steps[0].directory",
+            "string",
+            "bool",
+        ),
+        (
+            build(r#""ruleset": "x""#),
+            "steps[0].ruleset",
+            "pipeline.Ruleset",
+            "string",
+        ),
+        (
+            build(r#""ulimits": "x""#),
+            "steps[0].ulimits",
+            "pipeline.UlimitSlice",
+            "string",
+        ),
+        (
+            build(r#""git": 5"#),
+            "steps[0].git",
+            "pipeline.Git",
+            "number",
+        ),
+        (
+            r#"{"id": "b", "token_exp": "1"}"#.to_owned(),
+            "token_exp",
+            "int64",
+            "string",
+        ),
+        (
+            r#"{"id": "b", "stages": [{"name": "s", "independent": "x", "steps": []}]}"#.to_owned(),
+            "stages[0].independent",
+            "bool",
+            "string",
+        ),
+    ] {
+        let e = read_pipeline("build.json", &text).expect_err(&text);
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::WrongType {
+                field: field.into(),
+                expected,
+                found: found.into(),
+                value: None,
+                json: true,
+            }),
+            "{text}"
+        );
+    }
+    // encoding/json's words.
+    let e = read_pipeline("build.json", &build(r#""detach": "yes""#)).unwrap_err();
+    assert_eq!(
+        e.message,
+        "Vela refuses this pipeline: json: cannot unmarshal string into Go struct field \
+         Container.steps.detach of type bool (at steps[0].detach)"
+    );
+    let text = r#"{"id": "b", "stages": [{"name": "s", "steps": [{"name": "a", "image": "alpine", "environment": {"N": 1}}]}]}"#;
+    let e = read_pipeline("build.json", text).unwrap_err();
+    assert!(
+        e.message
+            .contains("Go struct field Container.stages.steps.environment of type string"),
+        "{e}"
+    );
+    // null decodes into anything; `true`, an int32, a list of strings are taken.
+    let ok = build(r#""detach": true, "privileged": null, "number": 3, "commands": ["a", null]"#);
+    assert_eq!(read_pipeline("build.json", &ok).expect("decodes").len(), 1);
+}
+
+/// Keys that `pipeline.Build` and `pipeline.Container` do not have are dropped by
+/// encoding/json: whatever they hold (an image, a list of steps, a value of any type)
+/// is never read, checked or refused.
+#[test]
+fn unknown_keys_of_a_compiled_build_are_not_walked() {
+    let text = r#"{"id": "b",
+        "extra": {"steps": [{"name": "x", "image": 5}], "image": "evil:1"},
+        "steps": [{"name": "a", "image": "alpine:3.19",
+                   "unknown": {"image": "hidden:1", "steps": [{"image": "deeper:1"}], "detach": "x"},
+                   "Labels": [1, {"image": "no:1"}]}]}"#;
+    let uses = read_pipeline("build.json", text).expect("reads");
+    let images: Vec<&str> = uses.iter().map(|u| u.image.as_str()).collect();
+    assert_eq!(images, ["alpine:3.19"]);
 }

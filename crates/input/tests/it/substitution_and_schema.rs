@@ -452,16 +452,55 @@ steps:
         (u.variables[0].name.as_str(), &u.variables[0].source),
         ("VELA_BUILD_COMMIT", &ValueSource::ServerOverPipeline)
     );
-    let u = unresolved(&uses[3]);
-    assert_eq!(
-        (u.variables[0].name.as_str(), &u.variables[0].source),
+    // A mapping is JSON (`api.ToString`'s `unmarshalMap`).
+    assert_eq!(uses[3].substituted.as_deref(), Some("app:{\"a\":\"b\"}"));
+}
+
+/// `parameters:` values as go-vela/server v0.28.8's `api.ToString` writes them into
+/// `PARAMETER_*` (`api/types/string.go`), after yaml.v3 decoded them into
+/// `map[string]any`. The first rows are `api/types/string_test.go`'s table
+/// (`{hello: world}` is `{"hello":"world"}`, `[1, 2, 3]` is `1,2,3`, `[{foo: bar}]` is
+/// `[{"foo":"bar"}]`, `1.1`, `true`); the others follow the code: integers in decimal,
+/// floats by `FormatFloat(v, 'g', -1, 64)`, keys sorted, Go's JSON escapes.
+#[test]
+fn parameter_values_are_written_as_vela_s_to_string_writes_them() {
+    for (value, want) in [
+        ("{hello: world}", r#"{"hello":"world"}"#),
+        ("[1, 2, 3]", "1,2,3"),
+        ("[{foo: bar}]", r#"[{"foo":"bar"}]"#),
         (
-            "PARAMETER_OPTS",
-            &ValueSource::Unrendered {
-                what: "a mapping parameter".into()
-            }
-        )
-    );
+            "[{foo: bar}, {foo: baz}]",
+            r#"[{"foo":"bar"},{"foo":"baz"}]"#,
+        ),
+        ("1.1", "1.1"),
+        ("True", "true"),
+        ("0x10", "16"),
+        ("1e3", "1000"),
+        ("1e6", "1e+06"),
+        ("[a, ~, 1e6, yes]", "a,,1e+06,yes"),
+        (
+            "{b: 1, a: [x, {c: ~}], d: 1.5, e: \"<&>\", f: 1e21}",
+            r#"{"a":["x",{"c":null}],"b":1,"d":1.5,"e":"\u003c\u0026\u003e","f":1e+21}"#,
+        ),
+        ("[[a]]", r#"[["a"]]"#),
+    ] {
+        let text = format!(
+            "version: '1'\nsteps:\n  - name: a\n    image: \"x:${{PARAMETER_V}}\"\n    parameters:\n      v: {value}\n"
+        );
+        let (uses, _) = read(&text);
+        assert_eq!(
+            uses[0].substituted.as_deref(),
+            Some(format!("x:{want}").as_str()),
+            "{value}"
+        );
+    }
+    // A timestamp is not reproduced: the image waits for it.
+    let text = "version: '1'\nsteps:\n  - name: a\n    image: \"x:${PARAMETER_V}\"\n    parameters:\n      v: 2015-02-24\n";
+    let (uses, _) = read(text);
+    assert!(matches!(
+        &unresolved(&uses[0]).variables[0].source,
+        ValueSource::Unrendered { .. }
+    ));
 }
 
 #[test]
@@ -766,4 +805,58 @@ fn a_negative_substring_length_in_a_worker_string_is_that_rows_problem() {
         let (uses, _) = read(&build);
         assert_eq!(rows(&uses), [("a", Some((None, None)))], "{container}");
     }
+}
+
+/// drone/envsubst v1.0.3 on a variable the compiler does not know: its lookup gives the
+/// text `${NAME}` back (go-vela/server `compiler/native/substitute.go`), and `toLen` /
+/// `toSubstr` (`funcs.go` lines 16–18, 64–115) work on that text: `${#NOPE}` is the
+/// length of `${NOPE}`, 7; `${NOPE:10:-1}` is past its end, so empty (no panic, as
+/// `pos+length >= len(s)`); `${NOPE:7}` empty. A variable whose value the server has
+/// and pullcheck has not (`VELA_BUILD_COMMIT`) or a secret's: whether a negative length
+/// panics depends on the value's length, so the image is unresolved, not guessed.
+#[test]
+fn lengths_and_substrings_of_unknown_variables_are_computed_as_envsubst_does() {
+    let step = |image: &str| {
+        format!("version: \"1\"\nsteps:\n  - name: a\n    image: {image}\n    commands: [x]\n")
+    };
+    for (image, want) in [
+        ("\"alpine:3.${#NOPE}\"", "alpine:3.7"),
+        ("\"alpine:3.19${NOPE:10:-1}\"", "alpine:3.19"),
+        ("\"alpine${NOPE:7}:3.19\"", "alpine:3.19"),
+        ("\"alpine:3.${NOPE:3:0}19\"", "alpine:3.19"),
+    ] {
+        let (uses, _) = read(&step(image));
+        assert_eq!(
+            (uses[0].substituted.as_deref(), &uses[0].disposition),
+            (Some(want), &Disposition::Check),
+            "{image}"
+        );
+    }
+    for image in [
+        "\"alpine:3.${VELA_BUILD_COMMIT:10:-1}\"",
+        "\"alpine:3.${VELA_BUILD_COMMIT:30:-1}\"",
+    ] {
+        let (uses, _) = read(&step(image));
+        assert_eq!(
+            sources(&uses[0]),
+            [("VELA_BUILD_COMMIT", &ValueSource::Server)],
+            "{image}"
+        );
+    }
+    // A secret's value in a compiled build: the same.
+    let build = r#"{"id": "b", "steps": [{"name": "a", "image": "alpine:${TAG:30:-1}",
+        "secrets": [{"source": "tag", "target": "TAG"}]}]}"#;
+    let (uses, _) = read_pipeline_with_warnings("build.json", build).expect("reads");
+    assert!(
+        matches!(
+            sources(&uses[0]).as_slice(),
+            [("TAG", ValueSource::Secret { .. })]
+        ),
+        "{:?}",
+        uses[0]
+    );
+    // A `${NOPE}` the result still holds is left to the worker, and stays unresolved.
+    let (uses, _) = read(&step("\"alpine:${NOPE:-3.19}\""));
+    assert_eq!(sources(&uses[0]), [("NOPE", &ValueSource::Nowhere)]);
+    assert!(unresolved(&uses[0]).variables[0].default_ignored);
 }

@@ -344,8 +344,8 @@ async fn a_vela_step_patch_to_a_missing_tag_is_denied_or_warned() {
     assert_eq!(
         message,
         format!(
-            "pullcheck: container test: image {missing} not found: tag 1.2 not found in \
-             library/golang; did you mean 1.22?"
+            "pullcheck: container test: image {missing} not found: no such tag; did you mean \
+             1.22?"
         ),
         "{answer}"
     );
@@ -374,18 +374,8 @@ async fn a_vela_step_patch_to_a_missing_tag_is_denied_or_warned() {
     let w = warnings(&warned);
     assert_eq!(w.len(), 1, "{warned}");
     assert!(w[0].chars().count() < 120, "{w:?}");
-    // Over 119 characters whole: the reference gives way in its middle, the finding's
-    // words and the hint stay.
-    assert!(
-        w[0].starts_with("pullcheck: container test: image 127.0.0.1"),
-        "{w:?}"
-    );
-    assert!(
-        w[0].ends_with(
-            "olang:1.2 not found: tag 1.2 not found in library/golang; did you mean 1.22?"
-        ),
-        "{w:?}"
-    );
+    // Each fact once: the whole line fits in a warning, the reference whole.
+    assert_eq!(w[0], message, "{w:?}");
 
     // The present tag: allowed without a warning.
     let fixed = vela_pod(&host, &format!("{host}/library/golang:1.22"), json!({}));
@@ -838,7 +828,13 @@ async fn the_webhook_needs_tls_and_answers_only_over_it() {
     })
     .await
     .expect_err("refused without TLS");
-    assert!(error.to_string().contains("--tls-cert"), "{error}");
+    assert!(
+        matches!(
+            error,
+            pullcheck_server::ServeError::Config(pullcheck_server::ConfigError::AdmissionNeedsTls)
+        ),
+        "{error}"
+    );
 
     let hook = Webhook::start("tls", AdmissionOptions::default(), ServeOptions::default()).await;
     // Plain HTTP gets no answer from the TLS listener.

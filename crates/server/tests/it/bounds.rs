@@ -13,12 +13,15 @@ use crate::admission::{Webhook, container, pod, review, warnings};
 use crate::util::{Hanging, TestServer};
 
 /// The `{"error": {...}}` of a 413 for a cost limit: (limit, count, flag).
+/// An over-limit error's `limit`, `count` and `setting`; its `flag` is the front end's
+/// name of the setting, here (no front end) the same.
 fn limit_of(answer: &Value) -> (u64, Option<u64>, String) {
     let e = &answer["error"];
+    assert_eq!(e["flag"], e["setting"], "{answer}");
     (
         e["limit"].as_u64().unwrap_or_default(),
         e["count"].as_u64(),
-        e["flag"].as_str().unwrap_or_default().to_owned(),
+        e["setting"].as_str().unwrap_or_default().to_owned(),
     )
 }
 
@@ -43,7 +46,7 @@ async fn over_max_images_is_413_before_any_registry_is_asked() {
     assert_eq!(status, 413, "{answer}");
     assert_eq!(
         limit_of(&answer),
-        (3, Some(4), "--max-images".to_owned()),
+        (3, Some(4), "max_images".to_owned()),
         "{answer}"
     );
 
@@ -58,7 +61,7 @@ async fn over_max_images_is_413_before_any_registry_is_asked() {
     assert_eq!(status, 413, "{answer}");
     assert_eq!(
         limit_of(&answer),
-        (3, Some(4), "--max-images".to_owned()),
+        (3, Some(4), "max_images".to_owned()),
         "{answer}"
     );
     // Manifests: each container.
@@ -272,7 +275,7 @@ async fn admission_bounds_containers_bodies_and_reviews_in_flight() {
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
     let w = warnings(&answer);
     assert_eq!(w.len(), 1, "{answer}");
-    assert!(w[0].contains("--admission-max-containers"), "{w:?}");
+    assert!(w[0].contains("(admission_max_containers)"), "{w:?}");
     assert_eq!(hanging.accepted.load(Ordering::SeqCst), 0);
 
     // Two containers and an image volume: three images the kubelet pulls, over two too,
@@ -290,7 +293,7 @@ async fn admission_bounds_containers_bodies_and_reviews_in_flight() {
         warnings(&answer),
         [
             "pullcheck: 3 containers and image volumes, over the limit of 2 \
-          (--admission-max-containers); images not checked"
+          (admission_max_containers); images not checked"
         ],
         "{answer}"
     );
@@ -356,7 +359,7 @@ async fn admission_bounds_containers_bodies_and_reviews_in_flight() {
         (
             16 << 10,
             Some(body.len() as u64),
-            "--admission-max-body".to_owned()
+            "admission_max_body".to_owned()
         ),
         "{answer}"
     );

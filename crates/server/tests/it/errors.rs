@@ -77,6 +77,56 @@ async fn bad_requests_are_400_with_positions() {
     server.stop().await;
 }
 
+/// The request's own errors (`pullcheck_sources::RequestError`) as JSON facts: `kind`,
+/// the request `field` it is about, and the variant's own (`inputs` of
+/// `nothing_to_check`), with a 4xx status; the same rules as the CLI's and the webhook's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_errors_are_typed_json_facts() {
+    let server = TestServer::start(ServeOptions::default()).await;
+    let templates_only = "version: \"1\"\nsteps:\n  - name: lint\n    template: {name: go}\n\
+                          templates: [{name: go, source: t.yml, type: github}]\n";
+    let cases = [
+        (
+            json!({"images": []}),
+            json!({"kind": "nothing_to_check", "field": "allow_empty", "inputs": []}),
+        ),
+        (
+            json!({"pipeline": "", "file_name": "empty.yml"}),
+            json!({"kind": "input"}),
+        ),
+        (
+            json!({"manifests": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+                   "file_name": "cm.yaml"}),
+            json!({"kind": "nothing_to_check", "field": "allow_empty", "inputs": [
+                {"name": "cm.yaml", "read_as": "manifests", "held": "no_image"}]}),
+        ),
+        (
+            json!({"pipeline": templates_only, "file_name": "tpl.yml"}),
+            json!({"kind": "nothing_to_check", "field": "allow_empty", "inputs": [
+                {"name": "tpl.yml", "read_as": "pipeline", "held": "templates",
+                 "template_steps": 1, "inline_templates": 0}]}),
+        ),
+        (
+            json!({"images": [{"reference": "alpine"}], "pods_template": "t"}),
+            json!({"kind": "template_without_namespace", "field": "pods_template"}),
+        ),
+        (
+            json!({"pipeline": "version: \"1\"\nsteps: [{name: a, image: alpine, commands: [x]}]\n",
+                   "runtime": "kubernetes", "placeholder_image": ""}),
+            json!({"kind": "placeholder_image", "field": "placeholder_image",
+                   "reference_error": "empty"}),
+        ),
+    ];
+    for (body, want) in cases {
+        let (status, answer) = server.check(None, &body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        for (key, value) in want.as_object().expect("object") {
+            assert_eq!(&answer["error"][key], value, "{key} of {body}: {answer}");
+        }
+    }
+    server.stop().await;
+}
+
 /// A pipeline Vela's compiler refuses is a 400 whose error carries the refusal as data
 /// (`refusal: {"kind", ...}`, the fields of `pullcheck_input::Refusal`) beside the
 /// message and position; other bad input has no `refusal`. Nothing is asked: the images
@@ -177,12 +227,7 @@ async fn content_type_and_body_size() {
     assert_eq!(status, 413);
     // With Content-Length the limit answers before the handler: the same JSON error.
     let error: serde_json::Value = serde_json::from_str(&text).expect("a JSON error");
-    assert!(
-        error["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("--max-body")),
-        "{text}"
-    );
+    assert_eq!(error["error"]["setting"], "max_body", "{text}");
     // A wrong method is a JSON error too, with its Allow header.
     let response = server
         .http
@@ -282,7 +327,14 @@ async fn a_public_address_needs_a_token_file_and_tls() {
     let error = pullcheck_server::Server::bind(options)
         .await
         .expect_err("refused");
-    assert!(error.to_string().contains("--insecure-listen"), "{error}");
+    use pullcheck_server::{ConfigError, ServeError, ServeSetting};
+    let ServeError::Config(ConfigError::Exposed { missing, .. }) = &error else {
+        panic!("exposed: {error}");
+    };
+    assert_eq!(missing, &[ServeSetting::ApiTokenFile, ServeSetting::Tls]);
+    // Named by the front end: by default, the settings' own names; no flag.
+    assert!(error.to_string().contains("insecure_listen"), "{error}");
+    assert!(!error.to_string().contains("--"), "{error}");
     let options = ServeOptions {
         listen: "0.0.0.0:0".parse().expect("addr"),
         insecure_listen: true,

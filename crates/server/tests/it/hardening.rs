@@ -224,7 +224,7 @@ async fn slow_bodies_get_408_and_never_hold_the_check_slot() {
         let answer = task.await.expect("joins");
         assert_eq!(status_of(&answer), 408, "{answer}");
         assert_eq!(header(&answer, "connection"), Some("close"), "{answer}");
-        assert!(answer.contains("--body-read-timeout"), "{answer}");
+        assert!(answer.contains("within body_read_timeout"), "{answer}");
     }
     // No check ran for them.
     assert_eq!(server.metric("pullcheck_checks_in_flight ").await, 0.0);
@@ -421,7 +421,7 @@ async fn the_drain_answers_503_with_retry_after_and_ends_running_checks_with_503
     let answer = read_until_closed(&mut running).await;
     assert_eq!(status_of(&answer), 503, "{answer}");
     assert_eq!(header(&answer, "retry-after"), Some("1"), "{answer}");
-    assert!(answer.contains("--shutdown-grace"), "{answer}");
+    assert!(answer.contains("(shutdown_grace)"), "{answer}");
     tokio::time::timeout(BOUND, server.stop())
         .await
         .expect("stopped");
@@ -679,11 +679,11 @@ async fn the_router_layers_answer_through_oneshot() {
     assert_eq!(status, 413, "{error}");
     assert_eq!(
         (
-            &error["error"]["flag"],
+            &error["error"]["setting"],
             &error["error"]["limit"],
             &error["error"]["count"]
         ),
-        (&json!("--max-body"), &json!(16), &json!(17)),
+        (&json!("max_body"), &json!(16), &json!(17)),
         "{error}"
     );
 }
@@ -719,7 +719,7 @@ async fn over_http2_a_check_running_at_the_end_of_the_grace_gets_503() {
     assert_eq!(response.status().as_u16(), 503);
     assert_eq!(response.headers()["retry-after"], "1");
     let text = response.text().await.expect("the whole body");
-    assert!(text.contains("--shutdown-grace"), "{text}");
+    assert!(text.contains("(shutdown_grace)"), "{text}");
     tokio::time::timeout(BOUND, server.stop())
         .await
         .expect("stopped");

@@ -138,9 +138,13 @@ async fn pull_secrets_come_from_the_namespace() {
             &json!({"pipeline": pipeline, "namespace": NS, "pods_template": "nope"}),
         )
         .await;
-    assert_ne!(status, 200, "{answer}");
-    assert!(
-        answer["error"]["message"].to_string().contains("nope"),
+    // The lookup's error as facts: 502, the object and the API server's status.
+    assert_eq!(status, 502, "{answer}");
+    assert_eq!(answer["error"]["kind"], "lookup", "{answer}");
+    assert_eq!(
+        answer["error"]["lookup"],
+        json!({"error": "template_not_found", "resource": "pipelinepodstemplates",
+               "name": "nope", "namespace": NS, "code": 404}),
         "{answer}"
     );
     let text = report.to_string() + &server.get("/metrics").await.1;
