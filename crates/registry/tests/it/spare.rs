@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use pullcheck_registry::{Client, ClientOptions, Credential, Endpoint, Session, Status};
+use pullcheck_registry::{Client, Credential, Endpoint, Status};
 use pullcheck_testkit::proxy::tls_server_config;
 use pullcheck_testkit::runtime::make_tls_files;
 use pullcheck_testkit::{
@@ -17,13 +17,9 @@ use pullcheck_testkit::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const APP: &str = "team/app";
-/// The connection bound of the clients here, and the images of a group.
-const BOUND: usize = 8;
+use super::pool::{BOUND, bounded_client, open_session, soon};
 
-fn soon() -> Instant {
-    Instant::now() + Duration::from_secs(60)
-}
+const APP: &str = "team/app";
 
 /// An anonymous plain-HTTP registry holding `team/app:v0` … `v{images-1}`, its log
 /// cleared.
@@ -62,15 +58,6 @@ async fn proxy(registry: &Registry, tls: Option<&pullcheck_testkit::TlsFiles>) -
     .expect("proxy")
 }
 
-fn bounded_client(ca_file: Option<std::path::PathBuf>) -> Client {
-    Client::new(ClientOptions {
-        max_connections_per_host: BOUND,
-        ca_file,
-        ..ClientOptions::default()
-    })
-    .expect("client")
-}
-
 fn allowed_plain(proxy: &LatencyProxy) -> Endpoint {
     Endpoint {
         allow_http: true,
@@ -82,16 +69,7 @@ fn allowed_plain(proxy: &LatencyProxy) -> Endpoint {
 /// `HEAD`, then every image's check at once.
 async fn check_group(client: &Client, endpoint: &Endpoint, images: usize) -> Vec<Status> {
     client.pre_open(endpoint, images);
-    let session: Session = client
-        .authorize_first(
-            endpoint,
-            &Credential::Anonymous,
-            &[APP.to_string()],
-            (APP, "v0"),
-            soon(),
-        )
-        .await
-        .expect("authorize");
+    let session = open_session(client, endpoint).await;
     let tags: Vec<String> = (0..images).map(|i| format!("v{i}")).collect();
     join_all(tags.iter().map(|tag| session.check(APP, tag)))
         .await
