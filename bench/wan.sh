@@ -7,7 +7,12 @@
 #   bench/wan.sh [--rtts "0 20 50"] [--sizes "10 50 100 1000"] [--transports "tls plain"]
 #                [--runs R] [--peer-runs R] [--seq-max M] [--par-max M]
 #                [--sweep "16 32 64 100"] [--sweep-sizes "100 1000"] [--sweep-runs R]
+#                [--peers "skopeo-par8 skopeo-seq docker-seq"] [--no-install]
 #                [--out DIR] [--no-build] [--no-docs]
+#
+# --peers: the peers to time (default all three; "" none). --no-install: no apt-get;
+# where hyperfine is missing, bench/timer.py times the runs instead (machine.tsv says
+# which timer ran).
 #
 # RTT 0 runs everything through the proxies without delay: what the same commands cost
 # without a network (the registry's CPU above all), to read the other rows against.
@@ -28,6 +33,8 @@ sweep_runs=5
 out=""
 build=1
 docs=1
+peers="skopeo-par8 skopeo-seq docker-seq"
+install=1
 fail() { echo "bench/wan.sh: $*" >&2; exit 2; }
 # The value of option $1, which must be there and not empty.
 value() { [ $# -ge 2 ] && [ -n "$2" ] || fail "$1 needs a value"; printf '%s' "$2"; }
@@ -45,10 +52,12 @@ while [ $# -gt 0 ]; do
     # May be empty: no sweep.
     --sweep) [ $# -ge 2 ] || fail "--sweep needs a value"; sweep=$2; shift ;;
     --sweep-sizes) [ $# -ge 2 ] || fail "--sweep-sizes needs a value"; sweep_sizes=$2; shift ;;
+    --peers) [ $# -ge 2 ] || fail "--peers needs a value"; peers=$2; shift ;;
+    --no-install) install=0 ;;
     --no-build) build=0 ;;
     --no-docs) docs=0 ;;
     --wan) ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) fail "unknown option $1" ;;
   esac
   shift
@@ -70,6 +79,9 @@ done
 for v in $sizes $sweep_sizes $sweep; do
   number "$v" && [ "$v" -ge 1 ] || fail "--sizes, --sweep-sizes, --sweep: '$v' is not a positive number"
 done
+for v in $peers; do
+  case "$v" in skopeo-par8 | skopeo-seq | docker-seq) ;; *) fail "--peers: '$v' is not skopeo-par8, skopeo-seq or docker-seq" ;; esac
+done
 [ -n "${transports// /}" ] || fail "--transports needs tls, plain or both"
 for v in $transports; do
   case "$v" in tls | plain) ;; *) fail "--transports: '$v' is neither tls nor plain" ;; esac
@@ -90,19 +102,34 @@ work=$out/work
 log() { printf '\n== %s\n' "$*"; }
 
 log "packages and build"
-scripts/install-deps.sh
+[ "$install" -eq 1 ] && scripts/install-deps.sh
 need=()
-command -v skopeo >/dev/null 2>&1 || need+=(skopeo)
+[[ " $peers " == *" skopeo-"* ]] && { command -v skopeo >/dev/null 2>&1 || need+=(skopeo); }
 command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
-command -v docker >/dev/null 2>&1 || need+=(docker.io)
-if [ "${#need[@]}" -gt 0 ]; then
+[[ " $peers " == *" docker-seq "* ]] && { command -v docker >/dev/null 2>&1 || need+=(docker.io); }
+if [ "$install" -eq 1 ] && [ "${#need[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-for tool in skopeo hyperfine curl docker openssl python3; do
+# The timer: hyperfine, or with --no-install where it is missing, bench/timer.py.
+timer_name=hyperfine
+if command -v hyperfine >/dev/null 2>&1; then
+  timer=(hyperfine)
+  timer_name="hyperfine $(hyperfine --version | cut -d' ' -f2)"
+elif [ "$install" -eq 0 ]; then
+  timer=(python3 "$root/bench/timer.py")
+  timer_name="bench/timer.py (hyperfine not installed)"
+else
+  timer=(hyperfine)
+fi
+tools=(curl openssl python3)
+[[ " $peers " == *" skopeo-"* ]] && tools+=(skopeo)
+[[ " $peers " == *" docker-seq "* ]] && tools+=(docker)
+[ "${timer[0]}" = hyperfine ] && tools+=(hyperfine)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || { echo "bench/wan.sh: $tool is missing (bench/run.sh installs it)" >&2; exit 2; }
 done
 if [ "$build" -eq 1 ]; then
@@ -185,7 +212,7 @@ measure() { # TOOL IMAGES COMMAND...
   read -r b_rc b_rt b_tc <<<"$before"
   read -r a_rc a_rt a_tc <<<"$after"
   local json=$out/hyperfine/rtt$rtt-$transport-n$n-$tool.json
-  hyperfine -N --style basic --runs "$r" --warmup 1 --export-json "$json" \
+  "${timer[@]}" -N --style basic --runs "$r" --warmup 1 --export-json "$json" \
     "$(printf '%q ' "$@")" >>"$out/hyperfine.log" 2>&1 || {
     echo "bench/wan.sh: hyperfine failed for $tool; see $out/hyperfine.log" >&2
     exit 1
@@ -271,9 +298,12 @@ for rtt in $rtts; do
       stop_pid "$serve_pid"
       serve_pid=""
 
-      R_RUNS=$peer_runs measure skopeo-par8 "$par_n" bench/peer.sh skopeo-par8 "$par_refs"
-      R_RUNS=$peer_runs measure skopeo-seq "$seq_n" bench/peer.sh skopeo-seq "$seq_refs"
-      R_RUNS=$peer_runs measure docker-seq "$seq_n" bench/peer.sh docker-seq "$seq_refs"
+      for peer in $peers; do
+        case "$peer" in
+          skopeo-par8) R_RUNS=$peer_runs measure skopeo-par8 "$par_n" bench/peer.sh skopeo-par8 "$par_refs" ;;
+          *) R_RUNS=$peer_runs measure "$peer" "$seq_n" bench/peer.sh "$peer" "$seq_refs" ;;
+        esac
+      done
 
       stop_pid "$registry_pid"
       registry_pid=""
@@ -290,7 +320,7 @@ mkdir -p "$dir"
 # adds "NAME median min max" to overhead.txt.
 time_ping() { # NAME HOST RUNS
   local json=$out/hyperfine/overhead-$1.json
-  hyperfine -N --style basic --runs "$3" --warmup "$(($3 / 10))" --export-json "$json" \
+  "${timer[@]}" -N --style basic --runs "$3" --warmup "$(($3 / 10))" --export-json "$json" \
     "curl -sf -o /dev/null --cacert $certs/ca.pem https://$2/v2/" >>"$out/hyperfine.log" 2>&1
   echo "$1 $(hyperfine_stats "$json" | cut -d' ' -f1-3)" >>"$out/overhead.txt"
 }
@@ -329,8 +359,10 @@ cat "$out/overhead.txt"
   printf 'concurrency\t%s\n' "$concurrency"
   printf 'pullcheck\t%s\n' "$("$pullcheck" --version)"
   printf 'commit\t%s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  printf 'skopeo\t%s\n' "$(skopeo --version)"
-  printf 'docker\t%s\n' "$(docker --version)"
+  printf 'timer\t%s\n' "$timer_name"
+  printf 'peers\t%s\n' "${peers:-none}"
+  command -v skopeo >/dev/null 2>&1 && printf 'skopeo\t%s\n' "$(skopeo --version)"
+  command -v docker >/dev/null 2>&1 && printf 'docker\t%s\n' "$(docker --version)"
 } >"$out/machine.tsv"
 
 python3 bench/wan-report.py "$out" >"$out/wan.md"

@@ -128,7 +128,12 @@ impl Client {
     ///   endpoint has [`Endpoint::headers`], which may carry a secret), and its answer is taken only when `https://` failed
     ///   before any HTTP answer (DNS, TCP, TLS, timeout), as the sequential order
     ///   would choose; the session keeps that scheme. The ping carries no credential,
-    ///   so none goes over plain HTTP to a registry that answers over TLS. With
+    ///   so none goes over plain HTTP to a registry that answers over TLS. A bare TCP
+    ///   connection to the plain port opens with the `https://` attempt, sending
+    ///   nothing until the plain attempt starts on it (a round trip sooner than its
+    ///   own connect); when `https://` wins it is closed, or used for the next
+    ///   HTTP/1.1 TLS connection when both schemes share the port: a TLS registry
+    ///   allowed plain HTTP sees one more accepted connection that sends nothing. With
     ///   [`Endpoint::http_only`], `http://` alone.
     /// - **Warm state.** What a ping learned (the scheme that answered, the status and
     ///   the challenge) is kept per endpoint (all of [`Endpoint`]'s fields) for

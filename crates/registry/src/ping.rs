@@ -287,15 +287,33 @@ struct PingFailure {
 /// (on loopback, or up to about 60 ms of round trip: TCP, the TLS 1.3 handshake and
 /// the request are 3 round trips) gets no plain connection, so an HTTP/2 registry stays
 /// one connection; a plain registry answers the TLS hello at once with a plain 400,
-/// which fails the https attempt, and the plain one starts then (2 round trips after
-/// the start, as in the sequential order Docker and containerd follow); a host whose
-/// TLS port does not answer costs the head start, not the connect timeout.
+/// which fails the https attempt, and the plain one starts then, 2 round trips after
+/// the start, on a TCP connection opened beside the https one (the spare,
+/// [`crate::pool::Pool::pre_connect`]): its request is answered 1 round trip later, not
+/// 2 as on a connection of its own (Docker and containerd connect after the failure);
+/// a host whose TLS port does not answer costs the head start, not the connect timeout.
 pub(crate) const PLAIN_HEAD_START: Duration = Duration::from_millis(250);
+
+/// Settles the spare TCP connection of a first request when it ends, however it ends
+/// ([`Http::settle_spare`]).
+struct SettleSpare<'a> {
+    http: &'a Http,
+    https: Url,
+    plain: Url,
+}
+
+impl Drop for SettleSpare<'_> {
+    fn drop(&mut self) {
+        self.http.settle_spare(&self.https, &self.plain);
+    }
+}
 
 /// One try of the first request: over https and, when the endpoint allows plain HTTP,
 /// over http too, started when https fails before any HTTP answer or has not answered
 /// within [`PLAIN_HEAD_START`] (only after https fails when the endpoint has configured
 /// headers); the plain answer is taken only when https failed before any HTTP answer.
+/// The plain attempt goes on the spare TCP connection opened when https starts (no
+/// byte is sent on it before), closed or kept for HTTP/1.1 over TLS when https wins.
 /// With `only`, over that scheme alone. Returns the base that answered, the request's
 /// URL and the response.
 async fn first_once(
@@ -367,6 +385,22 @@ async fn first_once(
     // plain HTTP to a registry that answers over TLS.
     let together = endpoint.allow_http && endpoint.headers.is_empty();
     let transport = http;
+    // Allowed plain HTTP: a bare TCP connection to the plain address opens beside the
+    // https attempt and carries nothing until the plain attempt starts on it (https
+    // failed, or its head start passed), a round trip earlier than a connection of its
+    // own; when https wins, the guard closes it, or keeps it for HTTP/1.1 over TLS on
+    // the same port ([`crate::pool::Pool::pre_connect`]).
+    let _spare = match (base_url("https", host), base_url("http", host)) {
+        (Ok(https), Ok(plain)) if endpoint.allow_http => {
+            transport.pre_connect(&plain);
+            Some(SettleSpare {
+                http: transport,
+                https,
+                plain,
+            })
+        }
+        _ => None,
+    };
     let https = get("https");
     // Lazy: the plain attempt opens nothing until it is first polled.
     let http = get("http");
@@ -417,12 +451,26 @@ async fn first_once(
     tracing::debug!(host, reason = %https_error.reason, "https failed; plain http");
     // Plain HTTP is the only scheme left: a group's connections open beside its first
     // request ([`crate::Client::pre_open`]).
-    if let Ok(plain) = base_url("http", host) {
-        transport.open_wanted(&plain, 1);
-    }
     let http_out = match early {
-        Some(out) => out,
-        None => (&mut http).await,
+        Some(out) => {
+            if let Ok(plain) = base_url("http", host) {
+                transport.open_wanted(&plain, 0);
+            }
+            out
+        }
+        None => {
+            // Polled once first, so that its connection takes the spare before the
+            // group's connections opened ahead would; it holds its pool permit then,
+            // and the pool counts it among the group's (none `coming`).
+            let polled = futures::poll!(&mut http);
+            if let Ok(plain) = base_url("http", host) {
+                transport.open_wanted(&plain, 0);
+            }
+            match polled {
+                std::task::Poll::Ready(out) => out,
+                std::task::Poll::Pending => (&mut http).await,
+            }
+        }
     };
     match http_out? {
         (base, url, Ok(response)) => Ok((base, url, response)),

@@ -21,7 +21,13 @@
 //! - a request that an idle connection could not take (it closed meanwhile, so hyper
 //!   hands the request back unsent) is sent once more on another connection, as
 //!   hyper-util's pool retries a canceled request;
-//! - [`Pool::pre_open`] opens connections with no request, up to a count.
+//! - [`Pool::pre_open`] opens connections with no request, up to a count;
+//! - [`Pool::pre_connect`] opens one bare TCP connection to a host and port (no TLS,
+//!   no byte sent), the *spare*, while the first request of an endpoint allowed plain
+//!   HTTP tries `https://`: a plain-HTTP connection to that address takes it, and so
+//!   does an HTTP/1.1 TLS connection once the origin's first handshake said HTTP/1.1
+//!   (never that first handshake itself: the plain attempt needs its own);
+//!   [`Pool::settle_spare`] closes it when nothing will take it.
 //!
 //! Names are resolved with the system's resolver (`getaddrinfo` through tokio) and
 //! every address is checked by the egress policy before any is connected to; the
@@ -53,6 +59,10 @@ use crate::transport::{MAX_HEADER_FIELDS, MAX_HTTP2_HEADER_BYTES};
 
 /// An idle HTTP/1.1 connection older than this is closed, not reused.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A spare TCP connection ([`Pool::pre_connect`]) older than this is closed, not used:
+/// it is meant for the requests that follow its endpoint's first one at once.
+pub(crate) const SPARE_TTL: Duration = Duration::from_secs(5);
 
 /// How many times a checkout yields for a connection coming back before it opens
 /// another.
@@ -292,8 +302,32 @@ pub(crate) struct Pool {
     /// Bounds the TCP connect and TLS handshake; `None`: the request's own budget.
     connect_timeout: Option<Duration>,
     hosts: Mutex<HashMap<Origin, Arc<HostPool>>>,
-    /// Connections opened so far (TCP connected), for tests and `Debug`.
+    /// The spare TCP connection of each address ([`Pool::pre_connect`]).
+    spares: Mutex<HashMap<Address, Spare>>,
+    /// Numbers the spares, so that an expiry closes only its own.
+    spare_ids: AtomicU64,
+    /// Connections opened so far (TCP connected; a spare once taken), for tests and
+    /// `Debug`.
     opened: AtomicU64,
+}
+
+/// A host (a name or an IP literal) and a port: what a TCP connection goes to, for
+/// either scheme.
+type Address = (String, u16);
+
+/// A TCP connection opened ahead of any request ([`Pool::pre_connect`]): its connect,
+/// under way or done.
+struct Spare {
+    id: u64,
+    since: Instant,
+    connect: tokio::task::JoinHandle<Result<TcpStream, PoolError>>,
+}
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        // Ends a connect under way; a finished one's stream is dropped with the handle.
+        self.connect.abort();
+    }
 }
 
 impl fmt::Debug for Pool {
@@ -320,6 +354,8 @@ impl Pool {
             max_per_host: max_per_host.max(1),
             connect_timeout,
             hosts: Mutex::new(HashMap::new()),
+            spares: Mutex::new(HashMap::new()),
+            spare_ids: AtomicU64::new(0),
             opened: AtomicU64::new(0),
         }
     }
@@ -404,6 +440,103 @@ impl Pool {
                     tracing::debug!(host = %origin.host, error = %e, "opening ahead failed");
                 }
             });
+        }
+    }
+
+    /// Opens one TCP connection to `origin`'s host and port and keeps it, sending
+    /// nothing on it (no TLS hello), for the next connection to that address that may
+    /// take it (see the module's notes); returns at once. Nothing when that address
+    /// has a spare already. A spare not taken within [`SPARE_TTL`] is closed.
+    pub fn pre_connect(self: &Arc<Self>, origin: &Origin) {
+        let address = (origin.host.clone(), origin.port);
+        let mut spares = self.spares();
+        if spares.contains_key(&address) {
+            return;
+        }
+        let id = self.spare_ids.fetch_add(1, Ordering::Relaxed);
+        let pool = Arc::clone(self);
+        let target = origin.clone();
+        let connect = tokio::spawn(async move {
+            let tcp = pool.tcp(&target);
+            match pool.connect_timeout {
+                Some(t) => tokio::time::timeout(t, tcp).await.unwrap_or_else(|_| {
+                    Err(PoolError::Connect(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "connecting timed out",
+                    )))
+                }),
+                None => tcp.await,
+            }
+        });
+        tracing::debug!(host = %origin.host, port = origin.port, "a spare TCP connection ahead of the first request");
+        spares.insert(
+            address.clone(),
+            Spare {
+                id,
+                since: Instant::now(),
+                connect,
+            },
+        );
+        drop(spares);
+        let pool = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(SPARE_TTL).await;
+            if let Some(pool) = pool.upgrade() {
+                let mut spares = pool.spares();
+                if spares.get(&address).is_some_and(|s| s.id == id) {
+                    spares.remove(&address);
+                }
+            }
+        });
+    }
+
+    /// The first request of an endpoint is over, and no plain-HTTP connection took
+    /// the spare of `plain`'s address: keeps it only when `https` is on that same
+    /// address, spoke HTTP/1.1, and has at least one more connection to open
+    /// ([`Pool::want`]), which takes it; otherwise closes it (an HTTP/2 registry keeps
+    /// its one connection; a port 443 cannot use a connection to port 80).
+    pub fn settle_spare(&self, https: &Origin, plain: &Origin) {
+        let same = https.host == plain.host && https.port == plain.port;
+        let keep = same && {
+            let host = self.host(https);
+            let state = host.lock();
+            https.tls && state.http1 && state.h2.is_none() && state.wanted >= 2
+        };
+        if !keep && let Some(spare) = self.spares().remove(&(plain.host.clone(), plain.port)) {
+            tracing::debug!(host = %plain.host, port = plain.port, "the spare TCP connection is not needed; closed");
+            drop(spare);
+        }
+    }
+
+    fn spares(&self) -> std::sync::MutexGuard<'_, HashMap<Address, Spare>> {
+        self.spares
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The spare of `origin`'s address when it is alive and not too old: its connect
+    /// is awaited (it started before this connection's would have); `None` when there
+    /// is none, or it failed, or the peer closed it or sent something meanwhile.
+    async fn take_spare(&self, origin: &Origin) -> Option<TcpStream> {
+        let mut spare = self.spares().remove(&(origin.host.clone(), origin.port))?;
+        if spare.since.elapsed() >= SPARE_TTL {
+            return None;
+        }
+        let tcp = match (&mut spare.connect).await {
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(e)) => {
+                tracing::debug!(host = %origin.host, error = %e, "the spare TCP connection failed");
+                return None;
+            }
+            Err(_) => return None,
+        };
+        let mut byte = [0u8; 1];
+        match tcp.try_read(&mut byte) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                tracing::debug!(host = %origin.host, port = origin.port, tls = origin.tls, "using the spare TCP connection");
+                Some(tcp)
+            }
+            _ => None,
         }
     }
 
@@ -529,7 +662,17 @@ impl Pool {
             host: Arc::clone(host),
             probe,
         };
-        let tcp = self.tcp(origin).await?;
+        // The first TLS handshake of an origin never takes the spare: while it runs,
+        // the spare is the plain attempt's.
+        let spare = if origin.tls && probe {
+            None
+        } else {
+            self.take_spare(origin).await
+        };
+        let tcp = match spare {
+            Some(tcp) => tcp,
+            None => self.tcp(origin).await?,
+        };
         self.opened.fetch_add(1, Ordering::Relaxed);
         if !origin.tls {
             let sender = self.http1(TokioIo::new(tcp), host, permit).await?;

@@ -567,6 +567,28 @@ impl Http {
         }
     }
 
+    /// Opens a bare TCP connection to `plain`'s host and port, ahead of the first
+    /// request of an endpoint allowed plain HTTP ([`Pool::pre_connect`]); nothing
+    /// without the pool or for a URL the egress policy refuses.
+    pub fn pre_connect(&self, plain: &Url) {
+        if let (Some(pool), Some(origin)) = (&self.pool, Origin::of(plain))
+            && check_url(&self.egress, plain).is_ok()
+        {
+            pool.pre_connect(&origin);
+        }
+    }
+
+    /// The first request over `https` (or its plain fallback) is over: the spare of
+    /// `plain`'s address is kept for an HTTP/1.1 TLS connection on the same address,
+    /// or closed ([`Pool::settle_spare`]).
+    pub fn settle_spare(&self, https: &Url, plain: &Url) {
+        if let (Some(pool), Some(https), Some(plain)) =
+            (&self.pool, Origin::of(https), Origin::of(plain))
+        {
+            pool.settle_spare(&https, &plain);
+        }
+    }
+
     /// Keeps `wanted` connections to open to `base`'s origin and to its other scheme's,
     /// for [`Http::open_wanted`] once the endpoint's scheme is known.
     pub fn want_pre_open(&self, base: &Url, wanted: usize) {

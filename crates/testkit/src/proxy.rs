@@ -67,6 +67,9 @@ pub struct ProxyStats {
     pub tls: u64,
     /// Of those, connections that sent something else first (plain HTTP).
     pub plain: u64,
+    /// Of those, connections the client closed before sending anything (a connection
+    /// opened ahead and never used).
+    pub silent: u64,
     /// Connections that could not reach the target.
     pub failed: u64,
 }
@@ -76,6 +79,7 @@ struct Counters {
     connections: AtomicU64,
     tls: AtomicU64,
     plain: AtomicU64,
+    silent: AtomicU64,
     failed: AtomicU64,
     /// With [`ProxyOptions::record_plain`]: what each plain connection's client sent.
     plain_bytes: Mutex<Vec<Arc<Mutex<Vec<u8>>>>>,
@@ -157,6 +161,7 @@ impl LatencyProxy {
             connections: c.connections.load(Ordering::Relaxed),
             tls: c.tls.load(Ordering::Relaxed),
             plain: c.plain.load(Ordering::Relaxed),
+            silent: c.silent.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
         }
     }
@@ -193,6 +198,10 @@ async fn accept_loop(
                 Ok(1) => {
                     counters.plain.fetch_add(1, Ordering::Relaxed);
                     true
+                }
+                Ok(0) => {
+                    counters.silent.fetch_add(1, Ordering::Relaxed);
+                    return;
                 }
                 _ => false,
             };

@@ -8,5 +8,6 @@ mod pool;
 mod registries;
 mod scripted;
 mod service;
+mod spare;
 mod support;
 mod tls;

@@ -15,9 +15,9 @@ use pullcheck_testkit::{Auth, ImageKind, LatencyProxy, ProxyOptions, Registry, T
 const APP: &str = "team/app";
 /// Images checked, and the connection bound.
 const IMAGES: usize = 50;
-const BOUND: usize = 8;
+pub(super) const BOUND: usize = 8;
 
-fn soon() -> Instant {
+pub(super) fn soon() -> Instant {
     Instant::now() + Duration::from_secs(60)
 }
 
@@ -54,7 +54,7 @@ async fn registry_behind_a_proxy(
     (registry, proxy, ca)
 }
 
-fn bounded_client(ca_file: Option<std::path::PathBuf>) -> Client {
+pub(super) fn bounded_client(ca_file: Option<std::path::PathBuf>) -> Client {
     Client::new(ClientOptions {
         max_connections_per_host: BOUND,
         ca_file,
@@ -64,7 +64,7 @@ fn bounded_client(ca_file: Option<std::path::PathBuf>) -> Client {
 }
 
 /// An anonymous session with `endpoint`: its first request is `v0`'s `HEAD`.
-async fn open_session(client: &Client, endpoint: &Endpoint) -> Session {
+pub(super) async fn open_session(client: &Client, endpoint: &Endpoint) -> Session {
     client
         .authorize_first(
             endpoint,
