@@ -9,7 +9,7 @@ use pullcheck::report::{ImageReport, Remedy, Report, Status, escape_controls};
 use pullcheck_files::{FaultKind, FileFault};
 use pullcheck_kube::{ConfigGap, KubeError};
 use pullcheck_server::ServeSetting;
-use pullcheck_sources::{RequestError, Setting};
+use pullcheck_sources::{NameOf, RequestError, Setting};
 
 /// Whose words: the CLI's flags, or the Vela plugin's variables (docs/vela.md). Passed
 /// down from the command that runs (`CheckArgs::naming`), never read from a global.
@@ -148,6 +148,16 @@ pub fn request_error(naming: Naming, error: &RequestError) -> String {
             option("--deadline"),
             pullcheck_sources::format_duration(*deadline)
         ),
+        RequestError::InvalidName { of, name, problem } => {
+            let of = match of {
+                NameOf::Namespace => "--namespace",
+                NameOf::PodsTemplate => "--pods-template",
+            };
+            format!(
+                "{} {name:?} {problem}: it is one path segment of the Kubernetes API",
+                option(of)
+            )
+        }
     }
 }
 

@@ -947,6 +947,14 @@ fn unreadable(error: &RequestError) -> String {
         RequestError::Lookup(_) | RequestError::LookupDeadline(_) => {
             "pull secrets not readable".to_owned()
         }
+        RequestError::InvalidName {
+            of: pullcheck_sources::NameOf::Namespace,
+            name,
+            problem,
+        } => format!("namespace {name:?} {problem}"),
+        RequestError::InvalidName { name, problem, .. } => {
+            format!("pods template {name:?} {problem}")
+        }
     }
 }
 
