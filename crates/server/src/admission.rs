@@ -1714,16 +1714,20 @@ mod tests {
             column: Some(5),
             ..SourceError::new("not a Kubernetes object: no kind")
         };
-        let empty = pullcheck::reference::Reference::parse_normalized("").expect_err("empty");
-        let message = empty.message().to_owned();
+        // Only what the webhook's request can give: it names no template and no
+        // placeholder (a Docker runtime), so those variants are not here.
         let briefs: Vec<String> = [
             RequestError::Inputs(vec![(0, positioned.clone())]),
             RequestError::NothingToCheck(NothingToCheck {
                 inputs: vec![],
                 warnings: vec![],
             }),
-            RequestError::TemplateWithoutNamespace("vela-pods".into()),
-            RequestError::PlaceholderImage(empty),
+            pullcheck_sources::CheckRequest {
+                namespace: Some("a/b".into()),
+                ..pullcheck_sources::CheckRequest::default()
+            }
+            .validate()
+            .expect_err("no path segment"),
         ]
         .iter()
         .map(unreadable)
@@ -1731,10 +1735,9 @@ mod tests {
         assert_eq!(
             briefs,
             [
-                "not a Kubernetes object: no kind".to_owned(),
-                "no container image in it".to_owned(),
-                "pods template \"vela-pods\" without a namespace".to_owned(),
-                format!("placeholder image: {message}"),
+                "not a Kubernetes object: no kind",
+                "no container image in it",
+                "namespace \"a/b\" may not contain '/'",
             ]
         );
         assert_eq!(
