@@ -646,9 +646,15 @@ async fn review(
         }
     };
     let Some(object) = request.object.as_ref().and_then(Value::as_object) else {
-        return allow(vec![
-            "pullcheck: the request has no object; its images were not checked".to_owned(),
-        ]);
+        let warning = match request.object.as_ref().filter(|o| !o.is_null()) {
+            None => "pullcheck: the request has no object; its images were not checked".to_owned(),
+            Some(other) => format!(
+                "pullcheck: the request's object is {}, not an object; its images were not \
+                 checked",
+                crate::decode::json_type(other)
+            ),
+        };
+        return allow(vec![warning]);
     };
     if let Some(warning) = missing_type_fields(object) {
         return allow(vec![warning]);
@@ -898,22 +904,27 @@ async fn check_object(
         .await
         .map_err(|e| not_gathered(&e))?;
     let unread = &ready.gathered.unread;
+    // Why the cluster was not asked: no Kubernetes API, or a review without a namespace
+    // to read the secrets in.
+    let why = if state.cluster.is_ok() && request.namespace.is_empty() {
+        "the review names no namespace"
+    } else {
+        "no Kubernetes API"
+    };
     if unread.iter().any(|u| !u.names.is_empty()) {
         // Checking without the secrets it names could refuse what the kubelet can pull.
-        return Err(
-            "pullcheck: imagePullSecrets not readable (no Kubernetes API); images not verified"
-                .to_owned(),
-        );
+        return Err(format!(
+            "pullcheck: imagePullSecrets not readable ({why}); images not verified"
+        ));
     }
     // A workload without imagePullSecrets pulls with its ServiceAccount's (a Pod at
     // CREATE has them copied in already): without the API they cannot be read, and
     // checking anonymously could refuse what the kubelet can pull.
     if unread.iter().any(|u| u.kind != "Pod") {
-        return Err(
-            "pullcheck: the ServiceAccount's imagePullSecrets are not readable (no \
-                    Kubernetes API); images not verified"
-                .to_owned(),
-        );
+        return Err(format!(
+            "pullcheck: the ServiceAccount's imagePullSecrets are not readable ({why}); \
+             images not verified"
+        ));
     }
     for set in &mut ready.gathered.sets {
         for u in &mut set.uses {

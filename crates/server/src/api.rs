@@ -220,14 +220,22 @@ impl ApiError {
         limit: Limit,
         name: fn(crate::ServeSetting) -> &'static str,
     ) -> ApiError {
+        // Without a count (a body sent without Content-Length, cut as it is read):
+        // more than the limit.
         let count = limit
             .count
             .map(|c| format!("{c} {what}"))
-            .unwrap_or_else(|| format!("more {what}"));
+            .unwrap_or_else(|| format!("more than {} {what}", limit.limit));
+        // The API server cannot split a review; a `/v1/checks` caller can split its
+        // request.
+        let remedy = match limit.setting {
+            crate::ServeSetting::AdmissionMaxBody => "raise the limit",
+            _ => "split the request or raise the limit",
+        };
         let mut e = ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
-                "{count}: over the limit of {} ({}); split the request or raise the limit",
+                "{count}: over the limit of {} ({}); {remedy}",
                 limit.limit,
                 name(limit.setting)
             ),
@@ -750,4 +758,38 @@ async fn check(
     let report = crate::render::report(crate::check::run(state, ready).await, state.setting_name);
     let code = report.exit_code();
     Ok((report, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 413's message, golden: a body without `Content-Length` is "more than" the
+    /// limit, and only a `/v1/checks` caller is told to split its request (an API
+    /// server cannot split a review) (rev23q finding 13).
+    #[test]
+    fn over_limit_messages_golden() {
+        let message = |setting, count| {
+            ApiError::over_limit(
+                "bytes of body",
+                Limit {
+                    setting,
+                    limit: 8_388_608,
+                    count,
+                },
+                crate::plain_setting_name,
+            )
+            .message
+        };
+        assert_eq!(
+            message(crate::ServeSetting::MaxBody, None),
+            "more than 8388608 bytes of body: over the limit of 8388608 (max_body); split \
+             the request or raise the limit"
+        );
+        assert_eq!(
+            message(crate::ServeSetting::AdmissionMaxBody, Some(9_000_000)),
+            "9000000 bytes of body: over the limit of 8388608 (admission_max_body); raise \
+             the limit"
+        );
+    }
 }

@@ -162,7 +162,9 @@ fn not_an_object(body: &[u8]) -> Option<&'static str> {
     }
 }
 
-fn json_type(value: &serde_json::Value) -> &'static str {
+/// `null`, `a boolean`, `a number`, `a string`, `an array`, `an object`: a JSON
+/// value's type in words.
+pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {
     match value {
         serde_json::Value::Null => "null",
         serde_json::Value::Bool(_) => "a boolean",

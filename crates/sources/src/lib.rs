@@ -683,8 +683,10 @@ fn plan_placeholder(
         return Ok(None);
     };
     // Only an empty placeholder stops the request: any other reference that does not
-    // parse is its row's `invalid` status, as an image of the inputs would be.
-    if let Err(e) = pullcheck::reference::Reference::parse_normalized(&runtime.placeholder_image)
+    // parse is its row's `invalid` status, as an image of the inputs would be. Blank
+    // (only whitespace) is empty, as `serve --placeholder-image` judges its own.
+    if let Err(e) =
+        pullcheck::reference::Reference::parse_normalized(runtime.placeholder_image.trim())
         && e.kind() == pullcheck::reference::ReferenceErrorKind::Empty
     {
         return Err(RequestError::PlaceholderImage(e));

@@ -144,7 +144,8 @@ pub enum RequestError {
     /// where the cluster's own namespace does not stand in
     /// ([`CheckRequest::cluster_namespace`]): the template's name.
     TemplateWithoutNamespace(String),
-    /// The placeholder image is empty, as the reference parser says it (kind
+    /// The placeholder image is empty or blank (only whitespace, as `serve
+    /// --placeholder-image` judges its own), as the reference parser says it (kind
     /// [`ReferenceErrorKind::Empty`](pullcheck::reference::ReferenceErrorKind::Empty));
     /// any other reference that does not parse is the placeholder row's `invalid`.
     PlaceholderImage(pullcheck::reference::ReferenceError),
@@ -789,6 +790,13 @@ mod tests {
             request("").read().expect("reads").gather(None).await
         else {
             panic!("an empty placeholder");
+        };
+        assert_eq!(e.kind(), pullcheck::reference::ReferenceErrorKind::Empty);
+        // Blank is empty, as `serve --placeholder-image` judges its own (rev23q 15).
+        let Err(RequestError::PlaceholderImage(e)) =
+            request(" \t ").read().expect("reads").gather(None).await
+        else {
+            panic!("a blank placeholder");
         };
         assert_eq!(e.kind(), pullcheck::reference::ReferenceErrorKind::Empty);
         // Not a reference, but not empty: the placeholder's row says `invalid`.
