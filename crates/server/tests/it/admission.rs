@@ -820,20 +820,17 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
 
     // An object that is no JSON object is said as such, not as a missing one; a
     // request without `kind` names the field at `request` (rev23q finding 17).
-    let answer = hook
-        .review(
-            "/v1/admission",
-            &review(
-                "c0ffee00-0000-4000-8000-0000000000c5",
-                "CREATE",
-                ("", "v1", "Pod"),
-                "pods",
-                &json!("x"),
-                None,
-                false,
-            ),
-        )
-        .await;
+    let mut not_an_object = review(
+        "c0ffee00-0000-4000-8000-0000000000c5",
+        "CREATE",
+        ("", "v1", "Pod"),
+        "pods",
+        &object,
+        None,
+        false,
+    );
+    not_an_object["request"]["object"] = json!("x");
+    let answer = hook.review("/v1/admission", &not_an_object).await;
     assert_eq!(
         warnings(&answer),
         [
@@ -849,7 +846,8 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
     assert_eq!(status, 400, "{text}");
     let error: Value = serde_json::from_str(&text).expect("JSON error");
     assert_eq!(
-        error["error"]["message"], "request: missing field \"kind\"",
+        error["error"]["message"],
+        "the AdmissionReview's request is malformed: request: missing field \"kind\"",
         "{text}"
     );
     hook.stop().await;

@@ -517,3 +517,75 @@ async fn an_equals_sign_in_a_reference_is_not_a_policy() {
     }
     server.stop().await;
 }
+
+/// A configuration error names its file or pattern as data: the one TLS file at fault
+/// (not the pair), the token file, the namespace pattern (rev23q finding 14).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_errors_name_their_file_or_pattern_as_data() {
+    use pullcheck_server::{ConfigError, ServeError, ServeSetting, TlsFiles};
+    let dir = temp_dir("config-error-data");
+    let not_pem = dir.join("cert.pem");
+    std::fs::write(&not_pem, "not a certificate\n").expect("write");
+    let missing = dir.join("nonexistent");
+    let bind = |options: ServeOptions| async move {
+        match pullcheck_server::Server::bind(options).await {
+            Err(ServeError::Config(e)) => e,
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("bound"),
+        }
+    };
+    let e = bind(ServeOptions {
+        tls: Some(TlsFiles {
+            cert: not_pem.clone(),
+            key: missing.clone(),
+        }),
+        ..ServeOptions::default()
+    })
+    .await;
+    let ConfigError::File { setting, paths, .. } = e else {
+        panic!("{e}");
+    };
+    // The key cannot be read: it alone is named.
+    assert_eq!((setting, paths), (ServeSetting::Tls, vec![missing.clone()]));
+    let e = bind(ServeOptions {
+        tls: Some(TlsFiles {
+            cert: not_pem.clone(),
+            key: not_pem.clone(),
+        }),
+        ..ServeOptions::default()
+    })
+    .await;
+    let ConfigError::File { paths, message, .. } = e else {
+        panic!("{e}");
+    };
+    // Both read; the certificate holds none.
+    assert_eq!(paths, vec![not_pem.clone()]);
+    assert_eq!(message, "no certificate in the file");
+    let e = bind(ServeOptions {
+        api_token_file: Some(missing.clone()),
+        ..ServeOptions::default()
+    })
+    .await;
+    let ConfigError::File { setting, paths, .. } = e else {
+        panic!("{e}");
+    };
+    assert_eq!(
+        (setting, paths),
+        (ServeSetting::ApiTokenFile, vec![missing])
+    );
+    let e = bind(ServeOptions {
+        allow_namespaces: vec!["ci-*".into(), "[".into()],
+        ..ServeOptions::default()
+    })
+    .await;
+    let ConfigError::Pattern {
+        setting, pattern, ..
+    } = e
+    else {
+        panic!("{e}");
+    };
+    assert_eq!(
+        (setting, pattern),
+        (ServeSetting::AllowNamespace, Some("[".to_owned()))
+    );
+}
