@@ -266,27 +266,24 @@ fn describe(
             DecodeKind::UnknownField,
             Some(path),
         )
-    } else if let Some(field) = text.strip_prefix("missing field ") {
+    } else if let Some((field, what, kind)) = [
+        ("missing field ", "missing", DecodeKind::MissingField),
+        ("duplicate field ", "duplicate", DecodeKind::DuplicateField),
+    ]
+    .into_iter()
+    .find_map(|(prefix, what, kind)| text.strip_prefix(prefix).map(|f| (f, what, kind)))
+    {
+        // The path is the object's; the field is in it.
         let field = field.trim_matches('`');
+        let path = if full.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{full}.{field}")
+        };
         (
-            format!("{}missing field \"{field}\"", at(&full)),
-            DecodeKind::MissingField,
-            Some(if full.is_empty() {
-                field.to_owned()
-            } else {
-                format!("{full}.{field}")
-            }),
-        )
-    } else if let Some(field) = text.strip_prefix("duplicate field ") {
-        let field = field.trim_matches('`');
-        (
-            format!("{}duplicate field \"{field}\"", at(&full)),
-            DecodeKind::DuplicateField,
-            Some(if full.is_empty() {
-                field.to_owned()
-            } else {
-                format!("{full}.{field}")
-            }),
+            format!("{}{what} field \"{field}\"", at(&full)),
+            kind,
+            Some(path),
         )
     } else {
         (
@@ -443,5 +440,60 @@ mod tests {
         );
         let e = value::<Outer>(&serde_json::json!([]), "request.", table).expect_err("error");
         assert_eq!(e.message, "request: expected an object, found an array");
+    }
+}
+
+#[cfg(test)]
+mod facts {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Item {
+        reference: String,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        flag: Option<bool>,
+        list: Option<Vec<Item>>,
+    }
+
+    /// Each error's kind and field (a path; the unknown or missing field's own), as
+    /// the API's 400 carries them; a prefix alone has no stray dot (rev23q 10, 17).
+    #[test]
+    fn errors_carry_their_kind_and_field() {
+        let none = |_: &str| None;
+        let cases: [(&str, DecodeKind, Option<&str>); 6] = [
+            ("[1]", DecodeKind::NotAnObject, None),
+            ("{", DecodeKind::NotJson, None),
+            (r#"{"flag": 1}"#, DecodeKind::WrongType, Some("flag")),
+            (r#"{"lsit": []}"#, DecodeKind::UnknownField, Some("lsit")),
+            (
+                r#"{"list": [{}]}"#,
+                DecodeKind::MissingField,
+                Some("list[0].reference"),
+            ),
+            (
+                r#"{"flag": true, "flag": true}"#,
+                DecodeKind::DuplicateField,
+                Some("flag"),
+            ),
+        ];
+        for (body, kind, field) in cases {
+            let e = object::<Body>(body.as_bytes(), none).expect_err(body);
+            assert_eq!(
+                (e.kind, e.field.as_deref()),
+                (kind, field),
+                "{body}: {}",
+                e.message
+            );
+        }
+        let e = value::<Item>(&serde_json::json!({}), "request.", none).expect_err("missing");
+        assert_eq!(e.message, "request: missing field \"reference\"");
+        assert_eq!(e.field.as_deref(), Some("request.reference"));
     }
 }
