@@ -68,10 +68,14 @@ type imageArg struct {
 // errorBody is the service's answer other than 200.
 type errorBody struct {
 	Error struct {
-		Message string   `json:"message"`
-		Line    int      `json:"line"`
-		Column  int      `json:"column"`
-		Refusal *Refusal `json:"refusal"`
+		Message string         `json:"message"`
+		Line    int            `json:"line"`
+		Column  int            `json:"column"`
+		Refusal *Refusal       `json:"refusal"`
+		Kind    string         `json:"kind"`
+		Field   string         `json:"field"`
+		Inputs  []EmptyInput   `json:"inputs"`
+		Lookup  *LookupFailure `json:"lookup"`
 	} `json:"error"`
 }
 
@@ -81,6 +85,9 @@ func (c *Client) Check(ctx context.Context, req CheckRequest) (*Report, error) {
 	if req.PodsTemplateFile != "" {
 		return nil, newError(ErrInvalidRequest, nil,
 			"PodsTemplateFile is not supported by the service (it reads no file of the caller); use PodsTemplate or the Command")
+	}
+	if err := checkTemplate(req); err != nil {
+		return nil, err
 	}
 	build, err := buildJSON(req.Build)
 	if err != nil {
@@ -234,6 +241,8 @@ func statusError(resp *http.Response, data []byte, limit int64) error {
 	if json.Unmarshal(data, &body) == nil && body.Error.Message != "" {
 		e.Message, e.Line, e.Column = body.Error.Message, body.Error.Line, body.Error.Column
 		e.Refusal = body.Error.Refusal
+		e.Kind, e.Field = body.Error.Kind, body.Error.Field
+		e.Inputs, e.Lookup = body.Error.Inputs, body.Error.Lookup
 	} else {
 		e.Message = http.StatusText(resp.StatusCode)
 	}

@@ -155,6 +155,9 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // Check runs the binary on the build and returns its report. Errors: see
 // [Checker]; the binary missing or not executable is [ErrUnavailable].
 func (c *Command) Check(ctx context.Context, req CheckRequest) (*Report, error) {
+	if err := checkTemplate(req); err != nil {
+		return nil, err
+	}
 	build, err := buildJSON(req.Build)
 	if err != nil {
 		return nil, err

@@ -559,11 +559,34 @@ func TestClientRefusals(t *testing.T) {
 	if status.Refusal == nil || *status.Refusal != want {
 		t.Errorf("refusal: got %+v, want %+v (%v)", status.Refusal, want, err)
 	}
-	// Any other 400 has none.
+	// Any other 400 has none, but its kind and field.
 	_, err = NewClient(svc.url, svc.token).Check(ctx, CheckRequest{Build: req.Build, Platform: "linux"})
 	status = nil
-	if !errors.As(err, &status) || status.HTTPStatus != 400 || status.Refusal != nil {
+	if !errors.As(err, &status) || status.HTTPStatus != 400 || status.Refusal != nil ||
+		status.Kind != "platform" || status.Field != "platform" {
 		t.Errorf("bad platform: %v (%+v)", err, status)
+	}
+	// A namespace that is no path segment of the Kubernetes API: the service's
+	// invalid_name, typed.
+	_, err = NewClient(svc.url, svc.token).Check(ctx, CheckRequest{Build: req.Build, Namespace: "a/b"})
+	status = nil
+	if !errors.As(err, &status) || status.HTTPStatus != 400 || status.Kind != "invalid_name" || status.Field != "namespace" {
+		t.Errorf("bad namespace: %v (%+v)", err, status)
+	}
+	// A build without any image: nothing_to_check, with each input as data.
+	empty := json.RawMessage(`{"id":"o_r_1","version":"1","steps":[]}`)
+	_, err = NewClient(svc.url, svc.token).Check(ctx, CheckRequest{Build: empty, FileName: "b.json"})
+	status = nil
+	want2 := []EmptyInput{{Name: "b.json", ReadAs: "build", Held: "no_image"}}
+	if !errors.As(err, &status) || status.Kind != "nothing_to_check" || status.Field != "allow_empty" ||
+		len(status.Inputs) != 1 || status.Inputs[0] != want2[0] {
+		t.Errorf("nothing to check: %v (%+v)", err, status)
+	}
+	// A pods template without a namespace: refused before anything is sent, as the
+	// Command refuses it.
+	_, err = NewClient(svc.url, svc.token).Check(ctx, CheckRequest{Build: req.Build, PodsTemplate: "tpl"})
+	if !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("template without namespace: %v", err)
 	}
 }
 
@@ -629,6 +652,13 @@ func TestCommandRefusalsAndBadAnswers(t *testing.T) {
 	}
 	if _, err := NewCommand(script).Check(ctx, req); !errors.Is(err, ErrInvalidAnswer) {
 		t.Errorf("not a report: %v", err)
+	}
+
+	// A pods template without a namespace: refused before the binary runs (which
+	// would read the kubeconfig context's namespace), as the Client refuses it.
+	_, err = NewCommand(script).Check(ctx, CheckRequest{Build: req.Build, PodsTemplate: "tpl"})
+	if !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("template without namespace: %v", err)
 	}
 }
 

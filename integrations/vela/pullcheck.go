@@ -43,10 +43,14 @@ type CheckRequest struct {
 	// the build from standard input, which pullcheck names "<stdin>", and ignores it.
 	FileName string
 	// Namespace is the build namespace (the runtime's namespace): pull secrets are
-	// read from the cluster as the build Pod gets them. Empty: none are read.
+	// read from the cluster as the build Pod gets them. Empty: none are read (the
+	// binary's kubeconfig context namespace is never used for it).
 	Namespace string
 	// PodsTemplate is the name of a PipelinePodsTemplate in Namespace (the
-	// runtime's pods template name).
+	// runtime's pods template name). It needs Namespace: without one, the Command
+	// and the Client both return an error wrapping [ErrInvalidRequest] before
+	// anything runs, as the service answers template_without_namespace. Empty: no
+	// template, as go-vela/worker's empty pods template name.
 	PodsTemplate string
 	// PodsTemplateFile is the path of a PipelinePodsTemplate file (the runtime's
 	// pods template file). Only the Command supports it: the service reads no file
@@ -827,10 +831,58 @@ type StatusError struct {
 	// the build (the error's "refusal"): why, as data. The Command's binary gives
 	// only the message (exit code 2), so it is nil there.
 	Refusal *Refusal
+	// Kind is the service's error.kind (snake_case: "invalid_name",
+	// "template_without_namespace", "nothing_to_check", "lookup", "wrong_type", ...;
+	// every value in docs/service.md); empty for the Command and for answers without
+	// one.
+	Kind string
+	// Field is the request field the service's error is about (error.field: a JSON
+	// path such as "namespace" or "images[0].reference"); empty when none.
+	Field string
+	// Inputs lists, for Kind "nothing_to_check", each text and what it held
+	// (error.inputs).
+	Inputs []EmptyInput
+	// Lookup is, for Kind "lookup", the failed Kubernetes lookup (error.lookup).
+	Lookup *LookupFailure
 	// RequestID is the service's X-Request-Id, for its logs.
 	RequestID string
 	// RetryAfter is the service's Retry-After (503), when given.
 	RetryAfter time.Duration
+}
+
+// EmptyInput is one text of a "nothing_to_check" error: its name, what it was read
+// as ("pipeline", "manifests", "build") and what it held instead of an image
+// ("no_image", or "templates" with the counts of template steps and render_inline
+// templates).
+type EmptyInput struct {
+	Name            string `json:"name"`
+	ReadAs          string `json:"read_as"`
+	Held            string `json:"held"`
+	TemplateSteps   int    `json:"template_steps,omitempty"`
+	InlineTemplates int    `json:"inline_templates,omitempty"`
+}
+
+// LookupFailure is a failed Kubernetes lookup of a "lookup" error: what went wrong
+// (Error: "forbidden", "template_not_found", "api", "malformed", "unreachable",
+// "unauthorized", "template_api_missing", "not_kubernetes", "template_file",
+// "config") and, where known, the object (Resource, Name, Namespace) and the API
+// server's HTTP Code (0 when none).
+type LookupFailure struct {
+	Error     string `json:"error"`
+	Resource  string `json:"resource,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Code      int    `json:"code,omitempty"`
+}
+
+// checkTemplate refuses a PodsTemplate without a Namespace, for the Command and the
+// Client alike.
+func checkTemplate(req CheckRequest) error {
+	if req.PodsTemplate != "" && req.Namespace == "" {
+		return newError(ErrInvalidRequest, nil,
+			"PodsTemplate %s needs Namespace: the template is read from the build namespace", quote(req.PodsTemplate))
+	}
+	return nil
 }
 
 // Error says who refused, with the message and position.

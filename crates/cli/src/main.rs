@@ -887,9 +887,13 @@ impl NodeArgs {
 }
 
 impl PodArgs {
+    /// The pods template: `--pods-template ''` is none, as go-vela/worker's empty
+    /// `PipelinePodsTemplateName` (runtime/kubernetes/build.go reads a template only
+    /// when the name is not empty) and the plugin's empty `PARAMETER_PODS_TEMPLATE`.
     fn template_source(&self) -> TemplateSource {
         match (&self.pods_template, &self.pods_template_file) {
-            (Some(name), _) => TemplateSource::Name(name.clone()),
+            (Some(name), _) if !name.is_empty() => TemplateSource::Name(name.clone()),
+            (Some(_), _) => TemplateSource::None,
             (None, Some(path)) => TemplateSource::File(path.clone()),
             (None, None) => TemplateSource::None,
         }
@@ -899,7 +903,7 @@ impl PodArgs {
     /// read from it. Without either, a `--kubeconfig` or `--context` is not used, and a
     /// warning on standard error says so.
     fn cluster_options(&self, node: &NodeArgs) -> Option<ClusterOptions> {
-        if self.namespace.is_none() && self.pods_template.is_none() {
+        if self.namespace.is_none() && !matches!(self.template_source(), TemplateSource::Name(_)) {
             let unused: Vec<String> = [
                 node.kubeconfig
                     .as_ref()
@@ -1252,33 +1256,40 @@ async fn gather_within_deadline(
         .options()
         .deadline_start
         .unwrap_or_else(std::time::Instant::now);
-    let cluster = args.pod.cluster_options(&args.registry.node);
+    let Some(cluster) = args.pod.cluster_options(&args.registry.node) else {
+        // No cluster lookup: nothing to watch, the deadline is the registries'.
+        return prepared
+            .gather(None)
+            .await
+            .map_err(|e| render::request_error(naming, &e));
+    };
     let task = tokio::spawn(async move {
-        let cluster = connect(cluster.as_ref(), naming).await?;
+        let cluster = connect(Some(&cluster), naming).await?;
         prepared
             .gather(cluster.as_ref())
             .await
             .map_err(|e| render::request_error(naming, &e))
     });
-    await_lookups(task, started, args.deadline).await
+    await_lookups(task, started, args.deadline, naming).await
 }
 
 /// Awaits `task`, Kubernetes lookups on a runtime worker, until `deadline` after
-/// `started`. Past it, prints the error and exits 2 at once: the worker may be held by
-/// a blocking exec plugin, which nothing can interrupt or wait for.
+/// `started`. Past it, prints [`RequestError::LookupDeadline`] in `naming`'s words and
+/// exits 2 at once: the worker may be held by a blocking exec plugin, which nothing can
+/// interrupt or wait for. Only for a task that asks the cluster.
 async fn await_lookups<T>(
     task: tokio::task::JoinHandle<Result<T, String>>,
     started: std::time::Instant,
     deadline: Duration,
+    naming: Naming,
 ) -> Result<T, String> {
     let watch = tokio::time::Instant::from_std(pullcheck::deadline_at(started, deadline));
     match tokio::time::timeout_at(watch, task).await {
         Ok(joined) => joined.map_err(|e| format!("the Kubernetes lookups failed: {e}"))?,
         Err(_) => {
-            fail(&format!(
-                "the Kubernetes lookups of the pull secrets (kubeconfig, exec plugin, API \
-                 server) did not finish within the --deadline of {}",
-                pullcheck_sources::format_duration(deadline)
+            fail(&render::request_error(
+                naming,
+                &RequestError::LookupDeadline(deadline),
             ));
             std::process::exit(2);
         }
@@ -1390,6 +1401,16 @@ async fn run_explain(args: ExplainArgs) -> i32 {
         Ok(both) => both,
         Err(e) => return fail(&e),
     };
+    // The request's rules for the namespace and the template's name, as check's.
+    let names = pullcheck_sources::CheckRequest {
+        namespace: args.pod.namespace.clone(),
+        template: args.pod.template_source(),
+        cluster_namespace: true,
+        ..pullcheck_sources::CheckRequest::default()
+    };
+    if let Err(e) = names.validate() {
+        return fail(&render::request_error(Naming::Cli, &e));
+    }
     let cluster = args.pod.cluster_options(&args.node);
     if let (None, Some(path)) = (&cluster, &args.pod.pods_template_file) {
         // explain uses a template only for its pull secrets, which live in the cluster.
@@ -1400,19 +1421,26 @@ async fn run_explain(args: ExplainArgs) -> i32 {
         );
     }
     let template = args.pod.template_source();
-    let task = tokio::spawn(async move {
-        match connect(cluster.as_ref(), Naming::Cli).await? {
-            Some(c) => c
-                .build_pull_secrets(&template)
-                .await
-                .map(Some)
-                .map_err(|e| e.to_string()),
-            None => Ok(None),
+    let chain = match cluster {
+        // No cluster lookup: nothing to watch.
+        None => None,
+        Some(cluster) => {
+            let task = tokio::spawn(async move {
+                match connect(Some(&cluster), Naming::Cli).await? {
+                    Some(c) => c
+                        .build_pull_secrets(&template)
+                        .await
+                        .map(Some)
+                        .map_err(|e| e.to_string()),
+                    None => Ok(None),
+                }
+            });
+            let started = std::time::Instant::now();
+            match await_lookups(task, started, args.deadline, Naming::Cli).await {
+                Ok(c) => c,
+                Err(e) => return fail(&e),
+            }
         }
-    });
-    let chain = match await_lookups(task, std::time::Instant::now(), args.deadline).await {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
     };
     let keyring = match read_pull_secret_files(&args.pod.pull_secret, Naming::Cli)
         .map_err(SourceError::from)

@@ -9,7 +9,7 @@ use pullcheck::report::{ImageReport, Remedy, Report, Status, escape_controls};
 use pullcheck_files::{FaultKind, FileFault};
 use pullcheck_kube::{ConfigGap, KubeError};
 use pullcheck_server::ServeSetting;
-use pullcheck_sources::{RequestError, Setting};
+use pullcheck_sources::{NameOf, RequestError, Setting};
 
 /// Whose words: the CLI's flags, or the Vela plugin's variables (docs/vela.md). Passed
 /// down from the command that runs (`CheckArgs::naming`), never read from a global.
@@ -148,6 +148,16 @@ pub fn request_error(naming: Naming, error: &RequestError) -> String {
             option("--deadline"),
             pullcheck_sources::format_duration(*deadline)
         ),
+        RequestError::InvalidName { of, name, problem } => {
+            let of = match of {
+                NameOf::Namespace => "--namespace",
+                NameOf::PodsTemplate => "--pods-template",
+            };
+            format!(
+                "{} {name:?} {problem}: it is one path segment of the Kubernetes API",
+                option(of)
+            )
+        }
     }
 }
 
@@ -501,26 +511,64 @@ mod tests {
         });
         assert_eq!(
             request_error(Naming::Cli, &nothing),
-            "no image to check in cm.yaml: expected a Vela pipeline (steps, services or \
-             stages with `image:`) or Kubernetes manifests (Pod, Deployment, StatefulSet, \
-             DaemonSet, ReplicaSet, Job, CronJob with containers); nothing was checked \
+            "no image to check in cm.yaml: expected Kubernetes manifests (Pod, Deployment, \
+             StatefulSet, DaemonSet, ReplicaSet, Job, CronJob with containers); nothing was \
+             checked (--allow-empty passes anyway)"
+        );
+        // The CLI's request has `cluster_namespace` (and the plugin refuses a template
+        // without PARAMETER_NAMESPACE itself): no TemplateWithoutNamespace here, but
+        // names that are no path segment (`--namespace ''` given explicitly).
+        let invalid = |namespace: &str, template: &str| {
+            CheckRequest {
+                namespace: Some(namespace.into()),
+                template: pullcheck_kube::TemplateSource::Name(template.into()),
+                cluster_namespace: true,
+                ..CheckRequest::default()
+            }
+            .validate()
+            .expect_err("an invalid name")
+        };
+        assert_eq!(
+            request_error(Naming::Cli, &invalid("", "t")),
+            "--namespace \"\" may not be empty: it is one path segment of the Kubernetes API"
+        );
+        assert_eq!(
+            request_error(Naming::Cli, &invalid("ci", "a/%")),
+            "--pods-template \"a/%\" may not contain '/', may not contain '%': it is one \
+             path segment of the Kubernetes API"
+        );
+        assert_eq!(
+            request_error(Naming::Plugin, &invalid("ci", "..")),
+            "PARAMETER_PODS_TEMPLATE \"..\" may not be '..': it is one path segment of the \
+             Kubernetes API"
+        );
+        let two = RequestError::NothingToCheck(NothingToCheck {
+            inputs: vec![
+                EmptyInput {
+                    name: "cm.yaml".into(),
+                    read_as: InputKind::Manifests,
+                    held: Held::NoImage,
+                },
+                EmptyInput {
+                    name: "tpl.yml".into(),
+                    read_as: InputKind::Pipeline,
+                    held: Held::Templates {
+                        steps: 1,
+                        inline: 0,
+                    },
+                },
+            ],
+            warnings: vec![],
+        });
+        // What cm.yaml was read as; `nothing was checked` once.
+        assert_eq!(
+            request_error(Naming::Cli, &two),
+            "no image to check in cm.yaml: expected Kubernetes manifests (Pod, Deployment, \
+             StatefulSet, DaemonSet, ReplicaSet, Job, CronJob with containers); no image to \
+             check in tpl.yml: its images come from templates that are not expanded (1 \
+             template step); the Vela server expands them when it compiles the build, \
+             pullcheck does not (check the compiled build instead); nothing was checked \
              (--allow-empty passes anyway)"
-        );
-        let template = CheckRequest {
-            template: pullcheck_kube::TemplateSource::Name("vela-pods".into()),
-            ..CheckRequest::default()
-        }
-        .validate()
-        .expect_err("no namespace");
-        assert_eq!(
-            request_error(Naming::Cli, &template),
-            "--pods-template vela-pods needs --namespace: the template is read from the \
-             build namespace"
-        );
-        assert_eq!(
-            request_error(Naming::Plugin, &template),
-            "PARAMETER_PODS_TEMPLATE vela-pods needs PARAMETER_NAMESPACE: the template is \
-             read from the build namespace"
         );
         let empty = pullcheck::reference::Reference::parse_normalized("").expect_err("empty");
         let message = empty.message().to_owned();

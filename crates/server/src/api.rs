@@ -220,14 +220,22 @@ impl ApiError {
         limit: Limit,
         name: fn(crate::ServeSetting) -> &'static str,
     ) -> ApiError {
+        // Without a count (a body sent without Content-Length, cut as it is read):
+        // more than the limit.
         let count = limit
             .count
             .map(|c| format!("{c} {what}"))
-            .unwrap_or_else(|| format!("more {what}"));
+            .unwrap_or_else(|| format!("more than {} {what}", limit.limit));
+        // The API server cannot split a review; a `/v1/checks` caller can split its
+        // request.
+        let remedy = match limit.setting {
+            crate::ServeSetting::AdmissionMaxBody => "raise the limit",
+            _ => "split the request or raise the limit",
+        };
         let mut e = ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
-                "{count}: over the limit of {} ({}); split the request or raise the limit",
+                "{count}: over the limit of {} ({}); {remedy}",
                 limit.limit,
                 name(limit.setting)
             ),
@@ -238,6 +246,22 @@ impl ApiError {
 
     pub(crate) fn bad(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// A 400 of the request's own: `message`, with `kind` (snake_case) and the request
+    /// `field` it is about (a path such as `images[0].reference`) as `error` facts.
+    pub(crate) fn bad_field(kind: &str, field: &str, message: impl Into<String>) -> ApiError {
+        ApiError::bad(message).with_facts(json!({"kind": kind, "field": field}))
+    }
+
+    /// The error with `facts` (a JSON object) merged into its `error` facts.
+    pub(crate) fn with_facts(mut self, facts: Value) -> ApiError {
+        if let Value::Object(facts) = facts {
+            self.facts
+                .get_or_insert_with(Default::default)
+                .extend(facts);
+        }
+        self
     }
 
     fn at(mut self, line: Option<usize>, column: Option<usize>) -> ApiError {
@@ -479,8 +503,11 @@ fn parse_request(
     state: &AppState,
     body: &[u8],
 ) -> Result<pullcheck_sources::CheckRequest, ApiError> {
-    let request: CheckRequest = crate::decode::object(body, check_field)
-        .map_err(|e| ApiError::bad(e.message).at(e.line, e.column))?;
+    let request: CheckRequest = crate::decode::object(body, check_field).map_err(|e| {
+        ApiError::bad(e.message)
+            .at(e.line, e.column)
+            .with_facts(json!({"kind": e.kind.as_str(), "field": e.field}))
+    })?;
     if let Some(images) = &request.images {
         check_image_count(state, images.len())?;
     }
@@ -493,10 +520,23 @@ fn parse_request(
     .filter(|g| **g)
     .count();
     if texts > 1 || (texts == 0 && request.images.is_none()) {
-        return Err(ApiError::bad(format!(
-            "give one of `pipeline`, `build` and `manifests` ({texts} given), or `images` \
-             alone; `images` may go beside `pipeline` or `build`"
-        )));
+        // `field`: the first of the texts given, else the one field that would do.
+        let field = [
+            (request.pipeline.is_some(), "pipeline"),
+            (request.build.is_some(), "build"),
+            (request.manifests.is_some(), "manifests"),
+        ]
+        .into_iter()
+        .find_map(|(given, f)| given.then_some(f))
+        .unwrap_or("images");
+        return Err(ApiError::bad_field(
+            "inputs",
+            field,
+            format!(
+                "give one of `pipeline`, `build` and `manifests` ({texts} given), or `images` \
+                 alone; `images` may go beside any one of them"
+            ),
+        ));
     }
     let name = request.file_name.unwrap_or_else(|| "request".to_owned());
     let mut inputs = Vec::new();
@@ -522,7 +562,7 @@ fn parse_request(
         // The worker's build token: never read, never echoed.
         build.remove("token");
         let text = serde_json::to_string_pretty(&Value::Object(build))
-            .map_err(|e| ApiError::bad(format!("`build`: {e}")))?;
+            .map_err(|e| ApiError::bad_field("input", "build", format!("`build`: {e}")))?;
         inputs.push(Input {
             text: NamedText {
                 name: name.clone(),
@@ -536,9 +576,11 @@ fn parse_request(
         // The reference is taken as it is: unlike `--image REF=POLICY`, an `=` in it is
         // part of the reference (which then does not parse: `invalid`), never a policy.
         if image.reference.is_empty() {
-            return Err(ApiError::bad(format!(
-                "images[{i}].reference is empty; expected an image reference"
-            )));
+            return Err(ApiError::bad_field(
+                "empty",
+                &format!("images[{i}].reference"),
+                format!("images[{i}].reference is empty; expected an image reference"),
+            ));
         }
         // The policy as `--image REF=POLICY` reads it: an unknown or empty one is an
         // `unknown_pull_policy` row, as in the CLI.
@@ -546,9 +588,11 @@ fn parse_request(
             pullcheck::input::image_policy_use(&image.reference, image.policy.as_deref());
         if let Some(name) = &image.name {
             if name.is_empty() {
-                return Err(ApiError::bad(format!(
-                    "images[{i}].name is empty; give the container's name or leave it out"
-                )));
+                return Err(ApiError::bad_field(
+                    "empty",
+                    &format!("images[{i}].name"),
+                    format!("images[{i}].name is empty; give the container's name or leave it out"),
+                ));
             }
             image_use.origin.name.clone_from(name);
         }
@@ -558,36 +602,44 @@ fn parse_request(
     for (i, secret) in request.pull_secrets.iter().flatten().enumerate() {
         let text = secret.to_string();
         pull_secrets.extend(
-            PullSecret::parse_manifests(&format!("pull_secrets[{i}]"), &text)
-                .map_err(|e| ApiError::bad(e.to_string()))?,
+            PullSecret::parse_manifests(&format!("pull_secrets[{i}]"), &text).map_err(|e| {
+                ApiError::bad_field("pull_secret", &format!("pull_secrets[{i}]"), e.to_string())
+            })?,
         );
     }
-    let platform = match &request.platform {
-        Some(p) => Some(Platform::parse(p).map_err(|e| ApiError::bad(format!("platform: {e}")))?),
-        None => None,
-    };
+    let platform =
+        match &request.platform {
+            Some(p) => Some(Platform::parse(p).map_err(|e| {
+                ApiError::bad_field("platform", "platform", format!("platform: {e}"))
+            })?),
+            None => None,
+        };
     let deadline = match request.deadline_seconds {
         // Below a millisecond no request could be answered: every image would be
         // `unreachable` for a reason the caller gave.
         Some(s) if s.is_finite() && s > 0.0 && s < 0.001 => {
-            return Err(ApiError::bad(format!(
-                "deadline_seconds must be at least 0.001 (one millisecond), not {s}"
-            )));
+            return Err(ApiError::bad_field(
+                "deadline",
+                "deadline_seconds",
+                format!("deadline_seconds must be at least 0.001 (one millisecond), not {s}"),
+            ));
         }
         Some(s) if s.is_finite() && s > 0.0 => {
             Duration::try_from_secs_f64(s).map_or(state.deadline, |d| d.min(state.deadline))
         }
         Some(s) => {
-            return Err(ApiError::bad(format!(
-                "deadline_seconds must be a positive number of seconds, not {s}"
-            )));
+            return Err(ApiError::bad_field(
+                "deadline",
+                "deadline_seconds",
+                format!("deadline_seconds must be a positive number of seconds, not {s}"),
+            ));
         }
         None => state.deadline,
     };
     let runtime = match &request.runtime {
         Some(r) => Some(
             pullcheck_sources::Runtime::parse(r)
-                .map_err(|e| ApiError::bad(format!("runtime: {e}")))?,
+                .map_err(|e| ApiError::bad_field("runtime", "runtime", format!("runtime: {e}")))?,
         ),
         None => None,
     };
@@ -647,14 +699,26 @@ async fn check(
     let namespace = request.namespace.clone();
     // Whose placeholder a bad one is: the request's field, or the service's option.
     let placeholder_given = request.placeholder_image != state.placeholder_image;
+    // The request's own rules (an empty namespace, a name that is no path segment)
+    // before the namespace is judged.
+    request
+        .validate()
+        .map_err(|e| crate::render::request_error(e, placeholder_given))?;
     if let Some(ns) = &namespace
         && !namespace_allowed(ns, &state.allow_namespaces, caller)
     {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             format!("namespace {ns:?} is not allowed for this caller"),
-        ));
+        )
+        .with_facts(json!({"kind": "namespace_not_allowed", "field": "namespace"})));
     }
+    // The field of the request's one text, for an `input` error's `field`.
+    let text_field = request.inputs.first().map(|i| match i.kind {
+        None | Some(InputKind::Pipeline) => "pipeline",
+        Some(InputKind::Manifests) => "manifests",
+        Some(InputKind::Build) => "build",
+    });
     let prepared = state
         .parse(false, move || request.read())
         .await
@@ -664,15 +728,23 @@ async fn check(
                 format!("the request could not be read: {e}"),
             )
         })?
-        .map_err(|e| crate::render::request_error(e, placeholder_given))?;
+        .map_err(|e| {
+            let input = matches!(e, pullcheck_sources::RequestError::Inputs(_));
+            let e = crate::render::request_error(e, placeholder_given);
+            match text_field {
+                Some(field) if input => e.with_facts(json!({"field": field})),
+                _ => e,
+            }
+        })?;
     // Counted as read, before anything is gathered, planned or asked.
     check_image_count(state, prepared.use_count())?;
     let cluster = match &namespace {
         Some(_) => match &state.cluster {
             Ok(c) => Some(c),
             Err(e) => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
+                return Err(ApiError::bad_field(
+                    "no_kubernetes_api",
+                    "namespace",
                     format!("`namespace` needs the Kubernetes API, which is not configured: {e}"),
                 ));
             }
@@ -686,4 +758,38 @@ async fn check(
     let report = crate::render::report(crate::check::run(state, ready).await, state.setting_name);
     let code = report.exit_code();
     Ok((report, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 413's message, golden: a body without `Content-Length` is "more than" the
+    /// limit, and only a `/v1/checks` caller is told to split its request (an API
+    /// server cannot split a review) (rev23q finding 13).
+    #[test]
+    fn over_limit_messages_golden() {
+        let message = |setting, count| {
+            ApiError::over_limit(
+                "bytes of body",
+                Limit {
+                    setting,
+                    limit: 8_388_608,
+                    count,
+                },
+                crate::plain_setting_name,
+            )
+            .message
+        };
+        assert_eq!(
+            message(crate::ServeSetting::MaxBody, None),
+            "more than 8388608 bytes of body: over the limit of 8388608 (max_body); split \
+             the request or raise the limit"
+        );
+        assert_eq!(
+            message(crate::ServeSetting::AdmissionMaxBody, Some(9_000_000)),
+            "9000000 bytes of body: over the limit of 8388608 (admission_max_body); raise \
+             the limit"
+        );
+    }
 }

@@ -26,13 +26,13 @@ impl NamespaceGlob {
     /// Parses a glob.
     ///
     /// # Errors
-    /// The glob's syntax error.
+    /// The glob's syntax error, without the pattern (the caller has it).
     pub fn new(pattern: &str) -> Result<NamespaceGlob, String> {
         Glob::new(pattern)
             .map(|g| NamespaceGlob {
                 matcher: g.compile_matcher(),
             })
-            .map_err(|e| format!("namespace pattern {pattern:?}: {e}"))
+            .map_err(|e| e.kind().to_string())
     }
 
     /// Whether `namespace` matches.
@@ -113,7 +113,9 @@ fn parse(text: &str) -> Result<Vec<Entry>, BadLine> {
             Some(list) => Some(
                 list.split(',')
                     .filter(|s| !s.is_empty())
-                    .map(NamespaceGlob::new)
+                    .map(|p| {
+                        NamespaceGlob::new(p).map_err(|e| format!("namespace pattern {p:?}: {e}"))
+                    })
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|reason| BadLine {
                         line: i + 1,
@@ -152,17 +154,17 @@ impl TokenFile {
     /// Reads the file once; reload errors are counted in `metrics`.
     ///
     /// # Errors
-    /// The file cannot be read, is not UTF-8, has a bad line, or holds no token.
+    /// The file cannot be read, is not UTF-8, has a bad line, or holds no token: what
+    /// is wrong, without the path (the caller has it).
     pub fn load(path: PathBuf, metrics: Arc<Metrics>) -> Result<TokenFile, String> {
         let stamp = stamp(&path);
-        let shown = path.display().to_string();
         let (good, entries) = match read(&path) {
             Ok(found) => found,
-            Err(Unusable::Unreadable(e)) => return Err(format!("{shown}: cannot read: {e}")),
+            Err(Unusable::Unreadable(e)) => return Err(format!("cannot read: {e}")),
             Err(Unusable::Line(bad)) => {
-                return Err(format!("{shown}: line {}: {}", bad.line, bad.reason));
+                return Err(format!("line {}: {}", bad.line, bad.reason));
             }
-            Err(Unusable::Empty) => return Err(format!("{shown}: holds no token")),
+            Err(Unusable::Empty) => return Err("holds no token".to_owned()),
         };
         Ok(TokenFile {
             path,

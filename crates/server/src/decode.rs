@@ -14,14 +14,57 @@ use serde::de::DeserializeOwned;
 #[derive(Debug)]
 pub(crate) struct DecodeError {
     pub message: String,
+    /// What is wrong, as data.
+    pub kind: DecodeKind,
+    /// The field it is about, as its path in the request (`images[0].policy`, with the
+    /// caller's prefix: `request.kind`); for an unknown field, that field's path;
+    /// `None` for the body itself (not JSON, not an object).
+    pub field: Option<String>,
     pub line: Option<usize>,
     pub column: Option<usize>,
 }
 
+/// What is wrong with a body ([`DecodeError::kind`]), from serde's fixed shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DecodeKind {
+    /// Not JSON, or more after the object.
+    NotJson,
+    /// JSON, but not an object (or a value that must be one is not).
+    NotAnObject,
+    /// A field of the wrong JSON type, or a value its type refuses.
+    WrongType,
+    /// A field the request does not have.
+    UnknownField,
+    /// A field the request needs is missing.
+    MissingField,
+    /// A field given twice.
+    DuplicateField,
+    /// Anything else serde says about a value.
+    Invalid,
+}
+
+impl DecodeKind {
+    /// snake_case, the API error's `kind`: `not_json`, `not_an_object`, `wrong_type`,
+    /// `unknown_field`, `missing_field`, `duplicate_field`, `invalid`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            DecodeKind::NotJson => "not_json",
+            DecodeKind::NotAnObject => "not_an_object",
+            DecodeKind::WrongType => "wrong_type",
+            DecodeKind::UnknownField => "unknown_field",
+            DecodeKind::MissingField => "missing_field",
+            DecodeKind::DuplicateField => "duplicate_field",
+            DecodeKind::Invalid => "invalid",
+        }
+    }
+}
+
 impl DecodeError {
-    fn new(message: String) -> DecodeError {
+    fn new(message: String, kind: DecodeKind, field: Option<String>) -> DecodeError {
         DecodeError {
             message,
+            kind,
+            field,
             line: None,
             column: None,
         }
@@ -43,9 +86,11 @@ pub(crate) fn object<T: DeserializeOwned>(
     expected: Expected,
 ) -> Result<T, DecodeError> {
     if let Some(found) = not_an_object(body) {
-        return Err(DecodeError::new(format!(
-            "the request must be a JSON object, found {found}"
-        )));
+        return Err(DecodeError::new(
+            format!("the request must be a JSON object, found {found}"),
+            DecodeKind::NotAnObject,
+            None,
+        ));
     }
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| describe(e, "", expected))?;
@@ -65,9 +110,11 @@ pub(crate) fn value<T: DeserializeOwned>(
 ) -> Result<T, DecodeError> {
     if let Some(found) = (!value.is_object()).then(|| json_type(value)) {
         let at = prefix.trim_end_matches('.');
-        return Err(DecodeError::new(format!(
-            "{at}: expected an object, found {found}"
-        )));
+        return Err(DecodeError::new(
+            format!("{at}: expected an object, found {found}"),
+            DecodeKind::NotAnObject,
+            (!at.is_empty()).then(|| at.to_owned()),
+        ));
     }
     serde_path_to_error::deserialize(value).map_err(|e| describe(e, prefix, expected))
 }
@@ -92,6 +139,8 @@ fn not_json(e: &serde_json::Error) -> DecodeError {
     let (text, line, column) = message_of(e);
     DecodeError {
         message: format!("the body is not JSON: {text}"),
+        kind: DecodeKind::NotJson,
+        field: None,
         line,
         column,
     }
@@ -113,7 +162,9 @@ fn not_an_object(body: &[u8]) -> Option<&'static str> {
     }
 }
 
-fn json_type(value: &serde_json::Value) -> &'static str {
+/// `null`, `a boolean`, `a number`, `a string`, `an array`, `an object`: a JSON
+/// value's type in words.
+pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {
     match value {
         serde_json::Value::Null => "null",
         serde_json::Value::Bool(_) => "a boolean",
@@ -154,7 +205,12 @@ fn describe(
         return not_json(&inner);
     }
     let (text, line, column) = message_of(&inner);
-    let full = format!("{prefix}{path}");
+    // `request.` alone is `request`, not `request.: missing field "kind"`.
+    let full = if path.is_empty() {
+        prefix.trim_end_matches('.').to_owned()
+    } else {
+        format!("{prefix}{path}")
+    };
     let at = |p: &str| {
         if p.is_empty() {
             String::new()
@@ -165,15 +221,20 @@ fn describe(
     let mismatch = text
         .strip_prefix("invalid type: ")
         .or_else(|| text.strip_prefix("invalid value: "));
-    let message = if let Some(rest) = mismatch {
+    let field_of = |p: &str| (!p.is_empty()).then(|| p.to_owned());
+    let (message, kind, field) = if let Some(rest) = mismatch {
         let (found, serde_expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
         let wanted = expected(&shape(&path))
             .map(str::to_owned)
             .unwrap_or_else(|| json_expected(serde_expected));
-        format!(
-            "{}expected {wanted}, found {}",
-            at(&full),
-            json_found(found)
+        (
+            format!(
+                "{}expected {wanted}, found {}",
+                at(&full),
+                json_found(found)
+            ),
+            DecodeKind::WrongType,
+            field_of(&full),
         )
     } else if let Some(rest) = text.strip_prefix("unknown field ") {
         // `unknown field `x`, expected one of `a`, `b``: the path ends in the field.
@@ -195,20 +256,46 @@ fn describe(
         } else {
             format!("; known fields: {known}")
         };
-        format!("{}unknown field \"{field}\"{known}", at(parent))
-    } else if let Some(field) = text.strip_prefix("missing field ") {
-        format!("{}missing field \"{}\"", at(&full), field.trim_matches('`'))
-    } else if let Some(field) = text.strip_prefix("duplicate field ") {
-        format!(
-            "{}duplicate field \"{}\"",
-            at(&full),
-            field.trim_matches('`')
+        let path = if parent.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{parent}.{field}")
+        };
+        (
+            format!("{}unknown field \"{field}\"{known}", at(parent)),
+            DecodeKind::UnknownField,
+            Some(path),
+        )
+    } else if let Some((field, what, kind)) = [
+        ("missing field ", "missing", DecodeKind::MissingField),
+        ("duplicate field ", "duplicate", DecodeKind::DuplicateField),
+    ]
+    .into_iter()
+    .find_map(|(prefix, what, kind)| text.strip_prefix(prefix).map(|f| (f, what, kind)))
+    {
+        // The path is the object's; the field is in it.
+        let field = field.trim_matches('`');
+        let path = if full.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{full}.{field}")
+        };
+        (
+            format!("{}{what} field \"{field}\"", at(&full)),
+            kind,
+            Some(path),
         )
     } else {
-        format!("{}{text}", at(&full))
+        (
+            format!("{}{text}", at(&full)),
+            DecodeKind::Invalid,
+            field_of(&full),
+        )
     };
     DecodeError {
         message,
+        kind,
+        field,
         line,
         column,
     }
@@ -353,5 +440,60 @@ mod tests {
         );
         let e = value::<Outer>(&serde_json::json!([]), "request.", table).expect_err("error");
         assert_eq!(e.message, "request: expected an object, found an array");
+    }
+}
+
+#[cfg(test)]
+mod facts {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Item {
+        reference: String,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        flag: Option<bool>,
+        list: Option<Vec<Item>>,
+    }
+
+    /// Each error's kind and field (a path; the unknown or missing field's own), as
+    /// the API's 400 carries them; a prefix alone has no stray dot (rev23q 10, 17).
+    #[test]
+    fn errors_carry_their_kind_and_field() {
+        let none = |_: &str| None;
+        let cases: [(&str, DecodeKind, Option<&str>); 6] = [
+            ("[1]", DecodeKind::NotAnObject, None),
+            ("{", DecodeKind::NotJson, None),
+            (r#"{"flag": 1}"#, DecodeKind::WrongType, Some("flag")),
+            (r#"{"lsit": []}"#, DecodeKind::UnknownField, Some("lsit")),
+            (
+                r#"{"list": [{}]}"#,
+                DecodeKind::MissingField,
+                Some("list[0].reference"),
+            ),
+            (
+                r#"{"flag": true, "flag": true}"#,
+                DecodeKind::DuplicateField,
+                Some("flag"),
+            ),
+        ];
+        for (body, kind, field) in cases {
+            let e = object::<Body>(body.as_bytes(), none).expect_err(body);
+            assert_eq!(
+                (e.kind, e.field.as_deref()),
+                (kind, field),
+                "{body}: {}",
+                e.message
+            );
+        }
+        let e = value::<Item>(&serde_json::json!({}), "request.", none).expect_err("missing");
+        assert_eq!(e.message, "request: missing field \"reference\"");
+        assert_eq!(e.field.as_deref(), Some("request.reference"));
     }
 }

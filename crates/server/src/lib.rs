@@ -387,27 +387,30 @@ impl Server {
         }
         let metrics = Arc::new(Metrics::new());
         let tokens = match options.api_token_file {
-            Some(path) => Some(TokenFile::load(path, metrics.clone()).map_err(|message| {
-                ServeError::Config(ConfigError::File {
-                    setting: ServeSetting::ApiTokenFile,
-                    paths: Vec::new(),
-                    message,
-                })
-            })?),
+            Some(path) => Some(TokenFile::load(path.clone(), metrics.clone()).map_err(
+                |message| {
+                    ServeError::Config(ConfigError::File {
+                        setting: ServeSetting::ApiTokenFile,
+                        paths: vec![path],
+                        message,
+                    })
+                },
+            )?),
             None => None,
         };
         let allow_namespaces = options
             .allow_namespaces
             .iter()
-            .map(|p| NamespaceGlob::new(p))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|message| {
-                ServeError::Config(ConfigError::Pattern {
-                    setting: ServeSetting::AllowNamespace,
-                    pattern: None,
-                    message,
+            .map(|p| {
+                NamespaceGlob::new(p).map_err(|message| {
+                    ServeError::Config(ConfigError::Pattern {
+                        setting: ServeSetting::AllowNamespace,
+                        pattern: Some(p.clone()),
+                        message,
+                    })
                 })
-            })?;
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let verifier = match options
             .admission
             .as_ref()
@@ -427,8 +430,12 @@ impl Server {
                 let config = load_tls(&files, verifier.as_ref()).map_err(|e| {
                     ServeError::Config(ConfigError::File {
                         setting: ServeSetting::Tls,
-                        paths: vec![files.cert.clone(), files.key.clone()],
-                        message: e.to_string(),
+                        // The file at fault when one is; else the pair.
+                        paths: e.path.map_or_else(
+                            || vec![files.cert.clone(), files.key.clone()],
+                            |p| vec![p],
+                        ),
+                        message: e.message,
                     })
                 })?;
                 Some((
@@ -664,33 +671,56 @@ fn client_verifier(path: &std::path::Path) -> Result<Verifier, String> {
 ///
 /// # Errors
 /// A file that cannot be read, holds no certificate or no key, or a key that does not
-/// fit the certificate.
-fn load_tls(files: &TlsFiles, verifier: Option<&Verifier>) -> Result<rustls::ServerConfig, String> {
+/// fit the certificate: [`TlsError`], naming the file when it is one of them.
+fn load_tls(
+    files: &TlsFiles,
+    verifier: Option<&Verifier>,
+) -> Result<rustls::ServerConfig, TlsError> {
     use rustls::pki_types::pem::PemObject as _;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let cert_pem = pullcheck_files::read(&files.cert).map_err(|e| e.to_string())?;
-    let key_pem = pullcheck_files::read(&files.key).map_err(|e| e.to_string())?;
+    let of = |path: &std::path::Path, message: String| TlsError {
+        path: Some(path.to_owned()),
+        message,
+    };
+    let cert_pem =
+        pullcheck_files::read(&files.cert).map_err(|e| of(&files.cert, e.to_string()))?;
+    let key_pem = pullcheck_files::read(&files.key).map_err(|e| of(&files.key, e.to_string()))?;
     let chain = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{}: {e}", files.cert.display()))?;
+        .map_err(|e| of(&files.cert, e.to_string()))?;
     if chain.is_empty() {
-        return Err(format!(
-            "{}: no certificate in the file",
-            files.cert.display()
-        ));
+        return Err(of(&files.cert, "no certificate in the file".to_owned()));
     }
     let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| format!("{}: no private key: {e}", files.key.display()))?;
+        .map_err(|e| of(&files.key, format!("no private key: {e}")))?;
     let builder = rustls::ServerConfig::builder();
     let builder = match verifier {
         Some(v) => builder.with_client_cert_verifier(v.clone()),
         None => builder.with_no_client_auth(),
     };
-    let mut config = builder
-        .with_single_cert(chain, key)
-        .map_err(|e| e.to_string())?;
+    let mut config = builder.with_single_cert(chain, key).map_err(|e| TlsError {
+        path: None,
+        message: e.to_string(),
+    })?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// Why [`load_tls`] failed: the file at fault (`None`: the pair, a key that does not
+/// fit the certificate) and what is wrong, without the path.
+#[derive(Debug)]
+struct TlsError {
+    path: Option<std::path::PathBuf>,
+    message: String,
+}
+
+impl std::fmt::Display for TlsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.path {
+            Some(path) => write!(f, "{}: {}", path.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
 }
 
 /// Re-reads the certificate and key when the content of either file changes; a bad pair

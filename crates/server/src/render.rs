@@ -7,7 +7,7 @@
 use axum::http::StatusCode;
 use pullcheck::mirrors::{Releases, VersionWarning};
 use pullcheck::report::{Remedy, Report};
-use pullcheck_sources::{Held, InputKind, RequestError, Setting};
+use pullcheck_sources::{Held, InputKind, NameOf, RequestError, Setting};
 use serde_json::{Value, json};
 
 use crate::ServeSetting;
@@ -199,6 +199,19 @@ pub(crate) fn request_error(error: RequestError, placeholder_given: bool) -> Api
             ),
             json!({"kind": "lookup_deadline", "field": "deadline_seconds"}),
         ),
+        RequestError::InvalidName { of, name, problem } => {
+            let field = match of {
+                NameOf::Namespace => "namespace",
+                NameOf::PodsTemplate => "pods_template",
+            };
+            with(
+                ApiError::bad(format!(
+                    "`{field}` {name:?} {problem}: it is one path segment of the Kubernetes API"
+                )),
+                json!({"kind": "invalid_name", "field": field, "name": name,
+                       "problem": problem.as_str()}),
+            )
+        }
     }
 }
 

@@ -39,7 +39,8 @@ mod request;
 
 pub use pullcheck::input::image_use;
 pub use request::{
-    CheckRequest, EmptyInput, Held, Input, NothingToCheck, Prepared, Ready, RequestError,
+    CheckRequest, EmptyInput, Held, Input, NameOf, NameProblem, NothingToCheck, Prepared, Ready,
+    RequestError, path_segment_problem,
 };
 
 use std::collections::BTreeMap;
@@ -307,6 +308,15 @@ impl Inputs {
 /// expands: `steps` template steps and `inline` `render_inline` templates (counts).
 /// Callers add how to pass anyway, as for [`no_image_message`].
 pub fn templates_only_message(name: &str, steps: usize, inline: usize) -> String {
+    format!(
+        "{}; nothing was checked",
+        templates_only_part(name, steps, inline)
+    )
+}
+
+/// [`templates_only_message`] without `; nothing was checked`, for a message that says
+/// it once for several inputs.
+pub(crate) fn templates_only_part(name: &str, steps: usize, inline: usize) -> String {
     let what = match (steps, inline) {
         (0, n) => format!("{n} `render_inline` template{}", plural(n)),
         (n, 0) => format!("{n} template step{}", plural(n)),
@@ -319,7 +329,7 @@ pub fn templates_only_message(name: &str, steps: usize, inline: usize) -> String
     format!(
         "no image to check in {name}: its images come from templates that are not \
          expanded ({what}); the Vela server expands them when it compiles the build, \
-         pullcheck does not (check the compiled build instead); nothing was checked"
+         pullcheck does not (check the compiled build instead)"
     )
 }
 
@@ -329,16 +339,34 @@ pub fn templates_only_message(name: &str, steps: usize, inline: usize) -> String
 /// workload manifests. Callers add how to pass anyway (the CLI's `--allow-empty`, the
 /// service's `"allow_empty": true`).
 pub fn no_image_message(files: &[String]) -> String {
+    format!(
+        "{}; nothing was checked",
+        no_image_part(files, &[InputKind::Pipeline, InputKind::Manifests])
+    )
+}
+
+/// [`no_image_message`] without `; nothing was checked`, expecting what the inputs
+/// were read as (`read_as`): a Vela pipeline (source or compiled build) or Kubernetes
+/// manifests, or both when `read_as` holds both kinds or is empty.
+pub(crate) fn no_image_part(files: &[String], read_as: &[InputKind]) -> String {
     let what = if files.is_empty() {
         String::new()
     } else {
         format!(" in {}", files.join(", "))
     };
-    format!(
-        "no image to check{what}: expected a Vela pipeline (steps, services or stages \
-         with `image:`) or Kubernetes manifests (Pod, Deployment, StatefulSet, DaemonSet, \
-         ReplicaSet, Job, CronJob with containers); nothing was checked"
-    )
+    let pipeline = "a Vela pipeline (steps, services or stages with `image:`)";
+    let manifests = "Kubernetes manifests (Pod, Deployment, StatefulSet, DaemonSet, \
+                     ReplicaSet, Job, CronJob with containers)";
+    let as_manifests = read_as.contains(&InputKind::Manifests);
+    let as_pipeline = read_as
+        .iter()
+        .any(|k| matches!(k, InputKind::Pipeline | InputKind::Build));
+    let expected = match (as_pipeline, as_manifests) {
+        (true, false) => pipeline.to_owned(),
+        (false, true) => manifests.to_owned(),
+        _ => format!("{pipeline} or {manifests}"),
+    };
+    format!("no image to check{what}: expected {expected}")
 }
 
 /// Parses every text (kind detected by [`detect`]) and adds `images` to the build Pod's
@@ -655,8 +683,10 @@ fn plan_placeholder(
         return Ok(None);
     };
     // Only an empty placeholder stops the request: any other reference that does not
-    // parse is its row's `invalid` status, as an image of the inputs would be.
-    if let Err(e) = pullcheck::reference::Reference::parse_normalized(&runtime.placeholder_image)
+    // parse is its row's `invalid` status, as an image of the inputs would be. Blank
+    // (only whitespace) is empty, as `serve --placeholder-image` judges its own.
+    if let Err(e) =
+        pullcheck::reference::Reference::parse_normalized(runtime.placeholder_image.trim())
         && e.kind() == pullcheck::reference::ReferenceErrorKind::Empty
     {
         return Err(RequestError::PlaceholderImage(e));

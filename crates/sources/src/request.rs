@@ -144,7 +144,8 @@ pub enum RequestError {
     /// where the cluster's own namespace does not stand in
     /// ([`CheckRequest::cluster_namespace`]): the template's name.
     TemplateWithoutNamespace(String),
-    /// The placeholder image is empty, as the reference parser says it (kind
+    /// The placeholder image is empty or blank (only whitespace, as `serve
+    /// --placeholder-image` judges its own), as the reference parser says it (kind
     /// [`ReferenceErrorKind::Empty`](pullcheck::reference::ReferenceErrorKind::Empty));
     /// any other reference that does not parse is the placeholder row's `invalid`.
     PlaceholderImage(pullcheck::reference::ReferenceError),
@@ -159,6 +160,96 @@ pub enum RequestError {
     /// The Kubernetes lookups did not finish within the request's deadline (the
     /// deadline as given).
     LookupDeadline(Duration),
+    /// The build namespace or the pods template's name cannot be a path segment of
+    /// the Kubernetes API, as client-go's `rest.Request` refuses it before sending
+    /// (`Name`, `Namespace`, `IsValidPathSegmentName` in client-go rest/request.go):
+    /// which name, the name as given, and what is wrong with it.
+    InvalidName {
+        /// The namespace or the pods template's name.
+        of: NameOf,
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        problem: NameProblem,
+    },
+}
+
+/// Which name of a request is [`RequestError::InvalidName`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameOf {
+    /// [`CheckRequest::namespace`].
+    Namespace,
+    /// The name of [`CheckRequest::template`] ([`TemplateSource::Name`]).
+    PodsTemplate,
+}
+
+/// What is wrong with a name that must be one path segment of the Kubernetes API, in
+/// client-go's order (rest/request.go: `Name` refuses an empty name first, then
+/// `IsValidPathSegmentName` a name that is `NameMayNotBe`, then one containing
+/// `NameMayNotContain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameProblem {
+    /// The name is empty (client-go: "resource name may not be empty"). A pods
+    /// template's empty name would GET the template collection; an empty namespace
+    /// would stand for the kubeconfig's.
+    Empty,
+    /// The name is `.` or `..` (client-go's `NameMayNotBe`): the segment that is
+    /// given.
+    Dots(&'static str),
+    /// The name contains `/` or `%`, or both (client-go's `NameMayNotContain`), in
+    /// that order.
+    Contains(Vec<char>),
+}
+
+impl NameProblem {
+    /// The problem's snake_case name, for machine-readable renderings: `empty`,
+    /// `dots`, `contains`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NameProblem::Empty => "empty",
+            NameProblem::Dots(_) => "dots",
+            NameProblem::Contains(_) => "contains",
+        }
+    }
+}
+
+impl fmt::Display for NameProblem {
+    /// client-go's words: `may not be empty`, `may not be '..'`, `may not contain '/'`
+    /// (several `, `-separated).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NameProblem::Empty => f.write_str("may not be empty"),
+            NameProblem::Dots(dots) => write!(f, "may not be '{dots}'"),
+            NameProblem::Contains(chars) => {
+                let parts: Vec<String> = chars
+                    .iter()
+                    .map(|c| format!("may not contain '{c}'"))
+                    .collect();
+                f.write_str(&parts.join(", "))
+            }
+        }
+    }
+}
+
+/// What keeps `name` from being one path segment of the Kubernetes API, as client-go
+/// checks a resource name or a namespace (rest/request.go `Name` and
+/// `IsValidPathSegmentName`); `None`: it can be one. client-go allows an empty
+/// namespace (all namespaces); a build namespace cannot be, so empty is refused for
+/// both.
+pub fn path_segment_problem(name: &str) -> Option<NameProblem> {
+    if name.is_empty() {
+        return Some(NameProblem::Empty);
+    }
+    for dots in [".", ".."] {
+        if name == dots {
+            return Some(NameProblem::Dots(dots));
+        }
+    }
+    let contained: Vec<char> = ['/', '%']
+        .into_iter()
+        .filter(|c| name.contains(*c))
+        .collect();
+    (!contained.is_empty()).then_some(NameProblem::Contains(contained))
 }
 
 /// What a request held instead of an image to check ([`RequestError::NothingToCheck`]).
@@ -204,25 +295,27 @@ pub enum Held {
 }
 
 impl fmt::Display for NothingToCheck {
-    /// `no image to check in a.yml, b.yml: expected …; nothing was checked`, then each
-    /// templates-only pipeline and the warnings, `; `-separated; no way to pass anyway
-    /// (each front end adds its own).
+    /// `no image to check in a.yml, b.yml: expected …` (what they were read as), then
+    /// each templates-only pipeline, then `nothing was checked` once, then the
+    /// warnings, `; `-separated; no way to pass anyway (each front end adds its own).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let no_image: Vec<String> = self
+        let no_image: Vec<&EmptyInput> = self
             .inputs
             .iter()
             .filter(|i| i.held == Held::NoImage)
-            .map(|i| i.name.clone())
             .collect();
         let mut parts = Vec::new();
-        if !no_image.is_empty() || no_image.len() == self.inputs.len() {
-            parts.push(crate::no_image_message(&no_image));
+        if !no_image.is_empty() || self.inputs.is_empty() {
+            let names: Vec<String> = no_image.iter().map(|i| i.name.clone()).collect();
+            let read_as: Vec<InputKind> = no_image.iter().map(|i| i.read_as).collect();
+            parts.push(crate::no_image_part(&names, &read_as));
         }
         for input in &self.inputs {
             if let Held::Templates { steps, inline } = input.held {
-                parts.push(crate::templates_only_message(&input.name, steps, inline));
+                parts.push(crate::templates_only_part(&input.name, steps, inline));
             }
         }
+        parts.push("nothing was checked".to_owned());
         parts.extend(self.warnings.iter().cloned());
         f.write_str(&parts.join("; "))
     }
@@ -249,6 +342,13 @@ impl fmt::Display for RequestError {
                  deadline of {}",
                 crate::format_duration(*deadline)
             ),
+            RequestError::InvalidName { of, name, problem } => {
+                let of = match of {
+                    NameOf::Namespace => "namespace",
+                    NameOf::PodsTemplate => "pods template name",
+                };
+                write!(f, "invalid {of} {name:?}: {problem}")
+            }
         }
     }
 }
@@ -277,13 +377,36 @@ impl CheckRequest {
         }
     }
 
-    /// The request's own rules, before anything is read: a pods template named without
-    /// a namespace for it. [`CheckRequest::read`] applies them first; the empty-input
+    /// The request's own rules, before anything is read: the namespace and the pods
+    /// template's name each one path segment of the Kubernetes API
+    /// ([`path_segment_problem`]), namespace first; a pods template named without a
+    /// namespace for it. [`CheckRequest::read`] applies them first; the empty-input
     /// rule needs the texts read, so it is [`CheckRequest::read`]'s.
     ///
     /// # Errors
-    /// [`RequestError::TemplateWithoutNamespace`].
+    /// [`RequestError::InvalidName`], [`RequestError::TemplateWithoutNamespace`].
     pub fn validate(&self) -> Result<(), RequestError> {
+        let names = [
+            (NameOf::Namespace, self.namespace.as_deref()),
+            (
+                NameOf::PodsTemplate,
+                match &self.template {
+                    TemplateSource::Name(name) => Some(name.as_str()),
+                    _ => None,
+                },
+            ),
+        ];
+        for (of, name) in names {
+            if let Some(name) = name
+                && let Some(problem) = path_segment_problem(name)
+            {
+                return Err(RequestError::InvalidName {
+                    of,
+                    name: name.to_owned(),
+                    problem,
+                });
+            }
+        }
         if let TemplateSource::Name(name) = &self.template
             && self.namespace.is_none()
             && !self.cluster_namespace
@@ -587,6 +710,71 @@ mod tests {
         assert_eq!(file.validate(), Ok(()));
     }
 
+    #[test]
+    fn names_that_are_no_path_segment_are_refused_as_client_go_refuses_them() {
+        // client-go rest/request.go: `Name` refuses "" ("resource name may not be
+        // empty"); `IsValidPathSegmentName` refuses NameMayNotBe = {".", ".."} and
+        // NameMayNotContain = {"/", "%"} (every one contained, in that order).
+        let cases: [(&str, Option<NameProblem>); 7] = [
+            ("", Some(NameProblem::Empty)),
+            (".", Some(NameProblem::Dots("."))),
+            ("..", Some(NameProblem::Dots(".."))),
+            ("a/b", Some(NameProblem::Contains(vec!['/']))),
+            ("%2F/x", Some(NameProblem::Contains(vec!['/', '%']))),
+            ("...", None),
+            ("vela-pods.v1", None),
+        ];
+        for (name, problem) in cases {
+            assert_eq!(path_segment_problem(name), problem, "{name:?}");
+        }
+        let request = |namespace: Option<&str>, template: Option<&str>| CheckRequest {
+            namespace: namespace.map(str::to_owned),
+            template: template.map_or(TemplateSource::None, |t| TemplateSource::Name(t.into())),
+            images: vec![image_use("alpine", PullPolicy::Always)],
+            ..CheckRequest::default()
+        };
+        assert_eq!(
+            request(Some(""), None).read().err(),
+            Some(RequestError::InvalidName {
+                of: NameOf::Namespace,
+                name: String::new(),
+                problem: NameProblem::Empty,
+            })
+        );
+        assert_eq!(
+            request(Some("ci"), Some("..")).validate(),
+            Err(RequestError::InvalidName {
+                of: NameOf::PodsTemplate,
+                name: "..".into(),
+                problem: NameProblem::Dots(".."),
+            })
+        );
+        // The namespace is checked first; a bad name beats a missing namespace.
+        assert_eq!(
+            request(Some("a/b"), Some("")).validate(),
+            Err(RequestError::InvalidName {
+                of: NameOf::Namespace,
+                name: "a/b".into(),
+                problem: NameProblem::Contains(vec!['/']),
+            })
+        );
+        assert_eq!(
+            request(None, Some("")).validate(),
+            Err(RequestError::InvalidName {
+                of: NameOf::PodsTemplate,
+                name: String::new(),
+                problem: NameProblem::Empty,
+            })
+        );
+        assert_eq!(request(Some("ci"), Some("vela-pods")).validate(), Ok(()));
+        // A file's path is no name.
+        let file = CheckRequest {
+            template: TemplateSource::File("../t/p.yaml".into()),
+            ..request(Some("ci"), None)
+        };
+        assert_eq!(file.validate(), Ok(()));
+    }
+
     #[tokio::test]
     async fn an_empty_placeholder_is_the_reference_error_others_are_rows() {
         let request = |placeholder: &str| CheckRequest {
@@ -602,6 +790,13 @@ mod tests {
             request("").read().expect("reads").gather(None).await
         else {
             panic!("an empty placeholder");
+        };
+        assert_eq!(e.kind(), pullcheck::reference::ReferenceErrorKind::Empty);
+        // Blank is empty, as `serve --placeholder-image` judges its own (rev23q 15).
+        let Err(RequestError::PlaceholderImage(e)) =
+            request(" \t ").read().expect("reads").gather(None).await
+        else {
+            panic!("a blank placeholder");
         };
         assert_eq!(e.kind(), pullcheck::reference::ReferenceErrorKind::Empty);
         // Not a reference, but not empty: the placeholder's row says `invalid`.

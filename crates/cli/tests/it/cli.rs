@@ -1468,3 +1468,78 @@ fn a_template_step_with_an_image_and_a_named_image_in_the_text_report() {
         "{shown}"
     );
 }
+
+/// `--namespace ''` (and `.`, `..`, a `/` or `%` in it or in `--pods-template`) is
+/// refused before the cluster is asked, as client-go refuses such a name (rest/request.go
+/// `Name`, `Namespace`, `IsValidPathSegmentName`), by check and explain alike; an empty
+/// `--pods-template` is no template, as go-vela/worker's empty
+/// `PipelinePodsTemplateName` (runtime/kubernetes/build.go) and the plugin's empty
+/// PARAMETER_PODS_TEMPLATE.
+#[test]
+fn names_that_are_no_path_segment_exit_2() {
+    let dir = temp_dir("path-segment-names");
+    let image = ["--image", "127.0.0.1:1/team/app:v1", "--max-attempts", "1"];
+    for (args, message) in [
+        (
+            vec!["--namespace", ""],
+            "--namespace \"\" may not be empty: it is one path segment of the Kubernetes API",
+        ),
+        (
+            vec!["-n", "ci", "--pods-template", ".."],
+            "--pods-template \"..\" may not be '..': it is one path segment of the Kubernetes \
+             API",
+        ),
+    ] {
+        for command in ["check", "explain"] {
+            let mut all = vec![command];
+            if command == "check" {
+                all.extend(image);
+            } else {
+                all.push("127.0.0.1:1/team/app:v1");
+            }
+            all.extend(&args);
+            let out = pullcheck(&all, &dir);
+            assert_eq!(out.status.code(), Some(2), "{all:?}: {}", text(&out));
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                format!("pullcheck: error: {message}\n"),
+                "{all:?}"
+            );
+        }
+    }
+    // An empty template name is none: the cluster is not asked (the kubeconfig unused).
+    let mut all = vec!["check"];
+    all.extend(image);
+    all.extend(["--pods-template", "", "--kubeconfig", "nosuch"]);
+    let out = pullcheck(&all, &dir);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(
+            "pullcheck: warning: --kubeconfig nosuch not used: the cluster is asked only \
+             with --namespace or --pods-template"
+        ),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Without a cluster to ask there is no lookup to time: a deadline that has passed
+/// before the check starts leaves the images unverified (exit 3), never blamed on
+/// Kubernetes lookups (exit 2) (rev23q finding 9).
+#[test]
+fn no_lookup_deadline_without_a_cluster() {
+    let dir = temp_dir("no-lookup-deadline");
+    for _ in 0..5 {
+        let out = pullcheck(
+            &[
+                "check",
+                "--image",
+                "127.0.0.1:1/team/app:v1",
+                "--deadline",
+                "1ms",
+            ],
+            &dir,
+        );
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    }
+}

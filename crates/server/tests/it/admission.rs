@@ -767,8 +767,9 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
         )
         .await;
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
-    assert!(
-        warnings(&answer)[0].contains("imagePullSecrets not readable"),
+    assert_eq!(
+        warnings(&answer),
+        ["pullcheck: imagePullSecrets not readable (no Kubernetes API); images not verified"],
         "{answer}"
     );
 
@@ -815,6 +816,39 @@ async fn reviews_that_cannot_be_decided_are_allowed_and_malformed_ones_get_400()
     assert!(
         metrics.contains("pullcheck_admission_reviews_total{operation=\"other\",kind=\"other\",decision=\"error\"} 5"),
         "{metrics}"
+    );
+
+    // An object that is no JSON object is said as such, not as a missing one; a
+    // request without `kind` names the field at `request` (rev23q finding 17).
+    let mut not_an_object = review(
+        "c0ffee00-0000-4000-8000-0000000000c5",
+        "CREATE",
+        ("", "v1", "Pod"),
+        "pods",
+        &object,
+        None,
+        false,
+    );
+    not_an_object["request"]["object"] = json!("x");
+    let answer = hook.review("/v1/admission", &not_an_object).await;
+    assert_eq!(
+        warnings(&answer),
+        [
+            "pullcheck: the request's object is a string, not an object; its images were not \
+          checked"
+        ],
+        "{answer}"
+    );
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                      "request": {"uid": "u", "resource": {}, "operation": "CREATE"}})
+    .to_string();
+    let (status, text) = hook.post_raw("/v1/admission", &body).await;
+    assert_eq!(status, 400, "{text}");
+    let error: Value = serde_json::from_str(&text).expect("JSON error");
+    assert_eq!(
+        error["error"]["message"],
+        "the AdmissionReview's request is malformed: request: missing field \"kind\"",
+        "{text}"
     );
     hook.stop().await;
 }
