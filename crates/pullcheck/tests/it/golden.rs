@@ -429,3 +429,95 @@ async fn connection_refused_and_an_untrusted_certificate() {
         )
     );
 }
+
+/// A scripted registry whose `/v2/` asks for a Bearer token from `realm`
+/// (distribution token-auth spec: `WWW-Authenticate: Bearer realm=…,service=…`) on
+/// every request: the token requests here all fail.
+async fn bearer_registry(realm: String) -> String {
+    let (host, _seen) = scripted(move |_, _| {
+        let challenge = format!("Bearer realm=\"{realm}\",service=\"golden\"");
+        (401, vec![("WWW-Authenticate", challenge)], String::new())
+    })
+    .await;
+    host
+}
+
+/// A check of `reference` with `registry`'s options (and short backoffs).
+async fn check_options(reference: &str, registry: ClientOptions) -> Report {
+    let checker = Checker::new(
+        CheckerOptions {
+            registry: ClientOptions {
+                request_timeout: Duration::from_secs(5),
+                backoff_base: Duration::from_millis(1),
+                backoff_max: Duration::from_millis(5),
+                ..registry
+            },
+            ..CheckerOptions::default()
+        },
+        Resolver::default(),
+        NodeCredentials::empty(),
+    )
+    .unwrap();
+    let options = CheckOptions {
+        deadline: Duration::from_secs(30),
+        ..CheckOptions::default()
+    };
+    let uses = vec![parse_image_arg(reference).unwrap()];
+    tokio::time::timeout(Duration::from_secs(60), checker.check(uses, &options))
+        .await
+        .expect("bounded")
+}
+
+#[tokio::test]
+async fn token_server_refused_unreachable_failing_and_tokenless() {
+    // Refused by the egress policy: a deny rule on the token server's host and port.
+    let (realm, _seen) = scripted(|_, _| answer(200, &[], r#"{"token":"t"}"#)).await;
+    let host = bearer_registry(format!("http://{realm}/token")).await;
+    let reference = format!("{host}/team/app:v1");
+    let deny = pullcheck::registry::EgressRule::parse(&realm).unwrap();
+    let registry = ClientOptions {
+        egress: pullcheck::registry::EgressPolicy::new(Vec::new(), vec![deny]),
+        ..ClientOptions::default()
+    };
+    let report = check_options(&reference, registry).await;
+    assert_eq!(
+        row(&report, &reference).detail,
+        format!(
+            "token server {realm} for {host}: refused by the egress policy: {realm} \
+             matches deny rule {realm}; nothing was sent to it"
+        )
+    );
+
+    // Unreachable: nothing listens on the realm's port.
+    let closed = ClosedPort::new();
+    let realm = format!("127.0.0.1:{}", closed.port());
+    let host = bearer_registry(format!("http://{realm}/token")).await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    assert_eq!(
+        row(&report, &reference).detail,
+        format!(
+            "token server {realm} for {host} unreachable: connection refused; 3 attempts, each the same"
+        )
+    );
+
+    // A 500 from the token server.
+    let (realm, _seen) = scripted(|_, _| answer(500, &[], "")).await;
+    let host = bearer_registry(format!("http://{realm}/token")).await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    assert_eq!(
+        row(&report, &reference).detail,
+        format!("token server {realm} for {host} answered HTTP 500")
+    );
+
+    // A 200 whose body holds no token.
+    let (realm, _seen) = scripted(|_, _| answer(200, &[], r#"{"expires_in":60}"#)).await;
+    let host = bearer_registry(format!("http://{realm}/token")).await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    assert_eq!(
+        row(&report, &reference).detail,
+        format!("token server {realm} for {host}: the token reply holds no token")
+    );
+}
