@@ -229,8 +229,10 @@ impl Reader<'_> {
                     let item = self.doc.reach(env, None, item);
                     let found = match self.doc.value(item.id) {
                         Value::Scalar { text, .. } if text.contains('=') => continue,
+                        // `StringSliceMap` reads a `[]string` first, where go-yaml v3.0.4
+                        // drops a null item (decode.go:554-563, 749-759).
+                        Value::Null => continue,
                         Value::Scalar { text, .. } => format!("the item {text:?} has no \"=\""),
-                        Value::Null => "an empty item".to_owned(),
                         _ => format!("an item is a {}", self.doc.kind_name(item.id)),
                     };
                     return Err(self.refuse(
@@ -1322,9 +1324,13 @@ fn validate_step(r: &mut Reader<'_>, s: &Step) -> Result<(), InputError> {
     for key in ["commands", "environment", "parameters", "secrets"] {
         // `commands` and `secrets` are `raw.StringSlice`-like: a lone string, even
         // `""`, decodes as a one-item list, so it counts.
+        // A list's null items are dropped (go-yaml v3.0.4 decode.go:749-759): `[~]` is
+        // empty.
         if let Some(v) = r.get_set(s.node, key)?
-            && (r.non_empty(v)
-                || (key != "environment" && key != "parameters" && r.doc.text(v.id).is_some()))
+            && (match r.doc.value(v.id) {
+                Value::Seq(items) => items.iter().any(|&i| !r.doc.is_null(i)),
+                _ => r.non_empty(v),
+            } || (key != "environment" && key != "parameters" && r.doc.text(v.id).is_some()))
         {
             return Ok(());
         }

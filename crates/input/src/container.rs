@@ -799,7 +799,8 @@ impl<'a> Reader<'a> {
     /// decoded into `map[string]any`: a string as it is; a boolean `true`/`false`; an
     /// integer in decimal (`0x10` is `16`); a float as `strconv.FormatFloat(v, 'g', -1,
     /// 64)` (`1e3` is `1000`, `1e6` `1e+06`); a list of scalars re-read as `[]string` and
-    /// joined with `,` (`unmarshalSlice`; a null item is empty); a mapping, or a list
+    /// joined with `,` (`unmarshalSlice`; a null item is dropped, as go-yaml v3.0.4's
+    /// `sequence()` drops it from a `[]string`, decode.go:749-759); a mapping, or a list
     /// holding a list or a mapping, as JSON (`ghodss/yaml.YAMLToJSON` of its YAML: keys
     /// sorted, no blanks, Go's escapes). `None` for null (no variable); `Err` naming what
     /// it is for a value not reproduced (a timestamp, which `ToString` writes as a
@@ -820,8 +821,8 @@ impl<'a> Reader<'a> {
                 Some(
                     items
                         .iter()
+                        .filter(|&&i| !doc.is_null(i))
                         .map(|&i| match doc.value(i) {
-                            Value::Null => Ok(String::new()),
                             Value::Scalar { plain, text, .. } => {
                                 yaml_v3_marshalled(resolve(*plain, text), text)
                             }

@@ -493,7 +493,9 @@ impl Decoder<'_, '_> {
     }
 
     /// The scalar items of a `raw.StringSlice` (a scalar is one item; a null item is
-    /// `""`), or `None` when it is neither a scalar nor a list of scalars.
+    /// dropped, as go-yaml v3.0.4's `sequence()` keeps only the items that decode and
+    /// `null()` does not decode into a `string`, decode.go:554-563 and 749-759), or
+    /// `None` when it is neither a scalar nor a list of scalars.
     fn string_items(&self, node: Reached) -> Option<Vec<(Reached, String)>> {
         let doc = self.r.doc;
         match doc.value(node.id) {
@@ -501,12 +503,12 @@ impl Decoder<'_, '_> {
             Value::Null => Some(Vec::new()),
             Value::Seq(items) => items
                 .iter()
-                .map(|&i| {
+                .filter_map(|&i| {
                     let item = doc.reach(node, None, i);
                     match doc.value(item.id) {
-                        Value::Scalar { text, .. } => Some((item, text.clone())),
-                        Value::Null => Some((item, String::new())),
-                        _ => None,
+                        Value::Scalar { text, .. } => Some(Some((item, text.clone()))),
+                        Value::Null => None,
+                        _ => Some(None),
                     }
                 })
                 .collect(),

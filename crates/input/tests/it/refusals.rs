@@ -245,6 +245,11 @@ fn containers_without_name_image_or_anything_to_do() {
         "environment: {}",
         "parameters: {}",
         "secrets: []",
+        // go-yaml v3.0.4 drops a null item from a `[]string` (decode.go:749-759), so
+        // these lists are empty (checked with Vela's ParseYAML).
+        "commands: [~]",
+        "secrets: [~]",
+        "environment: [~]",
         "detach: false",
     ] {
         let text =
@@ -1892,4 +1897,32 @@ fn unknown_keys_of_a_compiled_build_are_not_walked() {
     let uses = read_pipeline("build.json", text).expect("reads");
     let images: Vec<&str> = uses.iter().map(|u| u.image.as_str()).collect();
     assert_eq!(images, ["alpine:3.19"]);
+}
+
+/// A null item of a list of strings is dropped, as go-yaml v3.0.4's `sequence()` keeps
+/// only the items that decode and `null()` does not decode into a `string`
+/// (decode.go:554-563, 749-759): Vela's ParseYAML accepts each of these, with the
+/// other items only (`ulimits` `nofile=1`, `environment` `A=1`, `volumes` `/a:/b`).
+#[test]
+fn null_items_of_string_lists_are_dropped_as_yaml_v3_drops_them() {
+    let base = "version: '1'\nsteps:\n  - name: a\n    image: alpine\n    commands: [x]\n";
+    for extra in [
+        "ulimits: [nofile=1, ~]",
+        "environment: [A=1, ~]",
+        "volumes: [/a:/b, ~]",
+        "secrets: [foo, ~]",
+        "commands: [echo, ~]",
+        "entrypoint: [sh, ~]",
+    ] {
+        let text = if extra.starts_with("commands") {
+            format!("version: '1'\nsteps:\n  - name: a\n    image: alpine\n    {extra}\n")
+        } else {
+            format!("{base}    {extra}\n")
+        };
+        let uses = read_pipeline(".vela.yml", &text).unwrap_or_else(|e| panic!("{extra}: {e}"));
+        assert_eq!(uses[0].disposition, Disposition::Check, "{extra}");
+    }
+    // The pipeline's own environment list too.
+    let text = format!("environment: [A=1, ~]\n{base}");
+    assert!(read_pipeline(".vela.yml", &text).is_ok());
 }

@@ -477,7 +477,11 @@ fn parameter_values_are_written_as_vela_s_to_string_writes_them() {
         ("0x10", "16"),
         ("1e3", "1000"),
         ("1e6", "1e+06"),
-        ("[a, ~, 1e6, yes]", "a,,1e+06,yes"),
+        // A null item is dropped: `unmarshalSlice` re-reads the list as `[]string`, and
+        // go-yaml v3.0.4's `sequence()` keeps only items that decode (decode.go:749-759;
+        // `null()` fails for a string, 554-563). Checked with `api.ToString` itself.
+        ("[a, ~, 1e6, yes]", "a,1e+06,yes"),
+        ("[1, ~]", "1"),
         (
             "{b: 1, a: [x, {c: ~}], d: 1.5, e: \"<&>\", f: 1e21}",
             r#"{"a":["x",{"c":null}],"b":1,"d":1.5,"e":"\u003c\u0026\u003e","f":1e+21}"#,
