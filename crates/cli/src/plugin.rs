@@ -17,12 +17,13 @@ use std::path::PathBuf;
 use clap::Parser as _;
 
 /// The options the plugin's parameters become, and the variable each comes from.
-const PARAMETER_OPTIONS: [(&str, &str); 5] = [
+const PARAMETER_OPTIONS: [(&str, &str); 6] = [
     ("--namespace", "PARAMETER_NAMESPACE"),
     ("--pods-template", "PARAMETER_PODS_TEMPLATE"),
     ("--docker-config", "PARAMETER_DOCKER_CONFIG"),
     ("--pull-secret", "PARAMETER_PULL_SECRETS"),
     ("--platform", "PARAMETER_PLATFORM"),
+    ("--deadline", "PARAMETER_DEADLINE"),
 ];
 
 /// The name an error gives `option`: in the plugin's naming, the `PARAMETER_*` variable

@@ -584,6 +584,15 @@ mod tests {
             "the Kubernetes lookups of the pull secrets did not finish within the --deadline \
              of 5s"
         );
+        // The plugin's watchdog (main.rs await_lookups) words it here too: its variable.
+        assert_eq!(
+            request_error(
+                Naming::Plugin,
+                &RequestError::LookupDeadline(std::time::Duration::from_millis(1))
+            ),
+            "the Kubernetes lookups of the pull secrets did not finish within the \
+             PARAMETER_DEADLINE of 1ms"
+        );
     }
 
     /// The golden text rows: a wording change of the text report shows here.

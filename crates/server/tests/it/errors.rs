@@ -266,6 +266,19 @@ async fn request_errors_are_typed_json_facts() {
             assert_eq!(&answer["error"][key], value, "{key} of {body}: {answer}");
         }
     }
+    // The nothing-to-check message expects what the text was read as (rev23q 16).
+    let (_, answer) = server
+        .check(
+            None,
+            &json!({"build": {"version": "1", "steps": []}, "file_name": "b.json"}),
+        )
+        .await;
+    assert_eq!(
+        answer["error"]["message"],
+        "no image to check in b.json: expected a Vela pipeline (steps, services or stages \
+         with `image:`); nothing was checked (`\"allow_empty\": true` passes anyway)",
+        "{answer}"
+    );
     server.stop().await;
 }
 
