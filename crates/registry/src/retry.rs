@@ -96,18 +96,25 @@ pub(crate) fn next(
     Next::Wait(wait)
 }
 
+/// The longest `Retry-After` kept, in seconds: 2^53 − 1, the largest integer a JSON
+/// reader holds exactly (a JavaScript number, RFC 8259 §6) and within Go's `int64`, so
+/// the report's `retry_after` reads in every consumer. Longer waits saturate here (any
+/// of them is far beyond a retry's longest wait anyway).
+pub(crate) const RETRY_AFTER_CAP_SECS: u64 = (1 << 53) - 1;
+
 /// Reads `Retry-After` (RFC 9110 §10.2.3): delta-seconds, or an HTTP date, which becomes
-/// the time from `now` until then (zero if it has passed). Anything else is `None`.
+/// the time from `now` until then (zero if it has passed), at most
+/// [`RETRY_AFTER_CAP_SECS`]. Anything else is `None`.
 pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
+    let cap = Duration::from_secs(RETRY_AFTER_CAP_SECS);
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        // Absurdly long numbers saturate rather than fail.
-        return Some(Duration::from_secs(
-            value.parse::<u64>().unwrap_or(u64::MAX),
-        ));
+        // Absurdly long numbers saturate at the cap rather than fail.
+        let secs = value.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs.min(RETRY_AFTER_CAP_SECS)));
     }
     let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO).min(cap))
 }
 
 /// The `Retry-After` of an answer, read by [`parse_retry_after`] against the clock
@@ -348,7 +355,20 @@ mod tests {
         for bad in ["", "soon", "-1", "1.5", "Wed, 99 Oct 2015 07:28:00 GMT"] {
             assert_eq!(parse_retry_after(bad, now), None, "{bad}");
         }
-        assert!(parse_retry_after("99999999999999999999999", now).is_some());
+        // Overflowing and huge waits saturate at 2^53 - 1 s, which a Go int64 and a
+        // JavaScript number both hold (rev23r review: u64::MAX broke the Go package's
+        // decoding of the whole report); the year 9999 is within it.
+        let max = Duration::from_secs(9_007_199_254_740_991);
+        let cap = Some(max);
+        assert_eq!(parse_retry_after("99999999999999999999999", now), cap);
+        assert_eq!(parse_retry_after("10000000000000000000", now), cap);
+        assert_eq!(parse_retry_after("9007199254740992", now), cap);
+        assert_eq!(
+            parse_retry_after("9007199254740990", now),
+            Some(Duration::from_secs(9_007_199_254_740_990))
+        );
+        let far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now).unwrap();
+        assert!(far < max, "{far:?}");
     }
 
     #[test]
