@@ -86,6 +86,21 @@ fn answer(status: u16, headers: &[(&'static str, &str)], body: &str) -> Answer {
     )
 }
 
+/// A script that answers the ping (`GET /v2/`) 200 and every other request with
+/// `status`, `headers` and `body`.
+fn after_ping(
+    status: u16,
+    headers: &'static [(&'static str, &'static str)],
+    body: &'static str,
+) -> impl Fn(&str, &str) -> Answer + Send + Sync + 'static {
+    move |_, path| {
+        if path == "/v2/" {
+            return answer(200, &[], "{}");
+        }
+        answer(status, headers, body)
+    }
+}
+
 /// An OCI image manifest answer to a `HEAD` or `GET`.
 fn manifest_answer() -> Answer {
     answer(
@@ -261,16 +276,11 @@ async fn unauthorized_anonymously_and_with_a_rejected_credential() {
 #[tokio::test]
 async fn forbidden_rate_limited_and_unknown_codes() {
     let (host, detail) = scripted_detail(
-        |_, path| {
-            if path == "/v2/" {
-                return answer(200, &[], "{}");
-            }
-            answer(
-                403,
-                &[("Content-Type", "application/json")],
-                r#"{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}"#,
-            )
-        },
+        after_ping(
+            403,
+            &[("Content-Type", "application/json")],
+            r#"{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}"#,
+        ),
         "team/app:v1",
     )
     .await;
@@ -283,16 +293,11 @@ async fn forbidden_rate_limited_and_unknown_codes() {
     // A wait longer than `retry_after_max` (10 s) ends the retries at once; the wait is
     // said once, where retrying stopped (it was said twice before issue 23's rework).
     let (host, detail) = scripted_detail(
-        |_, path| {
-            if path == "/v2/" {
-                return answer(200, &[], "{}");
-            }
-            answer(
-                429,
-                &[("Retry-After", "30"), ("Content-Type", "application/json")],
-                r#"{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}"#,
-            )
-        },
+        after_ping(
+            429,
+            &[("Retry-After", "30"), ("Content-Type", "application/json")],
+            r#"{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}"#,
+        ),
         "team/app:v1",
     )
     .await;
