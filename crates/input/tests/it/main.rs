@@ -1,5 +1,6 @@
 //! The integration tests of `pullcheck-input`, one binary (`cargo test -p pullcheck-input --test it`).
 
+mod compiled_json;
 mod corpus;
 mod pipelines;
 mod refusals;
