@@ -2,6 +2,7 @@
 
 mod compiled_json;
 mod corpus;
+mod parameters;
 mod pipelines;
 mod refusals;
 mod substitution_and_schema;
