@@ -542,6 +542,7 @@ const (
 	RefusalWrongType                 = "wrong_type"
 	RefusalNullItem                  = "null_item"
 	RefusalDecode                    = "decode"
+	RefusalStringSliceMap            = "string_slice_map"
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"
 	RefusalUnsupportedTemplateFormat = "unsupported_template_format"
