@@ -351,14 +351,20 @@ type Variable struct {
 // (Secret names the secret's source), "server" (a VELA_* the Vela server sets),
 // "worker" (a credential the Vela worker sets when the step runs, such as
 // VELA_NETRC_PASSWORD),
+// "unrendered" (a PARAMETER_* whose value pullcheck does not render as Vela does),
+// "parameter_case" (a PARAMETER_* that parameters keys equal but for case, Keys, set
+// to different values, so Vela's map order picks one at random),
 // "global_environment_withheld" (set only in the pipeline's environment, which
 // metadata.environment does not give to this kind of container) or "nowhere" (set
 // nowhere in the pipeline).
 type VariableSource struct {
-	// Kind is secret, server, worker, global_environment_withheld or nowhere.
+	// Kind is secret, server, worker, unrendered, parameter_case,
+	// global_environment_withheld or nowhere.
 	Kind string `json:"kind"`
 	// Secret is the secret's source, for kind secret.
 	Secret string `json:"secret"`
+	// Keys are the parameters' keys as written, for kind parameter_case.
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Remedy is one thing that can be done about a failure: Kind is one of trust_ca,
@@ -536,6 +542,7 @@ const (
 	RefusalWrongType                 = "wrong_type"
 	RefusalNullItem                  = "null_item"
 	RefusalDecode                    = "decode"
+	RefusalStringSliceMap            = "string_slice_map"
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"
 	RefusalUnsupportedTemplateFormat = "unsupported_template_format"

@@ -10,8 +10,8 @@
 //! `ruleset`, or one of `status` rules only (which the compiler does not evaluate).
 //! Another pair is a warning.
 //!
-//! A compiled build is decoded by the worker with Go's encoding/json: a container
-//! field of the wrong JSON type (`"image": 5`) is refused at its position.
+//! A compiled build is decoded by the worker with Go's encoding/json, which
+//! [`crate::gojson`] does before the build is read; none of these checks apply to it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -98,56 +98,6 @@ impl Reader<'_> {
             Value::Seq(items) => !items.is_empty(),
             Value::Map(entries) => !entries.is_empty(),
             Value::Alias(_) => true,
-        }
-    }
-
-    /// A field of a compiled build as Go's encoding/json decodes it into `ty`: a value of
-    /// another JSON type is its `UnmarshalTypeError`; null decodes into anything.
-    fn expect_json(
-        &mut self,
-        map: Reached,
-        key: &str,
-        path: &str,
-        ty: JsonTy,
-    ) -> Result<(), InputError> {
-        let Some(v) = self.get(map, key)? else {
-            return Ok(());
-        };
-        let field = if path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{path}.{key}")
-        };
-        if let (JsonTy::StrList, Some(items)) = (ty, self.doc.items(v.id).map(<[_]>::to_vec)) {
-            for (i, item) in items.into_iter().enumerate() {
-                let item = self.doc.reach(v, None, item);
-                if let Some(found) = json_mismatch(self, item, JsonTy::Str) {
-                    return Err(self.refuse(
-                        item,
-                        Refusal::WrongType {
-                            field: format!("{field}[{i}]"),
-                            expected: "string",
-                            found,
-                            value: None,
-                            json: true,
-                        },
-                    ));
-                }
-            }
-            return Ok(());
-        }
-        match json_mismatch(self, v, ty) {
-            None => Ok(()),
-            Some(found) => Err(self.refuse(
-                v,
-                Refusal::WrongType {
-                    field,
-                    expected: ty.go(),
-                    found,
-                    value: None,
-                    json: true,
-                },
-            )),
         }
     }
 
@@ -267,181 +217,15 @@ fn json_scalar_kind(text: &str) -> &'static str {
     }
 }
 
-/// The Go types of `pipeline.Build`'s fields that a compiled build's JSON is checked
-/// against (go-vela/server v0.28.8 `compiler/types/pipeline/container.go` lines 34–59,
-/// `stage.go`, `build.go`).
-#[derive(Clone, Copy)]
-enum JsonTy {
-    /// `string`.
-    Str,
-    /// `bool`.
-    Bool,
-    /// `int32`.
-    Int32,
-    /// `int64`.
-    Int64,
-    /// `[]string`.
-    StrList,
-    /// A struct (its Go name): a JSON object.
-    Object(&'static str),
-    /// A named slice type (its Go name): a JSON array, whose items are not looked at.
-    Array(&'static str),
-}
-
-impl JsonTy {
-    fn go(self) -> &'static str {
-        match self {
-            JsonTy::Str => "string",
-            JsonTy::Bool => "bool",
-            JsonTy::Int32 => "int32",
-            JsonTy::Int64 => "int64",
-            JsonTy::StrList => "[]string",
-            JsonTy::Object(go) | JsonTy::Array(go) => go,
-        }
-    }
-}
-
-/// What encoding/json finds at `node` when it is not a `ty` (`string`, `number`, `bool`,
-/// `array`, `object`; `number 1.5` for a number that is no integer of the type's range,
-/// as `UnmarshalTypeError` words it), or `None` when it decodes.
-fn json_mismatch(r: &Reader<'_>, node: Reached, ty: JsonTy) -> Option<String> {
-    let found = match r.doc.value(node.id) {
-        Value::Null | Value::Alias(_) => return None,
-        Value::Seq(_) => "array",
-        Value::Map(_) => "object",
-        Value::Scalar { plain: false, .. } => "string",
-        Value::Scalar { text, .. } => json_scalar_kind(text),
-    };
-    let fits = match (ty, found) {
-        (JsonTy::Str, "string")
-        | (JsonTy::Bool, "bool")
-        | (JsonTy::StrList | JsonTy::Array(_), "array")
-        | (JsonTy::Object(_), "object") => true,
-        (JsonTy::Int32 | JsonTy::Int64, "number") => {
-            let text = r.doc.text(node.id).unwrap_or_default();
-            let fits = match ty {
-                JsonTy::Int32 => text.parse::<i32>().is_ok(),
-                _ => text.parse::<i64>().is_ok(),
-            };
-            if !fits {
-                return Some(format!("number {text}"));
-            }
-            true
-        }
-        _ => false,
-    };
-    (!fits).then(|| found.to_owned())
-}
-
-/// Refuses what Vela refuses in `root`, the document's top-level mapping; for a
-/// compiled build (`r.mode` is [`Mode::Run`]) only the JSON decoder's type errors.
-/// Warnings (a name that two containers with rulesets share) go to `r.warnings`.
-pub(crate) fn check(r: &mut Reader<'_>, root: Reached, json: bool) -> Result<(), InputError> {
+/// Refuses what Vela refuses in `root`, the document's top-level mapping; nothing for a
+/// compiled build (`r.mode` is [`Mode::Run`]), whose JSON [`crate::gojson`] decoded as
+/// the worker does before it was read. Warnings (a name that two containers with
+/// rulesets share) go to `r.warnings`.
+pub(crate) fn check(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     if r.mode == Mode::Run {
-        return if json { compiled(r, root) } else { Ok(()) };
+        return Ok(());
     }
     source(r, root)
-}
-
-/// The typed fields of `pipeline.Container` (`container.go` lines 34–59); its
-/// `environment` is [`Reader::check_environment`]'s. Of the struct and slice fields
-/// (`ruleset`, `secrets`, `artifacts`, `ulimits`, `volumes`, `git`), which hold no image,
-/// only the JSON type is checked, not what is inside. Unknown keys are dropped by the
-/// decoder and never walked.
-const CONTAINER_JSON: [(&str, JsonTy); 23] = [
-    ("id", JsonTy::Str),
-    ("commands", JsonTy::StrList),
-    ("detach", JsonTy::Bool),
-    ("directory", JsonTy::Str),
-    ("entrypoint", JsonTy::StrList),
-    ("exit_code", JsonTy::Int32),
-    ("image", JsonTy::Str),
-    ("name", JsonTy::Str),
-    ("needs", JsonTy::StrList),
-    ("networks", JsonTy::StrList),
-    ("number", JsonTy::Int32),
-    ("ports", JsonTy::StrList),
-    ("privileged", JsonTy::Bool),
-    ("pull", JsonTy::Str),
-    ("ruleset", JsonTy::Object("pipeline.Ruleset")),
-    ("secrets", JsonTy::Array("pipeline.StepSecretSlice")),
-    ("artifacts", JsonTy::Object("pipeline.Artifacts")),
-    ("ulimits", JsonTy::Array("pipeline.UlimitSlice")),
-    ("volumes", JsonTy::Array("pipeline.VolumeSlice")),
-    ("user", JsonTy::Str),
-    ("report_as", JsonTy::Str),
-    ("id_request", JsonTy::Str),
-    ("git", JsonTy::Object("pipeline.Git")),
-];
-
-/// The typed fields of `pipeline.Stage` (`stage.go`) but its `steps`.
-const STAGE_JSON: [(&str, JsonTy); 3] = [
-    ("name", JsonTy::Str),
-    ("needs", JsonTy::StrList),
-    ("independent", JsonTy::Bool),
-];
-
-/// The scalar fields of `pipeline.Build` (`build.go`).
-const BUILD_JSON: [(&str, JsonTy); 4] = [
-    ("id", JsonTy::Str),
-    ("token", JsonTy::Str),
-    ("token_exp", JsonTy::Int64),
-    ("version", JsonTy::Str),
-];
-
-/// A compiled build's containers, as encoding/json decodes `pipeline.Build`.
-fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
-    for (key, ty) in BUILD_JSON {
-        r.expect_json(root, key, "", ty)?;
-    }
-    let mut containers = Vec::new();
-    for (i, item) in r
-        .list(root, "services", "services")?
-        .into_iter()
-        .enumerate()
-    {
-        containers.push((item, format!("services[{i}]")));
-    }
-    if let Some(stages) = r.get_set(root, "stages")?
-        && let Some(items) = r.doc.items(stages.id).map(<[_]>::to_vec)
-    {
-        for (i, &stage) in items.iter().enumerate() {
-            let stage = r.doc.reach(stages, None, stage);
-            if r.doc.is_map(stage.id) {
-                let path = format!("stages[{i}]");
-                for (key, ty) in STAGE_JSON {
-                    r.expect_json(stage, key, &path, ty)?;
-                }
-                if let Some(env) = r.get_set(stage, "environment")? {
-                    r.check_environment(env, &path, true)?;
-                }
-            }
-            let what = format!("stages[{i}].steps");
-            for (j, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
-                containers.push((item, format!("{what}[{j}]")));
-            }
-        }
-    }
-    for (i, item) in r.list(root, "steps", "steps")?.into_iter().enumerate() {
-        containers.push((item, format!("steps[{i}]")));
-    }
-    for (i, secret) in r.list(root, "secrets", "secrets")?.into_iter().enumerate() {
-        if let Some(origin) = r.get_set(secret, "origin")? {
-            containers.push((origin, format!("secrets[{i}].origin")));
-        }
-    }
-    for (node, path) in containers {
-        if !r.doc.is_map(node.id) {
-            continue;
-        }
-        for (key, ty) in CONTAINER_JSON {
-            r.expect_json(node, key, &path, ty)?;
-        }
-        if let Some(env) = r.get_set(node, "environment")? {
-            r.check_environment(env, &path, true)?;
-        }
-    }
-    Ok(())
 }
 
 /// What a bool field of go.yaml.in/yaml/v3 decodes `node` to: a plain `true`/`false`

@@ -114,7 +114,7 @@ pub fn closest_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
 }
 use crate::{
     ContainerKind, Disposition, Field, ImageUse, InputError, LineColumn, Origin, Position, Problem,
-    PullPolicy, Skip, Unresolved,
+    PullPolicy, Skip, Unresolved, ValueSource,
 };
 
 /// A scalar as yaml.v3 marshals it and reads it back into a `string` (`unmarshalSlice`):
@@ -765,17 +765,38 @@ impl<'a> Reader<'a> {
             && let Some(params) = self.get_set(node, "parameters")?
             && self.doc.is_map(params.id)
         {
+            // The server ranges over a Go map: when keys that differ only in case
+            // (`Foo`, `foo`) give one name different values, which is set differs from
+            // build to build.
+            let mut set: Vec<(String, Vec<String>, Result<String, String>)> = Vec::new();
             for (key, value) in self.entries(params)? {
-                let name = format!("PARAMETER_{}", key.to_uppercase());
-                match self.parameter_value(value) {
-                    Some(Ok(v)) => {
+                let name = format!("PARAMETER_{}", go_to_upper(&key));
+                let Some(v) = self.parameter_value(value) else {
+                    continue;
+                };
+                match set.iter_mut().find(|(n, ..)| *n == name) {
+                    Some((_, keys, first)) => {
+                        keys.push(key);
+                        if *first != v {
+                            *first = Err(String::new());
+                        }
+                    }
+                    None => set.push((name, vec![key], v)),
+                }
+            }
+            for (name, keys, v) in set {
+                match v {
+                    Ok(v) => {
                         values.insert(name, v);
                     }
-                    Some(Err(why)) => {
+                    Err(_) if keys.len() > 1 => {
                         values.remove(&name);
-                        opaque.push((name, why));
+                        opaque.push((name, ValueSource::ParameterCase { keys }));
                     }
-                    None => {}
+                    Err(what) => {
+                        values.remove(&name);
+                        opaque.push((name, ValueSource::Unrendered { what }));
+                    }
                 }
             }
         }
@@ -933,6 +954,20 @@ impl<'a> Reader<'a> {
             disposition,
         });
     }
+}
+
+/// Go's `strings.ToUpper`: each character's simple upper case mapping, so a character
+/// whose upper case is several (`ß`) stays as it is.
+fn go_to_upper(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            let mut up = c.to_uppercase();
+            match (up.next(), up.next()) {
+                (Some(u), None) => u,
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

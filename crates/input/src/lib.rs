@@ -40,6 +40,7 @@ mod compiler;
 mod container;
 mod decode;
 pub mod envsubst;
+mod gojson;
 mod image_arg;
 mod pipeline;
 mod policy;
@@ -403,16 +404,28 @@ fn read_pipeline_full(
         }
         e
     };
-    let doc = match tree::Doc::load_yaml(text) {
-        Ok(doc) => doc,
-        // JSON that the YAML parser refuses (an escaped surrogate pair such as `\ud83d\ude80`).
-        Err(yaml) if yaml.syntax && looks_like_json(text) => tree::Doc::load_json(text)
-            .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
-        Err(yaml) => return Err(with_template_note(load_error(file, yaml.pos, yaml.message))),
+    // A compiled build is what the worker decodes with Go's encoding/json: so is a JSON
+    // text with a top-level `id` (which makes it a compiled build, see `pipeline`).
+    let doc = if compiled || (looks_like_json(text) && gojson::has_build_id(text)) {
+        go_json_build(file, text)?
+    } else {
+        let doc = match tree::Doc::load_yaml(text) {
+            Ok(doc) => doc,
+            // JSON that the YAML parser refuses (an escaped surrogate pair such as `\ud83d\ude80`).
+            Err(yaml) if yaml.syntax && looks_like_json(text) => tree::Doc::load_json(text)
+                .map_err(|json| with_template_note(load_error(file, json.pos, json.message)))?,
+            Err(yaml) => {
+                return Err(with_template_note(load_error(file, yaml.pos, yaml.message)));
+            }
+        };
+        if looks_like_json(text) && pipeline::has_build_id(&doc) {
+            go_json_build(file, text)?
+        } else {
+            doc
+        }
     };
     let (uses, mut warnings, inline_templates) =
-        pipeline::read(file, &doc, looks_like_json(text), build_env, compiled)
-            .map_err(with_template_note)?;
+        pipeline::read(file, &doc, build_env, compiled).map_err(with_template_note)?;
     if let Some(line) = template_line(text, true) {
         warnings.push(format!(
             "{file}:{line}: `{{{{ ... }}}}` looks like Go template syntax: the Vela server \
@@ -485,6 +498,50 @@ fn looks_like_json(text: &str) -> bool {
     text.trim_start_matches('\u{feff}')
         .trim_start()
         .starts_with(['{', '['])
+}
+
+/// A compiled build's text decoded as the worker's encoding/json decodes it into
+/// `pipeline.Build` ([`gojson`]): the build, or Go's error: a syntax error at its line
+/// and column, a type error or a `raw.StringSliceMap` failure as a [`Refusal`].
+fn go_json_build(file: &str, text: &str) -> Result<tree::Doc, InputError> {
+    let refused = |pos: tree::Pos, refusal: Refusal| InputError {
+        file: Some(file.to_owned()),
+        line: Some(pos.line),
+        column: Some(pos.column),
+        message: refusal.to_string(),
+        refusal: Some(Box::new(refusal)),
+    };
+    match gojson::load(text) {
+        Ok(stream) => Ok(tree::Doc::from_stream(stream)),
+        Err(gojson::GoJsonError::Syntax { message, pos }) => Err(load_error(
+            file,
+            Some(pos),
+            format!(
+                "not valid JSON (a compiled build is read as Go's encoding/json reads it): {message}"
+            ),
+        )),
+        Err(gojson::GoJsonError::Limit { message, pos }) => {
+            Err(load_error(file, Some(pos), message))
+        }
+        Err(gojson::GoJsonError::Type {
+            field,
+            expected,
+            found,
+            pos,
+        }) => Err(refused(
+            pos,
+            Refusal::WrongType {
+                field,
+                expected,
+                found,
+                value: None,
+                json: true,
+            },
+        )),
+        Err(gojson::GoJsonError::Decode { field, pos }) => {
+            Err(refused(pos, Refusal::StringSliceMap { field }))
+        }
+    }
 }
 
 fn load_error(file: &str, pos: Option<tree::Pos>, message: String) -> InputError {

@@ -2,7 +2,8 @@
 //!
 //! - **Vela source** (`.vela.yml`): `steps[]`, `stages.<name>.steps[]` (a mapping, read in
 //!   file order), `services[]`, `secrets[].origin`.
-//! - **Compiled `Build`** (what a worker receives; JSON, or YAML from the CLI): `steps[]`,
+//! - **Compiled `Build`** (what a worker receives; JSON, decoded first as the worker's
+//!   encoding/json decodes it, [`crate::gojson`], or YAML from `check FILE`): `steps[]`,
 //!   `stages[] {name, steps[]}` (a list), `services[]`, `secrets[].origin` (a container or
 //!   null), plus a top-level `id`.
 //!
@@ -27,8 +28,7 @@ use crate::{ContainerKind, ImageUse, InputError};
 const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services", "secrets"];
 
 /// Reads every container of the document, the warnings about it, and how many
-/// `render_inline` templates it has (whose steps are not read); `json` says the
-/// text is JSON (a compiled build as the worker decodes it); `build_env` holds the
+/// `render_inline` templates it has (whose steps are not read); `build_env` holds the
 /// server-set variables of a running build (empty outside one), which win over the
 /// pipeline's own values ([`crate::read_pipeline_in_build`]); `compiled` says the
 /// document is a compiled build whatever its keys ([`crate::read_build_read`]). What Vela refuses
@@ -37,7 +37,6 @@ const PIPELINE_KEYS: [&str; 6] = ["id", "version", "steps", "stages", "services"
 pub(crate) fn read(
     file: &str,
     doc: &Doc,
-    json: bool,
     build_env: &HashMap<String, String>,
     compiled: bool,
 ) -> Result<(Vec<ImageUse>, Vec<String>, usize), InputError> {
@@ -151,7 +150,7 @@ pub(crate) fn read(
         place.secret_name = r.text(secret, "name")?;
         r.container(origin, place)?;
     }
-    crate::compiler::check(&mut r, root, json)?;
+    crate::compiler::check(&mut r, root)?;
     // A `render_inline` pipeline's templates make steps the server expands before it
     // compiles (`compileInline`); they are not read here.
     let mut inline = 0;
@@ -163,6 +162,16 @@ pub(crate) fn read(
         inline = r.list(root, "templates", "templates")?.len();
     }
     Ok((r.out, r.warnings, inline))
+}
+
+/// Whether the document's top level is a mapping with a non-null `id`: a compiled build.
+pub(crate) fn has_build_id(doc: &Doc) -> bool {
+    let Some(root) = doc.root else {
+        return false;
+    };
+    let mut r = Reader::new(doc, "");
+    r.get_set(doc.reach_root(root), "id")
+        .is_ok_and(|id| id.is_some())
 }
 
 /// Which containers get the pipeline's `environment:`, as `metadata.environment` says

@@ -113,6 +113,15 @@ pub enum ValueSource {
         /// What the parameter's value is.
         what: String,
     },
+    /// A `PARAMETER_*` variable that several of the step's `parameters:` keys, equal
+    /// but for case (`Foo`, `foo`), set to different values: go-vela/server v0.28.8's
+    /// `EnvironmentStep` and `EnvironmentSecrets` (`compiler/native/environment.go`
+    /// lines 119–130, 214–225) range over the Go map and upper-case each key, so which
+    /// value the variable keeps is random, build by build.
+    ParameterCase {
+        /// The keys as written, in file order.
+        keys: Vec<String>,
+    },
     /// Set only in the pipeline's `environment:`, which `metadata.environment` does not
     /// give to this kind of container (go-vela/server `compile.go` empties
     /// `envGlobalSteps` when `steps` is not listed); the server or a secret may still

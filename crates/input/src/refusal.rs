@@ -263,6 +263,14 @@ pub enum Refusal {
         /// Which error, with its values.
         failure: DecodeFailure,
     },
+    /// A compiled build's own `environment` that go-vela/server v0.28.8's
+    /// `raw.StringSliceMap.UnmarshalJSON` refuses (`raw/map.go` lines 40–91: not a string,
+    /// a list of `NAME=value` strings or an object of strings; `null` too), which stops
+    /// encoding/json at once: "unable to unmarshal into StringSliceMap".
+    StringSliceMap {
+        /// The field's path: `environment`.
+        field: String,
+    },
 }
 
 /// The errors of go-vela/server v0.28.8's `UnmarshalYAML` methods that stop decoding
@@ -345,28 +353,6 @@ fn line_column<S: serde::Serializer>(
     use serde::Serialize as _;
     at.map(|(line, column)| crate::LineColumn { line, column })
         .serialize(serializer)
-}
-
-/// The field as encoding/json's `UnmarshalTypeError` names it (checked with Go 1.19,
-/// `decode.go` `addErrorContext`): the innermost struct's type, then the JSON keys from
-/// the top without list indices, a map's key left out (`steps[0].environment.N` is
-/// `Container.steps.environment`, `stages[1].independent` `Stage.stages.independent`,
-/// `token_exp` `Build.token_exp`).
-fn go_struct_field(field: &str) -> String {
-    let mut keys: Vec<&str> = Vec::new();
-    for segment in field.split('.') {
-        let key = segment.split('[').next().unwrap_or(segment);
-        keys.push(key);
-        if key == "environment" {
-            break;
-        }
-    }
-    let owner = match keys.as_slice() {
-        [_] => "Build",
-        ["stages", _] => "Stage",
-        _ => "Container",
-    };
-    format!("{owner}.{}", keys.join("."))
 }
 
 /// `stage.step` for a stage step, else `step`.
@@ -565,7 +551,7 @@ impl fmt::Display for Refusal {
                         f,
                         "json: cannot unmarshal {found} into Go struct field {} of type \
                          {expected} (at {field})",
-                        go_struct_field(field)
+                        crate::gojson::go_field(field)
                     )
                 } else {
                     write!(f, "unable to unmarshal yaml: cannot unmarshal {found}")?;
@@ -574,6 +560,9 @@ impl fmt::Display for Refusal {
                     }
                     write!(f, " into {expected} (at {field})")
                 }
+            }
+            Refusal::StringSliceMap { field } => {
+                write!(f, "unable to unmarshal into StringSliceMap (at {field})")
             }
             Refusal::Decode { field, failure } => {
                 write!(f, "unable to unmarshal yaml: {failure} (at {field})")

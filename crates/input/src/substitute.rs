@@ -51,8 +51,9 @@ pub(crate) struct Env {
     /// `(target, source)` of the container's secrets.
     pub secrets: Vec<(String, String)>,
     /// Variables set (the step's `parameters:` as `PARAMETER_*`) to a value this
-    /// reader does not reproduce, and why (`a mapping`).
-    pub opaque: Vec<(String, String)>,
+    /// reader does not reproduce, and why ([`ValueSource::Unrendered`],
+    /// [`ValueSource::ParameterCase`]).
+    pub opaque: Vec<(String, ValueSource)>,
     /// In source: the names of the pipeline's `environment:` that `metadata.environment`
     /// keeps from this container.
     pub withheld: Vec<String>,
@@ -283,7 +284,7 @@ impl Env {
             });
         }
         if let Some((_, why)) = self.opaque.iter().find(|(n, _)| n == name) {
-            return Some(ValueSource::Unrendered { what: why.clone() });
+            return Some(why.clone());
         }
         if self.mode == Mode::Run || self.build.contains_key(name) {
             return None;

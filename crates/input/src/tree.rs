@@ -53,6 +53,11 @@ impl Doc {
         Stream::load_json(text).map(Doc::new)
     }
 
+    /// A document already built ([`crate::gojson`]'s compiled build): its first.
+    pub fn from_stream(stream: Stream) -> Doc {
+        Doc::new(stream)
+    }
+
     fn new(stream: Stream) -> Doc {
         Doc {
             root: stream.documents.first().and_then(|d| d.root),

@@ -411,6 +411,15 @@ pub(crate) fn variable(v: &pullcheck_input::UnresolvedVariable) -> String {
         ValueSource::Unrendered { what } => {
             format!("${{{name}}} is {what}, which pullcheck does not render as Vela does")
         }
+        ValueSource::ParameterCase { keys } => format!(
+            "${{{name}}} is set by the parameters {}, which differ only in case: Vela sets \
+             it from whichever its map iteration meets last, so its value differs from \
+             build to build",
+            keys.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
         ValueSource::GlobalEnvironmentWithheld => format!(
             "${{{name}}} is set in the pipeline's `environment:`, which \
              `metadata.environment` does not give to this container"

@@ -416,9 +416,13 @@ pub fn read_text(input: &NamedText, kind: InputKind) -> Result<Inputs, SourceErr
         }
         InputKind::Pipeline | InputKind::Build => {
             let read = if kind == InputKind::Build {
+                // A refusal names the field, not a place in a JSON that a machine
+                // encoded; a text that is no JSON at all keeps its line:column.
                 pullcheck::input::read_build_read(name, text).map_err(|mut e| {
-                    e.line = None;
-                    e.column = None;
+                    if e.refusal.is_some() {
+                        e.line = None;
+                        e.column = None;
+                    }
                     e
                 })?
             } else {

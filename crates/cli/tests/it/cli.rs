@@ -661,7 +661,8 @@ fn stdin_and_unreadable_inputs() {
 /// `--build -` reads standard input as a compiled build whatever its keys (what the Vela Go
 /// package's command transport sends): a build's refusal names the field, with no
 /// `<stdin>:LINE:COLUMN` into a JSON its user never saw, and a build without `id` is
-/// compiled (its `${VAR:-default}` gets the worker's substitution).
+/// compiled (its `${VAR:-default}` gets the worker's substitution). A text that is not
+/// JSON keeps the line and column of its syntax error.
 #[test]
 fn a_build_on_standard_input_has_no_positions() {
     let dir = temp_dir("build-stdin");
@@ -691,6 +692,21 @@ fn a_build_on_standard_input_has_no_positions() {
 
     let out = pullcheck(&["check", "-", "--build", "-"], &dir);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+
+    // Not JSON (YAML's flow syntax): encoding/json's SyntaxError, at its line and column,
+    // as Go's `json.Unmarshal` refuses it ("invalid character 'i' looking for beginning
+    // of object key string", offset 2).
+    let out = run(
+        &["check", "--build", "-"],
+        "{id: b,\n steps: [{name: a, image: '127.0.0.1:1/a', pull: never}]}",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        stderr.starts_with("pullcheck: error: <stdin>:1:2: ")
+            && stderr.contains("invalid character 'i' looking for beginning of object key string"),
+        "{stderr}"
+    );
 }
 
 /// `-v` is pullcheck's debug, `-vv` its trace; `-vvv` adds the libraries' (the TLS
