@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::errcode::{self, Code, RegistryError};
+use crate::errcode::{self, Code, Envelope};
 pub(crate) use crate::finding::Method;
 use crate::finding::{ErrorEntry, FailedAttempt, Finding, ManifestRef, Requester, TagList};
 use crate::transport::SendError;
@@ -84,7 +84,7 @@ pub(crate) struct Reply<'a> {
     /// `Retry-After`, read (seconds, or the time until an HTTP date).
     pub retry_after: Option<Duration>,
     /// The error envelope, when a body was read.
-    pub errors: &'a [RegistryError],
+    pub errors: &'a Envelope,
 }
 
 /// What to do with a manifest reply.
@@ -115,18 +115,20 @@ pub(crate) fn answer(
     reason: Reason,
     http_status: u16,
     finding: Finding,
-    errors: &[RegistryError],
+    errors: &Envelope,
 ) -> Answer {
     Answer {
         http_status: Some(http_status),
         errors: entries(errors),
+        errors_omitted: errors.omitted,
         ..Answer::new(status, reason, finding)
     }
 }
 
-/// The envelope's entries as data.
-pub(crate) fn entries(errors: &[RegistryError]) -> Vec<ErrorEntry> {
+/// The envelope's kept entries as data.
+pub(crate) fn entries(errors: &Envelope) -> Vec<ErrorEntry> {
     errors
+        .entries
         .iter()
         .map(|e| ErrorEntry {
             code: e.raw_code.clone(),
@@ -194,7 +196,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                         status,
                         content_type: media_type,
                     },
-                    &[],
+                    &errcode::NONE,
                 ));
             }
             // (wanted, got) when the registry names the requested digest otherwise.
@@ -214,7 +216,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                         wanted: wanted.to_string(),
                         got: got.to_string(),
                     },
-                    &[],
+                    &errcode::NONE,
                 ));
             }
             let other_algorithm = match (reference, digest) {
@@ -425,7 +427,7 @@ pub(crate) mod tests {
             digest: None,
             content_type: None,
             retry_after: None,
-            errors: &[],
+            errors: &errcode::NONE,
         }
     }
 

@@ -36,7 +36,7 @@ impl Method {
 /// unknown one such as `FLUX_CAPACITOR_DRAINED` is kept verbatim, `UNKNOWN` when none)
 /// and its message (at most 200 characters, control characters dropped, any credential
 /// it echoes redacted; empty when none).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct ErrorEntry {
     /// The error code as sent, e.g. `NAME_UNKNOWN`, `DENIED`, `TOOMANYREQUESTS`.
     pub code: String,

@@ -337,6 +337,45 @@ async fn forbidden_rate_limited_and_unknown_codes() {
     );
 }
 
+/// An error envelope of hundreds of entries (a registry may send as many as fit in the
+/// 64 KiB of an error body read) is worded by its first three and a count of the rest
+/// (rev23r finding 2: the detail and the admission message grew without bound); the
+/// row keeps the first ten as data. This registry does not do `HEAD` (405), so the
+/// `GET`'s envelope is read.
+#[tokio::test]
+async fn a_long_error_envelope_is_cut_to_three_and_counted() {
+    let entry = r#"{"code":"DENIED","message":"requested access to the resource is denied"}"#;
+    let body = format!(r#"{{"errors":[{}]}}"#, vec![entry; 600].join(","));
+    assert!(body.len() < 64 * 1024);
+    let (host, seen) = scripted(move |method, path| {
+        if path == "/v2/" {
+            return answer(200, &[], "{}");
+        }
+        if method == "HEAD" {
+            return answer(405, &[], "");
+        }
+        answer(403, &[("Content-Type", "application/json")], &body)
+    })
+    .await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    let denied = "DENIED: requested access to the resource is denied";
+    let row = row(&report, &reference);
+    assert_eq!(
+        row.detail,
+        format!("access to team/app denied by {host} (HTTP 403) ({denied}; {denied}; {denied}; +597 more)")
+    );
+    assert_eq!(row.http_status, Some(403));
+    assert_eq!(row.registry_errors.len(), 10);
+    assert_eq!(row.registry_errors[9].code, "DENIED");
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|r| r == "GET /v2/team/app/manifests/v1")
+    );
+}
+
 /// The first image's `HEAD` is the first request (in place of the ping); the second's
 /// answers 503 once, then the manifest.
 #[tokio::test]
