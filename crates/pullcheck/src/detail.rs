@@ -297,9 +297,21 @@ fn finding(a: &Answer) -> String {
                  checked: {why}"
             )
         }
-        Finding::RequestFailed { host, method, why } => {
-            format!("{} to {host} failed: {why}", method.as_str())
-        }
+        Finding::RequestFailed {
+            host,
+            method,
+            why,
+            redirected_from: None,
+        } => format!("{} to {host} failed: {why}", method.as_str()),
+        Finding::RequestFailed {
+            host,
+            method,
+            why,
+            redirected_from: Some(from),
+        } => format!(
+            "{} to {host} (redirected there by {from}) failed: {why}",
+            method.as_str()
+        ),
         Finding::Refused { what } => match &a.refusal {
             Some(refusal) => format!("{what}: {refusal}; nothing was sent to it"),
             None => format!("{what}: refused by the egress policy; nothing was sent to it"),

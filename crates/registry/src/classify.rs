@@ -377,17 +377,28 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
 
 /// The answer for a request that got no HTTP answer: [`Status::Refused`] when the
 /// egress policy refused it (or its redirect), else [`Status::Unreachable`].
+/// After a redirect to another host, the failure is that host's
+/// ([`SendError::redirected_to`]), and the host asked is named as where it came from.
 pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError) -> Answer {
+    let (at, redirected_from) = match &failure.redirected_to {
+        Some(to) => (to.as_str(), Some(host.to_string())),
+        None => (host, None),
+    };
     if let Some(refusal) = &failure.refusal {
-        return refused(&format!("{} to {host}", method.as_str()), refusal.clone());
+        let what = match &redirected_from {
+            Some(from) => format!("{} to {at} (redirected from {from})", method.as_str()),
+            None => format!("{} to {at}", method.as_str()),
+        };
+        return refused(&what, refusal.clone());
     }
     Answer::new(
         Status::Unreachable,
         failure.kind,
         Finding::RequestFailed {
-            host: host.to_string(),
+            host: at.to_string(),
             method,
             why: failure.reason.clone(),
+            redirected_from,
         },
     )
 }

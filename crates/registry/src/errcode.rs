@@ -288,7 +288,10 @@ mod tests {
         let got = parse(body);
         assert_eq!(got.entries.len(), 1);
         assert_eq!(got.entries[0].code, Code::ManifestUnknown);
-        assert_eq!(got.entries[0].summary(), "MANIFEST_UNKNOWN: manifest unknown");
+        assert_eq!(
+            got.entries[0].summary(),
+            "MANIFEST_UNKNOWN: manifest unknown"
+        );
         assert!(has(&got, Code::ManifestUnknown));
         assert!(!has(&got, Code::NameUnknown));
     }
@@ -400,7 +403,7 @@ mod tests {
             "DENIED: no; DENIED: no; DENIED: no; +4997 more"
         );
         // Three or fewer are all said.
-        let body = format!(r#"{{"errors":[{}]}}"#, vec![entry; 3].join(","));
+        let body = format!(r#"{{"errors":[{}]}}"#, [entry; 3].join(","));
         assert_eq!(
             summary(&parse(body.as_bytes())).unwrap(),
             "DENIED: no; DENIED: no; DENIED: no"

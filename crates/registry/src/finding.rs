@@ -238,12 +238,16 @@ pub enum Finding {
     },
     /// The request got no HTTP answer.
     RequestFailed {
-        /// The host asked.
+        /// The host the request failed at: the host asked, or the host a redirect took
+        /// it to (`redirected_from` then names the host asked).
         host: String,
         /// The request.
         method: Method,
         /// The transport's reason (`connection refused`, `timed out after 10000 ms`, …).
         why: String,
+        /// When a redirect (a registry sending a manifest to its storage) took the
+        /// request to another host or port, which then failed: the host asked first.
+        redirected_from: Option<String>,
     },
     /// The egress policy refused the request ([`crate::Answer::refusal`]).
     Refused {

@@ -134,10 +134,7 @@ pub(crate) enum IndexReply<'a> {
     /// 2xx and the (bounded) body; `truncated` when it was longer than the limit.
     Body { bytes: &'a [u8], truncated: bool },
     /// A final non-2xx status, with its error envelope.
-    Status {
-        status: u16,
-        errors: &'a Envelope,
-    },
+    Status { status: u16, errors: &'a Envelope },
     /// No answer, or the body could not be read: the reason.
     Failed(&'a str),
 }

@@ -871,10 +871,14 @@ impl Session {
                     if e.retryable && attempts.retry(failure, None).await {
                         continue;
                     }
+                    let at = match &e.redirected_to {
+                        Some(to) => format!("{what} GET redirected to {to}"),
+                        None => format!("{what} GET"),
+                    };
                     if let Some(refusal) = e.refusal {
-                        return Fetched::Refused(format!("{what} GET"), refusal);
+                        return Fetched::Refused(at, refusal);
                     }
-                    return Fetched::Failed(e.reason);
+                    return Fetched::Failed(e.located_reason());
                 }
             };
             let status = response.status().as_u16();
@@ -972,7 +976,7 @@ impl Session {
             .await
         {
             Ok(r) => r,
-            Err(e) => return TagsFetch::Failed(e.reason),
+            Err(e) => return TagsFetch::Failed(e.located_reason()),
         };
         let status = response.status().as_u16();
         let link_next = response

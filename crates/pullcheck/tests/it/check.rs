@@ -650,7 +650,10 @@ async fn the_http_status_and_the_error_envelope_are_row_fields() {
     assert_eq!((row.reason, row.http_status), (Reason::Found, Some(200)));
     assert!(row.registry_errors.is_empty());
     let row = status_of(&report, &tag);
-    assert_eq!((row.reason, row.http_status), (Reason::TagNotFound, Some(404)));
+    assert_eq!(
+        (row.reason, row.http_status),
+        (Reason::TagNotFound, Some(404))
+    );
     assert!(row.registry_errors.is_empty());
     let row = status_of(&report, &repository);
     assert_eq!(
@@ -681,6 +684,9 @@ async fn the_http_status_and_the_error_envelope_are_row_fields() {
     let refused = format!("127.0.0.1:{}/team/app:v1", closed.port());
     let report = check(std::slice::from_ref(&refused), None).await;
     let row = status_of(&report, &refused);
-    assert_eq!((row.reason, row.http_status), (Reason::ConnectionRefused, None));
+    assert_eq!(
+        (row.reason, row.http_status),
+        (Reason::ConnectionRefused, None)
+    );
     assert!(row.registry_errors.is_empty());
 }

@@ -363,7 +363,9 @@ async fn a_long_error_envelope_is_cut_to_three_and_counted() {
     let row = row(&report, &reference);
     assert_eq!(
         row.detail,
-        format!("access to team/app denied by {host} (HTTP 403) ({denied}; {denied}; {denied}; +597 more)")
+        format!(
+            "access to team/app denied by {host} (HTTP 403) ({denied}; {denied}; {denied}; +597 more)"
+        )
     );
     assert_eq!(row.http_status, Some(403));
     assert_eq!(row.registry_errors.len(), 10);
