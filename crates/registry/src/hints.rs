@@ -204,14 +204,17 @@ mod tests {
     #[test]
     fn tag_list_suggests_close_tags() {
         let body = br#"{"name":"library/alpine","tags":["3.18","3.19","3.20","edge","latest"]}"#;
-        let a = tags_list(
-            &query("3.91"),
-            Missing::Tag,
-            200,
-            body,
-            &errcode::NONE,
-            false,
-        );
+        let listed = |reference: &str, link_next| {
+            tags_list(
+                &query(reference),
+                Missing::Tag,
+                200,
+                body,
+                &errcode::NONE,
+                link_next,
+            )
+        };
+        let a = listed("3.91", false);
         assert_eq!(a.missing, Some(Missing::Tag));
         assert_eq!(a.reason, Reason::TagNotFound);
         assert_eq!(a.close_tags, ["3.18", "3.19", "3.20"]);
@@ -231,23 +234,9 @@ mod tests {
                 }
             }
         );
-        let a = tags_list(
-            &query("3.199"),
-            Missing::Tag,
-            200,
-            body,
-            &errcode::NONE,
-            false,
-        );
+        let a = listed("3.199", false);
         assert_eq!(a.close_tags, ["3.19"]);
-        let a = tags_list(
-            &query("nightly-2024"),
-            Missing::Tag,
-            200,
-            body,
-            &errcode::NONE,
-            false,
-        );
+        let a = listed("nightly-2024", false);
         assert!(a.close_tags.is_empty());
         assert_eq!(
             tags(&a),
@@ -256,14 +245,7 @@ mod tests {
                 truncated: false
             })
         );
-        let a = tags_list(
-            &query("nightly-2024"),
-            Missing::Tag,
-            200,
-            body,
-            &errcode::NONE,
-            true,
-        );
+        let a = listed("nightly-2024", true);
         assert_eq!(
             tags(&a),
             Some(TagCount {
