@@ -380,9 +380,9 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
 /// After a redirect to another host, the failure is that host's
 /// ([`SendError::redirected_to`]), and the host asked is named as where it came from.
 pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError) -> Answer {
-    let (at, redirected_from) = match &failure.redirected_to {
-        Some(to) => (to.as_str(), Some(host.to_string())),
-        None => (host, None),
+    let (at, why, redirected_from) = match &failure.redirected_to {
+        Some(r) => (r.to.as_str(), &r.why, Some(host.to_string())),
+        None => (host, &failure.reason, None),
     };
     if let Some(refusal) = &failure.refusal {
         let what = match &redirected_from {
@@ -397,7 +397,7 @@ pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError)
         Finding::RequestFailed {
             host: at.to_string(),
             method,
-            why: failure.reason.clone(),
+            why: why.clone(),
             redirected_from,
         },
     )

@@ -872,13 +872,13 @@ impl Session {
                         continue;
                     }
                     let at = match &e.redirected_to {
-                        Some(to) => format!("{what} GET redirected to {to}"),
+                        Some(r) => format!("{what} GET redirected to {}", r.to),
                         None => format!("{what} GET"),
                     };
                     if let Some(refusal) = e.refusal {
                         return Fetched::Refused(at, refusal);
                     }
-                    return Fetched::Failed(e.located_reason());
+                    return Fetched::Failed(e.reason);
                 }
             };
             let status = response.status().as_u16();
@@ -976,7 +976,7 @@ impl Session {
             .await
         {
             Ok(r) => r,
-            Err(e) => return TagsFetch::Failed(e.located_reason()),
+            Err(e) => return TagsFetch::Failed(e.reason),
         };
         let status = response.status().as_u16();
         let link_next = response

@@ -345,7 +345,10 @@ impl<'a> Failure<'a> {
 /// A request that got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SendError {
-    /// The precise reason, without URL or secrets.
+    /// The precise reason, without URL or secrets; after a redirect to another host
+    /// that failed, followed by that host: `connection refused (redirected to
+    /// storage.example:9000)`, so every report of it (the ping's, the retries', the
+    /// platform check's) names where it failed.
     pub reason: String,
     /// The same as data: [`Reason::Timeout`], [`Reason::TlsUntrusted`], …
     pub kind: Reason,
@@ -359,12 +362,21 @@ pub(crate) struct SendError {
     pub refusal: Option<EgressRefusal>,
     /// For [`Reason::TlsUntrusted`]: what is wrong with the certificate.
     pub certificate: Option<CertificateProblem>,
-    /// The `host[:port]` the request failed at when redirects took it to another host
-    /// or port than its URL's (a registry's redirect of a manifest or blob to its
-    /// storage): the redirect target refused the connection, timed out, or was refused
-    /// by the egress policy. Through the connection pool only: with an HTTP proxy,
-    /// reqwest (0.13) reports such a failure under the first URL, and this is `None`.
-    pub redirected_to: Option<String>,
+    /// When redirects took the request to another host or port than its URL's (a
+    /// registry's redirect of a manifest or blob to its storage) and it failed there:
+    /// the redirect target refused the connection, timed out, or was refused by the
+    /// egress policy. Through the connection pool only: with an HTTP proxy, reqwest
+    /// (0.13) reports such a failure under the first URL, and this is `None`.
+    pub redirected_to: Option<Redirected>,
+}
+
+/// A request that failed at a redirect target ([`SendError::redirected_to`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Redirected {
+    /// The target's `host[:port]`.
+    pub to: String,
+    /// The reason alone, without the target ([`SendError::reason`] names it).
+    pub why: String,
 }
 
 impl SendError {
@@ -378,15 +390,6 @@ impl SendError {
             refusal: None,
             certificate: None,
             redirected_to: None,
-        }
-    }
-
-    /// [`SendError::reason`], with the host a redirect took the request to, when it
-    /// failed there: `connection refused (redirected to storage.example:9000)`.
-    pub fn located_reason(&self) -> String {
-        match &self.redirected_to {
-            Some(to) => format!("{} (redirected to {to})", self.reason),
-            None => self.reason.clone(),
         }
     }
 }
@@ -550,10 +553,14 @@ impl Http {
                 let redirected_to = Some(host_port(&reached)).filter(|at| *at != host_port(url));
                 let e = Failure::of(&e);
                 let refusal = refusal_of(&e);
+                let why = match &refusal {
+                    Some(r) => r.to_string(),
+                    None => describe(&e, &self.limits, budget, elapsed),
+                };
                 let failure = SendError {
-                    reason: match &refusal {
-                        Some(r) => r.to_string(),
-                        None => describe(&e, &self.limits, budget, elapsed),
+                    reason: match &redirected_to {
+                        Some(to) => format!("{why} (redirected to {to})"),
+                        None => why.clone(),
                     },
                     // A timeout cut short by the deadline is the deadline's.
                     kind: match (&refusal, kind_of(&e)) {
@@ -567,7 +574,7 @@ impl Http {
                     connection_level: refusal.is_none() && is_connection_level(&e),
                     certificate: refusal.is_none().then(|| certificate_of(&e)).flatten(),
                     refusal,
-                    redirected_to,
+                    redirected_to: redirected_to.map(|to| Redirected { to, why }),
                 };
                 tracing::debug!(
                     method = %method,

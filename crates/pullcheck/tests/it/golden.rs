@@ -476,6 +476,33 @@ async fn connection_refused_and_an_untrusted_certificate() {
     );
 }
 
+/// A registry that redirects its manifests to a storage host that refuses the
+/// connection: the detail names the storage host as the one that failed (rev23r
+/// finding 4: it named only the registry), for the first image (whose `HEAD` is the
+/// first request, in place of the ping) and the others of its endpoint.
+#[tokio::test]
+async fn a_redirect_to_a_refusing_host_names_that_host() {
+    let storage = ClosedPort::new();
+    let at = format!("127.0.0.1:{}", storage.port());
+    let to = format!("http://{at}/storage/object");
+    let (host, _seen) = scripted(move |_, path| {
+        if path == "/v2/" {
+            return answer(200, &[], "{}");
+        }
+        answer(307, &[("Location", to.as_str())], "")
+    })
+    .await;
+    let (first, second) = (format!("{host}/team/app:v1"), format!("{host}/team/app:v2"));
+    let report = check(&[first.clone(), second.clone()]).await;
+    // The scripted server closes a TLS hello, so the plain-HTTP fallback is asked.
+    let words = format!(
+        "registry {host} unreachable: https: connection closed before the answer; \
+         http: connection refused (redirected to {at}); 3 attempts, each the same"
+    );
+    assert_eq!(row(&report, &first).detail, words);
+    assert_eq!(row(&report, &second).detail, words);
+}
+
 /// A scripted registry whose `/v2/` asks for a Bearer token from `realm`
 /// (distribution token-auth spec: `WWW-Authenticate: Bearer realm=…,service=…`) on
 /// every request: the token requests here all fail.
