@@ -34,8 +34,11 @@ impl Method {
 /// One entry of the registry's error envelope (`{"errors":[{"code","message"}]}`, OCI
 /// distribution spec, "Error Codes"): the code as sent (at most 64 characters; an
 /// unknown one such as `FLUX_CAPACITOR_DRAINED` is kept verbatim, `UNKNOWN` when none)
-/// and its message (at most 200 characters, control characters dropped, any credential
-/// it echoes redacted; empty when none).
+/// and its message (at most 200 characters, `…` after it when cut; any credential it
+/// echoes redacted; empty when none). In both, a run of control characters is one
+/// space and the bidirectional and zero-width characters are dropped, so a message
+/// reads on a terminal as it is. Serialised as `{"code", "message"}` (the report's
+/// `registry_errors`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct ErrorEntry {
     /// The error code as sent, e.g. `NAME_UNKNOWN`, `DENIED`, `TOOMANYREQUESTS`.
