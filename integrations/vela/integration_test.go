@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -1122,5 +1123,41 @@ func TestTemplateStepNamesItsTemplate(t *testing.T) {
 	}
 	if never := report.Images[1]; never.Reason != ReasonNeverPulled || never.Template != "" {
 		t.Errorf("row %+v", never)
+	}
+}
+
+// The registry's answer reaches the Go caller as data, through both transports: the
+// HTTP status of each row's answer, and the registry's error envelope. distribution
+// answers the manifest HEAD 200 for a present image and 404 (no body) for a missing
+// tag; for a missing repository the tag list GET answers 404 with NAME_UNKNOWN,
+// "repository name not known to registry" (distribution's registry/api/v2/errors.go).
+func TestRegistryAnswerIsData(t *testing.T) {
+	reg := startRegistry(t)
+	for name, transport := range bothTransports(reg) {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			report := mustCheck(t, transport(t), CheckRequest{Build: testBuild(reg.host)})
+			rows := map[string]Image{}
+			for _, image := range report.Images {
+				rows[strings.TrimPrefix(image.Reference, reg.host+"/")] = image
+			}
+			for ref, want := range map[string]int{"team/app:v1": 200, "team/app:v9": 404, "team/nothing:v1": 404} {
+				if got := rows[ref].HTTPStatus; got != want {
+					t.Errorf("%s: http_status %d, want %d (%+v)", ref, got, want, rows[ref])
+				}
+			}
+			if got := rows["team/app:v1"].RegistryErrors; len(got) != 0 {
+				t.Errorf("present: registry_errors %+v", got)
+			}
+			gone := rows["team/nothing:v1"]
+			want := []RegistryError{{Code: "NAME_UNKNOWN", Message: "repository name not known to registry"}}
+			if gone.Reason != ReasonRepositoryNotFound || !reflect.DeepEqual(gone.RegistryErrors, want) {
+				t.Errorf("missing repository: reason %s, registry_errors %+v", gone.Reason, gone.RegistryErrors)
+			}
+			// The on_start step is not asked: no answer, no status.
+			if later := rows["team/ondemand:v2"]; later.HTTPStatus != 0 || later.RegistryErrors != nil {
+				t.Errorf("deferred: %+v", later)
+			}
+		})
 	}
 }

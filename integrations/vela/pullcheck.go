@@ -164,9 +164,9 @@ type Image struct {
 	Canonical string `json:"canonical"`
 	// Policy is the pull policy: always, not_present, on_start or never.
 	Policy string `json:"policy"`
-	// Status is one of present, missing, no_access, denied, blocked, unreachable,
-	// unresolved (depends on a ${VAR} known only when the build runs), invalid,
-	// deferred, skipped.
+	// Status is one of present, missing, unrunnable (pulls but cannot run on the
+	// node's platform), no_access, denied, blocked, unreachable, unresolved (depends
+	// on a ${VAR} known only when the build runs), invalid, deferred, skipped.
 	Status string `json:"status"`
 	// Reason says why, from a closed set documented in docs/reasons.md: one of the
 	// Reason* constants. Act on it rather than on Detail, whose words may change.
@@ -222,6 +222,23 @@ type Image struct {
 	// (--allow-registry, --deny-registry) refused and by which rule; nil otherwise.
 	// Nothing was sent to that host.
 	Egress *EgressRefusal `json:"egress"`
+	// HTTPStatus is the HTTP status of the registry's answer the image's row reports
+	// (200, 404, 401, 403, 429, 503, ...); 0 when no HTTP answer came (a refused
+	// connection, a timeout, an egress refusal) or nothing was asked.
+	HTTPStatus int `json:"http_status"`
+	// RegistryErrors are the registry's error envelope in that answer (OCI
+	// distribution spec, "Error Codes"), in order, at most the first 10; empty when
+	// there was none (a HEAD's answer has no body).
+	RegistryErrors []RegistryError `json:"registry_errors"`
+}
+
+// RegistryError is one entry of a registry's error envelope: the code as the
+// registry sent it (MANIFEST_UNKNOWN, NAME_UNKNOWN, DENIED, UNAUTHORIZED,
+// TOOMANYREQUESTS, or one the spec does not define, verbatim; UNKNOWN when none) and
+// its message (empty when none). Both are clipped to one line.
+type RegistryError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // EgressRefusal is why the egress policy refused a connection: what the rule was

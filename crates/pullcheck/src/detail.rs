@@ -28,7 +28,7 @@ const QUOTED_CONTENT_TYPE_LIMIT: usize = 100;
 pub(crate) fn answer(a: &Answer) -> String {
     let mut text = finding(a);
     if !matches!(a.finding, Finding::ManifestUnknown { .. }) {
-        text = with_errors(text, &a.errors);
+        text = with_errors(text, &a.errors, a.errors_omitted);
     }
     tries(&mut text, &a.history);
     text
@@ -42,14 +42,20 @@ pub(crate) fn authorize(e: &AuthorizeError) -> String {
     text
 }
 
+/// At most this many entries of a registry's error envelope are worded in a detail;
+/// the rest are counted (`+k more`). The JSON's `registry_errors` keeps up to 10.
+pub(crate) const WORDED_ERROR_ENTRIES: usize = 3;
+
 /// `base`, with the error envelope's entries in parentheses when there are any:
-/// `(CODE: message; CODE)`.
-fn with_errors(base: String, errors: &[ErrorEntry]) -> String {
+/// `(CODE: message; CODE)`, at most [`WORDED_ERROR_ENTRIES`] of them, then `+k more`
+/// for the rest (`omitted` counts those the registry client did not keep).
+fn with_errors(base: String, errors: &[ErrorEntry], omitted: usize) -> String {
     if errors.is_empty() {
         return base;
     }
-    let entries: Vec<String> = errors
+    let mut entries: Vec<String> = errors
         .iter()
+        .take(WORDED_ERROR_ENTRIES)
         .map(|e| {
             if e.message.is_empty() {
                 e.code.clone()
@@ -58,6 +64,10 @@ fn with_errors(base: String, errors: &[ErrorEntry]) -> String {
             }
         })
         .collect();
+    let more = errors.len().saturating_sub(WORDED_ERROR_ENTRIES) + omitted;
+    if more > 0 {
+        entries.push(format!("+{more} more"));
+    }
     format!("{base} ({})", entries.join("; "))
 }
 
@@ -162,6 +172,7 @@ fn finding(a: &Answer) -> String {
                         method.as_str()
                     ),
                     &a.errors,
+                    a.errors_omitted,
                 ),
                 TagList::Failed(why) => format!(
                     "{what} not found in {repository} on {host}; the tag list request failed \
@@ -177,6 +188,7 @@ fn finding(a: &Answer) -> String {
                          HTTP {status}, so whether the repository exists is unknown"
                     ),
                     &a.errors,
+                    a.errors_omitted,
                 ),
             }
         }
@@ -285,9 +297,21 @@ fn finding(a: &Answer) -> String {
                  checked: {why}"
             )
         }
-        Finding::RequestFailed { host, method, why } => {
-            format!("{} to {host} failed: {why}", method.as_str())
-        }
+        Finding::RequestFailed {
+            host,
+            method,
+            why,
+            redirected_from: None,
+        } => format!("{} to {host} failed: {why}", method.as_str()),
+        Finding::RequestFailed {
+            host,
+            method,
+            why,
+            redirected_from: Some(from),
+        } => format!(
+            "{} to {host} (redirected there by {from}) failed: {why}",
+            method.as_str()
+        ),
         Finding::Refused { what } => match &a.refusal {
             Some(refusal) => format!("{what}: {refusal}; nothing was sent to it"),
             None => format!("{what}: refused by the egress policy; nothing was sent to it"),

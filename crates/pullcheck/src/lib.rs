@@ -350,6 +350,8 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.provider_failures = o.provider_failures.clone();
                 image.platforms = o.platforms.clone();
                 image.retry_after = o.retry_after;
+                image.http_status = o.http_status;
+                image.registry_errors = o.registry_errors.clone();
             }
             None => {
                 image.status = Status::Unreachable;

@@ -489,6 +489,24 @@ pub struct ImageReport {
     /// JSON only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+    /// The HTTP status of the registry's answer the row reports (of the manifest
+    /// request, after redirects; 404 also when the tag list refined it), e.g. `200`,
+    /// `404`, `401`, `403`, `429`, `503`. In JSON only when an HTTP answer came (not
+    /// after a network failure, a refusal, a failed ping or token request, or when
+    /// nothing was asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// The registry's error envelope in that answer (OCI distribution spec, "Error
+    /// Codes"), in order, each `{"code": "MANIFEST_UNKNOWN", "message": "manifest
+    /// unknown"}`: the code as sent (`NAME_UNKNOWN`, `DENIED`, `TOOMANYREQUESTS`, or one
+    /// the spec does not define, verbatim; `UNKNOWN` when none), at most 64 characters,
+    /// and its message (at most 200, control characters as one space, bidirectional and
+    /// zero-width characters dropped; empty when none). At most the first 10 entries
+    /// (`detail` words the first 3 and counts the rest). Only a `GET`'s answer has a
+    /// body: a `HEAD`'s (the first request for every image) has none. In JSON only
+    /// when not empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub registry_errors: Vec<pullcheck_registry::ErrorEntry>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -681,6 +699,8 @@ impl ImageReport {
             platforms: Vec::new(),
             retry_after: None,
             template: None,
+            http_status: None,
+            registry_errors: Vec::new(),
         }
     }
 

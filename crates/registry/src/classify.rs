@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::errcode::{self, Code, RegistryError};
+use crate::errcode::{self, Code, Envelope};
 pub(crate) use crate::finding::Method;
 use crate::finding::{ErrorEntry, FailedAttempt, Finding, ManifestRef, Requester, TagList};
 use crate::transport::SendError;
@@ -84,7 +84,7 @@ pub(crate) struct Reply<'a> {
     /// `Retry-After`, read (seconds, or the time until an HTTP date).
     pub retry_after: Option<Duration>,
     /// The error envelope, when a body was read.
-    pub errors: &'a [RegistryError],
+    pub errors: &'a Envelope,
 }
 
 /// What to do with a manifest reply.
@@ -115,18 +115,20 @@ pub(crate) fn answer(
     reason: Reason,
     http_status: u16,
     finding: Finding,
-    errors: &[RegistryError],
+    errors: &Envelope,
 ) -> Answer {
     Answer {
         http_status: Some(http_status),
         errors: entries(errors),
+        errors_omitted: errors.omitted,
         ..Answer::new(status, reason, finding)
     }
 }
 
-/// The envelope's entries as data.
-pub(crate) fn entries(errors: &[RegistryError]) -> Vec<ErrorEntry> {
+/// The envelope's kept entries as data.
+pub(crate) fn entries(errors: &Envelope) -> Vec<ErrorEntry> {
     errors
+        .entries
         .iter()
         .map(|e| ErrorEntry {
             code: e.raw_code.clone(),
@@ -194,7 +196,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                         status,
                         content_type: media_type,
                     },
-                    &[],
+                    &errcode::NONE,
                 ));
             }
             // (wanted, got) when the registry names the requested digest otherwise.
@@ -214,7 +216,7 @@ pub(crate) fn manifest(query: &Query<'_>, reply: &Reply<'_>) -> Decision {
                         wanted: wanted.to_string(),
                         got: got.to_string(),
                     },
-                    &[],
+                    &errcode::NONE,
                 ));
             }
             let other_algorithm = match (reference, digest) {
@@ -375,17 +377,28 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
 
 /// The answer for a request that got no HTTP answer: [`Status::Refused`] when the
 /// egress policy refused it (or its redirect), else [`Status::Unreachable`].
+/// After a redirect to another host, the failure is that host's
+/// ([`SendError::redirected_to`]), and the host asked is named as where it came from.
 pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError) -> Answer {
+    let (at, why, redirected_from) = match &failure.redirected_to {
+        Some(r) => (r.to.as_str(), &r.why, Some(host.to_string())),
+        None => (host, &failure.reason, None),
+    };
     if let Some(refusal) = &failure.refusal {
-        return refused(&format!("{} to {host}", method.as_str()), refusal.clone());
+        let what = match &redirected_from {
+            Some(from) => format!("{} to {at} (redirected from {from})", method.as_str()),
+            None => format!("{} to {at}", method.as_str()),
+        };
+        return refused(&what, refusal.clone());
     }
     Answer::new(
         Status::Unreachable,
         failure.kind,
         Finding::RequestFailed {
-            host: host.to_string(),
+            host: at.to_string(),
             method,
-            why: failure.reason.clone(),
+            why: why.clone(),
+            redirected_from,
         },
     )
 }
@@ -425,7 +438,7 @@ pub(crate) mod tests {
             digest: None,
             content_type: None,
             retry_after: None,
-            errors: &[],
+            errors: &errcode::NONE,
         }
     }
 

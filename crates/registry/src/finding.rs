@@ -34,9 +34,12 @@ impl Method {
 /// One entry of the registry's error envelope (`{"errors":[{"code","message"}]}`, OCI
 /// distribution spec, "Error Codes"): the code as sent (at most 64 characters; an
 /// unknown one such as `FLUX_CAPACITOR_DRAINED` is kept verbatim, `UNKNOWN` when none)
-/// and its message (at most 200 characters, control characters dropped, any credential
-/// it echoes redacted; empty when none).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// and its message (at most 200 characters, `…` after it when cut; any credential it
+/// echoes redacted; empty when none). In both, a run of control characters is one
+/// space and the bidirectional and zero-width characters are dropped, so a message
+/// reads on a terminal as it is. Serialised as `{"code", "message"}` (the report's
+/// `registry_errors`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct ErrorEntry {
     /// The error code as sent, e.g. `NAME_UNKNOWN`, `DENIED`, `TOOMANYREQUESTS`.
     pub code: String,
@@ -238,12 +241,16 @@ pub enum Finding {
     },
     /// The request got no HTTP answer.
     RequestFailed {
-        /// The host asked.
+        /// The host the request failed at: the host asked, or the host a redirect took
+        /// it to (`redirected_from` then names the host asked).
         host: String,
         /// The request.
         method: Method,
         /// The transport's reason (`connection refused`, `timed out after 10000 ms`, …).
         why: String,
+        /// When a redirect (a registry sending a manifest to its storage) took the
+        /// request to another host or port, which then failed: the host asked first.
+        redirected_from: Option<String>,
     },
     /// The egress policy refused the request ([`crate::Answer::refusal`]).
     Refused {

@@ -86,7 +86,8 @@ pub fn www_authenticate(value: &[u8]) {
 /// (64 and 200 characters, plus the ellipsis), or a control character in either.
 pub fn error_envelope(body: &[u8]) {
     let errors = errcode::parse(body);
-    for e in &errors {
+    assert!(errors.entries.len() <= errcode::KEPT_ENTRIES);
+    for e in &errors.entries {
         assert!(!e.raw_code.is_empty(), "empty code");
         assert!(e.raw_code.chars().count() <= 65, "{}", e.raw_code);
         assert!(e.message.chars().count() <= 201, "{}", e.message);

@@ -7,17 +7,12 @@
 use pullcheck_reference::grammar::is_tag;
 
 use crate::classify::{Query, Ref, answer};
-use crate::errcode::RegistryError;
+use crate::errcode::{self, Envelope};
 use crate::finding::{Finding, TagCount, TagList};
 use crate::{Answer, Missing, Reason, Status};
 
 /// A 404 whose repository's existence the tag list could not tell (`tag_list`).
-fn unknown(
-    query: &Query<'_>,
-    missing: Missing,
-    tag_list: TagList,
-    errors: &[RegistryError],
-) -> Answer {
+fn unknown(query: &Query<'_>, missing: Missing, tag_list: TagList, errors: &Envelope) -> Answer {
     Answer {
         missing: Some(missing),
         ..answer(
@@ -37,7 +32,12 @@ fn unknown(
 
 /// The verdict on a 404 when the tag list request got no HTTP answer.
 pub(crate) fn tags_list_failed(query: &Query<'_>, missing: Missing, reason: &str) -> Answer {
-    unknown(query, missing, TagList::Failed(reason.to_string()), &[])
+    unknown(
+        query,
+        missing,
+        TagList::Failed(reason.to_string()),
+        &errcode::NONE,
+    )
 }
 
 #[derive(serde::Deserialize)]
@@ -53,7 +53,7 @@ pub(crate) fn tags_list(
     missing: Missing,
     status: u16,
     body: &[u8],
-    errors: &[RegistryError],
+    errors: &Envelope,
     link_next: bool,
 ) -> Answer {
     let Query {
@@ -88,7 +88,7 @@ pub(crate) fn tags_list(
         // Whether the repository exists is unknown: not `tag_not_found`, which says it
         // does (docs/reasons.md).
         return if (200..300).contains(&status) {
-            unknown(query, missing, TagList::Unreadable, &[])
+            unknown(query, missing, TagList::Unreadable, &errcode::NONE)
         } else {
             unknown(query, missing, TagList::Status(status), errors)
         };
@@ -106,7 +106,7 @@ pub(crate) fn tags_list(
                 truncated: link_next,
             },
         },
-        &[],
+        &errcode::NONE,
     );
     out.missing = Some(missing);
     if let Ref::Tag(tag) = reference {
@@ -195,7 +195,7 @@ mod tests {
             Missing::Digest,
             404,
             b"404 page not found",
-            &[],
+            &errcode::NONE,
             false,
         );
         assert_eq!(a.missing, Some(Missing::Repository));
@@ -204,7 +204,17 @@ mod tests {
     #[test]
     fn tag_list_suggests_close_tags() {
         let body = br#"{"name":"library/alpine","tags":["3.18","3.19","3.20","edge","latest"]}"#;
-        let a = tags_list(&query("3.91"), Missing::Tag, 200, body, &[], false);
+        let listed = |reference: &str, link_next| {
+            tags_list(
+                &query(reference),
+                Missing::Tag,
+                200,
+                body,
+                &errcode::NONE,
+                link_next,
+            )
+        };
+        let a = listed("3.91", false);
         assert_eq!(a.missing, Some(Missing::Tag));
         assert_eq!(a.reason, Reason::TagNotFound);
         assert_eq!(a.close_tags, ["3.18", "3.19", "3.20"]);
@@ -224,9 +234,9 @@ mod tests {
                 }
             }
         );
-        let a = tags_list(&query("3.199"), Missing::Tag, 200, body, &[], false);
+        let a = listed("3.199", false);
         assert_eq!(a.close_tags, ["3.19"]);
-        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], false);
+        let a = listed("nightly-2024", false);
         assert!(a.close_tags.is_empty());
         assert_eq!(
             tags(&a),
@@ -235,7 +245,7 @@ mod tests {
                 truncated: false
             })
         );
-        let a = tags_list(&query("nightly-2024"), Missing::Tag, 200, body, &[], true);
+        let a = listed("nightly-2024", true);
         assert_eq!(
             tags(&a),
             Some(TagCount {
@@ -248,7 +258,14 @@ mod tests {
     #[test]
     fn tag_list_for_digests_and_empty_repositories() {
         let body = br#"{"name":"library/alpine","tags":["a"]}"#;
-        let a = tags_list(&query(D1), Missing::Digest, 200, body, &[], false);
+        let a = tags_list(
+            &query(D1),
+            Missing::Digest,
+            200,
+            body,
+            &errcode::NONE,
+            false,
+        );
         assert_eq!(a.missing, Some(Missing::Digest));
         assert_eq!(a.reason, Reason::DigestNotFound);
         assert!(
@@ -268,7 +285,7 @@ mod tests {
             Missing::Tag,
             200,
             br#"{"name":"n","tags":null}"#,
-            &[],
+            &errcode::NONE,
             false,
         );
         assert!(
@@ -304,7 +321,14 @@ mod tests {
         // A tag list refused (403, 401) or unreadable leaves the repository unknown:
         // the reason is manifest_unknown, not tag_not_found (which says it exists).
         for status in [401, 403] {
-            let a = tags_list(&query("x"), Missing::Tag, status, b"", &[], false);
+            let a = tags_list(
+                &query("x"),
+                Missing::Tag,
+                status,
+                b"",
+                &errcode::NONE,
+                false,
+            );
             assert_eq!(a.status, Status::Missing);
             assert_eq!(a.missing, Some(Missing::Tag));
             assert_eq!(a.reason, Reason::ManifestUnknown);
@@ -317,12 +341,26 @@ mod tests {
                 a.finding
             );
         }
-        let a = tags_list(&query("x"), Missing::Digest, 403, b"", &[], false);
+        let a = tags_list(
+            &query("x"),
+            Missing::Digest,
+            403,
+            b"",
+            &errcode::NONE,
+            false,
+        );
         assert_eq!(
             (a.missing, a.reason),
             (Some(Missing::Digest), Reason::ManifestUnknown)
         );
-        let a = tags_list(&query("x"), Missing::Tag, 200, b"<html>", &[], false);
+        let a = tags_list(
+            &query("x"),
+            Missing::Tag,
+            200,
+            b"<html>",
+            &errcode::NONE,
+            false,
+        );
         assert_eq!(a.reason, Reason::ManifestUnknown);
         assert!(
             matches!(

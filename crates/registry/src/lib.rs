@@ -496,7 +496,11 @@ pub struct Answer {
     pub finding: Finding,
     /// The error envelope's entries of the answer that decided it (OCI distribution
     /// spec, "Error Codes"), in order; empty when there was none (a `HEAD` has no body).
+    /// At most the first 10 are kept (a registry may send thousands);
+    /// [`Answer::errors_omitted`] counts the rest.
     pub errors: Vec<ErrorEntry>,
+    /// How many entries of the envelope were past the 10 kept in [`Answer::errors`].
+    pub errors_omitted: usize,
     /// Each failed attempt before this answer, and why retrying stopped early.
     pub history: AttemptHistory,
     /// The HTTP status of the manifest request that decided the answer (404 also when
@@ -535,6 +539,7 @@ impl Answer {
             digest: None,
             finding,
             errors: Vec::new(),
+            errors_omitted: 0,
             history: AttemptHistory::default(),
             http_status: None,
             media_type: None,

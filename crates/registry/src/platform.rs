@@ -9,7 +9,7 @@
 use serde::Deserialize;
 
 use crate::classify::{Query, Ref};
-use crate::errcode::{self, RegistryError};
+use crate::errcode::{self, Envelope};
 use crate::finding::{Finding, PlatformSource};
 use crate::{Answer, Missing, Platform, Reason, Status};
 
@@ -134,10 +134,7 @@ pub(crate) enum IndexReply<'a> {
     /// 2xx and the (bounded) body; `truncated` when it was longer than the limit.
     Body { bytes: &'a [u8], truncated: bool },
     /// A final non-2xx status, with its error envelope.
-    Status {
-        status: u16,
-        errors: &'a [RegistryError],
-    },
+    Status { status: u16, errors: &'a Envelope },
     /// No answer, or the body could not be read: the reason.
     Failed(&'a str),
 }
@@ -682,7 +679,7 @@ mod tests {
             (
                 IndexReply::Status {
                     status: 500,
-                    errors: &[],
+                    errors: &errcode::NONE,
                 },
                 "GET of the index answered HTTP 500",
             ),

@@ -15,7 +15,7 @@ use url::Url;
 
 use crate::auth::{self, Auth};
 use crate::classify::{self, Decision, Method, Query, Ref, Reply, Who};
-use crate::errcode::{self, RegistryError};
+use crate::errcode::{self, Envelope};
 use crate::finding::FailedAttempt;
 use crate::hints;
 use crate::ping;
@@ -108,7 +108,7 @@ enum TagsFetch {
     Answered {
         status: u16,
         body: Vec<u8>,
-        errors: Vec<RegistryError>,
+        errors: Envelope,
         link_next: bool,
     },
 }
@@ -471,10 +471,10 @@ impl Session {
                         .read_limited(response, transport::MANIFEST_BODY_LIMIT)
                         .await,
                 );
-                Vec::new()
+                Envelope::default()
             } else {
                 drop(response);
-                Vec::new()
+                Envelope::default()
             };
             let query = self.query(repository, reference);
             let reply = Reply {
@@ -871,8 +871,12 @@ impl Session {
                     if e.retryable && attempts.retry(failure, None).await {
                         continue;
                     }
+                    let at = match &e.redirected_to {
+                        Some(r) => format!("{what} GET redirected to {}", r.to),
+                        None => format!("{what} GET"),
+                    };
                     if let Some(refusal) = e.refusal {
-                        return Fetched::Refused(format!("{what} GET"), refusal);
+                        return Fetched::Refused(at, refusal);
                     }
                     return Fetched::Failed(e.reason);
                 }
@@ -909,7 +913,7 @@ impl Session {
                 if attempts.retry(failure, retry_after).await {
                     continue;
                 }
-                return Fetched::Status(status, Vec::new());
+                return Fetched::Status(status, Envelope::default());
             }
             let body = inner
                 .http
@@ -992,7 +996,7 @@ impl Session {
         let errors = if status >= 400 {
             errcode::parse(&body.bytes)
         } else {
-            Vec::new()
+            Envelope::default()
         };
         TagsFetch::Answered {
             status,
@@ -1008,7 +1012,7 @@ enum Fetched {
     /// 2xx and the (bounded) body.
     Body(Body),
     /// A final non-2xx status, with its error envelope.
-    Status(u16, Vec<RegistryError>),
+    Status(u16, Envelope),
     /// No answer: the reason.
     Failed(String),
     /// The egress policy refused the GET or its redirect: what was asked, and why.

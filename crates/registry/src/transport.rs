@@ -345,7 +345,10 @@ impl<'a> Failure<'a> {
 /// A request that got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SendError {
-    /// The precise reason, without URL or secrets.
+    /// The precise reason, without URL or secrets; after a redirect to another host
+    /// that failed, followed by that host: `connection refused (redirected to
+    /// storage.example:9000)`, so every report of it (the ping's, the retries', the
+    /// platform check's) names where it failed.
     pub reason: String,
     /// The same as data: [`Reason::Timeout`], [`Reason::TlsUntrusted`], …
     pub kind: Reason,
@@ -359,6 +362,21 @@ pub(crate) struct SendError {
     pub refusal: Option<EgressRefusal>,
     /// For [`Reason::TlsUntrusted`]: what is wrong with the certificate.
     pub certificate: Option<CertificateProblem>,
+    /// When redirects took the request to another host or port than its URL's (a
+    /// registry's redirect of a manifest or blob to its storage) and it failed there:
+    /// the redirect target refused the connection, timed out, or was refused by the
+    /// egress policy. Through the connection pool only: with an HTTP proxy, reqwest
+    /// (0.13) reports such a failure under the first URL, and this is `None`.
+    pub redirected_to: Option<Redirected>,
+}
+
+/// A request that failed at a redirect target ([`SendError::redirected_to`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Redirected {
+    /// The target's `host[:port]`.
+    pub to: String,
+    /// The reason alone, without the target ([`SendError::reason`] names it).
+    pub why: String,
 }
 
 impl SendError {
@@ -371,7 +389,18 @@ impl SendError {
             connection_level: false,
             refusal: None,
             certificate: None,
+            redirected_to: None,
         }
+    }
+}
+
+/// `host[:port]` of `url`, as an endpoint's host is written (the port only when the
+/// URL has one; an IPv6 address in brackets).
+fn host_port(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
     }
 }
 
@@ -426,6 +455,7 @@ impl Http {
                 connection_level: false,
                 refusal: Some(refusal),
                 certificate: None,
+                redirected_to: None,
             });
         }
         let Some(budget) = budget(&self.limits, deadline, started) else {
@@ -440,12 +470,14 @@ impl Http {
         }
         let shown = loggable_url(url);
         let pooled = self.pool.is_some();
+        // The URL last asked: the redirect target when the pool followed a redirect.
+        let mut reached = url.clone();
         let result = match (request.timeout(budget).build(), &self.pool) {
             (Err(e), _) => Err(Failed::Reqwest(e)),
             (Ok(request), None) => self.client.execute(request).await.map_err(Failed::Reqwest),
             (Ok(request), Some(pool)) => {
                 // Boxed: the pool's future is large, and tests poll on small stacks.
-                let head = Box::pin(self.through_pool(pool, request));
+                let head = Box::pin(self.through_pool(pool, request, &mut reached));
                 let head = async {
                     match self.limits.read {
                         Some(read) => tokio::time::timeout(read, head)
@@ -518,12 +550,17 @@ impl Http {
                 Ok(response)
             }
             Err(e) => {
+                let redirected_to = Some(host_port(&reached)).filter(|at| *at != host_port(url));
                 let e = Failure::of(&e);
                 let refusal = refusal_of(&e);
+                let why = match &refusal {
+                    Some(r) => r.to_string(),
+                    None => describe(&e, &self.limits, budget, elapsed),
+                };
                 let failure = SendError {
-                    reason: match &refusal {
-                        Some(r) => r.to_string(),
-                        None => describe(&e, &self.limits, budget, elapsed),
+                    reason: match &redirected_to {
+                        Some(to) => format!("{why} (redirected to {to})"),
+                        None => why.clone(),
                     },
                     // A timeout cut short by the deadline is the deadline's.
                     kind: match (&refusal, kind_of(&e)) {
@@ -537,6 +574,7 @@ impl Http {
                     connection_level: refusal.is_none() && is_connection_level(&e),
                     certificate: refusal.is_none().then(|| certificate_of(&e)).flatten(),
                     refusal,
+                    redirected_to: redirected_to.map(|to| Redirected { to, why }),
                 };
                 tracing::debug!(
                     method = %method,
@@ -620,10 +658,14 @@ impl Http {
     /// `async_impl/client.rs` `PendingRequest::poll` and `redirect.rs`
     /// `remove_sensitive_headers`). `User-Agent` and `Accept: */*` are added when the
     /// request has none, as reqwest's defaults.
+    ///
+    /// `reached` is set to each URL as it is asked (a refused redirect's too), so that
+    /// a failure names where it happened.
     async fn through_pool(
         &self,
         pool: &Arc<Pool>,
         request: reqwest::Request,
+        reached: &mut Url,
     ) -> Result<Response, Failed> {
         let mut method = request.method().clone();
         let mut url = request.url().clone();
@@ -641,6 +683,7 @@ impl Http {
         }
         let mut previous: Vec<Url> = Vec::new();
         loop {
+            reached.clone_from(&url);
             let Some(origin) = Origin::of(&url) else {
                 return Err(Failed::Redirect(Message(format!(
                     "the URL's scheme {} is not http or https",
@@ -663,6 +706,7 @@ impl Http {
             };
             drop(answer);
             if let Err(refusal) = check_url(&self.egress, &next) {
+                reached.clone_from(&next);
                 return Err(Failed::Pool(crate::pool::PoolError::Refused(refusal)));
             }
             previous.push(url.clone());
@@ -815,6 +859,7 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
                         connection_level: false,
                         refusal: None,
                         certificate: None,
+                        redirected_to: None,
                     });
                     return out;
                 }
@@ -842,6 +887,7 @@ async fn read_limited(mut response: Response, limit: usize, limits: &Limits) -> 
                     connection_level: false,
                     refusal: None,
                     certificate: certificate_of(&e),
+                    redirected_to: None,
                 });
                 return out;
             }

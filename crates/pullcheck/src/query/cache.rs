@@ -148,6 +148,8 @@ mod tests {
             provider_failures: Vec::new(),
             platforms: Vec::new(),
             retry_after: None,
+            http_status: None,
+            registry_errors: Vec::new(),
             certificate: None,
             version_warnings: Vec::new(),
         }

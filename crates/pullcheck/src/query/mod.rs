@@ -49,8 +49,8 @@ use pullcheck_credentials::CredentialError;
 use pullcheck_mirrors::VersionWarning;
 use pullcheck_reference::Reference;
 use pullcheck_registry::{
-    Answer, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, Missing,
-    Platform,
+    Answer, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, ErrorEntry,
+    Missing, Platform,
 };
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -141,6 +141,10 @@ pub(crate) struct Outcome {
     pub platforms: Vec<String>,
     /// For `rate_limited`: the wait the registry asked for, in whole seconds.
     pub retry_after: Option<u64>,
+    /// The HTTP status of the registry's answer, when one came.
+    pub http_status: Option<u16>,
+    /// The registry's error envelope of that answer (at most 10 entries).
+    pub registry_errors: Vec<ErrorEntry>,
     /// For `tls_untrusted`: what is wrong with the registry's https certificate, when
     /// the registry client says.
     pub certificate: Option<CertificateProblem>,
@@ -614,6 +618,8 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         provider_failures: Vec::new(),
         platforms: Vec::new(),
         retry_after: None,
+        http_status: None,
+        registry_errors: Vec::new(),
         certificate: None,
         version_warnings: Vec::new(),
     }
@@ -860,6 +866,8 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         provider_failures: Vec::new(),
         platforms: answer.platforms.iter().map(ToString::to_string).collect(),
         retry_after: answer.retry_after.map(|d| d.as_secs()),
+        http_status: answer.http_status,
+        registry_errors: answer.errors,
         certificate: None,
         version_warnings: Vec::new(),
     }

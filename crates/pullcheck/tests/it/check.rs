@@ -625,3 +625,68 @@ steps:
         );
     }
 }
+
+/// The registry's answer as data on the row (rev23r finding 6): the HTTP status of the
+/// answer the row reports, and the error envelope's codes and messages. distribution
+/// answers a present manifest's `HEAD` 200 and a missing one's 404 without a body (a
+/// `HEAD` has none); the tag list request that tells a missing repository answers
+/// `GET /v2/<name>/tags/list` 404 with `NAME_UNKNOWN` (distribution's
+/// `registry/api/v2/errors.go`: "repository name not known to registry").
+#[tokio::test]
+async fn the_http_status_and_the_error_envelope_are_row_fields() {
+    let registry = Registry::anonymous().await.unwrap();
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .unwrap();
+    let host = registry.host();
+    let (present, tag, repository) = (
+        format!("{host}/team/app:v1"),
+        format!("{host}/team/app:v2"),
+        format!("{host}/team/nope:v1"),
+    );
+    let report = check(&[present.clone(), tag.clone(), repository.clone()], None).await;
+    let row = status_of(&report, &present);
+    assert_eq!((row.reason, row.http_status), (Reason::Found, Some(200)));
+    assert!(row.registry_errors.is_empty());
+    let row = status_of(&report, &tag);
+    assert_eq!(
+        (row.reason, row.http_status),
+        (Reason::TagNotFound, Some(404))
+    );
+    assert!(row.registry_errors.is_empty());
+    let row = status_of(&report, &repository);
+    assert_eq!(
+        (row.reason, row.http_status),
+        (Reason::RepositoryNotFound, Some(404))
+    );
+    assert_eq!(
+        row.registry_errors,
+        [pullcheck::registry::ErrorEntry {
+            code: "NAME_UNKNOWN".into(),
+            message: "repository name not known to registry".into(),
+        }]
+    );
+    // In JSON: `http_status` and `registry_errors: [{code, message}]`, left out when
+    // there is nothing to say.
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let rows = json["images"].as_array().unwrap();
+    let of = |reference: &str| rows.iter().find(|r| r["reference"] == reference).unwrap();
+    assert_eq!(of(&present)["http_status"], 200);
+    assert!(of(&present).get("registry_errors").is_none());
+    assert_eq!(
+        of(&repository)["registry_errors"],
+        serde_json::json!([{"code": "NAME_UNKNOWN", "message": "repository name not known to registry"}])
+    );
+
+    // Nothing answered: no status.
+    let closed = ClosedPort::new();
+    let refused = format!("127.0.0.1:{}/team/app:v1", closed.port());
+    let report = check(std::slice::from_ref(&refused), None).await;
+    let row = status_of(&report, &refused);
+    assert_eq!(
+        (row.reason, row.http_status),
+        (Reason::ConnectionRefused, None)
+    );
+    assert!(row.registry_errors.is_empty());
+}

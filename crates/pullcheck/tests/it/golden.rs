@@ -337,6 +337,47 @@ async fn forbidden_rate_limited_and_unknown_codes() {
     );
 }
 
+/// An error envelope of hundreds of entries (a registry may send as many as fit in the
+/// 64 KiB of an error body read) is worded by its first three and a count of the rest
+/// (rev23r finding 2: the detail and the admission message grew without bound); the
+/// row keeps the first ten as data. This registry does not do `HEAD` (405), so the
+/// `GET`'s envelope is read.
+#[tokio::test]
+async fn a_long_error_envelope_is_cut_to_three_and_counted() {
+    let entry = r#"{"code":"DENIED","message":"requested access to the resource is denied"}"#;
+    let body = format!(r#"{{"errors":[{}]}}"#, vec![entry; 600].join(","));
+    assert!(body.len() < 64 * 1024);
+    let (host, seen) = scripted(move |method, path| {
+        if path == "/v2/" {
+            return answer(200, &[], "{}");
+        }
+        if method == "HEAD" {
+            return answer(405, &[], "");
+        }
+        answer(403, &[("Content-Type", "application/json")], &body)
+    })
+    .await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    let denied = "DENIED: requested access to the resource is denied";
+    let row = row(&report, &reference);
+    assert_eq!(
+        row.detail,
+        format!(
+            "access to team/app denied by {host} (HTTP 403) ({denied}; {denied}; {denied}; +597 more)"
+        )
+    );
+    assert_eq!(row.http_status, Some(403));
+    assert_eq!(row.registry_errors.len(), 10);
+    assert_eq!(row.registry_errors[9].code, "DENIED");
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|r| r == "GET /v2/team/app/manifests/v1")
+    );
+}
+
 /// The first image's `HEAD` is the first request (in place of the ping); the second's
 /// answers 503 once, then the manifest.
 #[tokio::test]
@@ -433,6 +474,33 @@ async fn connection_refused_and_an_untrusted_certificate() {
              authority; the registry as reached cannot be shown to be the one named"
         )
     );
+}
+
+/// A registry that redirects its manifests to a storage host that refuses the
+/// connection: the detail names the storage host as the one that failed (rev23r
+/// finding 4: it named only the registry), for the first image (whose `HEAD` is the
+/// first request, in place of the ping) and the others of its endpoint.
+#[tokio::test]
+async fn a_redirect_to_a_refusing_host_names_that_host() {
+    let storage = ClosedPort::new();
+    let at = format!("127.0.0.1:{}", storage.port());
+    let to = format!("http://{at}/storage/object");
+    let (host, _seen) = scripted(move |_, path| {
+        if path == "/v2/" {
+            return answer(200, &[], "{}");
+        }
+        answer(307, &[("Location", to.as_str())], "")
+    })
+    .await;
+    let (first, second) = (format!("{host}/team/app:v1"), format!("{host}/team/app:v2"));
+    let report = check(&[first.clone(), second.clone()]).await;
+    // The scripted server closes a TLS hello, so the plain-HTTP fallback is asked.
+    let words = format!(
+        "registry {host} unreachable: https: connection closed before the answer; \
+         http: connection refused (redirected to {at}); 3 attempts, each the same"
+    );
+    assert_eq!(row(&report, &first).detail, words);
+    assert_eq!(row(&report, &second).detail, words);
 }
 
 /// A scripted registry whose `/v2/` asks for a Bearer token from `realm`

@@ -173,6 +173,14 @@ async fn a_redirect_to_a_denied_address_is_not_followed() {
         address("127.0.0.2", Some(port_of(&denied)))
     );
     assert_eq!(refusal.rule, deny_rule("127.0.0.2/32"));
+    // What was refused is the redirect target, reached from the registry (rev23r
+    // finding 4: it named the registry).
+    assert_eq!(
+        answer.finding,
+        pullcheck_registry::Finding::Refused {
+            what: format!("HEAD to {} (redirected from {})", denied.host, allowed.host),
+        }
+    );
     assert_eq!(denied.connections(), 0);
     assert_eq!(allowed.seen(), ["GET /v2/", "HEAD /v2/app/manifests/v1"]);
 

@@ -125,7 +125,8 @@ async fn hung_registry_ends_at_the_request_timeout_and_at_the_deadline() {
         Finding::RequestFailed {
             host: server.host.clone(),
             method: Method::Head,
-            why: "timed out after 400 ms".into()
+            why: "timed out after 400 ms".into(),
+            redirected_from: None,
         }
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
@@ -990,4 +991,72 @@ async fn platform_check_uses_the_body_of_a_get_fallback_and_survives_a_bad_index
         "{:?}",
         a.finding
     );
+}
+
+/// A registry that redirects a manifest or a blob to its storage (distribution's S3
+/// and GCS drivers answer a blob `GET` 307 to a signed URL): when the storage refuses
+/// the connection, the failure is the storage host's, and the registry is named as
+/// where the redirect came from (rev23r finding 4: it named the registry as the host
+/// that failed).
+#[tokio::test]
+async fn a_refused_redirect_target_is_named_as_the_host_that_failed() {
+    let storage = pullcheck_testkit::ClosedPort::new();
+    let at = format!("127.0.0.1:{}", storage.port());
+    let to = format!("http://{at}/storage/object");
+    let server = open_registry(move |_| respond(307, &[("Location", to.as_str())], "")).await;
+    let s = session(&server, options()).await;
+    let (a, _) = check(&s, "v1").await;
+    assert_eq!(
+        (a.status, a.reason, a.http_status),
+        (Status::Unreachable, Reason::ConnectionRefused, None)
+    );
+    assert_eq!(
+        a.finding,
+        Finding::RequestFailed {
+            host: at.clone(),
+            method: Method::Head,
+            why: "connection refused".into(),
+            redirected_from: Some(server.host.clone()),
+        }
+    );
+
+    // The config blob of a single-platform image, for the platform check.
+    let config = format!("sha256:{}", "2".repeat(64));
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config}","size":2}},"layers":[]}}"#
+    );
+    let to = format!("http://{at}/storage/blob");
+    let server = open_registry(move |r| {
+        if r.path().starts_with("/v2/app/blobs/") {
+            return respond(307, &[("Location", to.as_str())], "");
+        }
+        respond(
+            200,
+            &[
+                ("Content-Type", "application/vnd.oci.image.manifest.v1+json"),
+                ("Docker-Content-Digest", D1),
+            ],
+            &manifest,
+        )
+    })
+    .await;
+    let s = session(
+        &server,
+        ClientOptions {
+            platform: Some(Platform::parse("linux/amd64").unwrap()),
+            ..options()
+        },
+    )
+    .await;
+    let (a, _) = check(&s, "v1").await;
+    match &a.finding {
+        Finding::PlatformUnchecked { host, why, .. } => {
+            assert_eq!(host, &server.host);
+            assert_eq!(
+                why,
+                &format!("GET of the config blob failed: connection refused (redirected to {at})")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }

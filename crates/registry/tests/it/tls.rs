@@ -530,7 +530,8 @@ async fn verified_registry_never_uses_a_plain_http_realm_or_redirect() {
         pullcheck_registry::Finding::RequestFailed {
             host: redirecting.host.clone(),
             method: pullcheck_registry::Method::Head,
-            why: "a redirect from https to plain http (127.0.0.1) was refused".into()
+            why: "a redirect from https to plain http (127.0.0.1) was refused".into(),
+            redirected_from: None,
         }
     );
     assert!(plain.requests().is_empty());

@@ -9,14 +9,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pullcheck_kube::ClusterOptions;
 use pullcheck_server::admission::{AdmissionMode, AdmissionOptions};
 use pullcheck_server::{ServeOptions, TlsFiles};
 use pullcheck_testkit::kube::{ApiServer, DockerAuth};
 use pullcheck_testkit::{ImageKind, Registry};
 use serde_json::{Value, json};
 
-use crate::util::{Hanging, TestServer, temp_dir, token_registry};
+use crate::util::{Hanging, TestServer, on_cluster, temp_dir, token_registry};
 
 /// The Service's name and namespace, as deploy/admission/service.yaml names them.
 const SERVICE: &str = "pullcheck-admission";
@@ -549,6 +548,14 @@ async fn an_update_that_changes_no_image_sends_no_registry_request() {
     hook.stop().await;
 }
 
+/// A webhook in `deny` mode (`name` for its files) whose cluster is the stand-in API
+/// `api`, through a kubeconfig written for it.
+async fn webhook_on(api: &ApiServer, name: &str) -> Webhook {
+    let kubeconfig = temp_dir(&format!("admission-kube-{name}")).join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig, None).expect("kubeconfig");
+    Webhook::start(name, deny(), on_cluster(kubeconfig)).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_used() {
     const PASSWORD: &str = "admission-sa-password-5e3b";
@@ -562,23 +569,7 @@ async fn a_deployment_with_a_typo_is_denied_and_its_service_account_secrets_are_
     );
     api.add_service_account(NS, "builder", &["regcred"]);
     api.add_service_account(NS, "default", &[]);
-    let dir = temp_dir("admission-kube");
-    let kubeconfig = dir.join("kubeconfig");
-    api.write_kubeconfig(&kubeconfig, None).expect("kubeconfig");
-    let hook = Webhook::start(
-        "deployment",
-        deny(),
-        ServeOptions {
-            cluster: Some(ClusterOptions {
-                kubeconfig: Some(kubeconfig),
-                context: None,
-                namespace: String::new(),
-            }),
-            cluster_required: true,
-            ..ServeOptions::default()
-        },
-    )
-    .await;
+    let hook = webhook_on(&api, "deployment").await;
     let apps = ("apps", "v1", "Deployment");
 
     // A typo in the image: refused at apply time, with the reason.
@@ -1158,5 +1149,77 @@ async fn a_missing_image_volume_is_denied_or_warned_and_asked_only_when_it_chang
         "{answer}"
     );
 
+    hook.stop().await;
+}
+
+/// A review whose `namespace` is empty (the AdmissionRequest's `namespace` is empty
+/// for a cluster-scoped resource, Kubernetes "Dynamic Admission Control"), with a
+/// Kubernetes API configured: the pull secrets it names, or its ServiceAccount's,
+/// cannot be read in a namespace, so the images are not decided and the object is
+/// allowed with a warning naming why (not "no Kubernetes API"); neither the API nor
+/// the registry is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_without_a_namespace_is_allowed_unverified_with_that_reason() {
+    let anonymous = registry().await;
+    let api = ApiServer::start().expect("stand-in API server");
+    api.add_service_account(NS, "default", &[]);
+    let hook = webhook_on(&api, "no-namespace").await;
+    let image = format!("{}/team/app:v9", anonymous.host());
+    let without_namespace = |uid: &str, kind: (&str, &str, &str), resource, object: &Value| {
+        let mut object = object.clone();
+        object["metadata"]["namespace"] = json!("");
+        let mut review = review(uid, "CREATE", kind, resource, &object, None, false);
+        review["request"]["namespace"] = json!("");
+        review
+    };
+    api.clear_requests();
+    anonymous.clear_requests().await.expect("clear");
+
+    let mut with_secrets = pod("private", &[], &[container("app", &image)], json!({}));
+    with_secrets["spec"]["imagePullSecrets"] = json!([{"name": "regcred"}]);
+    let answer = hook
+        .review(
+            "/v1/admission/deny",
+            &without_namespace(
+                "0a0b0c0d-0000-4000-8000-0000000000e1",
+                ("", "v1", "Pod"),
+                "pods",
+                &with_secrets,
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert_eq!(
+        warnings(&answer),
+        [
+            "pullcheck: imagePullSecrets not readable (the review names no namespace); \
+          images not verified"
+        ],
+        "{answer}"
+    );
+
+    // A workload pulls with its ServiceAccount's secrets, which live in a namespace.
+    let answer = hook
+        .review(
+            "/v1/admission/deny",
+            &without_namespace(
+                "0a0b0c0d-0000-4000-8000-0000000000e2",
+                ("apps", "v1", "Deployment"),
+                "deployments",
+                &deployment("web", &image, json!({})),
+            ),
+        )
+        .await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert_eq!(
+        warnings(&answer),
+        [
+            "pullcheck: the ServiceAccount's imagePullSecrets are not readable (the review \
+          names no namespace); images not verified"
+        ],
+        "{answer}"
+    );
+    assert!(api.request_lines().is_empty(), "{:?}", api.request_lines());
+    assert!(anonymous.requests().await.expect("log").is_empty());
     hook.stop().await;
 }

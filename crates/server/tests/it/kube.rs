@@ -2,13 +2,11 @@
 //! PipelinePodsTemplate, a workload's own imagePullSecrets; readiness waits for the API
 //! server's first answer.
 
-use pullcheck_kube::ClusterOptions;
-use pullcheck_server::ServeOptions;
 use pullcheck_testkit::ImageKind;
 use pullcheck_testkit::kube::{ApiServer, DockerAuth};
 use serde_json::json;
 
-use crate::util::{TestServer, statuses, temp_dir, token_registry};
+use crate::util::{TestServer, on_cluster, statuses, temp_dir, token_registry};
 
 const NS: &str = "builds";
 const PASSWORD: &str = "kube-serve-password-7d21";
@@ -38,16 +36,7 @@ async fn pull_secrets_come_from_the_namespace() {
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig, None).expect("kubeconfig");
 
-    let server = TestServer::start(ServeOptions {
-        cluster: Some(ClusterOptions {
-            kubeconfig: Some(kubeconfig),
-            context: None,
-            namespace: String::new(),
-        }),
-        cluster_required: true,
-        ..ServeOptions::default()
-    })
-    .await;
+    let server = TestServer::start(on_cluster(kubeconfig)).await;
     let mut ready = false;
     for _ in 0..100 {
         if server.get("/readyz").await.0 == 200 {

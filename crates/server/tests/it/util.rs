@@ -208,3 +208,17 @@ pub async fn token_registry(
     }
     registry
 }
+
+/// The service's options for the cluster a kubeconfig names (written by the stand-in
+/// API's `write_kubeconfig`), required at start.
+pub fn on_cluster(kubeconfig: PathBuf) -> ServeOptions {
+    ServeOptions {
+        cluster: Some(pullcheck_kube::ClusterOptions {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+            namespace: String::new(),
+        }),
+        cluster_required: true,
+        ..ServeOptions::default()
+    }
+}
