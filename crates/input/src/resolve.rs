@@ -57,10 +57,10 @@ pub(crate) fn resolve(plain: bool, text: &str) -> Resolved {
         _ => {}
     }
     match text.as_bytes()[0] {
-        b'.' => match text.parse::<f64>() {
+        b'.' => match go_parse_float(text) {
             // strconv.ParseFloat: Rust's parser takes the same decimal forms; `inf`
             // and `nan` cannot start with `.`.
-            Ok(f) if go_float_syntax(text) => Resolved::Float(f),
+            Some(f) if go_float_syntax(text) => Resolved::Float(f),
             _ => Resolved::Str,
         },
         b'0'..=b'9' | b'+' | b'-' => {
@@ -69,17 +69,20 @@ pub(crate) fn resolve(plain: bool, text: &str) -> Resolved {
             }
             let plain: String = text.chars().filter(|&c| c != '_').collect();
             if let Some(v) = go_parse_int(&plain) {
-                return match i64::try_from(v) {
-                    Ok(i) => Resolved::Int(i),
-                    Err(_) => match u64::try_from(v) {
-                        // strconv.ParseUint takes no sign.
-                        Ok(u) if !plain.starts_with('+') => Resolved::Uint(u),
-                        _ => Resolved::Str,
-                    },
-                };
+                if let Ok(i) = i64::try_from(v) {
+                    return Resolved::Int(i);
+                }
+                // strconv.ParseUint takes no sign.
+                if let Ok(u) = u64::try_from(v)
+                    && !plain.starts_with('+')
+                {
+                    return Resolved::Uint(u);
+                }
             }
+            // An integer past both ranges is tried as a float next, as `resolve` does
+            // (`99999999999999999999` is `!!float` 1e+20; a hexadecimal one is no float).
             if yaml_style_float(&plain)
-                && let Ok(f) = plain.parse::<f64>()
+                && let Some(f) = go_parse_float(&plain)
             {
                 return Resolved::Float(f);
             }
@@ -87,6 +90,13 @@ pub(crate) fn resolve(plain: bool, text: &str) -> Resolved {
         }
         _ => Resolved::Str,
     }
+}
+
+/// strconv.ParseFloat(s, 64) of a decimal float (`s` already matched the float syntax):
+/// `None` past f64's range, which Go refuses with `ErrRange` (`1e400`, so `resolve` keeps
+/// it a `!!str`); an underflow is 0, as in Go.
+fn go_parse_float(s: &str) -> Option<f64> {
+    s.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// Whether `text` is a float as strconv.ParseFloat reads one starting with `.`: digits,
@@ -272,6 +282,47 @@ mod tests {
         // Quoted, always a string.
         assert_eq!(resolve(false, "5"), Resolved::Str);
         assert_eq!(resolve(false, "true"), Resolved::Str);
+    }
+
+    /// Past int64 and uint64 an integer is a `!!float` (strconv.ParseFloat after
+    /// ParseInt and ParseUint fail, `resolve.go` lines 224–235), and past f64 a float is a
+    /// `!!str` (ParseFloat's ErrRange). Each checked with go.yaml.in/yaml/v3 v3.0.4
+    /// (built with Go 1.19), `yaml.Unmarshal` of the list into an `interface{}`.
+    #[test]
+    fn numbers_past_their_ranges_resolve_as_yaml_v3() {
+        assert_eq!(resolve(true, "99999999999999999999"), Resolved::Float(1e20));
+        assert_eq!(
+            resolve(true, "-99999999999999999999"),
+            Resolved::Float(-1e20)
+        );
+        assert_eq!(
+            resolve(true, "+18446744073709551615"),
+            Resolved::Float(18446744073709551615.0)
+        );
+        assert_eq!(
+            resolve(true, "-9223372036854775809"),
+            Resolved::Float(-9223372036854775809.0)
+        );
+        assert_eq!(
+            resolve(true, "1_000_000_000_000_000_000_000"),
+            Resolved::Float(1e21)
+        );
+        // A leading 0 makes no octal past the range: the decimal float pattern matches.
+        assert_eq!(
+            resolve(true, "077777777777777777777777777"),
+            Resolved::Float(7.777_777_777_777_777e25)
+        );
+        for s in [
+            "1e400",
+            "-1e400",
+            ".5e400",
+            "1_0e400",
+            "0x1ffffffffffffffff",
+            "0o7777777777777777777777777",
+        ] {
+            assert_eq!(resolve(true, s), Resolved::Str, "{s}");
+        }
+        assert_eq!(resolve(true, "1e-400"), Resolved::Float(0.0));
     }
 
     #[test]
