@@ -448,13 +448,19 @@ fn compiled(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
 /// (any of YAML 1.2's cases), and, into a typed `bool` only, YAML 1.1's words (`yes`,
 /// `on`, `y`, `no`, `off`, `n` in their three cases) quoted or not; `None` for anything
 /// else (a quoted `"true"`, a number), which the decoder refuses.
+///
+/// The scalar's tag counts ([`crate::resolve::resolve_node`]): `!foo yes` is true,
+/// `!foo true` a string, which the decoder refuses.
 pub(crate) fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
-    let Value::Scalar { plain, text, .. } = r.doc.value(node.id) else {
+    let Value::Scalar { text, .. } = r.doc.value(node.id) else {
         return None;
     };
+    let resolved = crate::resolve::resolve_node(r.doc, node.id).ok()?;
+    let bool = resolved == crate::resolve::Resolved::Bool;
     match text.as_str() {
-        "true" | "True" | "TRUE" if *plain => Some(true),
-        "false" | "False" | "FALSE" if *plain => Some(false),
+        "true" | "True" | "TRUE" if bool => Some(true),
+        "false" | "False" | "FALSE" if bool => Some(false),
+        _ if resolved != crate::resolve::Resolved::Str => None,
         "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
         "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
         _ => None,

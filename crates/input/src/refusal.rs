@@ -302,6 +302,21 @@ pub enum DecodeFailure {
     /// `StepSecretSlice`: a mapping without a `source` or a `target` (`secret.go` line
     /// 255: "no secret source or target found").
     NoSecretSourceOrTarget,
+    /// go-yaml v3 itself: a scalar with a core tag its text is not of (`!!int alpine`;
+    /// `resolve.go` line 151, "yaml: cannot decode !!str `alpine` as a !!int"), where it
+    /// is decoded. Within a `raw.StringSlice` that slice's own error is reported instead,
+    /// as its `UnmarshalYAML` gets this one as an error.
+    Tag {
+        /// The tag the text resolves to (`!!str`, `!!int`, ...).
+        found: String,
+        /// The text, whole.
+        value: String,
+        /// The tag written (`!!int`, `!!bool`, `!!float`, `!!null`, `!!timestamp`).
+        tag: String,
+    },
+    /// go-yaml v3 itself: a `!!binary` scalar that is not base64 (`decode.go` line 819:
+    /// "yaml: !!binary value contains invalid base64 data"), where it is decoded.
+    Base64,
 }
 
 impl fmt::Display for DecodeFailure {
@@ -331,6 +346,12 @@ impl fmt::Display for DecodeFailure {
             DecodeFailure::StepSecretSlice => f.write_str("failed to unmarshal StepSecretSlice"),
             DecodeFailure::NoSecretSourceOrTarget => {
                 f.write_str("no secret source or target found")
+            }
+            DecodeFailure::Tag { found, value, tag } => {
+                write!(f, "yaml: cannot decode {found} `{value}` as a {tag}")
+            }
+            DecodeFailure::Base64 => {
+                f.write_str("yaml: !!binary value contains invalid base64 data")
             }
         }
     }

@@ -64,10 +64,10 @@ impl Doc {
     /// go.yaml.in/yaml/v3 resolves it to ([`crate::resolve`]): `number` (`!!int`,
     /// `!!float`), `boolean` (`true`, not `yes`), `timestamp`, `string`.
     pub fn kind_name(&self, id: NodeId) -> &'static str {
-        use crate::resolve::{Resolved, resolve};
+        use crate::resolve::{Resolved, resolve_node};
         match self.value(id) {
             Value::Null => "null",
-            Value::Scalar { plain, text, .. } => match resolve(*plain, text) {
+            Value::Scalar { .. } => match resolve_node(self, id).unwrap_or(Resolved::Str) {
                 Resolved::Int(_) | Resolved::Uint(_) | Resolved::Float(_) => "number",
                 Resolved::Bool => "boolean",
                 Resolved::Timestamp => "timestamp",

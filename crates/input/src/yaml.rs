@@ -92,12 +92,15 @@ pub enum Value {
     Null,
     /// Any other scalar, as written (YAML booleans and numbers included).
     Scalar {
-        /// The scalar's text.
+        /// The scalar's text; for a `!!binary` scalar of valid base64, the bytes it
+        /// decodes to (as go-yaml v3 decodes it into a string; invalid UTF-8 replaced).
         text: String,
-        /// True for an unquoted scalar without a `!!str` tag (one whose type is resolved
-        /// from its text); false for every scalar read by [`Stream::load_json`].
+        /// True for an unquoted scalar without a `!!str` or `!!binary` tag (one whose type
+        /// is resolved from its text, or from its tag: [`Node::tag`]); false for every
+        /// scalar read by [`Stream::load_json`].
         plain: bool,
-        /// True for a plain, untagged `<<`, the only spelling that is a merge key.
+        /// True for a merge key: a plain `<<` without a tag (or with `!`), or any `<<`
+        /// tagged `!!merge` (go-yaml v3's `isMerge`, decode.go line 1016).
         merge: bool,
     },
     /// A sequence: its items in order.
@@ -115,6 +118,14 @@ pub enum Value {
 pub struct Node {
     /// What it holds.
     pub value: Value,
+    /// Its explicit tag, in go-yaml v3's short form (`shortTag`, resolve.go line 87):
+    /// `!!int` for `!!int` or `!<tag:yaml.org,2002:int>`, `!foo` for a local tag;
+    /// `None` without one, or for the non-specific `!`, which go-yaml v3 ignores.
+    pub tag: Option<String>,
+    /// A `!!binary` scalar whose text is not base64 (its text is kept as written):
+    /// go-yaml v3 fails where it decodes it ("!!binary value contains invalid base64
+    /// data").
+    pub bad_base64: bool,
     /// Where the node starts (for a scalar with an anchor or tag, where its content starts;
     /// for an alias, where its `*` is); `None` for nodes read by [`Stream::load_json`].
     pub pos: Option<Pos>,
@@ -256,7 +267,12 @@ impl Stream {
                 syntax: false,
             });
         }
-        self.nodes.push(Node { value, pos });
+        self.nodes.push(Node {
+            value,
+            pos,
+            tag: None,
+            bad_base64: false,
+        });
         Ok(self.nodes.len() - 1)
     }
 
@@ -272,6 +288,11 @@ impl Stream {
             Value::Alias(target) => target,
             _ => id,
         }
+    }
+
+    /// The explicit tag of the node (through an alias, its anchor's): [`Node::tag`].
+    pub fn tag(&self, id: NodeId) -> Option<&str> {
+        self.nodes[self.resolve(id)].tag.as_deref()
     }
 
     /// Whether the node is an alias (`*a`).
@@ -647,14 +668,66 @@ enum Frame {
     Seq {
         anchor: usize,
         pos: Pos,
+        tag: Option<String>,
         items: Vec<NodeId>,
     },
     Map {
         anchor: usize,
         pos: Pos,
+        tag: Option<String>,
         entries: Vec<(NodeId, NodeId)>,
         key: Option<NodeId>,
     },
+}
+
+/// A parser tag in go-yaml v3's short form (`shortTag`, resolve.go lines 86–94: the
+/// core schema's prefix `tag:yaml.org,2002:` becomes `!!`); `None` for the
+/// non-specific `!`, which go-yaml v3's parser treats as no tag (decode.go line 172).
+fn short_tag(tag: &saphyr_parser::Tag) -> Option<String> {
+    let full = format!("{}{}", tag.handle, tag.suffix);
+    if full == "!" {
+        return None;
+    }
+    Some(match full.strip_prefix("tag:yaml.org,2002:") {
+        Some(suffix) => format!("!!{suffix}"),
+        None => full,
+    })
+}
+
+/// Go's `base64.StdEncoding.DecodeString` (padded, line breaks skipped, trailing bits
+/// not checked), as go-yaml v3 decodes a `!!binary` scalar (decode.go line 817): the
+/// bytes as text (invalid UTF-8 replaced), or `None` when it is not base64.
+fn base64_std(text: &str) -> Option<String> {
+    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'\r' && c != b'\n').collect();
+    if !digits.len().is_multiple_of(4) {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let mut out = Vec::with_capacity(digits.len() / 4 * 3);
+    let quads = digits.len() / 4;
+    for (i, quad) in digits.chunks(4).enumerate() {
+        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && i + 1 != quads) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &quad[..4 - pad] {
+            n = (n << 6) | value(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[derive(Default)]
@@ -802,50 +875,69 @@ impl Builder {
                     } else {
                         pos
                     };
-                    let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                    let tag = tag.as_deref().and_then(short_tag);
+                    let is_str_tag = matches!(tag.as_deref(), Some("!!str" | "!!binary"));
                     let plain = style == ScalarStyle::Plain && !is_str_tag;
                     let untagged = plain && tag.is_none();
-                    let value =
-                        if untagged && matches!(&*value, "" | "~" | "null" | "Null" | "NULL") {
-                            Value::Null
-                        } else {
-                            Value::Scalar {
-                                merge: untagged && value == "<<",
-                                plain,
-                                text: value.into_owned(),
-                            }
-                        };
-                    self.finish(value, pos, anchor)?;
+                    let binary = match tag.as_deref() {
+                        Some("!!binary") => Some(base64_std(&value)),
+                        _ => None,
+                    };
+                    let bad_base64 = binary.as_ref().is_some_and(Option::is_none);
+                    let value = if untagged
+                        && matches!(&*value, "" | "~" | "null" | "Null" | "NULL")
+                    {
+                        Value::Null
+                    } else {
+                        Value::Scalar {
+                            merge: value == "<<" && (untagged || tag.as_deref() == Some("!!merge")),
+                            plain,
+                            text: binary.flatten().unwrap_or_else(|| value.into_owned()),
+                        }
+                    };
+                    let id = self.finish(value, pos, anchor)?;
+                    self.stream.nodes[id].tag = tag;
+                    self.stream.nodes[id].bad_base64 = bad_base64;
                 }
-                Event::SequenceStart(anchor, _) => {
+                Event::SequenceStart(anchor, tag) => {
                     self.open(pos)?;
                     self.stack.push(Frame::Seq {
                         anchor,
                         pos,
+                        tag: tag.as_deref().and_then(short_tag),
                         items: Vec::new(),
                     });
                 }
-                Event::MappingStart(anchor, _) => {
+                Event::MappingStart(anchor, tag) => {
                     self.open(pos)?;
                     self.stack.push(Frame::Map {
                         anchor,
                         pos,
+                        tag: tag.as_deref().and_then(short_tag),
                         entries: Vec::new(),
                         key: None,
                     });
                 }
                 Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
-                    Some(Frame::Seq { anchor, pos, items }) => {
-                        self.finish(Value::Seq(items), pos, anchor)?;
+                    Some(Frame::Seq {
+                        anchor,
+                        pos,
+                        tag,
+                        items,
+                    }) => {
+                        let id = self.finish(Value::Seq(items), pos, anchor)?;
+                        self.stream.nodes[id].tag = tag;
                     }
                     Some(Frame::Map {
                         anchor,
                         pos,
+                        tag,
                         entries,
                         ..
                     }) => {
                         self.check_duplicates(&entries)?;
-                        self.finish(Value::Map(entries), pos, anchor)?;
+                        let id = self.finish(Value::Map(entries), pos, anchor)?;
+                        self.stream.nodes[id].tag = tag;
                     }
                     None => {}
                 },
@@ -894,13 +986,13 @@ impl Builder {
         Ok(())
     }
 
-    fn finish(&mut self, value: Value, pos: Pos, anchor: usize) -> Result<(), LoadError> {
+    fn finish(&mut self, value: Value, pos: Pos, anchor: usize) -> Result<NodeId, LoadError> {
         let id = self.stream.push(value, Some(pos))?;
         if anchor != 0 {
             self.anchors.insert(anchor, id);
         }
         self.attach(id);
-        Ok(())
+        Ok(id)
     }
 
     fn attach(&mut self, id: NodeId) {
