@@ -739,10 +739,10 @@ impl Decoder<'_, '_> {
 
     /// `StageSlice.UnmarshalYAML` (`stage.go` lines 57–90): each stage decoded on its own;
     /// the first whose decoding has type errors ends it. A `stages:` that is not a
-    /// mapping is the pipeline reader's error.
+    /// mapping (null aside, which no decoder gets) stops the decoding.
     fn stages(&mut self, node: Reached, path: &str) -> Result<(), InputError> {
         if !self.r.doc.is_map(node.id) {
-            return Ok(());
+            return Err(self.fail(node, path, DecodeFailure::StageMap));
         }
         for (key, stage) in self.r.entries(node)? {
             let before = self.type_errors.len();

@@ -310,13 +310,27 @@ pub enum DecodeFailure {
         /// The tag the text resolves to (`!!str`, `!!int`, ...).
         found: String,
         /// The text, whole.
-        value: String,
+        text: String,
         /// The tag written (`!!int`, `!!bool`, `!!float`, `!!null`, `!!timestamp`).
         tag: String,
     },
     /// go-yaml v3 itself: a `!!binary` scalar that is not base64 (`decode.go` line 819:
     /// "yaml: !!binary value contains invalid base64 data"), where it is decoded.
     Base64,
+    /// `StageSlice.UnmarshalYAML` (`stage.go` line 59): `stages:` that is not a mapping
+    /// ("invalid yaml: expected map node for stage"; a list of stages is the compiled
+    /// form, which has a top-level `id`).
+    StageMap,
+    /// go-yaml v3's parser: a `%YAML` directive other than 1.1 on the first document
+    /// (`parserc.go` line 1211: "found incompatible YAML document", so `%YAML 1.2`
+    /// too), which fails `ParseYAML`'s first `yaml.Unmarshal` ("unable to unmarshal
+    /// pipeline version yaml").
+    YamlVersion {
+        /// The directive's major version.
+        major: u64,
+        /// Its minor version.
+        minor: u64,
+    },
 }
 
 impl fmt::Display for DecodeFailure {
@@ -347,12 +361,18 @@ impl fmt::Display for DecodeFailure {
             DecodeFailure::NoSecretSourceOrTarget => {
                 f.write_str("no secret source or target found")
             }
-            DecodeFailure::Tag { found, value, tag } => {
-                write!(f, "yaml: cannot decode {found} `{value}` as a {tag}")
+            DecodeFailure::Tag { found, text, tag } => {
+                write!(f, "yaml: cannot decode {found} `{text}` as a {tag}")
             }
             DecodeFailure::Base64 => {
                 f.write_str("yaml: !!binary value contains invalid base64 data")
             }
+            DecodeFailure::StageMap => f.write_str("invalid yaml: expected map node for stage"),
+            DecodeFailure::YamlVersion { major, minor } => write!(
+                f,
+                "yaml: found incompatible YAML document (`%YAML {major}.{minor}`; go-yaml v3 \
+                 reads only 1.1)"
+            ),
         }
     }
 }
@@ -596,6 +616,10 @@ impl fmt::Display for Refusal {
                     write!(f, " into {expected} (at {field})")
                 }
             }
+            Refusal::Decode {
+                failure: failure @ DecodeFailure::YamlVersion { .. },
+                ..
+            } => write!(f, "unable to unmarshal pipeline version yaml: {failure}"),
             Refusal::Decode { field, failure } => {
                 write!(f, "unable to unmarshal yaml: {failure} (at {field})")
             }

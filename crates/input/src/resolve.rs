@@ -74,7 +74,7 @@ pub(crate) fn resolve_node(doc: &Stream, id: NodeId) -> Result<Resolved, DecodeF
                 Resolved::Int(i) if tag == "!!float" => Ok(Resolved::Float(i as f64)),
                 r => Err(DecodeFailure::Tag {
                     found: r.tag().to_owned(),
-                    value: text.clone(),
+                    text: text.clone(),
                     tag: tag.to_owned(),
                 }),
             }

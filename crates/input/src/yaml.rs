@@ -126,6 +126,9 @@ pub struct Node {
     /// go-yaml v3 fails where it decodes it ("!!binary value contains invalid base64
     /// data").
     pub bad_base64: bool,
+    /// For an alias (`*name`), its name as written: what go-yaml v3 keeps as an alias
+    /// node's `Value`.
+    pub alias_name: Option<String>,
     /// Where the node starts (for a scalar with an anchor or tag, where its content starts;
     /// for an alias, where its `*` is); `None` for nodes read by [`Stream::load_json`].
     pub pos: Option<Pos>,
@@ -177,6 +180,9 @@ pub struct Stream {
     /// (its `---`, or its content when it has none). These documents are not read; one that
     /// does not parse is listed too, and ends the scan.
     pub ignored_documents: Vec<Pos>,
+    /// The first document's `%YAML` directive: where it is, its major and minor version
+    /// (the parser reads any; go-yaml v3 refuses all but 1.1).
+    pub yaml_directive: Option<(Pos, u64, u64)>,
 }
 
 impl Stream {
@@ -272,6 +278,7 @@ impl Stream {
             pos,
             tag: None,
             bad_base64: false,
+            alias_name: None,
         });
         Ok(self.nodes.len() - 1)
     }
@@ -822,6 +829,7 @@ impl Builder {
     }
 
     fn run(mut self, text: &str) -> Result<Stream, LoadError> {
+        self.stream.yaml_directive = yaml_directive(text);
         let mut started = false;
         let mut parser = Parser::new_from_str(text);
         for event in parser.by_ref() {
@@ -867,6 +875,13 @@ impl Builder {
                     };
                     // A node of its own, for where it is written; what it names is shared.
                     let id = self.stream.push(Value::Alias(target), Some(pos))?;
+                    let from = self.cursor.byte_of(text, span.start.index());
+                    self.stream.nodes[id].alias_name = text[from..].strip_prefix('*').map(|rest| {
+                        rest.split(|c: char| c.is_whitespace() || ",[]{}".contains(c))
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned()
+                    });
                     self.attach(id);
                 }
                 Event::Scalar(value, style, anchor, tag) => {
@@ -1010,6 +1025,35 @@ impl Builder {
             },
         }
     }
+}
+
+/// The first `%YAML` directive before the first document (directives start a line, and
+/// only blank and comment lines and other directives come before them), as the parser
+/// read it.
+fn yaml_directive(text: &str) -> Option<(Pos, u64, u64)> {
+    for (i, line) in text.trim_start_matches('\u{feff}').lines().enumerate() {
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let Some(rest) = trimmed.strip_prefix("%YAML") else {
+            if trimmed.starts_with('%') {
+                continue;
+            }
+            return None;
+        };
+        let version = rest.trim_start().split([' ', '\t']).next()?;
+        let (major, minor) = version.split_once('.')?;
+        return Some((
+            Pos {
+                line: i + 1,
+                column: 1,
+            },
+            major.parse().ok()?,
+            minor.parse().ok()?,
+        ));
+    }
+    None
 }
 
 /// Scans the rest of the stream after the first document: where each later document with

@@ -116,7 +116,7 @@ fn a_core_tag_the_text_is_not_of_stops_the_decoding() {
                 field: field.into(),
                 failure: DecodeFailure::Tag {
                     found: found.into(),
-                    value: value.into(),
+                    text: value.into(),
                     tag: tag.into(),
                 },
             }),
@@ -302,5 +302,97 @@ fn numbers_and_dates_resolve_as_yaml_v3_resolves_them() {
         ),
     ] {
         assert_wrong_type(fields, field, expected, found, Some(value));
+    }
+}
+
+/// `ParseYAML`'s first `yaml.Unmarshal` fails on a `%YAML` directive other than 1.1
+/// (go-yaml v3 `parserc.go` line 1211: "found incompatible YAML document", for 1.2 as
+/// for 1.3), at the directive.
+#[test]
+fn a_yaml_directive_other_than_1_1_is_refused() {
+    let body = "---\nversion: \"1\"\nsteps:\n  - {name: a, image: alpine, commands: [x]}\n";
+    for (major, minor) in [(1, 3), (1, 2), (2, 0)] {
+        let e = refused(&format!("# c\n%YAML {major}.{minor}\n{body}"));
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::Decode {
+                field: String::new(),
+                failure: DecodeFailure::YamlVersion { major, minor },
+            })
+        );
+        assert_eq!(at(&e), (2, 1));
+        assert!(
+            e.message.starts_with(
+                "Vela refuses this pipeline: unable to unmarshal pipeline version yaml: yaml: \
+                 found incompatible YAML document"
+            ),
+            "{e}"
+        );
+    }
+    assert_eq!(images(&format!("%YAML 1.1\n{body}")), ["alpine"]);
+}
+
+/// `ParseYAML` takes the version from the node after the first scalar `version` among
+/// the root's keys and values, as its `Value`: an alias's name, not what it names; a
+/// merged `version:` is not looked at (`internal/yaml.go` lines 36–43). Only then does
+/// it refuse `legacy`.
+#[test]
+fn the_legacy_version_is_found_as_parse_yaml_finds_it() {
+    let steps = "steps:\n  - {name: a, image: alpine, commands: [x]}\n";
+    for head in [
+        "x: &l legacy\nversion: *l\n",
+        "a: version\nversion: legacy\n",
+        "<<: {version: legacy}\n",
+    ] {
+        assert_eq!(images(&format!("{head}{steps}")), ["alpine"], "{head}");
+    }
+    let e = refused(&format!("x: &legacy \"1\"\nversion: *legacy\n{steps}"));
+    assert_eq!(e.refusal.as_deref(), Some(&Refusal::LegacyVersion));
+    assert_eq!(at(&e), (2, 10));
+}
+
+/// `StageSlice.UnmarshalYAML` (`stage.go` line 59) refuses `stages:` that is not a
+/// mapping, in its own words, and stops the decoding.
+#[test]
+fn stages_that_are_not_a_mapping_are_refused_in_stage_slice_s_words() {
+    for stages in ["x", "5", "[a]"] {
+        let e = refused(&format!("version: \"1\"\nstages: {stages}\n"));
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::Decode {
+                field: "stages".into(),
+                failure: DecodeFailure::StageMap,
+            }),
+            "{stages}"
+        );
+        assert_eq!(at(&e), (2, 9));
+        assert!(
+            e.message.starts_with(
+                "Vela refuses this pipeline: unable to unmarshal yaml: invalid yaml: expected \
+                 map node for stage"
+            ),
+            "{e}"
+        );
+    }
+}
+
+/// A key that is a list or a mapping, in a mapping decoded into a struct or a
+/// `map[string]...`, is decoded into a `string` first: a type error at the key.
+#[test]
+fn a_key_that_is_no_scalar_is_a_type_error() {
+    for (fields, field, line_col) in [
+        (
+            "    image: alpine\n    commands: [x]\n    ? [k]\n    : v\n",
+            "steps[0]",
+            (6, 7),
+        ),
+        (
+            "    image: alpine\n    parameters: {[k]: v}\n",
+            "steps[0].parameters",
+            (5, 18),
+        ),
+    ] {
+        assert_wrong_type(fields, field, "string", "!!seq", None);
+        assert_eq!(at(&refused(&step(fields))), line_col, "{fields}");
     }
 }
