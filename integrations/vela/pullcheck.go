@@ -479,7 +479,7 @@ type Refusal struct {
 	Variable string `json:"variable,omitempty"`
 	Found    string `json:"found,omitempty"`
 	// Field is the path of a field of the wrong type (RefusalWrongType), of a null
-	// item (RefusalNullItem, with its Container) or of a field whose decoder failed
+	// item (RefusalNullItem, with its Container; RefusalNullTemplate) or of a field whose decoder failed
 	// (RefusalDecode), Expected the Go type it takes (yaml.v3's or encoding/json's
 	// name: "bool", "[]string", "yaml.Git", ...); JSON says the text was a compiled
 	// build. For a YAML scalar, Found is its resolved tag ("!!int") and Value the
@@ -542,6 +542,7 @@ const (
 	RefusalUnsupportedTemplateType   = "unsupported_template_type"
 	RefusalWrongType                 = "wrong_type"
 	RefusalNullItem                  = "null_item"
+	RefusalNullTemplate              = "null_template"
 	RefusalDecode                    = "decode"
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"

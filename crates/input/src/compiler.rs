@@ -1151,15 +1151,12 @@ fn templates(r: &mut Reader<'_>, root: Reached) -> Result<Templates, InputError>
         .into_iter()
         .enumerate()
     {
+        // The decoder refused an item of another type; a null one is left.
         if !r.doc.is_map(t.id) {
             return Err(r.refuse(
                 t,
-                Refusal::WrongType {
+                Refusal::NullTemplate {
                     field: format!("templates[{i}]"),
-                    expected: "mapping",
-                    found: r.doc.kind_name(t.id).to_owned(),
-                    value: None,
-                    json: false,
                 },
             ));
         }

@@ -229,6 +229,14 @@ pub enum Refusal {
         /// The item's path, e.g. `steps[1]` or `stages.test.steps[0]`.
         field: String,
     },
+    /// A null item in `templates:` (`- ~`): go-yaml v3 decodes it as a nil
+    /// `*yaml.Template`, which `mapFromTemplates` (`compiler/native/expand.go` line 442,
+    /// called by `Compile` and `CompileLite` alike) dereferences, so the compiler panics
+    /// and the server answers HTTP 500.
+    NullTemplate {
+        /// The item's path, e.g. `templates[1]`.
+        field: String,
+    },
     /// A field of the wrong type, which the decoder refuses: go.yaml.in/yaml/v3 for
     /// source (`parameters: 5`, `image: [a]`, a step that is not a mapping; its type
     /// error, `decode.go` `terror`: "cannot unmarshal !!int `5` into map[string]interface
@@ -431,7 +439,9 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Refusal::SubstitutionLimit { .. } => "pullcheck does not read this pipeline: ",
-            Refusal::SubstringPanic { .. } => "Vela's compiler fails on this pipeline: ",
+            Refusal::SubstringPanic { .. } | Refusal::NullTemplate { .. } => {
+                "Vela's compiler fails on this pipeline: "
+            }
             _ => "Vela refuses this pipeline: ",
         })?;
         match self {
@@ -594,6 +604,10 @@ impl fmt::Display for Refusal {
                 }
                 _ => write!(f, "invalid step with nil content found ({field})"),
             },
+            Refusal::NullTemplate { field } => write!(
+                f,
+                "{field} is null, and mapFromTemplates dereferences a null template (HTTP 500)"
+            ),
             Refusal::WrongType {
                 field,
                 expected,

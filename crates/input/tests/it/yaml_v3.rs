@@ -396,3 +396,34 @@ fn a_key_that_is_no_scalar_is_a_type_error() {
         assert_eq!(at(&refused(&step(fields))), line_col, "{fields}");
     }
 }
+
+/// A null template decodes (a nil `*yaml.Template`), and `mapFromTemplates`
+/// (`compiler/native/expand.go` line 442), which every compile calls, dereferences it:
+/// the compiler panics (HTTP 500), whatever the other templates.
+#[test]
+fn a_null_template_panics_the_compiler() {
+    let steps = "steps:\n  - {name: a, image: alpine, commands: [x]}\n";
+    for (templates, field, line_col) in [
+        ("templates: [~]\n", "templates[0]", (2, 13)),
+        (
+            "templates:\n  - {name: t, source: s, type: github}\n  -\n",
+            "templates[1]",
+            (4, 4),
+        ),
+    ] {
+        let e = refused(&format!("version: \"1\"\n{templates}{steps}"));
+        assert_eq!(
+            e.refusal.as_deref(),
+            Some(&Refusal::NullTemplate {
+                field: field.into()
+            }),
+            "{templates}"
+        );
+        assert_eq!(at(&e), line_col, "{templates}");
+        assert!(
+            e.message
+                .starts_with("Vela's compiler fails on this pipeline: "),
+            "{e}"
+        );
+    }
+}
