@@ -543,6 +543,7 @@ const (
 	RefusalWrongType                 = "wrong_type"
 	RefusalNullItem                  = "null_item"
 	RefusalNullTemplate              = "null_template"
+	RefusalDuplicateKey              = "duplicate_key"
 	RefusalDecode                    = "decode"
 	RefusalStageNeedsItself          = "stage_needs_itself"
 	RefusalDuplicateReportAs         = "duplicate_report_as"

@@ -16,10 +16,12 @@
 //!   `UlimitSlice`, `VolumeSlice`, `StepSecretSlice`) drop the errors of the first try.
 //! - A null (`~`, empty) decodes into any field; unknown keys are ignored.
 
+use std::collections::HashMap;
+
 use crate::container::Reader;
 use crate::refusal::DecodeFailure;
 use crate::resolve::{Resolved, resolve_node, terror_tag};
-use crate::tree::Reached;
+use crate::tree::{NodeId, Reached};
 use crate::yaml::Value;
 use crate::{ContainerKind, InputError, Refusal};
 
@@ -360,10 +362,49 @@ impl Decoder<'_, '_> {
         Ok(())
     }
 
+    /// The first key written twice in mapping `node` (merge keys aside; keys compare by
+    /// their text, as `uniqueKeys` compares their values): the second key, its text,
+    /// and the first.
+    fn duplicate(&self, node: Reached) -> Option<(Reached, String, NodeId)> {
+        let doc = self.r.doc;
+        let mut seen: HashMap<&str, NodeId> = HashMap::new();
+        for &(k, _) in doc.own_entries(node.id)? {
+            let Value::Scalar {
+                text, merge: false, ..
+            } = doc.value(k)
+            else {
+                continue;
+            };
+            if let Some(&first) = seen.get(text.as_str()) {
+                return Some((doc.reach(node, None, k), text.clone(), first));
+            }
+            seen.insert(text, k);
+        }
+        None
+    }
+
+    /// go-yaml v3's type error for a key written twice in mapping `node`, which it
+    /// decodes ([`Refusal::DuplicateKey`]).
+    fn unique_keys(&mut self, node: Reached, path: &str) {
+        if let Some((second, key, first)) = self.duplicate(node) {
+            let e = self.r.refuse(
+                second,
+                Refusal::DuplicateKey {
+                    field: path.to_owned(),
+                    key,
+                    first_line: self.r.doc.pos(first).map(|p| p.line),
+                    environment: false,
+                },
+            );
+            self.type_errors.push(e);
+        }
+    }
+
     /// Every scalar under `node`, decoded into an `interface {}` (a parameter's value, a
-    /// template's `vars`): the first whose tag its text is not of stops the decoding.
-    /// Each node is looked at once, however many aliases name it.
-    fn check_tags_under(&self, node: Reached, path: &str) -> Result<(), InputError> {
+    /// template's `vars`): the first whose tag its text is not of stops the decoding, and
+    /// every mapping's keys are unique. Each node is looked at once, however many aliases
+    /// name it.
+    fn check_tags_under(&mut self, node: Reached, path: &str) -> Result<(), InputError> {
         let doc = self.r.doc;
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![node];
@@ -377,6 +418,7 @@ impl Decoder<'_, '_> {
                     stack.extend(items.iter().rev().map(|&i| doc.reach(n, None, i)));
                 }
                 Value::Map(entries) => {
+                    self.unique_keys(n, path);
                     for &(k, v) in entries.iter().rev() {
                         stack.push(doc.reach(n, None, v));
                         stack.push(doc.reach(n, None, k));
@@ -478,6 +520,7 @@ impl Decoder<'_, '_> {
                     self.terror(node, "map[string]string", path);
                     return Ok(());
                 }
+                self.unique_keys(node, path);
                 self.keys(node, path)?;
                 for (key, value) in self.r.entries(node)? {
                     self.decode(value, &Ty::Str, &join(path, &key))?;
@@ -493,6 +536,19 @@ impl Decoder<'_, '_> {
             }
             Ty::StringSlice => self.string_slice(node, path)?,
             Ty::Env => {
+                // `StringSliceMap`'s second try, `map[string]string`, fails on it and the
+                // decoder returns that error as its own.
+                if let Some((second, key, first)) = self.duplicate(node) {
+                    return Err(self.r.refuse(
+                        second,
+                        Refusal::DuplicateKey {
+                            field: path.to_owned(),
+                            key,
+                            first_line: doc.pos(first).map(|p| p.line),
+                            environment: true,
+                        },
+                    ));
+                }
                 let parent = path.strip_suffix(".environment").unwrap_or("");
                 self.r.check_environment(node, parent, false)?;
             }
@@ -503,6 +559,7 @@ impl Decoder<'_, '_> {
                     self.terror(node, "yaml.ParameterMap", path);
                     return Ok(());
                 }
+                self.unique_keys(node, path);
                 self.keys(node, path)?;
                 for (key, value) in self.r.entries(node)? {
                     self.strukt(value, &PARAMETER, &join(path, &key))?;
@@ -560,6 +617,7 @@ impl Decoder<'_, '_> {
             self.terror(node, s.go, path);
             return Ok(());
         }
+        self.unique_keys(node, path);
         self.keys(node, path)?;
         for (key, value) in self.r.entries(node)? {
             let Some((_, ty)) = s.fields.iter().find(|(k, _)| *k == key) else {
@@ -743,6 +801,11 @@ impl Decoder<'_, '_> {
     fn stages(&mut self, node: Reached, path: &str) -> Result<(), InputError> {
         if !self.r.doc.is_map(node.id) {
             return Err(self.fail(node, path, DecodeFailure::StageMap));
+        }
+        // `StageSlice` reads the mapping's nodes itself, so a stage written twice is two
+        // stages of one name, which `ValidatePipeline` refuses.
+        if let Some((second, key, _)) = self.duplicate(node) {
+            return Err(self.r.refuse(second, Refusal::DuplicateStage { name: key }));
         }
         for (key, stage) in self.r.entries(node)? {
             let before = self.type_errors.len();

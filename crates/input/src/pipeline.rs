@@ -60,6 +60,13 @@ pub(crate) fn read(
         ));
     }
     let root = doc.reach_root(root);
+    // A compiled build is refused with a key written twice anywhere (Vela source only
+    // where go-yaml v3 decodes it: `crate::decode`).
+    if (compiled || r.get_set(root, "id")?.is_some())
+        && let Some(d) = doc.duplicate()
+    {
+        return Err(r.error(d.pos, d.message.clone()));
+    }
     if !compiled {
         ensure_pipeline(&mut r, root)?;
     }

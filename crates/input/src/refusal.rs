@@ -229,6 +229,24 @@ pub enum Refusal {
         /// The item's path, e.g. `steps[1]` or `stages.test.steps[0]`.
         field: String,
     },
+    /// A key written twice in a mapping that go-yaml v3 decodes (a struct's, a
+    /// `map[string]...`'s, any mapping inside a parameter; `decode.go` `mapping` and
+    /// `mappingStruct`, `uniqueKeys`: "mapping key \"x\" already defined at line 4", a
+    /// type error), at the second key. A key repeated where nothing decodes it (under a
+    /// key the Go type has not) is read, as Vela reads it; a repeated `<<` is merged, as
+    /// `ParseYAML` collapses it.
+    DuplicateKey {
+        /// The mapping's path, e.g. `steps[0]`.
+        field: String,
+        /// The key.
+        key: String,
+        /// The line of its first place.
+        first_line: Option<usize>,
+        /// In an `environment:` mapping, whose `raw.StringSliceMap` decoder returns the
+        /// error as its own ("unable to unmarshal into StringSliceMap: ..."), which stops
+        /// the decoding.
+        environment: bool,
+    },
     /// A null item in `templates:` (`- ~`): go-yaml v3 decodes it as a nil
     /// `*yaml.Template`, which `mapFromTemplates` (`compiler/native/expand.go` line 442,
     /// called by `Compile` and `CompileLite` alike) dereferences, so the compiler panics
@@ -604,6 +622,26 @@ impl fmt::Display for Refusal {
                 }
                 _ => write!(f, "invalid step with nil content found ({field})"),
             },
+            Refusal::DuplicateKey {
+                field,
+                key,
+                first_line,
+                environment,
+            } => {
+                f.write_str("unable to unmarshal yaml: ")?;
+                if *environment {
+                    f.write_str("unable to unmarshal into StringSliceMap: ")?;
+                }
+                write!(f, "mapping key {key:?} already defined")?;
+                if let Some(line) = first_line {
+                    write!(f, " at line {line}")?;
+                }
+                if field.is_empty() {
+                    Ok(())
+                } else {
+                    write!(f, " (at {field})")
+                }
+            }
             Refusal::NullTemplate { field } => write!(
                 f,
                 "{field} is null, and mapFromTemplates dereferences a null template (HTTP 500)"

@@ -19,8 +19,9 @@
 //! - A key written twice in one mapping (merge keys aside) names both places, as go-yaml v3
 //!   (which Vela uses) and kubectl refuse it ([`Stream::duplicate_key`], the one check, which
 //!   the manifest deserializer calls too): [`Stream::load_first`] fails on it, and
-//!   [`Stream::load_all`] records it on its [`Document`] so that a caller can still look at
-//!   the stream before refusing it.
+//!   [`Stream::load_all`] and [`Stream::load_first_keeping_duplicates`] record it on its
+//!   [`Document`] so that a caller can still look at the stream before refusing it (the
+//!   Vela reader refuses it only where go-yaml v3 decodes the mapping).
 //! - [`Stream::load_first`] builds only the first document; the documents after it are only
 //!   scanned, so that a caller can say they are not read.
 //!
@@ -195,7 +196,18 @@ impl Stream {
     /// [`LoadError`] when the text is not YAML, a key is written twice, or a limit
     /// ([`MAX_DEPTH`], [`MAX_NODES`]) is passed.
     pub fn load_first(text: &str) -> Result<Stream, LoadError> {
-        Builder::load(text, true)
+        Builder::load(text, true, true)
+    }
+
+    /// [`Stream::load_first`], but a key written twice in one mapping is recorded on the
+    /// document ([`Document::duplicate`], the first one), not an error: for a reader that,
+    /// as go-yaml v3 does, refuses it only in the mappings it decodes
+    /// ([`Stream::duplicate_key`]).
+    ///
+    /// # Errors
+    /// [`LoadError`] when the text is not YAML or a limit is passed.
+    pub fn load_first_keeping_duplicates(text: &str) -> Result<Stream, LoadError> {
+        Builder::load(text, true, false)
     }
 
     /// Loads every document of a YAML stream. A key written twice in one mapping is recorded
@@ -205,7 +217,7 @@ impl Stream {
     /// [`LoadError`] when the text is not YAML or a limit ([`MAX_DEPTH`], [`MAX_NODES`]) is
     /// passed.
     pub fn load_all(text: &str) -> Result<Stream, LoadError> {
-        Builder::load(text, false)
+        Builder::load(text, false, false)
     }
 
     /// Loads JSON as one document without positions, for JSON that the YAML parser refuses.
@@ -742,8 +754,10 @@ struct Builder {
     stream: Stream,
     /// The document being read.
     current: Option<Document>,
-    /// Only the first document is read, and a duplicate key is an error.
+    /// Only the first document is read.
     first_only: bool,
+    /// A key written twice is an error (else recorded on its [`Document`]).
+    refuse_duplicates: bool,
     stack: Vec<Frame>,
     /// Parser anchor id → the complete node it names, for the current document.
     anchors: HashMap<usize, NodeId>,
@@ -812,9 +826,10 @@ impl Builder {
         fallback
     }
 
-    fn load(text: &str, first_only: bool) -> Result<Stream, LoadError> {
+    fn load(text: &str, first_only: bool, refuse_duplicates: bool) -> Result<Stream, LoadError> {
         let builder = Builder {
             first_only,
+            refuse_duplicates,
             ..Builder::default()
         };
         // The parser is not ours: a panic in it must become an error, not a crash.
@@ -980,7 +995,7 @@ impl Builder {
             return Ok(());
         }
         match self.stream.duplicate_key(entries) {
-            Some(found) if self.first_only => Err(found),
+            Some(found) if self.refuse_duplicates => Err(found),
             Some(found) => {
                 self.current.get_or_insert_default().duplicate = Some(found);
                 Ok(())
