@@ -16,8 +16,6 @@
 //!   `UlimitSlice`, `VolumeSlice`, `StepSecretSlice`) drop the errors of the first try.
 //! - A null (`~`, empty) decodes into any field; unknown keys are ignored.
 
-use std::collections::HashMap;
-
 use crate::container::Reader;
 use crate::refusal::DecodeFailure;
 use crate::resolve::{Resolved, resolve_node, terror_tag};
@@ -362,25 +360,16 @@ impl Decoder<'_, '_> {
         Ok(())
     }
 
-    /// The first key written twice in mapping `node` (merge keys aside; keys compare by
-    /// their text, as `uniqueKeys` compares their values): the second key, its text,
-    /// and the first.
+    /// The first key written twice in mapping `node` ([`crate::yaml::Stream::duplicate_entry`]):
+    /// the second key, its text, and the first.
     fn duplicate(&self, node: Reached) -> Option<(Reached, String, NodeId)> {
         let doc = self.r.doc;
-        let mut seen: HashMap<&str, NodeId> = HashMap::new();
-        for &(k, _) in doc.own_entries(node.id)? {
-            let Value::Scalar {
-                text, merge: false, ..
-            } = doc.value(k)
-            else {
-                continue;
-            };
-            if let Some(&first) = seen.get(text.as_str()) {
-                return Some((doc.reach(node, None, k), text.clone(), first));
-            }
-            seen.insert(text, k);
-        }
-        None
+        let (second, first) = doc.duplicate_entry(doc.own_entries(node.id)?)?;
+        Some((
+            doc.reach(node, None, second),
+            doc.text(second)?.to_owned(),
+            first,
+        ))
     }
 
     /// go-yaml v3's type error for a key written twice in mapping `node`, which it

@@ -574,10 +574,21 @@ impl Stream {
 
     /// The first key of a mapping's own `entries` written again in them (merge keys
     /// aside), as an error at the second naming the first: `duplicate key "k" (first at
-    /// L:C)`. Keys compare by their text, whatever their quoting, as go-yaml v3 compares
-    /// them; a key may be an alias (`*k: v`: its text is its anchor's, its place its
-    /// own). Only scalar keys are compared.
+    /// L:C)` ([`Stream::duplicate_entry`]).
     pub fn duplicate_key(&self, entries: &[(NodeId, NodeId)]) -> Option<LoadError> {
+        let (second, first) = self.duplicate_entry(entries)?;
+        Some(LoadError {
+            pos: self.nodes[second].pos,
+            message: duplicate_message(self.text(second)?, self.nodes[first].pos),
+            syntax: false,
+        })
+    }
+
+    /// The first key of a mapping's own `entries` written again in them (merge keys
+    /// aside): the second key and the first. Keys compare by their text, whatever their
+    /// quoting, as go-yaml v3 compares them; a key may be an alias (`*k: v`: its text is
+    /// its anchor's, its place its own). Only scalar keys are compared.
+    pub fn duplicate_entry(&self, entries: &[(NodeId, NodeId)]) -> Option<(NodeId, NodeId)> {
         if entries.len() < 2 {
             return None;
         }
@@ -590,11 +601,7 @@ impl Stream {
                 continue;
             };
             if let Some(&first) = seen.get(text.as_str()) {
-                return Some(LoadError {
-                    pos: self.nodes[k].pos,
-                    message: duplicate_message(text, self.nodes[first].pos),
-                    syntax: false,
-                });
+                return Some((k, first));
             }
             seen.insert(text, k);
         }
