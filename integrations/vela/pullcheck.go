@@ -502,7 +502,7 @@ type Refusal struct {
 	Variable string `json:"variable,omitempty"`
 	Found    string `json:"found,omitempty"`
 	// Field is the path of a field of the wrong type (RefusalWrongType), of a null
-	// item (RefusalNullItem, with its Container) or of a field whose decoder failed
+	// item (RefusalNullItem, with its Container; RefusalNullTemplate) or of a field whose decoder failed
 	// (RefusalDecode), Expected the Go type it takes (yaml.v3's or encoding/json's
 	// name: "bool", "[]string", "yaml.Git", ...); JSON says the text was a compiled
 	// build. For a YAML scalar, Found is its resolved tag ("!!int") and Value the
@@ -528,17 +528,24 @@ type Refusal struct {
 	First *Position `json:"first,omitempty"`
 }
 
-// DecodeFailure is an error of one of go-vela/server's UnmarshalYAML methods that
-// stops the decoding (RefusalDecode). Error is one of "string_slice",
+// DecodeFailure is an error that stops the decoding (RefusalDecode): of one of
+// go-vela/server's UnmarshalYAML methods, Error one of "string_slice",
 // "ulimit_equals", "ulimit_colons", "parse_int", "volume_colons",
-// "step_secret_slice", "no_secret_source_or_target"; Ulimit, Volume, Text and
-// OutOfRange carry the values of those that have them.
+// "step_secret_slice", "no_secret_source_or_target", "stage_map"; or of go-yaml v3
+// itself, "tag" (a scalar whose core tag Tag its text Text, of tag Found, is not:
+// `!!int alpine`), "base64" (a !!binary that is not base64), "yaml_version" (a %YAML
+// directive Major.Minor other than 1.1). Ulimit, Volume, Text, OutOfRange, Found, Tag,
+// Major and Minor carry the values of those that have them.
 type DecodeFailure struct {
 	Error      string `json:"error"`
 	Ulimit     string `json:"ulimit,omitempty"`
 	Volume     string `json:"volume,omitempty"`
 	Text       string `json:"text,omitempty"`
 	OutOfRange bool   `json:"out_of_range,omitempty"`
+	Found      string `json:"found,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+	Major      int    `json:"major,omitempty"`
+	Minor      int    `json:"minor,omitempty"`
 }
 
 // The kinds of Refusal, one per check of Vela's compiler.
@@ -558,6 +565,8 @@ const (
 	RefusalUnsupportedTemplateType   = "unsupported_template_type"
 	RefusalWrongType                 = "wrong_type"
 	RefusalNullItem                  = "null_item"
+	RefusalNullTemplate              = "null_template"
+	RefusalDuplicateKey              = "duplicate_key"
 	RefusalDecode                    = "decode"
 	RefusalStringSliceMap            = "string_slice_map"
 	RefusalStageNeedsItself          = "stage_needs_itself"

@@ -232,13 +232,19 @@ pub(crate) fn check(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError>
 /// (any of YAML 1.2's cases), and, into a typed `bool` only, YAML 1.1's words (`yes`,
 /// `on`, `y`, `no`, `off`, `n` in their three cases) quoted or not; `None` for anything
 /// else (a quoted `"true"`, a number), which the decoder refuses.
+///
+/// The scalar's tag counts ([`crate::resolve::resolve_node`]): `!foo yes` is true,
+/// `!foo true` a string, which the decoder refuses.
 pub(crate) fn yaml_v3_bool(r: &Reader<'_>, node: Reached) -> Option<bool> {
-    let Value::Scalar { plain, text, .. } = r.doc.value(node.id) else {
+    let Value::Scalar { text, .. } = r.doc.value(node.id) else {
         return None;
     };
+    let resolved = crate::resolve::resolve_node(r.doc, node.id).ok()?;
+    let bool = resolved == crate::resolve::Resolved::Bool;
     match text.as_str() {
-        "true" | "True" | "TRUE" if *plain => Some(true),
-        "false" | "False" | "FALSE" if *plain => Some(false),
+        "true" | "True" | "TRUE" if bool => Some(true),
+        "false" | "False" | "FALSE" if bool => Some(false),
+        _ if resolved != crate::resolve::Resolved::Str => None,
         "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
         "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
         _ => None,
@@ -260,15 +266,45 @@ pub(crate) fn go_template_braces(r: &Reader<'_>, node: Reached) -> bool {
     }
 }
 
+/// The node `ParseYAML` (`internal/yaml.go` lines 36–43) takes the version from: of the
+/// root mapping's keys and values in order, the first scalar whose value is `version`
+/// (a key or a value, quoted or not, never an alias or a merged key), then the node
+/// after it. `None` when there is none, or nothing after it (where upstream indexes
+/// past the end and panics).
+fn parse_yaml_version(r: &Reader<'_>, root: Reached) -> Option<Reached> {
+    let doc = r.doc;
+    let content: Vec<_> = doc
+        .own_entries(root.id)?
+        .iter()
+        .flat_map(|&(k, v)| [k, v])
+        .collect();
+    let i = content.iter().position(|&n| {
+        !doc.is_alias(n) && matches!(doc.value(n), Value::Scalar { text, .. } if text == "version")
+    })?;
+    content.get(i + 1).map(|&n| doc.reach(root, None, n))
+}
+
+/// A node's `Value` as go-yaml v3 keeps it: a scalar's text, an alias's name (not what
+/// it names: `version: *l` with `&l legacy` is `l`), empty for a collection or null.
+fn parse_yaml_value(r: &Reader<'_>, id: crate::tree::NodeId) -> String {
+    let node = &r.doc.nodes[id];
+    match &node.value {
+        Value::Alias(_) => node.alias_name.clone().unwrap_or_default(),
+        Value::Scalar { text, .. } => text.clone(),
+        _ => String::new(),
+    }
+}
+
 /// Pipeline source, as the compiler refuses it.
 fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
     // Parsing (`internal/yaml.go`): the version, then decoding.
-    let version = r.get(root, "version")?;
-    if let Some(v) = version
-        && r.doc.text(v.id) == Some("legacy")
+    if let Some(v) = parse_yaml_version(r, root)
+        && parse_yaml_value(r, v.id) == "legacy"
     {
         return Err(r.refuse(v, Refusal::LegacyVersion));
     }
+    // `ValidateYAML` looks at the decoded `version`, through aliases and merge keys.
+    let version = r.get(root, "version")?;
     let metadata = r.get_set(root, "metadata")?;
     let render_inline = match metadata {
         Some(m) => r
@@ -899,15 +935,12 @@ fn templates(r: &mut Reader<'_>, root: Reached) -> Result<Templates, InputError>
         .into_iter()
         .enumerate()
     {
+        // The decoder refused an item of another type; a null one is left.
         if !r.doc.is_map(t.id) {
             return Err(r.refuse(
                 t,
-                Refusal::WrongType {
+                Refusal::NullTemplate {
                     field: format!("templates[{i}]"),
-                    expected: "mapping",
-                    found: r.doc.kind_name(t.id).to_owned(),
-                    value: None,
-                    json: false,
                 },
             ));
         }

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use crate::policy::VELA_PULL_VALUES;
-use crate::resolve::{Resolved, resolve};
+use crate::resolve::{Resolved, resolve_node};
 use crate::substitute::{Env, Mode, Outcome};
 use crate::tree::{BUDGET, Budget, Doc, LookupError, Pos, Reached};
 use crate::yaml::Value;
@@ -844,19 +844,22 @@ impl<'a> Reader<'a> {
                         .iter()
                         .filter(|&&i| !doc.is_null(i))
                         .map(|&i| match doc.value(i) {
-                            Value::Scalar { plain, text, .. } => {
-                                yaml_v3_marshalled(resolve(*plain, text), text)
-                            }
+                            Value::Scalar { text, .. } => yaml_v3_marshalled(
+                                resolve_node(doc, i).unwrap_or(Resolved::Str),
+                                text,
+                            ),
                             _ => Err("a nested value".to_owned()),
                         })
                         .collect::<Result<Vec<_>, _>>()
                         .map(|v| v.join(",")),
                 )
             }
-            Value::Scalar { plain, text, .. } => Some(match resolve(*plain, text) {
-                Resolved::Float(f) => Ok(go_format_g(f)),
-                r => yaml_v3_marshalled(r, text),
-            }),
+            Value::Scalar { text, .. } => {
+                Some(match resolve_node(doc, value.id).unwrap_or(Resolved::Str) {
+                    Resolved::Float(f) => Ok(go_format_g(f)),
+                    r => yaml_v3_marshalled(r, text),
+                })
+            }
             Value::Alias(_) => None,
         }
     }
@@ -885,16 +888,18 @@ impl<'a> Reader<'a> {
                 }
                 Ok(format!("[{}]", parts.join(",")))
             }
-            Value::Scalar { plain, text, .. } => match resolve(*plain, text) {
-                Resolved::Str | Resolved::Merge => Ok(go_json_string(text)),
-                Resolved::Bool => Ok(text.to_ascii_lowercase()),
-                Resolved::Int(i) => Ok(i.to_string()),
-                Resolved::Uint(u) => Ok(u.to_string()),
-                Resolved::Float(f) if f.is_finite() => Ok(go_json_float(f)),
-                Resolved::Float(_) => Err(format!("the parameter value {text:?} in JSON")),
-                Resolved::Timestamp => Err(format!("the timestamp {text:?}")),
-                Resolved::Null => Ok("null".to_owned()),
-            },
+            Value::Scalar { text, .. } => {
+                match resolve_node(doc, value.id).unwrap_or(Resolved::Str) {
+                    Resolved::Str | Resolved::Merge => Ok(go_json_string(text)),
+                    Resolved::Bool => Ok(text.to_ascii_lowercase()),
+                    Resolved::Int(i) => Ok(i.to_string()),
+                    Resolved::Uint(u) => Ok(u.to_string()),
+                    Resolved::Float(f) if f.is_finite() => Ok(go_json_float(f)),
+                    Resolved::Float(_) => Err(format!("the parameter value {text:?} in JSON")),
+                    Resolved::Timestamp => Err(format!("the timestamp {text:?}")),
+                    Resolved::Null => Ok("null".to_owned()),
+                }
+            }
             Value::Alias(_) => Err("an alias".to_owned()),
         }
     }

@@ -18,8 +18,8 @@
 
 use crate::container::Reader;
 use crate::refusal::DecodeFailure;
-use crate::resolve::{Resolved, quoted_value, resolve};
-use crate::tree::Reached;
+use crate::resolve::{Resolved, resolve_node, terror_tag};
+use crate::tree::{NodeId, Reached};
 use crate::yaml::Value;
 use crate::{ContainerKind, InputError, Refusal};
 
@@ -313,27 +313,110 @@ fn join(path: &str, key: &str) -> String {
 }
 
 impl Decoder<'_, '_> {
-    /// Records yaml.v3's type error for `node` decoded into `go`.
+    /// Records yaml.v3's type error for `node` decoded into `go`, naming the node's tag
+    /// as `terror` does ([`terror_tag`]: `!foo` for a `!foo [a]`).
     fn terror(&mut self, node: Reached, go: &'static str, path: &str) {
-        let (found, value) = match self.r.doc.value(node.id) {
-            Value::Scalar { plain, text, .. } => {
-                (resolve(*plain, text).tag(), Some(quoted_value(text)))
-            }
-            Value::Seq(_) => ("!!seq", None),
-            Value::Map(_) => ("!!map", None),
-            Value::Null | Value::Alias(_) => return,
-        };
+        if self.r.doc.is_null(node.id) {
+            return;
+        }
+        let (found, value) = terror_tag(self.r.doc, node.id);
         let e = self.r.refuse(
             node,
             Refusal::WrongType {
                 field: path.to_owned(),
                 expected: go,
-                found: found.to_owned(),
+                found,
                 value,
                 json: false,
             },
         );
         self.type_errors.push(e);
+    }
+
+    /// go-yaml v3's failure on a scalar whose tag its text is not of, or a `!!binary`
+    /// that is not base64 ([`resolve_node`]), where it decodes it: it stops the decoding.
+    fn check_tag(&self, node: Reached, path: &str) -> Result<(), InputError> {
+        match resolve_node(self.r.doc, node.id) {
+            Ok(_) => Ok(()),
+            Err(failure) => Err(self.fail(node, path, failure)),
+        }
+    }
+
+    /// The keys of a mapping decoded into a struct or a `map[string]...`: each is decoded
+    /// into a `string` first (`mappingStruct`, `mapping`), so a key that is a list or a
+    /// mapping is a type error, and a tag its text is not of stops the decoding.
+    fn keys(&mut self, node: Reached, path: &str) -> Result<(), InputError> {
+        let doc = self.r.doc;
+        for &(key, _) in doc.own_entries(node.id).unwrap_or_default() {
+            if doc.is_merge_key(key) {
+                continue;
+            }
+            let key = doc.reach(node, None, key);
+            match doc.value(key.id) {
+                Value::Seq(_) | Value::Map(_) => self.terror(key, "string", path),
+                _ => self.check_tag(key, path)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The first key written twice in mapping `node` ([`crate::yaml::Stream::duplicate_entry`]):
+    /// the second key, its text, and the first.
+    fn duplicate(&self, node: Reached) -> Option<(Reached, String, NodeId)> {
+        let doc = self.r.doc;
+        let (second, first) = doc.duplicate_entry(doc.own_entries(node.id)?)?;
+        Some((
+            doc.reach(node, None, second),
+            doc.text(second)?.to_owned(),
+            first,
+        ))
+    }
+
+    /// go-yaml v3's type error for a key written twice in mapping `node`, which it
+    /// decodes ([`Refusal::DuplicateKey`]).
+    fn unique_keys(&mut self, node: Reached, path: &str) {
+        if let Some((second, key, first)) = self.duplicate(node) {
+            let e = self.r.refuse(
+                second,
+                Refusal::DuplicateKey {
+                    field: path.to_owned(),
+                    key,
+                    first_line: self.r.doc.pos(first).map(|p| p.line),
+                    environment: false,
+                },
+            );
+            self.type_errors.push(e);
+        }
+    }
+
+    /// Every scalar under `node`, decoded into an `interface {}` (a parameter's value, a
+    /// template's `vars`): the first whose tag its text is not of stops the decoding, and
+    /// every mapping's keys are unique. Each node is looked at once, however many aliases
+    /// name it.
+    fn check_tags_under(&mut self, node: Reached, path: &str) -> Result<(), InputError> {
+        let doc = self.r.doc;
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            if !seen.insert(doc.resolve(n.id)) {
+                continue;
+            }
+            match doc.value(n.id) {
+                Value::Scalar { .. } => self.check_tag(n, path)?,
+                Value::Seq(items) => {
+                    stack.extend(items.iter().rev().map(|&i| doc.reach(n, None, i)));
+                }
+                Value::Map(entries) => {
+                    self.unique_keys(n, path);
+                    for &(k, v) in entries.iter().rev() {
+                        stack.push(doc.reach(n, None, v));
+                        stack.push(doc.reach(n, None, k));
+                    }
+                }
+                Value::Null | Value::Alias(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// A failure that stops the decoding.
@@ -363,6 +446,27 @@ impl Decoder<'_, '_> {
         if doc.is_null(node.id) {
             return Ok(());
         }
+        // A scalar is resolved before it is decoded, unless a custom type's own decoder
+        // takes it (and gets a failure as its first try's error).
+        let custom = matches!(
+            ty,
+            Ty::StringSlice
+                | Ty::Env
+                | Ty::Ulimits
+                | Ty::Volumes
+                | Ty::StepSecrets
+                | Ty::Ruleset
+                | Ty::Stages
+        );
+        if !custom {
+            self.check_tag(node, path)?;
+        }
+        // `!!null x` is null (`prepare`, decode.go line 381).
+        if matches!(resolve_node(doc, node.id), Ok(Resolved::Null))
+            && matches!(doc.value(node.id), Value::Scalar { .. })
+        {
+            return Ok(());
+        }
         match ty {
             Ty::Str => {
                 if !matches!(doc.value(node.id), Value::Scalar { .. }) {
@@ -376,13 +480,15 @@ impl Decoder<'_, '_> {
             }
             Ty::Int(go) => {
                 let fits = match doc.value(node.id) {
-                    Value::Scalar { plain, text, .. } => match resolve(*plain, text) {
-                        Resolved::Int(_) => true,
-                        Resolved::Uint(u) => i64::try_from(u).is_ok(),
-                        // `resolved <= math.MaxInt64`, then truncated (`decode.go` 640).
-                        Resolved::Float(f) => f <= i64::MAX as f64,
-                        _ => false,
-                    },
+                    Value::Scalar { .. } => {
+                        match resolve_node(doc, node.id).unwrap_or(Resolved::Str) {
+                            Resolved::Int(_) => true,
+                            Resolved::Uint(u) => i64::try_from(u).is_ok(),
+                            // `resolved <= math.MaxInt64`, then truncated (`decode.go` 640).
+                            Resolved::Float(f) => f <= i64::MAX as f64,
+                            _ => false,
+                        }
+                    }
                     _ => false,
                 };
                 if !fits {
@@ -403,6 +509,8 @@ impl Decoder<'_, '_> {
                     self.terror(node, "map[string]string", path);
                     return Ok(());
                 }
+                self.unique_keys(node, path);
+                self.keys(node, path)?;
                 for (key, value) in self.r.entries(node)? {
                     self.decode(value, &Ty::Str, &join(path, &key))?;
                 }
@@ -410,10 +518,26 @@ impl Decoder<'_, '_> {
             Ty::AnyMap => {
                 if !doc.is_map(node.id) {
                     self.terror(node, "map[string]interface {}", path);
+                    return Ok(());
                 }
+                self.keys(node, path)?;
+                self.check_tags_under(node, path)?;
             }
             Ty::StringSlice => self.string_slice(node, path)?,
             Ty::Env => {
+                // `StringSliceMap`'s second try, `map[string]string`, fails on it and the
+                // decoder returns that error as its own.
+                if let Some((second, key, first)) = self.duplicate(node) {
+                    return Err(self.r.refuse(
+                        second,
+                        Refusal::DuplicateKey {
+                            field: path.to_owned(),
+                            key,
+                            first_line: doc.pos(first).map(|p| p.line),
+                            environment: true,
+                        },
+                    ));
+                }
                 let parent = path.strip_suffix(".environment").unwrap_or("");
                 self.r.check_environment(node, parent, false)?;
             }
@@ -424,6 +548,8 @@ impl Decoder<'_, '_> {
                     self.terror(node, "yaml.ParameterMap", path);
                     return Ok(());
                 }
+                self.unique_keys(node, path);
+                self.keys(node, path)?;
                 for (key, value) in self.r.entries(node)? {
                     self.strukt(value, &PARAMETER, &join(path, &key))?;
                 }
@@ -456,6 +582,7 @@ impl Decoder<'_, '_> {
         if doc.is_null(node.id) {
             return Ok(());
         }
+        self.check_tag(node, path)?;
         match doc.items(node.id).map(<[_]>::to_vec) {
             Some(items) => {
                 for (i, item) in items.into_iter().enumerate() {
@@ -474,10 +601,13 @@ impl Decoder<'_, '_> {
         if doc.is_null(node.id) {
             return Ok(());
         }
+        self.check_tag(node, path)?;
         if !doc.is_map(node.id) {
             self.terror(node, s.go, path);
             return Ok(());
         }
+        self.unique_keys(node, path);
+        self.keys(node, path)?;
         for (key, value) in self.r.entries(node)? {
             let Some((_, ty)) = s.fields.iter().find(|(k, _)| *k == key) else {
                 continue;
@@ -496,17 +626,26 @@ impl Decoder<'_, '_> {
     /// dropped, as go-yaml v3.0.4's `sequence()` keeps only the items that decode and
     /// `null()` does not decode into a `string`, decode.go:554-563 and 749-759), or
     /// `None` when it is neither a scalar nor a list of scalars.
+    /// A scalar whose tag its text is not of is no string ([`resolve_node`]), and one
+    /// that resolves to null (`!!null ~`) is dropped as a null.
     fn string_items(&self, node: Reached) -> Option<Vec<(Reached, String)>> {
         let doc = self.r.doc;
+        let string = |n: Reached| match resolve_node(doc, n.id) {
+            Ok(Resolved::Null) => Some(None),
+            Ok(_) => doc.text(n.id).map(|t| Some((n, t.to_owned()))),
+            Err(_) => None,
+        };
         match doc.value(node.id) {
-            Value::Scalar { text, .. } => Some(vec![(node, text.clone())]),
+            Value::Scalar { .. } => string(node).map(|s| s.into_iter().collect()),
             Value::Null => Some(Vec::new()),
             Value::Seq(items) => items
                 .iter()
                 .filter_map(|&i| {
                     let item = doc.reach(node, None, i);
                     match doc.value(item.id) {
-                        Value::Scalar { text, .. } => Some(Some((item, text.clone()))),
+                        Value::Scalar { .. } => {
+                            string(item).map(|s| s.map(Some)).unwrap_or(Some(None))
+                        }
                         Value::Null => None,
                         _ => Some(None),
                     }
@@ -528,8 +667,12 @@ impl Decoder<'_, '_> {
             .and_then(|items| {
                 items.iter().enumerate().find_map(|(i, &item)| {
                     let item = doc.reach(node, None, item);
-                    matches!(doc.value(item.id), Value::Map(_) | Value::Seq(_))
-                        .then(|| (item, format!("{path}[{i}]")))
+                    let odd = match doc.value(item.id) {
+                        Value::Map(_) | Value::Seq(_) => true,
+                        Value::Scalar { .. } => resolve_node(doc, item.id).is_err(),
+                        _ => false,
+                    };
+                    odd.then(|| (item, format!("{path}[{i}]")))
                 })
             })
             .unwrap_or((node, path.to_owned()));
@@ -643,10 +786,15 @@ impl Decoder<'_, '_> {
 
     /// `StageSlice.UnmarshalYAML` (`stage.go` lines 57–90): each stage decoded on its own;
     /// the first whose decoding has type errors ends it. A `stages:` that is not a
-    /// mapping is the pipeline reader's error.
+    /// mapping (null aside, which no decoder gets) stops the decoding.
     fn stages(&mut self, node: Reached, path: &str) -> Result<(), InputError> {
         if !self.r.doc.is_map(node.id) {
-            return Ok(());
+            return Err(self.fail(node, path, DecodeFailure::StageMap));
+        }
+        // `StageSlice` reads the mapping's nodes itself, so a stage written twice is two
+        // stages of one name, which `ValidatePipeline` refuses.
+        if let Some((second, key, _)) = self.duplicate(node) {
+            return Err(self.r.refuse(second, Refusal::DuplicateStage { name: key }));
         }
         for (key, stage) in self.r.entries(node)? {
             let before = self.type_errors.len();

@@ -1075,7 +1075,13 @@ fn null(stream: &mut Stream) -> NodeId {
 }
 
 fn push(stream: &mut Stream, value: Value, pos: Option<Pos>) -> NodeId {
-    stream.nodes.push(Node { value, pos });
+    stream.nodes.push(Node {
+        value,
+        tag: None,
+        bad_base64: false,
+        alias_name: None,
+        pos,
+    });
     stream.nodes.len() - 1
 }
 

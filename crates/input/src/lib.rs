@@ -25,8 +25,8 @@
 //!
 //! Architecture invariants:
 //! - No IO except [`read_pipeline_file`] reading its one file.
-//! - Nothing the file holds is dropped silently: a key written twice is an [`InputError`],
-//!   and a YAML document after the first (which upstream does not read either) is named by
+//! - Nothing the file holds is dropped silently: a key written twice where Vela decodes it
+//!   (or anywhere in a compiled build) is an [`InputError`], and a YAML document after the first (which upstream does not read either) is named by
 //!   [`read_pipeline_with_warnings`].
 //! - Image references are passed on as written: parsing them is `pullcheck-reference`'s job.
 //! - A problem with one container never hides the others: it becomes
@@ -280,17 +280,18 @@ impl std::error::Error for InputError {}
 /// - Only the first YAML document is read, as upstream does; [`read_pipeline_with_warnings`]
 ///   says where the ignored ones are. Unknown keys are ignored, as upstream does (but see
 ///   the warnings of [`read_pipeline_with_warnings`]).
-/// - In source, `stages` written as a list is an [`InputError`] at the list ("invalid
+/// - In source, `stages` that is no mapping (a list, a scalar) is refused at it ("invalid
 ///   yaml: expected map node for stage", as Vela says it).
-/// - A key written twice in one mapping (`steps:` twice, `image:` twice in one step) is an
-///   error, as go-yaml v3 (which Vela uses) makes it; merge keys (`<<`) may repeat.
+/// - A key written twice in a mapping go-yaml v3 decodes (`steps:` twice, `image:` twice
+///   in one step) is refused ([`Refusal::DuplicateKey`]); under a key Vela's types have
+///   not, it is read, as Vela reads it; merge keys (`<<`) may repeat.
 ///
 /// # Errors
 /// [`InputError`] when the text is not YAML/JSON at all (with the position of the syntax
 /// error), is empty, is not a mapping with pipeline keys (`version`, `steps`, `stages`,
 /// `services`, `secrets`, or a compiled build's `id`), when `steps`, `services`, `secrets`
-/// or `stages` has the wrong shape, when a mapping has a key twice (at the second, with
-/// `(first at line:column)` in the message), or when the file exceeds the limits that
+/// or `stages` has the wrong shape, when a compiled build has a key twice (at the second,
+/// with `(first at line:column)` in the message), or when the file exceeds the limits that
 /// guard against hostile YAML (nesting, node count, alias and merge-key expansion).
 /// Problems of one container are [`Disposition::Invalid`] instead, so every image stays in
 /// the report.

@@ -59,6 +59,13 @@ pub(crate) fn read(
         ));
     }
     let root = doc.reach_root(root);
+    // A compiled build is refused with a key written twice anywhere (Vela source only
+    // where go-yaml v3 decodes it: `crate::decode`).
+    if (compiled || r.get_set(root, "id")?.is_some())
+        && let Some(d) = doc.duplicate()
+    {
+        return Err(r.error(d.pos, d.message.clone()));
+    }
     if !compiled {
         ensure_pipeline(&mut r, root)?;
     }
@@ -67,6 +74,18 @@ pub(crate) fn read(
     if compiled || r.get_set(root, "id")?.is_some() {
         r.mode = Mode::Run;
     } else {
+        // `ParseYAML`'s first `yaml.Unmarshal` fails on a `%YAML` other than 1.1.
+        if let Some((pos, major, minor)) = doc.yaml_directive
+            && (major, minor) != (1, 1)
+        {
+            let refusal = crate::Refusal::Decode {
+                field: String::new(),
+                failure: crate::DecodeFailure::YamlVersion { major, minor },
+            };
+            let mut e = r.error(Some(pos), refusal.to_string());
+            e.refusal = Some(Box::new(refusal));
+            return Err(e);
+        }
         // Vela decodes the whole file before it reads any of it.
         crate::compiler::decode_source(&mut r, root)?;
         if let Some(env) = r.get_set(root, "environment")? {

@@ -229,6 +229,32 @@ pub enum Refusal {
         /// The item's path, e.g. `steps[1]` or `stages.test.steps[0]`.
         field: String,
     },
+    /// A key written twice in a mapping that go-yaml v3 decodes (a struct's, a
+    /// `map[string]...`'s, any mapping inside a parameter; `decode.go` `mapping` and
+    /// `mappingStruct`, `uniqueKeys`: "mapping key \"x\" already defined at line 4", a
+    /// type error), at the second key. A key repeated where nothing decodes it (under a
+    /// key the Go type has not) is read, as Vela reads it; a repeated `<<` is merged, as
+    /// `ParseYAML` collapses it.
+    DuplicateKey {
+        /// The mapping's path, e.g. `steps[0]`.
+        field: String,
+        /// The key.
+        key: String,
+        /// The line of its first place.
+        first_line: Option<usize>,
+        /// In an `environment:` mapping, whose `raw.StringSliceMap` decoder returns the
+        /// error as its own ("unable to unmarshal into StringSliceMap: ..."), which stops
+        /// the decoding.
+        environment: bool,
+    },
+    /// A null item in `templates:` (`- ~`): go-yaml v3 decodes it as a nil
+    /// `*yaml.Template`, which `mapFromTemplates` (`compiler/native/expand.go` line 442,
+    /// called by `Compile` and `CompileLite` alike) dereferences, so the compiler panics
+    /// and the server answers HTTP 500.
+    NullTemplate {
+        /// The item's path, e.g. `templates[1]`.
+        field: String,
+    },
     /// A field of the wrong type, which the decoder refuses: go.yaml.in/yaml/v3 for
     /// source (`parameters: 5`, `image: [a]`, a step that is not a mapping; its type
     /// error, `decode.go` `terror`: "cannot unmarshal !!int `5` into map[string]interface
@@ -310,6 +336,35 @@ pub enum DecodeFailure {
     /// `StepSecretSlice`: a mapping without a `source` or a `target` (`secret.go` line
     /// 255: "no secret source or target found").
     NoSecretSourceOrTarget,
+    /// go-yaml v3 itself: a scalar with a core tag its text is not of (`!!int alpine`;
+    /// `resolve.go` line 151, "yaml: cannot decode !!str `alpine` as a !!int"), where it
+    /// is decoded. Within a `raw.StringSlice` that slice's own error is reported instead,
+    /// as its `UnmarshalYAML` gets this one as an error.
+    Tag {
+        /// The tag the text resolves to (`!!str`, `!!int`, ...).
+        found: String,
+        /// The text, whole.
+        text: String,
+        /// The tag written (`!!int`, `!!bool`, `!!float`, `!!null`, `!!timestamp`).
+        tag: String,
+    },
+    /// go-yaml v3 itself: a `!!binary` scalar that is not base64 (`decode.go` line 819:
+    /// "yaml: !!binary value contains invalid base64 data"), where it is decoded.
+    Base64,
+    /// `StageSlice.UnmarshalYAML` (`stage.go` line 59): `stages:` that is not a mapping
+    /// ("invalid yaml: expected map node for stage"; a list of stages is the compiled
+    /// form, which has a top-level `id`).
+    StageMap,
+    /// go-yaml v3's parser: a `%YAML` directive other than 1.1 on the first document
+    /// (`parserc.go` line 1211: "found incompatible YAML document", so `%YAML 1.2`
+    /// too), which fails `ParseYAML`'s first `yaml.Unmarshal` ("unable to unmarshal
+    /// pipeline version yaml").
+    YamlVersion {
+        /// The directive's major version.
+        major: u64,
+        /// Its minor version.
+        minor: u64,
+    },
 }
 
 impl fmt::Display for DecodeFailure {
@@ -340,6 +395,18 @@ impl fmt::Display for DecodeFailure {
             DecodeFailure::NoSecretSourceOrTarget => {
                 f.write_str("no secret source or target found")
             }
+            DecodeFailure::Tag { found, text, tag } => {
+                write!(f, "yaml: cannot decode {found} `{text}` as a {tag}")
+            }
+            DecodeFailure::Base64 => {
+                f.write_str("yaml: !!binary value contains invalid base64 data")
+            }
+            DecodeFailure::StageMap => f.write_str("invalid yaml: expected map node for stage"),
+            DecodeFailure::YamlVersion { major, minor } => write!(
+                f,
+                "yaml: found incompatible YAML document (`%YAML {major}.{minor}`; go-yaml v3 \
+                 reads only 1.1)"
+            ),
         }
     }
 }
@@ -376,7 +443,9 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Refusal::SubstitutionLimit { .. } => "pullcheck does not read this pipeline: ",
-            Refusal::SubstringPanic { .. } => "Vela's compiler fails on this pipeline: ",
+            Refusal::SubstringPanic { .. } | Refusal::NullTemplate { .. } => {
+                "Vela's compiler fails on this pipeline: "
+            }
             _ => "Vela refuses this pipeline: ",
         })?;
         match self {
@@ -539,6 +608,30 @@ impl fmt::Display for Refusal {
                 }
                 _ => write!(f, "invalid step with nil content found ({field})"),
             },
+            Refusal::DuplicateKey {
+                field,
+                key,
+                first_line,
+                environment,
+            } => {
+                f.write_str("unable to unmarshal yaml: ")?;
+                if *environment {
+                    f.write_str("unable to unmarshal into StringSliceMap: ")?;
+                }
+                write!(f, "mapping key {key:?} already defined")?;
+                if let Some(line) = first_line {
+                    write!(f, " at line {line}")?;
+                }
+                if field.is_empty() {
+                    Ok(())
+                } else {
+                    write!(f, " (at {field})")
+                }
+            }
+            Refusal::NullTemplate { field } => write!(
+                f,
+                "{field} is null, and mapFromTemplates dereferences a null template (HTTP 500)"
+            ),
             Refusal::WrongType {
                 field,
                 expected,
@@ -564,6 +657,10 @@ impl fmt::Display for Refusal {
             Refusal::StringSliceMap { field } => {
                 write!(f, "unable to unmarshal into StringSliceMap (at {field})")
             }
+            Refusal::Decode {
+                failure: failure @ DecodeFailure::YamlVersion { .. },
+                ..
+            } => write!(f, "unable to unmarshal pipeline version yaml: {failure}"),
             Refusal::Decode { field, failure } => {
                 write!(f, "unable to unmarshal yaml: {failure} (at {field})")
             }

@@ -9,8 +9,10 @@
 //! - Lookups take and give [`Reached`] nodes, so that a value found through an alias (itself
 //!   one, in a mapping reached through one, or merged in through one) is used at that alias,
 //!   as [`crate::yaml`] says; [`Stream::pos`] still says where a node is written.
-//! - A key written twice in one mapping is a load error naming both places, as go-yaml v3
-//!   (which Vela uses) rejects it; a merge key (`<<`) may appear several times.
+//! - A key written twice in one mapping is kept, the first one on [`Doc::duplicate`]:
+//!   go-yaml v3 (which Vela uses) refuses it only in a mapping it decodes, naming both
+//!   places ([`crate::decode`]); a compiled build is refused with one anywhere
+//!   ([`crate::pipeline`]); a merge key (`<<`) may appear several times.
 //! - Only the first document is built; the documents after it are only scanned, so that
 //!   a caller can say they are not read.
 
@@ -43,8 +45,19 @@ impl Doc {
     /// Loads the first document of a YAML stream. Later documents are not read, as
     /// upstream's YAML decoding does not read them either; where they start is kept in
     /// [`Stream::ignored_documents`], and a syntax error inside one is not an error.
+    ///
+    /// A key written twice in one mapping is kept, the first one on
+    /// [`Doc::duplicate`]: go-yaml v3 refuses it only in a mapping it decodes
+    /// ([`crate::decode`]), a compiled build wherever it is ([`crate::pipeline`]).
     pub fn load_yaml(text: &str) -> Result<Doc, LoadError> {
-        Stream::load_first(text).map(Doc::new)
+        Stream::load_first_keeping_duplicates(text).map(Doc::new)
+    }
+
+    /// The first key written twice in one mapping of the document, at the second
+    /// (`duplicate key "k" (first at L:C)`); always `None` for JSON, which
+    /// [`Doc::load_json`] refuses.
+    pub fn duplicate(&self) -> Option<&LoadError> {
+        self.stream.documents.first()?.duplicate.as_ref()
     }
 
     /// Loads JSON without positions, for JSON that the YAML parser refuses. A key written
@@ -69,10 +82,10 @@ impl Doc {
     /// go.yaml.in/yaml/v3 resolves it to ([`crate::resolve`]): `number` (`!!int`,
     /// `!!float`), `boolean` (`true`, not `yes`), `timestamp`, `string`.
     pub fn kind_name(&self, id: NodeId) -> &'static str {
-        use crate::resolve::{Resolved, resolve};
+        use crate::resolve::{Resolved, resolve_node};
         match self.value(id) {
             Value::Null => "null",
-            Value::Scalar { plain, text, .. } => match resolve(*plain, text) {
+            Value::Scalar { .. } => match resolve_node(self, id).unwrap_or(Resolved::Str) {
                 Resolved::Int(_) | Resolved::Uint(_) | Resolved::Float(_) => "number",
                 Resolved::Bool => "boolean",
                 Resolved::Timestamp => "timestamp",
@@ -144,6 +157,11 @@ mod tests {
 
     fn load(text: &str) -> Doc {
         Doc::load_yaml(text).expect("loads")
+    }
+
+    /// The duplicate key the document records (it is loaded all the same).
+    fn dup(text: &str) -> LoadError {
+        load(text).duplicate().cloned().expect("a duplicate key")
     }
 
     fn reach_path(doc: &Doc, path: &[&str]) -> Option<Reached> {
@@ -321,11 +339,11 @@ v: {<<: *s, own: z}
 
     #[test]
     fn an_aliased_key_is_a_duplicate_at_the_alias() {
-        let err = Doc::load_yaml("x: &k dup\nm:\n  dup: 1\n  *k : 2\n").unwrap_err();
+        let err = dup("x: &k dup\nm:\n  dup: 1\n  *k : 2\n");
         assert_eq!(err.pos, Some(Pos { line: 4, column: 3 }));
         assert_eq!(err.message, "duplicate key \"dup\" (first at 3:3)");
         // An aliased mapping is checked where it is written, once.
-        let err = Doc::load_yaml("a: &a {k: 1, k: 2}\nb: *a\n").unwrap_err();
+        let err = dup("a: &a {k: 1, k: 2}\nb: *a\n");
         assert_eq!(
             err.pos,
             Some(Pos {
@@ -377,16 +395,20 @@ leaf: {<<: [*mid, *other]}
 
     #[test]
     fn a_duplicate_key_is_an_error_at_the_second_naming_the_first() {
-        let err = Doc::load_yaml("a: 1\nb: 2\n'a': 3\n").unwrap_err();
+        let err = dup("a: 1\nb: 2\n'a': 3\n");
         assert_eq!(err.pos, Some(Pos { line: 3, column: 1 }));
         assert_eq!(err.message, "duplicate key \"a\" (first at 1:1)");
         // Merge keys may repeat; a quoted `<<` is a plain key.
         let doc = load("x: &x {k: 1}\ny: &y {j: 2}\nz:\n  <<: *x\n  <<: *y\n  '<<': q\n");
         assert_eq!(doc.text(get_path(&doc, &["z", "j"]).unwrap()), Some("2"));
-        assert!(Doc::load_yaml("z: {'<<': 1, \"<<\": 2}\n").is_err());
+        assert!(load("z: {'<<': 1, \"<<\": 2}\n").duplicate().is_some());
         // Keys in different mappings, or a key and a merged key, are not duplicates.
-        assert!(Doc::load_yaml("- {a: 1}\n- {a: 2}\n").is_ok());
-        assert!(Doc::load_yaml("x: &x {a: 1}\ny: {<<: *x, a: 2}\n").is_ok());
+        assert!(load("- {a: 1}\n- {a: 2}\n").duplicate().is_none());
+        assert!(
+            load("x: &x {a: 1}\ny: {<<: *x, a: 2}\n")
+                .duplicate()
+                .is_none()
+        );
         let err = Doc::load_json(r#"{"a": {"b": 1, "b": 2}}"#).unwrap_err();
         assert!(err.message.contains("duplicate key \"b\""), "{err:?}");
     }

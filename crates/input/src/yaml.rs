@@ -19,8 +19,9 @@
 //! - A key written twice in one mapping (merge keys aside) names both places, as go-yaml v3
 //!   (which Vela uses) and kubectl refuse it ([`Stream::duplicate_key`], the one check, which
 //!   the manifest deserializer calls too): [`Stream::load_first`] fails on it, and
-//!   [`Stream::load_all`] records it on its [`Document`] so that a caller can still look at
-//!   the stream before refusing it.
+//!   [`Stream::load_all`] and [`Stream::load_first_keeping_duplicates`] record it on its
+//!   [`Document`] so that a caller can still look at the stream before refusing it (the
+//!   Vela reader refuses it only where go-yaml v3 decodes the mapping).
 //! - [`Stream::load_first`] builds only the first document; the documents after it are only
 //!   scanned, so that a caller can say they are not read.
 //!
@@ -92,12 +93,15 @@ pub enum Value {
     Null,
     /// Any other scalar, as written (YAML booleans and numbers included).
     Scalar {
-        /// The scalar's text.
+        /// The scalar's text; for a `!!binary` scalar of valid base64, the bytes it
+        /// decodes to (as go-yaml v3 decodes it into a string; invalid UTF-8 replaced).
         text: String,
-        /// True for an unquoted scalar without a `!!str` tag (one whose type is resolved
-        /// from its text); false for every scalar read by [`Stream::load_json`].
+        /// True for an unquoted scalar without a `!!str` or `!!binary` tag (one whose type
+        /// is resolved from its text, or from its tag: [`Node::tag`]); false for every
+        /// scalar read by [`Stream::load_json`].
         plain: bool,
-        /// True for a plain, untagged `<<`, the only spelling that is a merge key.
+        /// True for a merge key: a plain `<<` without a tag (or with `!`), or any `<<`
+        /// tagged `!!merge` (go-yaml v3's `isMerge`, decode.go line 1016).
         merge: bool,
     },
     /// A sequence: its items in order.
@@ -115,6 +119,17 @@ pub enum Value {
 pub struct Node {
     /// What it holds.
     pub value: Value,
+    /// Its explicit tag, in go-yaml v3's short form (`shortTag`, resolve.go line 87):
+    /// `!!int` for `!!int` or `!<tag:yaml.org,2002:int>`, `!foo` for a local tag;
+    /// `None` without one, or for the non-specific `!`, which go-yaml v3 ignores.
+    pub tag: Option<String>,
+    /// A `!!binary` scalar whose text is not base64 (its text is kept as written):
+    /// go-yaml v3 fails where it decodes it ("!!binary value contains invalid base64
+    /// data").
+    pub bad_base64: bool,
+    /// For an alias (`*name`), its name as written: what go-yaml v3 keeps as an alias
+    /// node's `Value`.
+    pub alias_name: Option<String>,
     /// Where the node starts (for a scalar with an anchor or tag, where its content starts;
     /// for an alias, where its `*` is); `None` for nodes read by [`Stream::load_json`].
     pub pos: Option<Pos>,
@@ -166,6 +181,9 @@ pub struct Stream {
     /// (its `---`, or its content when it has none). These documents are not read; one that
     /// does not parse is listed too, and ends the scan.
     pub ignored_documents: Vec<Pos>,
+    /// The first document's `%YAML` directive: where it is, its major and minor version
+    /// (the parser reads any; go-yaml v3 refuses all but 1.1).
+    pub yaml_directive: Option<(Pos, u64, u64)>,
 }
 
 impl Stream {
@@ -178,7 +196,18 @@ impl Stream {
     /// [`LoadError`] when the text is not YAML, a key is written twice, or a limit
     /// ([`MAX_DEPTH`], [`MAX_NODES`]) is passed.
     pub fn load_first(text: &str) -> Result<Stream, LoadError> {
-        Builder::load(text, true)
+        Builder::load(text, true, true)
+    }
+
+    /// [`Stream::load_first`], but a key written twice in one mapping is recorded on the
+    /// document ([`Document::duplicate`], the first one), not an error: for a reader that,
+    /// as go-yaml v3 does, refuses it only in the mappings it decodes
+    /// ([`Stream::duplicate_key`]).
+    ///
+    /// # Errors
+    /// [`LoadError`] when the text is not YAML or a limit is passed.
+    pub fn load_first_keeping_duplicates(text: &str) -> Result<Stream, LoadError> {
+        Builder::load(text, true, false)
     }
 
     /// Loads every document of a YAML stream. A key written twice in one mapping is recorded
@@ -188,7 +217,7 @@ impl Stream {
     /// [`LoadError`] when the text is not YAML or a limit ([`MAX_DEPTH`], [`MAX_NODES`]) is
     /// passed.
     pub fn load_all(text: &str) -> Result<Stream, LoadError> {
-        Builder::load(text, false)
+        Builder::load(text, false, false)
     }
 
     /// Loads JSON as one document without positions, for JSON that the YAML parser refuses.
@@ -256,7 +285,13 @@ impl Stream {
                 syntax: false,
             });
         }
-        self.nodes.push(Node { value, pos });
+        self.nodes.push(Node {
+            value,
+            pos,
+            tag: None,
+            bad_base64: false,
+            alias_name: None,
+        });
         Ok(self.nodes.len() - 1)
     }
 
@@ -272,6 +307,11 @@ impl Stream {
             Value::Alias(target) => target,
             _ => id,
         }
+    }
+
+    /// The explicit tag of the node (through an alias, its anchor's): [`Node::tag`].
+    pub fn tag(&self, id: NodeId) -> Option<&str> {
+        self.nodes[self.resolve(id)].tag.as_deref()
     }
 
     /// Whether the node is an alias (`*a`).
@@ -534,10 +574,21 @@ impl Stream {
 
     /// The first key of a mapping's own `entries` written again in them (merge keys
     /// aside), as an error at the second naming the first: `duplicate key "k" (first at
-    /// L:C)`. Keys compare by their text, whatever their quoting, as go-yaml v3 compares
-    /// them; a key may be an alias (`*k: v`: its text is its anchor's, its place its
-    /// own). Only scalar keys are compared.
+    /// L:C)` ([`Stream::duplicate_entry`]).
     pub fn duplicate_key(&self, entries: &[(NodeId, NodeId)]) -> Option<LoadError> {
+        let (second, first) = self.duplicate_entry(entries)?;
+        Some(LoadError {
+            pos: self.nodes[second].pos,
+            message: duplicate_message(self.text(second)?, self.nodes[first].pos),
+            syntax: false,
+        })
+    }
+
+    /// The first key of a mapping's own `entries` written again in them (merge keys
+    /// aside): the second key and the first. Keys compare by their text, whatever their
+    /// quoting, as go-yaml v3 compares them; a key may be an alias (`*k: v`: its text is
+    /// its anchor's, its place its own). Only scalar keys are compared.
+    pub fn duplicate_entry(&self, entries: &[(NodeId, NodeId)]) -> Option<(NodeId, NodeId)> {
         if entries.len() < 2 {
             return None;
         }
@@ -550,11 +601,7 @@ impl Stream {
                 continue;
             };
             if let Some(&first) = seen.get(text.as_str()) {
-                return Some(LoadError {
-                    pos: self.nodes[k].pos,
-                    message: duplicate_message(text, self.nodes[first].pos),
-                    syntax: false,
-                });
+                return Some((k, first));
             }
             seen.insert(text, k);
         }
@@ -647,14 +694,66 @@ enum Frame {
     Seq {
         anchor: usize,
         pos: Pos,
+        tag: Option<String>,
         items: Vec<NodeId>,
     },
     Map {
         anchor: usize,
         pos: Pos,
+        tag: Option<String>,
         entries: Vec<(NodeId, NodeId)>,
         key: Option<NodeId>,
     },
+}
+
+/// A parser tag in go-yaml v3's short form (`shortTag`, resolve.go lines 86–94: the
+/// core schema's prefix `tag:yaml.org,2002:` becomes `!!`); `None` for the
+/// non-specific `!`, which go-yaml v3's parser treats as no tag (decode.go line 172).
+fn short_tag(tag: &saphyr_parser::Tag) -> Option<String> {
+    let full = format!("{}{}", tag.handle, tag.suffix);
+    if full == "!" {
+        return None;
+    }
+    Some(match full.strip_prefix("tag:yaml.org,2002:") {
+        Some(suffix) => format!("!!{suffix}"),
+        None => full,
+    })
+}
+
+/// Go's `base64.StdEncoding.DecodeString` (padded, line breaks skipped, trailing bits
+/// not checked), as go-yaml v3 decodes a `!!binary` scalar (decode.go line 817): the
+/// bytes as text (invalid UTF-8 replaced), or `None` when it is not base64.
+fn base64_std(text: &str) -> Option<String> {
+    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'\r' && c != b'\n').collect();
+    if !digits.len().is_multiple_of(4) {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let mut out = Vec::with_capacity(digits.len() / 4 * 3);
+    let quads = digits.len() / 4;
+    for (i, quad) in digits.chunks(4).enumerate() {
+        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && i + 1 != quads) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &quad[..4 - pad] {
+            n = (n << 6) | value(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[derive(Default)]
@@ -662,8 +761,10 @@ struct Builder {
     stream: Stream,
     /// The document being read.
     current: Option<Document>,
-    /// Only the first document is read, and a duplicate key is an error.
+    /// Only the first document is read.
     first_only: bool,
+    /// A key written twice is an error (else recorded on its [`Document`]).
+    refuse_duplicates: bool,
     stack: Vec<Frame>,
     /// Parser anchor id → the complete node it names, for the current document.
     anchors: HashMap<usize, NodeId>,
@@ -732,9 +833,10 @@ impl Builder {
         fallback
     }
 
-    fn load(text: &str, first_only: bool) -> Result<Stream, LoadError> {
+    fn load(text: &str, first_only: bool, refuse_duplicates: bool) -> Result<Stream, LoadError> {
         let builder = Builder {
             first_only,
+            refuse_duplicates,
             ..Builder::default()
         };
         // The parser is not ours: a panic in it must become an error, not a crash.
@@ -749,6 +851,7 @@ impl Builder {
     }
 
     fn run(mut self, text: &str) -> Result<Stream, LoadError> {
+        self.stream.yaml_directive = yaml_directive(text);
         let mut started = false;
         let mut parser = Parser::new_from_str(text);
         for event in parser.by_ref() {
@@ -794,6 +897,13 @@ impl Builder {
                     };
                     // A node of its own, for where it is written; what it names is shared.
                     let id = self.stream.push(Value::Alias(target), Some(pos))?;
+                    let from = self.cursor.byte_of(text, span.start.index());
+                    self.stream.nodes[id].alias_name = text[from..].strip_prefix('*').map(|rest| {
+                        rest.split(|c: char| c.is_whitespace() || ",[]{}".contains(c))
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned()
+                    });
                     self.attach(id);
                 }
                 Event::Scalar(value, style, anchor, tag) => {
@@ -802,50 +912,69 @@ impl Builder {
                     } else {
                         pos
                     };
-                    let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                    let tag = tag.as_deref().and_then(short_tag);
+                    let is_str_tag = matches!(tag.as_deref(), Some("!!str" | "!!binary"));
                     let plain = style == ScalarStyle::Plain && !is_str_tag;
                     let untagged = plain && tag.is_none();
-                    let value =
-                        if untagged && matches!(&*value, "" | "~" | "null" | "Null" | "NULL") {
-                            Value::Null
-                        } else {
-                            Value::Scalar {
-                                merge: untagged && value == "<<",
-                                plain,
-                                text: value.into_owned(),
-                            }
-                        };
-                    self.finish(value, pos, anchor)?;
+                    let binary = match tag.as_deref() {
+                        Some("!!binary") => Some(base64_std(&value)),
+                        _ => None,
+                    };
+                    let bad_base64 = binary.as_ref().is_some_and(Option::is_none);
+                    let value = if untagged
+                        && matches!(&*value, "" | "~" | "null" | "Null" | "NULL")
+                    {
+                        Value::Null
+                    } else {
+                        Value::Scalar {
+                            merge: value == "<<" && (untagged || tag.as_deref() == Some("!!merge")),
+                            plain,
+                            text: binary.flatten().unwrap_or_else(|| value.into_owned()),
+                        }
+                    };
+                    let id = self.finish(value, pos, anchor)?;
+                    self.stream.nodes[id].tag = tag;
+                    self.stream.nodes[id].bad_base64 = bad_base64;
                 }
-                Event::SequenceStart(anchor, _) => {
+                Event::SequenceStart(anchor, tag) => {
                     self.open(pos)?;
                     self.stack.push(Frame::Seq {
                         anchor,
                         pos,
+                        tag: tag.as_deref().and_then(short_tag),
                         items: Vec::new(),
                     });
                 }
-                Event::MappingStart(anchor, _) => {
+                Event::MappingStart(anchor, tag) => {
                     self.open(pos)?;
                     self.stack.push(Frame::Map {
                         anchor,
                         pos,
+                        tag: tag.as_deref().and_then(short_tag),
                         entries: Vec::new(),
                         key: None,
                     });
                 }
                 Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
-                    Some(Frame::Seq { anchor, pos, items }) => {
-                        self.finish(Value::Seq(items), pos, anchor)?;
+                    Some(Frame::Seq {
+                        anchor,
+                        pos,
+                        tag,
+                        items,
+                    }) => {
+                        let id = self.finish(Value::Seq(items), pos, anchor)?;
+                        self.stream.nodes[id].tag = tag;
                     }
                     Some(Frame::Map {
                         anchor,
                         pos,
+                        tag,
                         entries,
                         ..
                     }) => {
                         self.check_duplicates(&entries)?;
-                        self.finish(Value::Map(entries), pos, anchor)?;
+                        let id = self.finish(Value::Map(entries), pos, anchor)?;
+                        self.stream.nodes[id].tag = tag;
                     }
                     None => {}
                 },
@@ -873,7 +1002,7 @@ impl Builder {
             return Ok(());
         }
         match self.stream.duplicate_key(entries) {
-            Some(found) if self.first_only => Err(found),
+            Some(found) if self.refuse_duplicates => Err(found),
             Some(found) => {
                 self.current.get_or_insert_default().duplicate = Some(found);
                 Ok(())
@@ -894,13 +1023,13 @@ impl Builder {
         Ok(())
     }
 
-    fn finish(&mut self, value: Value, pos: Pos, anchor: usize) -> Result<(), LoadError> {
+    fn finish(&mut self, value: Value, pos: Pos, anchor: usize) -> Result<NodeId, LoadError> {
         let id = self.stream.push(value, Some(pos))?;
         if anchor != 0 {
             self.anchors.insert(anchor, id);
         }
         self.attach(id);
-        Ok(())
+        Ok(id)
     }
 
     fn attach(&mut self, id: NodeId) {
@@ -918,6 +1047,35 @@ impl Builder {
             },
         }
     }
+}
+
+/// The first `%YAML` directive before the first document (directives start a line, and
+/// only blank and comment lines and other directives come before them), as the parser
+/// read it.
+fn yaml_directive(text: &str) -> Option<(Pos, u64, u64)> {
+    for (i, line) in text.trim_start_matches('\u{feff}').lines().enumerate() {
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let Some(rest) = trimmed.strip_prefix("%YAML") else {
+            if trimmed.starts_with('%') {
+                continue;
+            }
+            return None;
+        };
+        let version = rest.trim_start().split([' ', '\t']).next()?;
+        let (major, minor) = version.split_once('.')?;
+        return Some((
+            Pos {
+                line: i + 1,
+                column: 1,
+            },
+            major.parse().ok()?,
+            minor.parse().ok()?,
+        ));
+    }
+    None
 }
 
 /// Scans the rest of the stream after the first document: where each later document with

@@ -7,3 +7,4 @@ mod pipelines;
 mod refusals;
 mod substitution_and_schema;
 mod upstream;
+mod yaml_v3;

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use pullcheck_input::{
-    ContainerKind, Disposition, ImageUse, InputError, PullPolicy, Refusal, Skip, VELA_PULL_VALUES,
-    read_pipeline, read_pipeline_file,
+    ContainerKind, DecodeFailure, Disposition, ImageUse, InputError, PullPolicy, Refusal, Skip,
+    VELA_PULL_VALUES, read_pipeline, read_pipeline_file,
 };
 
 fn fixture_path(name: &str) -> PathBuf {
@@ -733,8 +733,12 @@ fn wrong_shapes_of_pipeline_sections_are_errors_at_their_place() {
     );
     assert_eq!((e.line, e.column), (Some(3), Some(3)));
 
+    // `StageSlice.UnmarshalYAML`'s own error (`stage.go` line 59).
     let e = error("version: '1'\nstages: 3\n");
-    assert!(e.message.contains("`stages` must be"), "{e}");
+    assert!(
+        matches!(e.refusal.as_deref(), Some(Refusal::Decode { field, failure: DecodeFailure::StageMap }) if field == "stages"),
+        "{e}"
+    );
     assert_eq!((e.line, e.column), (Some(2), Some(9)));
 
     // yaml.v3's type errors, refused (`decode.go` `terror`).
@@ -885,32 +889,86 @@ fn no_prefix_of_any_fixture_panics() {
 
 #[test]
 fn a_key_written_twice_is_an_error_naming_both_places() {
+    // go-yaml v3's `uniqueKeys` type error ("mapping key \"steps\" already defined at line
+    // 2", checked with go-yaml v3.0.4 and go-vela/server v0.28.8's types), in every
+    // mapping it decodes, at the second key.
+    let dup = |e: &InputError| match e.refusal.as_deref() {
+        Some(Refusal::DuplicateKey {
+            field,
+            key,
+            first_line,
+            environment,
+        }) => (
+            field.clone(),
+            key.clone(),
+            *first_line,
+            *environment,
+            (e.line, e.column),
+        ),
+        other => panic!("not a duplicate key: {other:?} ({e})"),
+    };
     // Top level: the second `steps` would silently replace the first.
     let e = error("version: '1'\nsteps:\n  - image: a\nservices: []\nsteps:\n  - image: b\n");
-    assert_eq!((e.line, e.column), (Some(5), Some(1)), "{e}");
+    assert_eq!(
+        dup(&e),
+        (
+            "".into(),
+            "steps".into(),
+            Some(2),
+            false,
+            (Some(5), Some(1))
+        )
+    );
     assert_eq!(
         e.to_string(),
-        "bad.yml:5:1: duplicate key \"steps\" (first at 2:1)"
+        "bad.yml:5:1: Vela refuses this pipeline: unable to unmarshal yaml: mapping key \
+         \"steps\" already defined at line 2"
     );
     // In one step.
     let e = error("steps:\n  - name: s\n    image: a\n    pull: true\n    image: b\n");
     assert_eq!(
-        e.to_string(),
-        "bad.yml:5:5: duplicate key \"image\" (first at 3:5)"
+        dup(&e),
+        (
+            "steps[0]".into(),
+            "image".into(),
+            Some(3),
+            false,
+            (Some(5), Some(5))
+        )
     );
     // Quoted and plain spellings of one key, and flow mappings.
     let e = error("steps:\n  - \"image\": a\n    image: b\n");
     assert_eq!((e.line, e.column), (Some(3), Some(5)), "{e}");
     let e = error("steps: [{image: a, name: n, image: b}]\n");
-    assert_eq!(
-        e.to_string(),
-        "bad.yml:1:29: duplicate key \"image\" (first at 1:10)"
-    );
-    // In stages, and in parts that are not read at all (as go-yaml v3 rejects them).
+    assert_eq!(dup(&e).4, (Some(1), Some(29)));
+    // `StageSlice` reads the stages' mapping itself: two stages of one name.
     let e = error("stages:\n  a:\n    steps: []\n  a:\n    steps: []\n");
+    assert_eq!(
+        e.refusal.as_deref(),
+        Some(&Refusal::DuplicateStage { name: "a".into() })
+    );
     assert_eq!((e.line, e.column), (Some(4), Some(3)), "{e}");
+    // `raw.StringSliceMap` returns its `map[string]string` try's error as its own.
     let e = error("version: '1'\nenvironment: {A: 1, A: 2}\nsteps: []\n");
-    assert!(e.message.contains("duplicate key \"A\""), "{e}");
+    assert_eq!(
+        dup(&e),
+        (
+            "environment".into(),
+            "A".into(),
+            Some(2),
+            true,
+            (Some(2), Some(21))
+        )
+    );
+    // Where go-yaml v3 decodes nothing (a key `yaml.Build` or `yaml.Step` has not), a
+    // repeated key is read, as Vela reads it.
+    let steps = "steps:\n  - {name: a, image: alpine, commands: [x], foo: {x: 1, x: 2}}\n";
+    let uses = read_pipeline(
+        "bad.yml",
+        &format!("version: '1'\nfoo: {{x: 1, x: 2}}\n{steps}"),
+    )
+    .expect("Vela reads it");
+    assert_eq!(uses[0].image, "alpine");
     // Source in JSON (no top-level `id`), through the JSON fallback of the YAML parser.
     let e = error(r#"{"version": "\ud83d\ude80", "steps": [], "steps": []}"#);
     assert!(e.message.contains("duplicate key \"steps\""), "{e}");

@@ -8,7 +8,7 @@ use pullcheck_input::{
     ContainerKind, DecodeFailure, Disposition, InputError, Refusal, read_pipeline,
 };
 
-fn refused(text: &str) -> InputError {
+pub(crate) fn refused(text: &str) -> InputError {
     match read_pipeline(".vela.yml", text) {
         Ok(uses) => panic!("Vela refuses this, but it was read: {uses:?}"),
         Err(e) => {
@@ -18,7 +18,7 @@ fn refused(text: &str) -> InputError {
     }
 }
 
-fn at(e: &InputError) -> (usize, usize) {
+pub(crate) fn at(e: &InputError) -> (usize, usize) {
     (e.line.expect("a line"), e.column.expect("a column"))
 }
 

@@ -252,7 +252,7 @@ fn stages_as_a_list_are_refused_in_source() {
     assert_eq!((e.line, e.column), (Some(3), Some(3)), "{e}");
     assert!(
         e.message
-            .starts_with("invalid yaml: expected map node for stage"),
+            .contains("unable to unmarshal yaml: invalid yaml: expected map node for stage"),
         "{e}"
     );
 }
