@@ -222,7 +222,30 @@ type Image struct {
 	// (--allow-registry, --deny-registry) refused and by which rule; nil otherwise.
 	// Nothing was sent to that host.
 	Egress *EgressRefusal `json:"egress"`
+	// FailedHost is, for a failure to authorize (the registry's ping, its challenge,
+	// the credential check or the token request failed, for every image of that
+	// registry), the host that failed and its role; nil otherwise. A token server
+	// that is refused or unreachable is named here, not in Registry.
+	FailedHost *FailedHost `json:"failed_host"`
 }
+
+// FailedHost is the host whose failure kept the images of a registry from being
+// checked (the JSON report's failed_host object).
+type FailedHost struct {
+	// Host is host[:port], as in the URL.
+	Host string `json:"host"`
+	// Role is RoleRegistry or RoleTokenServer.
+	Role string `json:"role"`
+}
+
+// The roles of a [FailedHost].
+const (
+	// RoleRegistry is the registry itself.
+	RoleRegistry = "registry"
+	// RoleTokenServer is the token server of the registry's Bearer challenge (its
+	// realm).
+	RoleTokenServer = "token_server"
+)
 
 // EgressRefusal is why the egress policy refused a connection: what the rule was
 // applied to and which rule (the JSON report's egress object).

@@ -5,17 +5,18 @@
 //! shows here only. It names no CLI flag and no field of a front end: remedies are
 //! worded by the front ends' render modules and passed in as text. The registry
 //! client's answers come as data (`pullcheck_registry::Answer::finding`, its `errors`
-//! and `history`) and are worded here ([`answer`]); an authorize failure's message
-//! (`pullcheck_registry::AuthorizeError::message`) is still the client's words, taken
-//! as they are. An unresolved image ([`pullcheck_input::Unresolved`]) comes as data and
+//! and `history`) and are worded here ([`answer`]), and so are an authorize failure's
+//! facts (`pullcheck_registry::AuthorizeError::failure`, an `AuthFailure`:
+//! [`authorize`], [`auth_failure`]). An unresolved image ([`pullcheck_input::Unresolved`]) comes as data and
 //! is worded here ([`unresolved`]).
 
 use std::time::Duration;
 
 use pullcheck_credentials::{CredentialError, ProviderError};
 use pullcheck_registry::{
-    Answer, AttemptHistory, AuthorizeError, CertificateProblem, ErrorEntry, FailedAttempt, Finding,
-    ManifestRef, PlatformSource, Requester, RetryStop, TagList,
+    Answer, AttemptHistory, AuthFailure, AuthorizeError, CertificateProblem, ChallengeProblem,
+    ErrorEntry, FailedAttempt, Finding, HeaderPart, ManifestRef, PlatformSource, Presented,
+    RealmProblem, RefusedRequest, Requester, RetryStop, TagList, TokenReplyProblem, Tried,
 };
 
 use crate::report::{AttemptReport, ImageReport, Remedy, Status};
@@ -34,12 +35,162 @@ pub(crate) fn answer(a: &Answer) -> String {
     text
 }
 
-/// A ping or login failure in words: the registry client's message (not yet typed),
-/// then the failed attempts and why retrying stopped.
+/// A ping or login failure in words: its facts ([`auth_failure`]), then the failed
+/// attempts and why retrying stopped.
 pub(crate) fn authorize(e: &AuthorizeError) -> String {
-    let mut text = e.message.clone();
+    let mut text = auth_failure(&e.failure);
     tries(&mut text, &e.history);
     text
+}
+
+/// A credential in words, never its secret: `user "alice"`, `the configured identity
+/// token`.
+fn presented(credential: &Presented) -> String {
+    match credential {
+        Presented::User(name) => format!("user {name:?}"),
+        Presented::IdentityToken => "the configured identity token".to_owned(),
+        Presented::RegistryToken => "the configured registry token".to_owned(),
+    }
+}
+
+/// Why the images of a registry could not be asked about, in words: each names the
+/// registry and, for a token server's failure, the token server.
+pub(crate) fn auth_failure(failure: &AuthFailure) -> String {
+    match failure {
+        AuthFailure::InvalidHost { host } => {
+            format!("registry host {host:?} is not a valid host[:port]")
+        }
+        AuthFailure::InvalidHeader {
+            host,
+            name,
+            part: HeaderPart::Name,
+        } => format!("registry {host}: {name:?} is not a valid header name"),
+        AuthFailure::InvalidHeader {
+            host,
+            name,
+            part: HeaderPart::Value,
+        } => format!("registry {host}: the value of header {name:?} is not a valid header value"),
+        AuthFailure::ClientConfig { host, why } => format!("registry {host} unreachable: {why}"),
+        AuthFailure::Unreachable { host, tried } => match tried {
+            Tried::Request(failure) => format!("registry {host} unreachable: {}", failure.why),
+            Tried::Over { scheme, failure } => format!(
+                "registry {host} unreachable over {}: {}",
+                scheme.as_str(),
+                failure.why
+            ),
+            Tried::Both { https, http } => format!(
+                "registry {host} unreachable: https: {}; http: {}",
+                https.why, http.why
+            ),
+        },
+        AuthFailure::Refused { host, refusal } => {
+            format!("registry {host}: {refusal}; nothing was sent to it")
+        }
+        AuthFailure::PingStatus { host, url, status } => match status {
+            403 => format!("registry {host} refused access to {url} (HTTP 403)"),
+            404 => {
+                format!("{url} answered HTTP 404: {host} does not serve the registry API (/v2/)")
+            }
+            429 => format!("registry {host} is rate limiting (HTTP 429 on {url})"),
+            status => format!("registry {host} answered HTTP {status} on {url}"),
+        },
+        AuthFailure::InsecureRealm { host, realm } => format!(
+            "registry {host} sends tokens from a plain-HTTP realm ({realm}); refused because \
+             {host} is not configured as insecure"
+        ),
+        AuthFailure::BadRealm { host, problem } => {
+            let why = match problem {
+                RealmProblem::Missing => "the Bearer challenge has no realm".to_owned(),
+                RealmProblem::NotAUrl { realm, error } => {
+                    format!("the Bearer realm {realm:?} is not a URL ({error})")
+                }
+                RealmProblem::Scheme(scheme) => format!("the Bearer realm has scheme {scheme:?}"),
+                RealmProblem::NoHost => "the Bearer realm has no host".to_owned(),
+            };
+            format!("registry {host} sent an unusable Bearer challenge: {why}")
+        }
+        AuthFailure::UnsupportedChallenge { host, problem } => {
+            let why = match problem {
+                ChallengeProblem::Unsupported(scheme) => {
+                    format!("asks for unsupported authentication ({scheme})")
+                }
+                ChallengeProblem::Malformed { reason, position } => format!(
+                    "sent a malformed WWW-Authenticate header ({reason} at byte {position})"
+                ),
+                ChallengeProblem::Missing => {
+                    "answered 401 without a WWW-Authenticate challenge".to_owned()
+                }
+            };
+            format!("registry {host} {why}; its images cannot be checked")
+        }
+        AuthFailure::CredentialsRejected {
+            host,
+            credential,
+            status,
+        } => format!(
+            "registry {host} rejected the credentials of {} (HTTP {status})",
+            presented(credential)
+        ),
+        AuthFailure::CredentialCheckStatus { host, status } => {
+            format!("registry {host} answered HTTP {status} to the credential check")
+        }
+        AuthFailure::TokenAnonymousRefused {
+            registry,
+            realm,
+            status,
+        } => format!(
+            "token server {realm} refused anonymous access to {registry} (HTTP {status}); \
+             credentials are needed"
+        ),
+        AuthFailure::TokenRejected {
+            registry,
+            realm,
+            credential,
+            status,
+        } => format!(
+            "token server {realm} rejected the credentials of {} for {registry} (HTTP {status})",
+            presented(credential)
+        ),
+        AuthFailure::TokenStatus {
+            registry,
+            realm,
+            status,
+        } => format!("token server {realm} for {registry} answered HTTP {status}"),
+        AuthFailure::TokenUnreachable {
+            registry,
+            realm,
+            failure,
+        } => format!(
+            "token server {realm} for {registry} unreachable: {}",
+            failure.why
+        ),
+        AuthFailure::TokenReply {
+            registry,
+            realm,
+            problem,
+        } => {
+            let unsendable = "the token holds characters that an HTTP header cannot carry";
+            let why = match problem {
+                TokenReplyProblem::NotJson(error) => {
+                    format!("the token reply is not the expected JSON ({error})")
+                }
+                TokenReplyProblem::NoToken => "the token reply holds no token".to_owned(),
+                TokenReplyProblem::TooLarge { limit_kib } => {
+                    format!("the token reply is larger than {limit_kib} KiB")
+                }
+                TokenReplyProblem::Unsendable => unsendable.to_owned(),
+                TokenReplyProblem::ConfiguredUnsendable => {
+                    format!("the configured registry token: {unsendable}")
+                }
+            };
+            format!("token server {realm} for {registry}: {why}")
+        }
+        AuthFailure::TokenServerRefused {
+            registry,
+            realm,
+            refusal,
+        } => format!("token server {realm} for {registry}: {refusal}; nothing was sent to it"),
+    }
 }
 
 /// `base`, with the error envelope's entries in parentheses when there are any:
@@ -288,11 +439,19 @@ fn finding(a: &Answer) -> String {
         Finding::RequestFailed { host, method, why } => {
             format!("{} to {host} failed: {why}", method.as_str())
         }
-        Finding::Refused { what } => match &a.refusal {
-            Some(refusal) => format!("{what}: {refusal}; nothing was sent to it"),
-            None => format!("{what}: refused by the egress policy; nothing was sent to it"),
-        },
-        Finding::Authorization(message) => message.clone(),
+        Finding::Refused { what } => {
+            let what = match what {
+                RefusedRequest::Request { method, host } => {
+                    format!("{} to {host}", method.as_str())
+                }
+                RefusedRequest::Fetch { object } => format!("{object} GET"),
+            };
+            match &a.refusal {
+                Some(refusal) => format!("{what}: {refusal}; nothing was sent to it"),
+                None => format!("{what}: refused by the egress policy; nothing was sent to it"),
+            }
+        }
+        Finding::Authorization(failure) => auth_failure(failure),
     }
 }
 
@@ -310,7 +469,14 @@ fn failed_attempt(failure: &FailedAttempt) -> String {
         FailedAttempt::TokenNoAnswer { why } => format!("token server: {why}"),
         FailedAttempt::FetchStatus { object, status } => format!("{object} GET: HTTP {status}"),
         FailedAttempt::FetchNoAnswer { object, why } => format!("{object} GET: {why}"),
-        FailedAttempt::Other(words) => words.clone(),
+        FailedAttempt::FirstStatus { status, path } => format!("HTTP {status} on {path}"),
+        FailedAttempt::FirstNoAnswer(Tried::Over { scheme, failure }) => {
+            format!("{}: {}", scheme.as_str(), failure.why)
+        }
+        FailedAttempt::FirstNoAnswer(Tried::Both { https, http }) => {
+            format!("https: {}, then http: {}", https.why, http.why)
+        }
+        FailedAttempt::FirstNoAnswer(Tried::Request(failure)) => failure.why.clone(),
     }
 }
 
@@ -724,7 +890,10 @@ mod tests {
     #[test]
     fn attempt_history_in_words() {
         use pullcheck_registry::FailedAttempt;
-        let other = |w: &str| FailedAttempt::Other(w.into());
+        let other = |w: &str| FailedAttempt::NoAnswer {
+            kind: pullcheck_registry::Reason::ConnectionFailed,
+            why: w.into(),
+        };
         let s503 = FailedAttempt::Status {
             status: 503,
             retry_after: None,

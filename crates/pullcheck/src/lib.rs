@@ -350,6 +350,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.provider_failures = o.provider_failures.clone();
                 image.platforms = o.platforms.clone();
                 image.retry_after = o.retry_after;
+                image.failed_host = o.failed_host.clone();
             }
             None => {
                 image.status = Status::Unreachable;

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use crate::errcode::{self, Code, RegistryError};
 pub(crate) use crate::finding::Method;
-use crate::finding::{ErrorEntry, FailedAttempt, Finding, ManifestRef, Requester, TagList};
+use crate::finding::{
+    ErrorEntry, FailedAttempt, Finding, ManifestRef, RefusedRequest, Requester, TagList,
+};
 use crate::transport::SendError;
 use crate::{Answer, EgressRefusal, Missing, Reason, Status};
 
@@ -368,7 +370,7 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
         ..Answer::new(
             err.status,
             err.reason,
-            Finding::Authorization(err.message.clone()),
+            Finding::Authorization((*err.failure).clone()),
         )
     }
 }
@@ -377,7 +379,11 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
 /// egress policy refused it (or its redirect), else [`Status::Unreachable`].
 pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError) -> Answer {
     if let Some(refusal) = &failure.refusal {
-        return refused(&format!("{} to {host}", method.as_str()), refusal.clone());
+        let what = RefusedRequest::Request {
+            method,
+            host: host.to_string(),
+        };
+        return refused(what, refusal.clone());
     }
     Answer::new(
         Status::Unreachable,
@@ -391,15 +397,13 @@ pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError)
 }
 
 /// [`Status::Refused`]: `what` was refused by `refusal`; nothing was sent to it.
-pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> Answer {
+pub(crate) fn refused(what: RefusedRequest, refusal: EgressRefusal) -> Answer {
     Answer {
         refusal: Some(refusal),
         ..Answer::new(
             Status::Refused,
             Reason::EgressDenied,
-            Finding::Refused {
-                what: what.to_string(),
-            },
+            Finding::Refused { what },
         )
     }
 }

@@ -16,7 +16,7 @@ use url::Url;
 use crate::auth::{self, Auth};
 use crate::classify::{self, Decision, Method, Query, Ref, Reply, Who};
 use crate::errcode::{self, RegistryError};
-use crate::finding::FailedAttempt;
+use crate::finding::{FailedAttempt, RefusedRequest};
 use crate::hints;
 use crate::ping;
 use crate::platform::{self, IndexReply};
@@ -660,7 +660,7 @@ impl Session {
             }
             Ok(_) => None,
             Err(e) => {
-                tracing::debug!(host = %endpoint.host, error = %e.message, "pinging again failed");
+                tracing::debug!(host = %endpoint.host, error = %e, "pinging again failed");
                 None
             }
         };
@@ -798,8 +798,8 @@ impl Session {
                     .await
             }
         };
-        if let Fetched::Refused(what, refusal) = fetched {
-            return classify::refused(&what, refusal);
+        if let Fetched::Refused(object, refusal) = fetched {
+            return classify::refused(RefusedRequest::Fetch { object }, refusal);
         }
         if is_index {
             return platform::check(query, present, want, fetched.reply());
@@ -825,8 +825,8 @@ impl Session {
                 attempts,
             )
             .await;
-        if let Fetched::Refused(what, refusal) = blob {
-            return classify::refused(&what, refusal);
+        if let Fetched::Refused(object, refusal) = blob {
+            return classify::refused(RefusedRequest::Fetch { object }, refusal);
         }
         platform::check_config(
             query,
@@ -872,7 +872,7 @@ impl Session {
                         continue;
                     }
                     if let Some(refusal) = e.refusal {
-                        return Fetched::Refused(format!("{what} GET"), refusal);
+                        return Fetched::Refused(what.to_string(), refusal);
                     }
                     return Fetched::Failed(e.reason);
                 }
@@ -1011,7 +1011,8 @@ enum Fetched {
     Status(u16, Vec<RegistryError>),
     /// No answer: the reason.
     Failed(String),
-    /// The egress policy refused the GET or its redirect: what was asked, and why.
+    /// The egress policy refused the GET or its redirect: the object asked for
+    /// (`index`, `manifest`, `config blob`), and why.
     Refused(String, EgressRefusal),
 }
 

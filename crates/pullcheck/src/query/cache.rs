@@ -148,6 +148,7 @@ mod tests {
             provider_failures: Vec::new(),
             platforms: Vec::new(),
             retry_after: None,
+            failed_host: None,
             certificate: None,
             version_warnings: Vec::new(),
         }

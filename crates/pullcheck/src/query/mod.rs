@@ -49,8 +49,8 @@ use pullcheck_credentials::CredentialError;
 use pullcheck_mirrors::VersionWarning;
 use pullcheck_reference::Reference;
 use pullcheck_registry::{
-    Answer, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, Missing,
-    Platform,
+    Answer, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, FailedHost,
+    Missing, Platform,
 };
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -141,6 +141,9 @@ pub(crate) struct Outcome {
     pub platforms: Vec<String>,
     /// For `rate_limited`: the wait the registry asked for, in whole seconds.
     pub retry_after: Option<u64>,
+    /// For a failure to authorize: the host that failed (the registry or its token
+    /// server).
+    pub failed_host: Option<FailedHost>,
     /// For `tls_untrusted`: what is wrong with the registry's https certificate, when
     /// the registry client says.
     pub certificate: Option<CertificateProblem>,
@@ -614,6 +617,7 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         provider_failures: Vec::new(),
         platforms: Vec::new(),
         retry_after: None,
+        failed_host: None,
         certificate: None,
         version_warnings: Vec::new(),
     }
@@ -770,6 +774,7 @@ async fn ask_group<R: Registry>(
                         registry: Some(host.clone()),
                         credential: group.source.clone(),
                         egress: e.refusal.clone(),
+                        failed_host: Some(e.failure.failed_host()),
                         certificate: e.certificate,
                         ..failure(map_status(e.status), e.reason.into(), detail::authorize(e))
                     }),
@@ -835,6 +840,10 @@ async fn ask_group<R: Registry>(
 fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
     let mismatch = answer.reason == pullcheck_registry::Reason::PlatformMismatch;
     let words = detail::answer(&answer);
+    let failed_host = match &answer.finding {
+        pullcheck_registry::Finding::Authorization(failure) => Some(failure.failed_host()),
+        _ => None,
+    };
     Outcome {
         status: if mismatch {
             Status::Unrunnable
@@ -860,6 +869,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         provider_failures: Vec::new(),
         platforms: answer.platforms.iter().map(ToString::to_string).collect(),
         retry_after: answer.retry_after.map(|d| d.as_secs()),
+        failed_host,
         certificate: None,
         version_warnings: Vec::new(),
     }
