@@ -960,4 +960,244 @@ mod tests {
              HTTP 502; 3) config blob GET: connection reset by peer"
         );
     }
+
+    /// The words of the authorization failures the golden tests (`tests/it/golden.rs`)
+    /// do not reach through a registry, each once: as the registry client wrote them
+    /// before they were typed (issue 23).
+    #[test]
+    fn authorization_failures_in_words() {
+        use pullcheck_registry::{
+            AuthFailure as F, EgressMatch, EgressRefusal, NoAnswer, RefusalRule, Scheme,
+        };
+        let (h, r) = ("reg.example".to_string(), "auth.example:8443".to_string());
+        let refusal = EgressRefusal {
+            matched: EgressMatch::Name {
+                host: "reg.example".into(),
+                port: Some(443),
+            },
+            rule: RefusalRule::NoAllowRule,
+        };
+        let timeout = NoAnswer {
+            kind: pullcheck_registry::Reason::Timeout,
+            why: "timed out after 300 ms".into(),
+        };
+        let cases: Vec<(F, String)> = vec![
+            (
+                F::InvalidHost { host: "a b".into() },
+                "registry host \"a b\" is not a valid host[:port]".into(),
+            ),
+            (
+                F::InvalidHeader {
+                    host: h.clone(),
+                    name: "bad name".into(),
+                    part: HeaderPart::Name,
+                },
+                "registry reg.example: \"bad name\" is not a valid header name".into(),
+            ),
+            (
+                F::InvalidHeader {
+                    host: h.clone(),
+                    name: "X-Token".into(),
+                    part: HeaderPart::Value,
+                },
+                "registry reg.example: the value of header \"X-Token\" is not a valid header value"
+                    .into(),
+            ),
+            (
+                F::ClientConfig {
+                    host: h.clone(),
+                    why: "cannot read /x/ca.crt: gone".into(),
+                },
+                "registry reg.example unreachable: cannot read /x/ca.crt: gone".into(),
+            ),
+            (
+                F::Unreachable {
+                    host: h.clone(),
+                    tried: Tried::Request(timeout.clone()),
+                },
+                "registry reg.example unreachable: timed out after 300 ms".into(),
+            ),
+            (
+                F::Unreachable {
+                    host: h.clone(),
+                    tried: Tried::Over {
+                        scheme: Scheme::Https,
+                        failure: timeout.clone(),
+                    },
+                },
+                "registry reg.example unreachable over https: timed out after 300 ms".into(),
+            ),
+            (
+                F::Refused {
+                    host: h.clone(),
+                    refusal: refusal.clone(),
+                },
+                format!("registry reg.example: {refusal}; nothing was sent to it"),
+            ),
+            (
+                F::PingStatus {
+                    host: h.clone(),
+                    url: "https://reg.example/v2/".into(),
+                    status: 429,
+                },
+                "registry reg.example is rate limiting (HTTP 429 on https://reg.example/v2/)"
+                    .into(),
+            ),
+            (
+                F::PingStatus {
+                    host: h.clone(),
+                    url: "https://reg.example/v2/".into(),
+                    status: 502,
+                },
+                "registry reg.example answered HTTP 502 on https://reg.example/v2/".into(),
+            ),
+            (
+                F::InsecureRealm {
+                    host: h.clone(),
+                    realm: "http://auth.example".into(),
+                },
+                "registry reg.example sends tokens from a plain-HTTP realm (http://auth.example); \
+                 refused because reg.example is not configured as insecure"
+                    .into(),
+            ),
+            (
+                F::BadRealm {
+                    host: h.clone(),
+                    problem: RealmProblem::Missing,
+                },
+                "registry reg.example sent an unusable Bearer challenge: the Bearer challenge \
+                 has no realm"
+                    .into(),
+            ),
+            (
+                F::BadRealm {
+                    host: h.clone(),
+                    problem: RealmProblem::Scheme("ftp".into()),
+                },
+                "registry reg.example sent an unusable Bearer challenge: the Bearer realm has \
+                 scheme \"ftp\""
+                    .into(),
+            ),
+            (
+                F::BadRealm {
+                    host: h.clone(),
+                    problem: RealmProblem::NoHost,
+                },
+                "registry reg.example sent an unusable Bearer challenge: the Bearer realm has no \
+                 host"
+                    .into(),
+            ),
+            (
+                F::UnsupportedChallenge {
+                    host: h.clone(),
+                    problem: ChallengeProblem::Malformed {
+                        reason: "unterminated quoted-string".into(),
+                        position: 13,
+                    },
+                },
+                "registry reg.example sent a malformed WWW-Authenticate header (unterminated \
+                 quoted-string at byte 13); its images cannot be checked"
+                    .into(),
+            ),
+            (
+                F::UnsupportedChallenge {
+                    host: h.clone(),
+                    problem: ChallengeProblem::Missing,
+                },
+                "registry reg.example answered 401 without a WWW-Authenticate challenge; its \
+                 images cannot be checked"
+                    .into(),
+            ),
+            (
+                F::CredentialCheckStatus {
+                    host: h.clone(),
+                    status: 502,
+                },
+                "registry reg.example answered HTTP 502 to the credential check".into(),
+            ),
+            (
+                F::TokenRejected {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    credential: Presented::IdentityToken,
+                    status: 400,
+                },
+                "token server auth.example:8443 rejected the credentials of the configured \
+                 identity token for reg.example (HTTP 400)"
+                    .into(),
+            ),
+            (
+                F::TokenStatus {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    status: 429,
+                },
+                "token server auth.example:8443 for reg.example answered HTTP 429".into(),
+            ),
+            (
+                F::TokenReply {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    problem: TokenReplyProblem::TooLarge { limit_kib: 64 },
+                },
+                "token server auth.example:8443 for reg.example: the token reply is larger than \
+                 64 KiB"
+                    .into(),
+            ),
+            (
+                F::TokenReply {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    problem: TokenReplyProblem::Unsendable,
+                },
+                "token server auth.example:8443 for reg.example: the token holds characters \
+                 that an HTTP header cannot carry"
+                    .into(),
+            ),
+            (
+                F::TokenReply {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    problem: TokenReplyProblem::ConfiguredUnsendable,
+                },
+                "token server auth.example:8443 for reg.example: the configured registry token: \
+                 the token holds characters that an HTTP header cannot carry"
+                    .into(),
+            ),
+        ];
+        for (failure, words) in cases {
+            assert_eq!(auth_failure(&failure), words, "{failure:?}");
+        }
+        // The first request's failed attempts, and a refused platform GET.
+        assert_eq!(
+            failed_attempt(&FailedAttempt::FirstStatus {
+                status: 503,
+                path: "/v2/".into()
+            }),
+            "HTTP 503 on /v2/"
+        );
+        assert_eq!(
+            failed_attempt(&FailedAttempt::FirstNoAnswer(Tried::Both {
+                https: timeout.clone(),
+                http: timeout.clone(),
+            })),
+            "https: timed out after 300 ms, then http: timed out after 300 ms"
+        );
+        let refused = Answer {
+            refusal: Some(refusal.clone()),
+            ..Answer::new(
+                pullcheck_registry::Status::Refused,
+                pullcheck_registry::Reason::EgressDenied,
+                Finding::Refused {
+                    what: RefusedRequest::Fetch {
+                        object: "config blob".into(),
+                    },
+                },
+            )
+        };
+        assert_eq!(
+            answer(&refused),
+            format!("config blob GET: {refusal}; nothing was sent to it")
+        );
+    }
 }
