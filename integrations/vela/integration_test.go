@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +108,7 @@ func (p *process) stop() {
 // registry is the shared token-auth registry with the test images.
 type registry struct {
 	host         string // 127.0.0.1:PORT
+	tokenServer  string // the token server's 127.0.0.1:PORT
 	dockerConfig string // a directory with config.json holding the credentials
 	err          error
 }
@@ -173,6 +175,10 @@ func launchRegistry(testkit string) registry {
 		}
 	}
 	r := registry{host: env["PULLCHECK_REGISTRY"], dockerConfig: filepath.Join(dir, "docker")}
+	// PULLCHECK_TOKEN_REALM is http://127.0.0.1:PORT/token.
+	if realm, err := url.Parse(env["PULLCHECK_TOKEN_REALM"]); err == nil {
+		r.tokenServer = realm.Host
+	}
 	if r.host == "" || env["PULLCHECK_REGISTRY_USER"] == "" {
 		return registry{err: fmt.Errorf("%s lacks PULLCHECK_REGISTRY or the user", envFile)}
 	}
@@ -1089,6 +1095,43 @@ func TestEgressRefusalIsData(t *testing.T) {
 		if other.Reason != ReasonEgressDenied && other.Egress != nil {
 			t.Errorf("%s: egress %+v", other.Reference, other.Egress)
 		}
+	}
+}
+
+// The egress policy refuses the token server of the token-auth registry (not the
+// registry): the row names the token server as the host that failed.
+func TestRefusedTokenServerIsTheFailedHost(t *testing.T) {
+	bin := binary(t, "PULLCHECK_BIN")
+	reg := startRegistry(t)
+	if reg.tokenServer == "" {
+		t.Fatal("the testkit registry named no token realm")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := NewCommand(bin)
+	cmd.Args = []string{"--docker-config", reg.dockerConfig, "--deny-registry", reg.tokenServer}
+	report, err := cmd.Check(ctx, CheckRequest{Build: testBuild(reg.host)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *Image
+	for i := range report.Images {
+		if report.Images[i].Reference == reg.host+"/team/app:v1" {
+			row = &report.Images[i]
+		}
+	}
+	if row == nil {
+		t.Fatalf("no row for the app image: %+v", report.Images)
+	}
+	if row.Status != "blocked" || row.Reason != ReasonEgressDenied || row.Egress == nil {
+		t.Fatalf("row %+v", row)
+	}
+	want := FailedHost{Host: reg.tokenServer, Role: RoleTokenServer}
+	if row.FailedHost == nil || *row.FailedHost != want {
+		t.Errorf("failed host %+v, want %+v", row.FailedHost, want)
+	}
+	if row.Registry != reg.host {
+		t.Errorf("registry %q, want %q", row.Registry, reg.host)
 	}
 }
 

@@ -230,6 +230,11 @@ type Image struct {
 	// distribution spec, "Error Codes"), in order, at most the first 10; empty when
 	// there was none (a HEAD's answer has no body).
 	RegistryErrors []RegistryError `json:"registry_errors"`
+	// FailedHost is, for a failure to authorize (the registry's ping, its challenge,
+	// the credential check or the token request failed, for every image of that
+	// registry), the host that failed and its role; nil otherwise. A token server
+	// that is refused or unreachable is named here, not in Registry.
+	FailedHost *FailedHost `json:"failed_host"`
 }
 
 // RegistryError is one entry of a registry's error envelope: the code as the
@@ -240,6 +245,24 @@ type RegistryError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
+
+// FailedHost is the host whose failure kept the images of a registry from being
+// checked (the JSON report's failed_host object).
+type FailedHost struct {
+	// Host is host[:port], as in the URL.
+	Host string `json:"host"`
+	// Role is RoleRegistry or RoleTokenServer.
+	Role string `json:"role"`
+}
+
+// The roles of a [FailedHost].
+const (
+	// RoleRegistry is the registry itself.
+	RoleRegistry = "registry"
+	// RoleTokenServer is the token server of the registry's Bearer challenge (its
+	// realm).
+	RoleTokenServer = "token_server"
+)
 
 // EgressRefusal is why the egress policy refused a connection: what the rule was
 // applied to and which rule (the JSON report's egress object).

@@ -5,17 +5,18 @@
 //! shows here only. It names no CLI flag and no field of a front end: remedies are
 //! worded by the front ends' render modules and passed in as text. The registry
 //! client's answers come as data (`pullcheck_registry::Answer::finding`, its `errors`
-//! and `history`) and are worded here ([`answer`]); an authorize failure's message
-//! (`pullcheck_registry::AuthorizeError::message`) is still the client's words, taken
-//! as they are. An unresolved image ([`pullcheck_input::Unresolved`]) comes as data and
+//! and `history`) and are worded here ([`answer`]), and so are an authorize failure's
+//! facts (`pullcheck_registry::AuthorizeError::failure`, an `AuthFailure`:
+//! [`authorize`], [`auth_failure`]). An unresolved image ([`pullcheck_input::Unresolved`]) comes as data and
 //! is worded here ([`unresolved`]).
 
 use std::time::Duration;
 
 use pullcheck_credentials::{CredentialError, ProviderError};
 use pullcheck_registry::{
-    Answer, AttemptHistory, AuthorizeError, CertificateProblem, ErrorEntry, FailedAttempt, Finding,
-    ManifestRef, PlatformSource, Requester, RetryStop, TagList,
+    Answer, AttemptHistory, AuthFailure, AuthorizeError, CertificateProblem, ChallengeProblem,
+    ErrorEntry, FailedAttempt, Finding, HeaderPart, ManifestRef, PlatformSource, Presented,
+    RealmProblem, RefusedRequest, Requester, RetryStop, TagList, TokenReplyProblem, Tried,
 };
 
 use crate::report::{AttemptReport, ImageReport, Remedy, Status};
@@ -34,10 +35,10 @@ pub(crate) fn answer(a: &Answer) -> String {
     text
 }
 
-/// A ping or login failure in words: the registry client's message (not yet typed),
-/// then the failed attempts and why retrying stopped.
+/// A ping or login failure in words: its facts ([`auth_failure`]), then the failed
+/// attempts and why retrying stopped.
 pub(crate) fn authorize(e: &AuthorizeError) -> String {
-    let mut text = e.message.clone();
+    let mut text = auth_failure(&e.failure);
     tries(&mut text, &e.history);
     text
 }
@@ -45,6 +46,156 @@ pub(crate) fn authorize(e: &AuthorizeError) -> String {
 /// At most this many entries of a registry's error envelope are worded in a detail;
 /// the rest are counted (`+k more`). The JSON's `registry_errors` keeps up to 10.
 pub(crate) const WORDED_ERROR_ENTRIES: usize = 3;
+
+/// A credential in words, never its secret: `user "alice"`, `the configured identity
+/// token`.
+fn presented(credential: &Presented) -> String {
+    match credential {
+        Presented::User(name) => format!("user {name:?}"),
+        Presented::IdentityToken => "the configured identity token".to_owned(),
+        Presented::RegistryToken => "the configured registry token".to_owned(),
+    }
+}
+
+/// Why the images of a registry could not be asked about, in words: each names the
+/// registry and, for a token server's failure, the token server.
+pub(crate) fn auth_failure(failure: &AuthFailure) -> String {
+    match failure {
+        AuthFailure::InvalidHost { host } => {
+            format!("registry host {host:?} is not a valid host[:port]")
+        }
+        AuthFailure::InvalidHeader {
+            host,
+            name,
+            part: HeaderPart::Name,
+        } => format!("registry {host}: {name:?} is not a valid header name"),
+        AuthFailure::InvalidHeader {
+            host,
+            name,
+            part: HeaderPart::Value,
+        } => format!("registry {host}: the value of header {name:?} is not a valid header value"),
+        AuthFailure::ClientConfig { host, why } => format!("registry {host} unreachable: {why}"),
+        AuthFailure::Unreachable { host, tried } => match tried {
+            Tried::Request(failure) => format!("registry {host} unreachable: {}", failure.why),
+            Tried::Over { scheme, failure } => format!(
+                "registry {host} unreachable over {}: {}",
+                scheme.as_str(),
+                failure.why
+            ),
+            Tried::Both { https, http } => format!(
+                "registry {host} unreachable: https: {}; http: {}",
+                https.why, http.why
+            ),
+        },
+        AuthFailure::Refused { host, refusal } => {
+            format!("registry {host}: {refusal}; nothing was sent to it")
+        }
+        AuthFailure::PingStatus { host, url, status } => match status {
+            403 => format!("registry {host} refused access to {url} (HTTP 403)"),
+            404 => {
+                format!("{url} answered HTTP 404: {host} does not serve the registry API (/v2/)")
+            }
+            429 => format!("registry {host} is rate limiting (HTTP 429 on {url})"),
+            status => format!("registry {host} answered HTTP {status} on {url}"),
+        },
+        AuthFailure::InsecureRealm { host, realm } => format!(
+            "registry {host} sends tokens from a plain-HTTP realm ({realm}); refused because \
+             {host} is not configured as insecure"
+        ),
+        AuthFailure::BadRealm { host, problem } => {
+            let why = match problem {
+                RealmProblem::Missing => "the Bearer challenge has no realm".to_owned(),
+                RealmProblem::NotAUrl { realm, error } => {
+                    format!("the Bearer realm {realm:?} is not a URL ({error})")
+                }
+                RealmProblem::Scheme(scheme) => format!("the Bearer realm has scheme {scheme:?}"),
+                RealmProblem::NoHost => "the Bearer realm has no host".to_owned(),
+            };
+            format!("registry {host} sent an unusable Bearer challenge: {why}")
+        }
+        AuthFailure::UnsupportedChallenge { host, problem } => {
+            let why = match problem {
+                ChallengeProblem::Unsupported(scheme) => {
+                    format!("asks for unsupported authentication ({scheme})")
+                }
+                ChallengeProblem::Malformed { reason, position } => format!(
+                    "sent a malformed WWW-Authenticate header ({reason} at byte {position})"
+                ),
+                ChallengeProblem::Missing => {
+                    "answered 401 without a WWW-Authenticate challenge".to_owned()
+                }
+            };
+            format!("registry {host} {why}; its images cannot be checked")
+        }
+        AuthFailure::CredentialsRejected {
+            host,
+            credential,
+            status,
+        } => format!(
+            "registry {host} rejected the credentials of {} (HTTP {status})",
+            presented(credential)
+        ),
+        AuthFailure::CredentialCheckStatus { host, status } => {
+            format!("registry {host} answered HTTP {status} to the credential check")
+        }
+        AuthFailure::TokenAnonymousRefused {
+            registry,
+            realm,
+            status,
+        } => format!(
+            "token server {realm} refused anonymous access to {registry} (HTTP {status}); \
+             credentials are needed"
+        ),
+        AuthFailure::TokenRejected {
+            registry,
+            realm,
+            credential,
+            status,
+        } => format!(
+            "token server {realm} rejected the credentials of {} for {registry} (HTTP {status})",
+            presented(credential)
+        ),
+        AuthFailure::TokenStatus {
+            registry,
+            realm,
+            status,
+        } => format!("token server {realm} for {registry} answered HTTP {status}"),
+        AuthFailure::TokenUnreachable {
+            registry,
+            realm,
+            failure,
+        } => format!(
+            "token server {realm} for {registry} unreachable: {}",
+            failure.why
+        ),
+        AuthFailure::TokenReply {
+            registry,
+            realm,
+            problem,
+        } => {
+            let unsendable = "the token holds characters that an HTTP header cannot carry";
+            let why = match problem {
+                TokenReplyProblem::NotJson(error) => {
+                    format!("the token reply is not the expected JSON ({error})")
+                }
+                TokenReplyProblem::NoToken => "the token reply holds no token".to_owned(),
+                TokenReplyProblem::TooLarge { limit_kib } => {
+                    format!("the token reply is larger than {limit_kib} KiB")
+                }
+                TokenReplyProblem::Unsendable => unsendable.to_owned(),
+                TokenReplyProblem::ConfiguredUnsendable => {
+                    format!("the configured registry token: {unsendable}")
+                }
+            };
+            format!("token server {realm} for {registry}: {why}")
+        }
+        AuthFailure::TokenServerRefused {
+            registry,
+            realm,
+            refusal,
+        } => format!("token server {realm} for {registry}: {refusal}; nothing was sent to it"),
+    }
+}
 
 /// `base`, with the error envelope's entries in parentheses when there are any:
 /// `(CODE: message; CODE)`, at most [`WORDED_ERROR_ENTRIES`] of them, then `+k more`
@@ -312,11 +463,33 @@ fn finding(a: &Answer) -> String {
             "{} to {host} (redirected there by {from}) failed: {why}",
             method.as_str()
         ),
-        Finding::Refused { what } => match &a.refusal {
-            Some(refusal) => format!("{what}: {refusal}; nothing was sent to it"),
-            None => format!("{what}: refused by the egress policy; nothing was sent to it"),
-        },
-        Finding::Authorization(message) => message.clone(),
+        Finding::Refused { what } => {
+            let what = match what {
+                RefusedRequest::Request {
+                    method,
+                    host,
+                    redirected_from: None,
+                } => format!("{} to {host}", method.as_str()),
+                RefusedRequest::Request {
+                    method,
+                    host,
+                    redirected_from: Some(from),
+                } => format!("{} to {host} (redirected from {from})", method.as_str()),
+                RefusedRequest::Fetch {
+                    object,
+                    redirected_to: None,
+                } => format!("{object} GET"),
+                RefusedRequest::Fetch {
+                    object,
+                    redirected_to: Some(to),
+                } => format!("{object} GET redirected to {to}"),
+            };
+            match &a.refusal {
+                Some(refusal) => format!("{what}: {refusal}; nothing was sent to it"),
+                None => format!("{what}: refused by the egress policy; nothing was sent to it"),
+            }
+        }
+        Finding::Authorization(failure) => auth_failure(failure),
     }
 }
 
@@ -334,7 +507,14 @@ fn failed_attempt(failure: &FailedAttempt) -> String {
         FailedAttempt::TokenNoAnswer { why } => format!("token server: {why}"),
         FailedAttempt::FetchStatus { object, status } => format!("{object} GET: HTTP {status}"),
         FailedAttempt::FetchNoAnswer { object, why } => format!("{object} GET: {why}"),
-        FailedAttempt::Other(words) => words.clone(),
+        FailedAttempt::FirstStatus { status, path } => format!("HTTP {status} on {path}"),
+        FailedAttempt::FirstNoAnswer(Tried::Over { scheme, failure }) => {
+            format!("{}: {}", scheme.as_str(), failure.why)
+        }
+        FailedAttempt::FirstNoAnswer(Tried::Both { https, http }) => {
+            format!("https: {}, then http: {}", https.why, http.why)
+        }
+        FailedAttempt::FirstNoAnswer(Tried::Request(failure)) => failure.why.clone(),
     }
 }
 
@@ -757,7 +937,10 @@ mod tests {
     #[test]
     fn attempt_history_in_words() {
         use pullcheck_registry::FailedAttempt;
-        let other = |w: &str| FailedAttempt::Other(w.into());
+        let other = |w: &str| FailedAttempt::NoAnswer {
+            kind: pullcheck_registry::Reason::ConnectionFailed,
+            why: w.into(),
+        };
         let s503 = FailedAttempt::Status {
             status: 503,
             retry_after: None,
@@ -822,6 +1005,247 @@ mod tests {
             ),
             "HEAD 200; after 3 failed attempts: 1) token server: HTTP 503; 2) index GET: \
              HTTP 502; 3) config blob GET: connection reset by peer"
+        );
+    }
+
+    /// The words of the authorization failures the golden tests (`tests/it/golden.rs`)
+    /// do not reach through a registry, each once: as the registry client wrote them
+    /// before they were typed (issue 23).
+    #[test]
+    fn authorization_failures_in_words() {
+        use pullcheck_registry::{
+            AuthFailure as F, EgressMatch, EgressRefusal, NoAnswer, RefusalRule, Scheme,
+        };
+        let (h, r) = ("reg.example".to_string(), "auth.example:8443".to_string());
+        let refusal = EgressRefusal {
+            matched: EgressMatch::Name {
+                host: "reg.example".into(),
+                port: Some(443),
+            },
+            rule: RefusalRule::NoAllowRule,
+        };
+        let timeout = NoAnswer {
+            kind: pullcheck_registry::Reason::Timeout,
+            why: "timed out after 300 ms".into(),
+        };
+        let cases: Vec<(F, String)> = vec![
+            (
+                F::InvalidHost { host: "a b".into() },
+                "registry host \"a b\" is not a valid host[:port]".into(),
+            ),
+            (
+                F::InvalidHeader {
+                    host: h.clone(),
+                    name: "bad name".into(),
+                    part: HeaderPart::Name,
+                },
+                "registry reg.example: \"bad name\" is not a valid header name".into(),
+            ),
+            (
+                F::InvalidHeader {
+                    host: h.clone(),
+                    name: "X-Token".into(),
+                    part: HeaderPart::Value,
+                },
+                "registry reg.example: the value of header \"X-Token\" is not a valid header value"
+                    .into(),
+            ),
+            (
+                F::ClientConfig {
+                    host: h.clone(),
+                    why: "cannot read /x/ca.crt: gone".into(),
+                },
+                "registry reg.example unreachable: cannot read /x/ca.crt: gone".into(),
+            ),
+            (
+                F::Unreachable {
+                    host: h.clone(),
+                    tried: Tried::Request(timeout.clone()),
+                },
+                "registry reg.example unreachable: timed out after 300 ms".into(),
+            ),
+            (
+                F::Unreachable {
+                    host: h.clone(),
+                    tried: Tried::Over {
+                        scheme: Scheme::Https,
+                        failure: timeout.clone(),
+                    },
+                },
+                "registry reg.example unreachable over https: timed out after 300 ms".into(),
+            ),
+            (
+                F::Refused {
+                    host: h.clone(),
+                    refusal: refusal.clone(),
+                },
+                format!("registry reg.example: {refusal}; nothing was sent to it"),
+            ),
+            (
+                F::PingStatus {
+                    host: h.clone(),
+                    url: "https://reg.example/v2/".into(),
+                    status: 429,
+                },
+                "registry reg.example is rate limiting (HTTP 429 on https://reg.example/v2/)"
+                    .into(),
+            ),
+            (
+                F::PingStatus {
+                    host: h.clone(),
+                    url: "https://reg.example/v2/".into(),
+                    status: 502,
+                },
+                "registry reg.example answered HTTP 502 on https://reg.example/v2/".into(),
+            ),
+            (
+                F::InsecureRealm {
+                    host: h.clone(),
+                    realm: "http://auth.example".into(),
+                },
+                "registry reg.example sends tokens from a plain-HTTP realm (http://auth.example); \
+                 refused because reg.example is not configured as insecure"
+                    .into(),
+            ),
+            (
+                F::BadRealm {
+                    host: h.clone(),
+                    problem: RealmProblem::Missing,
+                },
+                "registry reg.example sent an unusable Bearer challenge: the Bearer challenge \
+                 has no realm"
+                    .into(),
+            ),
+            (
+                F::BadRealm {
+                    host: h.clone(),
+                    problem: RealmProblem::Scheme("ftp".into()),
+                },
+                "registry reg.example sent an unusable Bearer challenge: the Bearer realm has \
+                 scheme \"ftp\""
+                    .into(),
+            ),
+            (
+                F::BadRealm {
+                    host: h.clone(),
+                    problem: RealmProblem::NoHost,
+                },
+                "registry reg.example sent an unusable Bearer challenge: the Bearer realm has no \
+                 host"
+                    .into(),
+            ),
+            (
+                F::UnsupportedChallenge {
+                    host: h.clone(),
+                    problem: ChallengeProblem::Malformed {
+                        reason: "unterminated quoted-string".into(),
+                        position: 13,
+                    },
+                },
+                "registry reg.example sent a malformed WWW-Authenticate header (unterminated \
+                 quoted-string at byte 13); its images cannot be checked"
+                    .into(),
+            ),
+            (
+                F::UnsupportedChallenge {
+                    host: h.clone(),
+                    problem: ChallengeProblem::Missing,
+                },
+                "registry reg.example answered 401 without a WWW-Authenticate challenge; its \
+                 images cannot be checked"
+                    .into(),
+            ),
+            (
+                F::CredentialCheckStatus {
+                    host: h.clone(),
+                    status: 502,
+                },
+                "registry reg.example answered HTTP 502 to the credential check".into(),
+            ),
+            (
+                F::TokenRejected {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    credential: Presented::IdentityToken,
+                    status: 400,
+                },
+                "token server auth.example:8443 rejected the credentials of the configured \
+                 identity token for reg.example (HTTP 400)"
+                    .into(),
+            ),
+            (
+                F::TokenStatus {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    status: 429,
+                },
+                "token server auth.example:8443 for reg.example answered HTTP 429".into(),
+            ),
+            (
+                F::TokenReply {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    problem: TokenReplyProblem::TooLarge { limit_kib: 64 },
+                },
+                "token server auth.example:8443 for reg.example: the token reply is larger than \
+                 64 KiB"
+                    .into(),
+            ),
+            (
+                F::TokenReply {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    problem: TokenReplyProblem::Unsendable,
+                },
+                "token server auth.example:8443 for reg.example: the token holds characters \
+                 that an HTTP header cannot carry"
+                    .into(),
+            ),
+            (
+                F::TokenReply {
+                    registry: h.clone(),
+                    realm: r.clone(),
+                    problem: TokenReplyProblem::ConfiguredUnsendable,
+                },
+                "token server auth.example:8443 for reg.example: the configured registry token: \
+                 the token holds characters that an HTTP header cannot carry"
+                    .into(),
+            ),
+        ];
+        for (failure, words) in cases {
+            assert_eq!(auth_failure(&failure), words, "{failure:?}");
+        }
+        // The first request's failed attempts, and a refused platform GET.
+        assert_eq!(
+            failed_attempt(&FailedAttempt::FirstStatus {
+                status: 503,
+                path: "/v2/".into()
+            }),
+            "HTTP 503 on /v2/"
+        );
+        assert_eq!(
+            failed_attempt(&FailedAttempt::FirstNoAnswer(Tried::Both {
+                https: timeout.clone(),
+                http: timeout.clone(),
+            })),
+            "https: timed out after 300 ms, then http: timed out after 300 ms"
+        );
+        let refused = Answer {
+            refusal: Some(refusal.clone()),
+            ..Answer::new(
+                pullcheck_registry::Status::Refused,
+                pullcheck_registry::Reason::EgressDenied,
+                Finding::Refused {
+                    what: RefusedRequest::Fetch {
+                        object: "config blob".into(),
+                        redirected_to: None,
+                    },
+                },
+            )
+        };
+        assert_eq!(
+            answer(&refused),
+            format!("config blob GET: {refusal}; nothing was sent to it")
         );
     }
 }

@@ -352,6 +352,7 @@ fn image_report(item: PlanItem, outcomes: &HashMap<QueryKey, Outcome>) -> ImageR
                 image.retry_after = o.retry_after;
                 image.http_status = o.http_status;
                 image.registry_errors = o.registry_errors.clone();
+                image.failed_host = o.failed_host.clone();
             }
             None => {
                 image.status = Status::Unreachable;

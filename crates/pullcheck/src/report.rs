@@ -507,6 +507,14 @@ pub struct ImageReport {
     /// when not empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub registry_errors: Vec<pullcheck_registry::ErrorEntry>,
+    /// For a failure to authorize (the ping, the registry's challenge, the credential
+    /// check or the token request failed, for every image of that registry): the host
+    /// that failed and its role, `{"host": "auth.example.com", "role": "token_server"}`
+    /// (`role` `registry` or `token_server`; the token server is the `realm` of the
+    /// registry's `Bearer` challenge), so that a refused or unreachable token server is
+    /// not blamed on `registry`. In JSON only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_host: Option<pullcheck_registry::FailedHost>,
 }
 
 /// Counts over the report's images, by use: an image used in three places counts three
@@ -701,6 +709,7 @@ impl ImageReport {
             template: None,
             http_status: None,
             registry_errors: Vec::new(),
+            failed_host: None,
         }
     }
 

@@ -63,7 +63,7 @@ async fn main() {
         .await
     {
         Err(e) => {
-            println!("{:?}: {}", e.status, e.message);
+            println!("{:?}: {e} {:?}", e.status, e.failure);
             std::process::exit(1);
         }
         Ok(session) => {

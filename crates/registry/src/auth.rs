@@ -1,11 +1,14 @@
 //! The authorization decision, sans IO: given the answer to `GET /v2/` and the
-//! credential, what happens next. Also the wording of authorization failures, so that
-//! every message names the host and, where there is one, the user, and nothing secret.
+//! credential, what happens next. Also the facts of authorization failures
+//! ([`AuthFailure`]): each names the host that failed and, where there is one, the
+//! credential by name, and nothing secret.
 
 use crate::challenge::{self, Challenge};
 use crate::scope;
 use crate::token::{BearerError, BearerParams, TokenFailure};
-use crate::{AuthorizeError, Credential, Reason, Status};
+use crate::{
+    AuthFailure, AuthorizeError, ChallengeProblem, Credential, NoAnswer, Presented, Reason, Status,
+};
 
 /// How requests to one registry authenticate, as its ping (or, on an open registry,
 /// the first 401 to a manifest) asked: the one auth state of this crate. [`plan`]
@@ -39,15 +42,8 @@ pub(crate) struct Ping<'a> {
     pub allow_http_realm: bool,
 }
 
-fn fail(status: Status, reason: Reason, message: String) -> Result<Auth, AuthorizeError> {
-    Err(AuthorizeError {
-        status,
-        reason,
-        message,
-        refusal: None,
-        certificate: None,
-        history: Box::default(),
-    })
+fn fail(status: Status, reason: Reason, failure: AuthFailure) -> Result<Auth, AuthorizeError> {
+    Err(AuthorizeError::new(status, reason, failure))
 }
 
 /// Decides from the ping answer (pure).
@@ -55,39 +51,21 @@ fn fail(status: Status, reason: Reason, message: String) -> Result<Auth, Authori
 /// # Errors
 /// The registry cannot be used: every image on it gets this [`AuthorizeError`].
 pub(crate) fn plan(ping: &Ping<'_>, credential: &Credential) -> Result<Auth, AuthorizeError> {
-    let host = ping.host;
+    let status_failure = || AuthFailure::PingStatus {
+        host: ping.host.to_string(),
+        url: ping.url.to_string(),
+        status: ping.status,
+    };
     match ping.status {
         200..=299 => Ok(Auth::Open),
         401 => {
             let (challenges, parse_error) = challenge::parse_fields(ping.www_authenticate.clone());
             plan_for_challenges(ping, &challenges, parse_error.as_ref(), credential)
         }
-        403 => fail(
-            Status::Denied,
-            Reason::AccessDenied,
-            format!("registry {host} refused access to {} (HTTP 403)", ping.url),
-        ),
-        404 => fail(
-            Status::Unreachable,
-            Reason::NotARegistry,
-            format!(
-                "{} answered HTTP 404: {host} does not serve the registry API (/v2/)",
-                ping.url
-            ),
-        ),
-        429 => fail(
-            Status::Unreachable,
-            Reason::RateLimited,
-            format!(
-                "registry {host} is rate limiting (HTTP 429 on {})",
-                ping.url
-            ),
-        ),
-        status => fail(
-            Status::Unreachable,
-            Reason::ServerError,
-            format!("registry {host} answered HTTP {status} on {}", ping.url),
-        ),
+        403 => fail(Status::Denied, Reason::AccessDenied, status_failure()),
+        404 => fail(Status::Unreachable, Reason::NotARegistry, status_failure()),
+        429 => fail(Status::Unreachable, Reason::RateLimited, status_failure()),
+        _ => fail(Status::Unreachable, Reason::ServerError, status_failure()),
     }
 }
 
@@ -97,24 +75,22 @@ fn plan_for_challenges(
     parse_error: Option<&challenge::ParseError>,
     credential: &Credential,
 ) -> Result<Auth, AuthorizeError> {
-    let host = ping.host;
+    let host = ping.host.to_string();
     if let Some(bearer) = challenges.iter().find(|c| c.is("bearer")) {
         return match BearerParams::from_challenge(bearer, ping.allow_http_realm) {
             Ok(params) => Ok(Auth::Bearer(params)),
             Err(BearerError::InsecureRealm(realm)) => fail(
                 Status::Unreachable,
                 Reason::NotARegistry,
-                format!(
-                    "registry {host} sends tokens from a plain-HTTP realm ({}://{}); \
-                     refused because {host} is not configured as insecure",
-                    realm.scheme(),
-                    realm.host_str().unwrap_or("?"),
-                ),
+                AuthFailure::InsecureRealm {
+                    host,
+                    realm: format!("{}://{}", realm.scheme(), realm.host_str().unwrap_or("?")),
+                },
             ),
-            Err(BearerError::BadRealm(why)) => fail(
+            Err(BearerError::BadRealm(problem)) => fail(
                 Status::Unreachable,
                 Reason::NotARegistry,
-                format!("registry {host} sent an unusable Bearer challenge: {why}"),
+                AuthFailure::BadRealm { host, problem },
             ),
         };
     }
@@ -124,15 +100,18 @@ fn plan_for_challenges(
             _ => Ok(Auth::BasicWithoutCredential),
         };
     }
-    let reason = match (challenges.first(), parse_error) {
-        (Some(c), _) => format!("asks for unsupported authentication ({})", c.scheme),
-        (None, Some(e)) => format!("sent a malformed WWW-Authenticate header ({e})"),
-        (None, None) => "answered 401 without a WWW-Authenticate challenge".to_string(),
+    let problem = match (challenges.first(), parse_error) {
+        (Some(c), _) => ChallengeProblem::Unsupported(c.scheme.to_string()),
+        (None, Some(e)) => ChallengeProblem::Malformed {
+            reason: e.reason.to_string(),
+            position: e.position,
+        },
+        (None, None) => ChallengeProblem::Missing,
     };
     fail(
         Status::NoAccess,
         Reason::UnsupportedAuth,
-        format!("registry {host} {reason}; its images cannot be checked"),
+        AuthFailure::UnsupportedChallenge { host, problem },
     )
 }
 
@@ -167,7 +146,6 @@ pub(crate) fn insufficient_scope(
     Some(scopes)
 }
 
-/// Who is asking, for messages: `user "alice"`, `an identity token`, …
 /// What a redacted secret is shown as.
 const REDACTED: &str = "<redacted>";
 
@@ -201,6 +179,8 @@ pub(crate) fn redact(text: &str, credential: &Credential, bearer: Option<&str>) 
     text
 }
 
+/// Who is asking, for [`crate::Requester`]: `user "alice"`, `the configured identity
+/// token`, … (still words; see the report's notes).
 pub(crate) fn who(credential: &Credential) -> String {
     match credential {
         Credential::Anonymous => "anonymous access".to_string(),
@@ -222,61 +202,69 @@ pub(crate) fn token_failure(
         Some(port) => format!("{realm_host}:{port}"),
         None => realm_host.to_string(),
     };
+    let registry = host.to_string();
     match failure {
-        TokenFailure::Rejected { status } => match credential {
-            Credential::Anonymous => AuthorizeError {
-                status: Status::NoAccess,
-                reason: Reason::UnauthorizedAnonymous,
-                message: format!(
-                    "token server {realm} refused anonymous access to {host} (HTTP {status}); \
-                     credentials are needed"
-                ),
-                refusal: None,
-                certificate: None,
-                history: Box::default(),
-            },
-            _ => AuthorizeError {
-                status: Status::Denied,
-                reason: Reason::CredentialsRejected,
-                message: format!(
-                    "token server {realm} rejected the credentials of {} for {host} (HTTP {status})",
-                    who(credential)
-                ),
-                refusal: None,
-                certificate: None,
-                history: Box::default(),
-            },
+        TokenFailure::Rejected { status } => match Presented::of(credential) {
+            None => AuthorizeError::new(
+                Status::NoAccess,
+                Reason::UnauthorizedAnonymous,
+                AuthFailure::TokenAnonymousRefused {
+                    registry,
+                    realm,
+                    status: *status,
+                },
+            ),
+            Some(credential) => AuthorizeError::new(
+                Status::Denied,
+                Reason::CredentialsRejected,
+                AuthFailure::TokenRejected {
+                    registry,
+                    realm,
+                    credential,
+                    status: *status,
+                },
+            ),
         },
-        TokenFailure::Status { status, .. } => AuthorizeError {
-            status: Status::Unreachable,
-            reason: if *status == 429 {
+        TokenFailure::Status { status, .. } => AuthorizeError::new(
+            Status::Unreachable,
+            if *status == 429 {
                 Reason::RateLimited
             } else {
                 Reason::ServerError
             },
-            message: format!("token server {realm} for {host} answered HTTP {status}"),
-            refusal: None,
-            certificate: None,
-            history: Box::default(),
-        },
-        TokenFailure::Transport { reason, kind, .. } => AuthorizeError {
-            status: Status::Unreachable,
-            reason: *kind,
-            message: format!("token server {realm} for {host} unreachable: {reason}"),
-            refusal: None,
-            certificate: None,
-            history: Box::default(),
-        },
-        TokenFailure::BadReply(reason) => AuthorizeError {
-            status: Status::Unreachable,
-            reason: Reason::NotARegistry,
-            message: format!("token server {realm} for {host}: {reason}"),
-            refusal: None,
-            certificate: None,
-            history: Box::default(),
-        },
+            AuthFailure::TokenStatus {
+                registry,
+                realm,
+                status: *status,
+            },
+        ),
+        TokenFailure::Transport { reason, kind, .. } => AuthorizeError::new(
+            Status::Unreachable,
+            *kind,
+            AuthFailure::TokenUnreachable {
+                registry,
+                realm,
+                failure: NoAnswer {
+                    kind: *kind,
+                    why: reason.clone(),
+                },
+            },
+        ),
+        TokenFailure::BadReply(problem) => AuthorizeError::new(
+            Status::Unreachable,
+            Reason::NotARegistry,
+            AuthFailure::TokenReply {
+                registry,
+                realm,
+                problem: problem.clone(),
+            },
+        ),
         TokenFailure::Refused(refusal) => {
-            AuthorizeError::refused(&format!("token server {realm} for {host}"), refusal.clone())
+            AuthorizeError::refused(AuthFailure::TokenServerRefused {
+                registry,
+                realm,
+                refusal: refusal.clone(),
+            })
         }
     }
 }
@@ -287,33 +275,30 @@ pub(crate) fn basic_check(
     status: u16,
     credential: &Credential,
 ) -> Option<AuthorizeError> {
-    match status {
-        200..=299 => None,
-        401 | 403 => Some(AuthorizeError {
-            status: Status::Denied,
-            reason: Reason::CredentialsRejected,
-            message: format!(
-                "registry {host} rejected the credentials of {} (HTTP {status})",
-                who(credential)
-            ),
-            refusal: None,
-            certificate: None,
-            history: Box::default(),
-        }),
-        status => Some(AuthorizeError {
-            status: Status::Unreachable,
-            reason: Reason::ServerError,
-            message: format!("registry {host} answered HTTP {status} to the credential check"),
-            refusal: None,
-            certificate: None,
-            history: Box::default(),
-        }),
+    let host = host.to_string();
+    match (status, Presented::of(credential)) {
+        (200..=299, _) => None,
+        (401 | 403, Some(credential)) => Some(AuthorizeError::new(
+            Status::Denied,
+            Reason::CredentialsRejected,
+            AuthFailure::CredentialsRejected {
+                host,
+                credential,
+                status,
+            },
+        )),
+        (status, _) => Some(AuthorizeError::new(
+            Status::Unreachable,
+            Reason::ServerError,
+            AuthFailure::CredentialCheckStatus { host, status },
+        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{FailedHost, HostRole};
 
     #[test]
     fn echoed_secrets_are_redacted() {
@@ -419,9 +404,17 @@ mod tests {
         let p = ping(401, &[r#"Bearer realm="http://auth.example/token""#]);
         match plan(&p, &basic()) {
             Err(e) => {
-                assert_eq!(e.status, Status::Unreachable);
-                assert!(e.message.contains("plain-HTTP realm"), "{}", e.message);
-                assert!(e.message.contains("reg.example"));
+                assert_eq!(
+                    (e.status, e.reason, *e.failure),
+                    (
+                        Status::Unreachable,
+                        Reason::NotARegistry,
+                        AuthFailure::InsecureRealm {
+                            host: "reg.example".into(),
+                            realm: "http://auth.example".into(),
+                        }
+                    )
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -434,18 +427,36 @@ mod tests {
 
     #[test]
     fn unusable_401s() {
-        for (headers, needle) in [
-            (vec![], "without a WWW-Authenticate"),
+        let (_, unterminated) = challenge::parse_fields(vec![br#"Bearer realm="x"#.as_slice()]);
+        let unterminated = unterminated.expect("a parse error");
+        for (headers, problem) in [
+            (vec![], ChallengeProblem::Missing),
             (
                 vec!["Negotiate abc=="],
-                "unsupported authentication (negotiate)",
+                ChallengeProblem::Unsupported("negotiate".into()),
             ),
-            (vec![r#"Bearer realm="x"#], "malformed"),
+            (
+                vec![r#"Bearer realm="x"#],
+                ChallengeProblem::Malformed {
+                    reason: unterminated.reason.to_string(),
+                    position: unterminated.position,
+                },
+            ),
         ] {
             match plan(&ping(401, &headers), &Credential::Anonymous) {
                 Err(e) => {
-                    assert_eq!(e.status, Status::NoAccess);
-                    assert!(e.message.contains(needle), "{}", e.message);
+                    assert_eq!(
+                        (e.status, e.reason, *e.failure),
+                        (
+                            Status::NoAccess,
+                            Reason::UnsupportedAuth,
+                            AuthFailure::UnsupportedChallenge {
+                                host: "reg.example".into(),
+                                problem,
+                            }
+                        ),
+                        "{headers:?}"
+                    );
                 }
                 other => panic!("{other:?}"),
             }
@@ -455,18 +466,28 @@ mod tests {
     #[test]
     fn other_ping_statuses() {
         let cases = [
-            (403, Status::Denied),
-            (404, Status::Unreachable),
-            (429, Status::Unreachable),
-            (500, Status::Unreachable),
-            (503, Status::Unreachable),
+            (403, Status::Denied, Reason::AccessDenied),
+            (404, Status::Unreachable, Reason::NotARegistry),
+            (429, Status::Unreachable, Reason::RateLimited),
+            (500, Status::Unreachable, Reason::ServerError),
+            (503, Status::Unreachable, Reason::ServerError),
         ];
-        for (status, want) in cases {
+        for (status, want, reason) in cases {
             match plan(&ping(status, &[]), &Credential::Anonymous) {
                 Err(e) => {
-                    assert_eq!(e.status, want, "{status}");
-                    assert!(e.message.contains("reg.example"));
-                    assert!(e.message.contains(&status.to_string()));
+                    assert_eq!(
+                        (e.status, e.reason, *e.failure),
+                        (
+                            want,
+                            reason,
+                            AuthFailure::PingStatus {
+                                host: "reg.example".into(),
+                                url: "https://reg.example/v2/".into(),
+                                status,
+                            }
+                        ),
+                        "{status}"
+                    );
                 }
                 other => panic!("{status}: {other:?}"),
             }
@@ -479,32 +500,69 @@ mod tests {
             realm: url::Url::parse("https://auth.example:8443/token").unwrap(),
             service: None,
         };
+        let (registry, realm) = ("reg.example".to_string(), "auth.example:8443".to_string());
+        let token_server = FailedHost {
+            host: realm.clone(),
+            role: HostRole::TokenServer,
+        };
         let e = token_failure(
             "reg.example",
             &params,
             &basic(),
             &TokenFailure::Rejected { status: 401 },
         );
-        assert_eq!(e.status, Status::Denied);
-        assert!(e.message.contains("reg.example"));
-        assert!(e.message.contains("auth.example:8443"));
-        assert!(e.message.contains("\"alice\""));
-        assert!(!e.message.contains("hunter2"));
+        assert_eq!(
+            (e.status, e.reason, &*e.failure),
+            (
+                Status::Denied,
+                Reason::CredentialsRejected,
+                &AuthFailure::TokenRejected {
+                    registry: registry.clone(),
+                    realm: realm.clone(),
+                    credential: Presented::User("alice".into()),
+                    status: 401,
+                }
+            )
+        );
+        assert_eq!(e.failure.failed_host(), token_server);
+        assert!(!format!("{e:?}").contains("hunter2"));
         let e = token_failure(
             "reg.example",
             &params,
             &Credential::Anonymous,
             &TokenFailure::Rejected { status: 401 },
         );
-        assert_eq!(e.status, Status::NoAccess);
+        assert_eq!(
+            (e.status, e.reason, *e.failure),
+            (
+                Status::NoAccess,
+                Reason::UnauthorizedAnonymous,
+                AuthFailure::TokenAnonymousRefused {
+                    registry: registry.clone(),
+                    realm: realm.clone(),
+                    status: 401,
+                }
+            )
+        );
         let e = token_failure(
             "reg.example",
             &params,
             &Credential::IdentityToken("secret-refresh".into()),
             &TokenFailure::Rejected { status: 400 },
         );
-        assert_eq!(e.status, Status::Denied);
-        assert!(!e.message.contains("secret-refresh"));
+        assert_eq!(
+            (e.status, &*e.failure),
+            (
+                Status::Denied,
+                &AuthFailure::TokenRejected {
+                    registry: registry.clone(),
+                    realm: realm.clone(),
+                    credential: Presented::IdentityToken,
+                    status: 400,
+                }
+            )
+        );
+        assert!(!format!("{e:?}").contains("secret-refresh"));
         let e = token_failure(
             "reg.example",
             &params,
@@ -515,9 +573,22 @@ mod tests {
                 retryable: true,
             },
         );
-        assert_eq!(e.status, Status::Unreachable);
-        assert_eq!(e.reason, Reason::ConnectionRefused);
-        assert!(e.message.ends_with("connection refused"));
+        assert_eq!(
+            (e.status, e.reason, &*e.failure),
+            (
+                Status::Unreachable,
+                Reason::ConnectionRefused,
+                &AuthFailure::TokenUnreachable {
+                    registry,
+                    realm,
+                    failure: NoAnswer {
+                        kind: Reason::ConnectionRefused,
+                        why: "connection refused".into(),
+                    },
+                }
+            )
+        );
+        assert_eq!(e.failure.failed_host(), token_server);
     }
 
     #[test]
@@ -566,11 +637,37 @@ mod tests {
     fn basic_check_outcomes() {
         assert_eq!(basic_check("h", 200, &basic()), None);
         let e = basic_check("h", 401, &basic()).unwrap();
-        assert_eq!(e.status, Status::Denied);
-        assert!(e.message.contains("\"alice\"") && !e.message.contains("hunter2"));
         assert_eq!(
-            basic_check("h", 502, &basic()).unwrap().status,
-            Status::Unreachable
+            (e.status, e.reason, &*e.failure),
+            (
+                Status::Denied,
+                Reason::CredentialsRejected,
+                &AuthFailure::CredentialsRejected {
+                    host: "h".into(),
+                    credential: Presented::User("alice".into()),
+                    status: 401,
+                }
+            )
+        );
+        assert!(!format!("{e:?}").contains("hunter2"));
+        assert_eq!(
+            e.failure.failed_host(),
+            FailedHost {
+                host: "h".into(),
+                role: HostRole::Registry
+            }
+        );
+        let e = basic_check("h", 502, &basic()).unwrap();
+        assert_eq!(
+            (e.status, e.reason, *e.failure),
+            (
+                Status::Unreachable,
+                Reason::ServerError,
+                AuthFailure::CredentialCheckStatus {
+                    host: "h".into(),
+                    status: 502
+                }
+            )
         );
     }
 }

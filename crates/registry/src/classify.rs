@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use crate::errcode::{self, Code, Envelope};
 pub(crate) use crate::finding::Method;
-use crate::finding::{ErrorEntry, FailedAttempt, Finding, ManifestRef, Requester, TagList};
+use crate::finding::{
+    ErrorEntry, FailedAttempt, Finding, ManifestRef, RefusedRequest, Requester, TagList,
+};
 use crate::transport::SendError;
 use crate::{Answer, EgressRefusal, Missing, Reason, Status};
 
@@ -370,7 +372,7 @@ pub(crate) fn from_authorize_error(err: &crate::AuthorizeError) -> Answer {
         ..Answer::new(
             err.status,
             err.reason,
-            Finding::Authorization(err.message.clone()),
+            Finding::Authorization((*err.failure).clone()),
         )
     }
 }
@@ -385,11 +387,12 @@ pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError)
         None => (host, &failure.reason, None),
     };
     if let Some(refusal) = &failure.refusal {
-        let what = match &redirected_from {
-            Some(from) => format!("{} to {at} (redirected from {from})", method.as_str()),
-            None => format!("{} to {at}", method.as_str()),
+        let what = RefusedRequest::Request {
+            method,
+            host: at.to_string(),
+            redirected_from,
         };
-        return refused(&what, refusal.clone());
+        return refused(what, refusal.clone());
     }
     Answer::new(
         Status::Unreachable,
@@ -404,15 +407,13 @@ pub(crate) fn transport_failure(host: &str, method: Method, failure: &SendError)
 }
 
 /// [`Status::Refused`]: `what` was refused by `refusal`; nothing was sent to it.
-pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> Answer {
+pub(crate) fn refused(what: RefusedRequest, refusal: EgressRefusal) -> Answer {
     Answer {
         refusal: Some(refusal),
         ..Answer::new(
             Status::Refused,
             Reason::EgressDenied,
-            Finding::Refused {
-                what: what.to_string(),
-            },
+            Finding::Refused { what },
         )
     }
 }

@@ -22,7 +22,10 @@ use crate::shared::{ClientError, Shared};
 use crate::token::{BearerParams, CacheKey, TokenFailure};
 use crate::transport::Http;
 use crate::urls::{base_url, with_query};
-use crate::{AuthorizeError, ClientOptions, Credential, Endpoint, Reason, Status};
+use crate::{
+    AuthFailure, AuthorizeError, ClientOptions, Credential, Endpoint, HeaderPart, NoAnswer, Reason,
+    Status, Tried,
+};
 
 /// One client per run, shared by every registry: connections are pooled and kept
 /// alive, HTTP/2 is used where TLS offers it (ALPN), certificates are verified against
@@ -253,7 +256,8 @@ impl Client {
         .await
         .map_err(|mut e| {
             e.history = Box::new(attempts.history());
-            e.message = auth::redact(&e.message, credential, None);
+            e.failure
+                .map_texts(&|text| auth::redact(text, credential, None));
             e
         })
     }
@@ -273,7 +277,8 @@ impl Client {
             .await
             .map_err(|mut e| {
                 e.history = Box::new(attempts.history());
-                e.message = auth::redact(&e.message, credential, None);
+                e.failure
+                    .map_texts(&|text| auth::redact(text, credential, None));
                 e
             })
     }
@@ -287,18 +292,21 @@ impl Client {
         attempts: &mut Attempts,
     ) -> Result<Session, AuthorizeError> {
         let host = endpoint.host.as_str();
-        let headers = header_map(&endpoint.headers).map_err(|e| AuthorizeError {
-            status: Status::Unreachable,
-            reason: Reason::ClientConfig,
-            message: format!("registry {host}: {e}"),
-            refusal: None,
-            certificate: None,
-            history: Box::default(),
+        let headers = header_map(&endpoint.headers).map_err(|(name, part)| {
+            AuthorizeError::new(
+                Status::Unreachable,
+                Reason::ClientConfig,
+                AuthFailure::InvalidHeader {
+                    host: host.to_string(),
+                    name,
+                    part,
+                },
+            )
         })?;
         let http = self
             .shared
             .http_for_endpoint(endpoint)
-            .map_err(|e| unreachable_error(host, Reason::ClientConfig, &e))?;
+            .map_err(|why| client_config(host, why))?;
         let batches = scope::token_batches(repositories.iter().map(String::as_str));
         let cached = self.shared.cached_ping(endpoint);
         let warm = cached.is_some();
@@ -465,7 +473,7 @@ impl Client {
                 let realm_http = self
                     .shared
                     .realm_http(endpoint, &params.realm)
-                    .map_err(|e| unreachable_error(host, Reason::ClientConfig, &e))?;
+                    .map_err(|why| client_config(host, why))?;
                 self.prefetch_tokens(endpoint, params, credential, &realm_http, batches, attempts)
                     .await
                     .map_err(|f| auth::token_failure(host, params, credential, &f))?;
@@ -538,10 +546,23 @@ impl Client {
             )
             .await
             .map_err(|e| match e.refusal {
-                Some(refusal) => AuthorizeError::refused(&format!("registry {host}"), refusal),
+                Some(refusal) => AuthorizeError::refused(AuthFailure::Refused {
+                    host: host.to_string(),
+                    refusal,
+                }),
                 None => AuthorizeError {
                     certificate: e.certificate,
-                    ..unreachable_error(host, e.kind, &e.reason)
+                    ..AuthorizeError::new(
+                        Status::Unreachable,
+                        e.kind,
+                        AuthFailure::Unreachable {
+                            host: host.to_string(),
+                            tried: Tried::Request(NoAnswer {
+                                kind: e.kind,
+                                why: e.reason,
+                            }),
+                        },
+                    )
                 },
             })?;
         match auth::basic_check(host, response.status().as_u16(), credential) {
@@ -551,28 +572,29 @@ impl Client {
     }
 }
 
-fn unreachable_error(host: &str, kind: Reason, reason: &str) -> AuthorizeError {
-    AuthorizeError {
-        status: Status::Unreachable,
-        reason: kind,
-        message: format!("registry {host} unreachable: {reason}"),
-        refusal: None,
-        certificate: None,
-        history: Box::default(),
-    }
+/// [`AuthFailure::ClientConfig`]: the HTTP client for `host` cannot be built, for `why`.
+fn client_config(host: &str, why: String) -> AuthorizeError {
+    AuthorizeError::new(
+        Status::Unreachable,
+        Reason::ClientConfig,
+        AuthFailure::ClientConfig {
+            host: host.to_string(),
+            why,
+        },
+    )
 }
 
 /// The configured headers as a header map, values marked sensitive.
 ///
 /// # Errors
-/// A message naming the header (never its value) when its name or value is invalid.
-pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, String> {
+/// The header's name (never its value) and which part is invalid.
+pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, (String, HeaderPart)> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
         let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("{name:?} is not a valid header name"))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| format!("the value of header {name:?} is not a valid header value"))?;
+            .map_err(|_| (name.clone(), HeaderPart::Name))?;
+        let mut value =
+            HeaderValue::from_str(value).map_err(|_| (name.clone(), HeaderPart::Value))?;
         value.set_sensitive(true);
         map.append(header, value);
     }
@@ -601,12 +623,9 @@ mod tests {
         assert!(map.values().all(|v| v.is_sensitive()));
         assert!(!format!("{map:?}").contains("c2VjcmV0"));
         let e = header_map(&[("bad name".into(), "v".into())]).unwrap_err();
-        assert_eq!(e, "\"bad name\" is not a valid header name");
+        assert_eq!(e, ("bad name".to_string(), HeaderPart::Name));
         let e = header_map(&[("X-Token".into(), "line\nbreak-secret".into())]).unwrap_err();
-        assert_eq!(
-            e,
-            "the value of header \"X-Token\" is not a valid header value"
-        );
+        assert_eq!(e, ("X-Token".to_string(), HeaderPart::Value));
     }
 
     #[test]

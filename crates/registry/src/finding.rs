@@ -252,14 +252,36 @@ pub enum Finding {
         /// request to another host or port, which then failed: the host asked first.
         redirected_from: Option<String>,
     },
-    /// The egress policy refused the request ([`crate::Answer::refusal`]).
+    /// The egress policy refused the request ([`crate::Answer::refusal`] names the rule
+    /// and what it matched).
     Refused {
-        /// What was refused, e.g. `HEAD to 169.254.169.254`, `token server … for …`.
-        what: String,
+        /// What was refused.
+        what: RefusedRequest,
     },
-    /// A ping, login or token failure during the query, as
-    /// [`crate::AuthorizeError::message`] words it (not yet typed).
-    Authorization(String),
+    /// A ping, login or token failure during the query (a token asked for another
+    /// scope, or again after the first expired), as data.
+    Authorization(crate::AuthFailure),
+}
+
+/// What the egress policy refused during a query ([`Finding::Refused`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RefusedRequest {
+    /// A request to the registry (the manifest request, or its redirect).
+    Request {
+        /// The request's method.
+        method: Method,
+        /// The host asked (after a redirect, the redirect's target).
+        host: String,
+        /// After a redirect: the host that redirected there.
+        redirected_from: Option<String>,
+    },
+    /// The `GET` of an object for the platform check, or its redirect.
+    Fetch {
+        /// The object asked for: `index`, `manifest` or `config blob`.
+        object: String,
+        /// After a redirect: the host it was redirected to.
+        redirected_to: Option<String>,
+    },
 }
 
 /// A failed attempt before the last one (or the last, when retrying stopped).
@@ -304,9 +326,16 @@ pub enum FailedAttempt {
         /// The transport's words for it.
         why: String,
     },
-    /// A failure of the first request (the ping, or the manifest `HEAD` in its place),
-    /// as the ping words it (not yet typed).
-    Other(String),
+    /// The first request (the ping, or the manifest `HEAD` in its place) answered a
+    /// retryable status.
+    FirstStatus {
+        /// The status.
+        status: u16,
+        /// The request's path (`/v2/`, `/v2/<name>/manifests/<reference>`).
+        path: String,
+    },
+    /// The first request got no answer over the schemes tried.
+    FirstNoAnswer(crate::Tried),
 }
 
 /// Why retrying stopped before [`crate::ClientOptions::max_attempts`].
@@ -342,7 +371,7 @@ pub struct AttemptHistory {
 impl crate::Answer {
     /// Applies `f` to every text of the answer that came from elsewhere (the registry's
     /// error messages and codes, the transport's and parsers' reasons, an authorize
-    /// message), e.g. to redact a credential a registry echoed.
+    /// failure), e.g. to redact a credential a registry echoed.
     pub(crate) fn map_texts(&mut self, f: &dyn Fn(&str) -> String) {
         for e in &mut self.errors {
             e.code = f(&e.code);
@@ -350,11 +379,12 @@ impl crate::Answer {
         }
         for failure in &mut self.history.failed {
             match failure {
-                FailedAttempt::Other(why)
-                | FailedAttempt::NoAnswer { why, .. }
+                FailedAttempt::FirstNoAnswer(tried) => tried.map_texts(f),
+                FailedAttempt::NoAnswer { why, .. }
                 | FailedAttempt::TokenNoAnswer { why }
                 | FailedAttempt::FetchNoAnswer { why, .. } => *why = f(why),
                 FailedAttempt::Status { .. }
+                | FailedAttempt::FirstStatus { .. }
                 | FailedAttempt::TokenStatus { .. }
                 | FailedAttempt::FetchStatus { .. } => {}
             }
@@ -365,8 +395,8 @@ impl crate::Answer {
                 ..
             }
             | Finding::PlatformUnchecked { why, .. }
-            | Finding::RequestFailed { why, .. }
-            | Finding::Authorization(why) => *why = f(why),
+            | Finding::RequestFailed { why, .. } => *why = f(why),
+            Finding::Authorization(failure) => failure.map_texts(f),
             _ => {}
         }
     }

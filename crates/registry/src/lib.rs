@@ -101,6 +101,7 @@ mod classify;
 mod client;
 mod egress;
 mod errcode;
+mod failure;
 mod finding;
 mod hints;
 mod observe;
@@ -125,9 +126,13 @@ pub use egress::{
     DEFAULT_DENY, EgressMatch, EgressPatternError, EgressPolicy, EgressRefusal, EgressRule,
     RefusalRule,
 };
+pub use failure::{
+    AuthFailure, ChallengeProblem, FailedHost, HeaderPart, HostRole, NoAnswer, Presented,
+    RealmProblem, Scheme, TokenReplyProblem, Tried,
+};
 pub use finding::{
     AttemptHistory, ErrorEntry, FailedAttempt, Finding, ManifestRef, Method, PlatformSource,
-    Requester, RetryStop, TagCount, TagList,
+    RefusedRequest, Requester, RetryStop, TagCount, TagList,
 };
 pub use observe::{Observer, RequestEvent, RequestKind};
 /// A credential to present to a registry; defined in `pullcheck-credentials` (a crate
@@ -552,18 +557,22 @@ impl Answer {
 }
 
 /// A failure to ping or authenticate against a registry, which applies to every image on
-/// it. After retries, [`AuthorizeError::history`] lists each attempt's failure (the
-/// message says only the last).
+/// it: its status and reason, and the facts as data ([`AuthorizeError::failure`], which
+/// names the host that failed and its role, [`AuthFailure::failed_host`]); the engine
+/// words it. After retries, [`AuthorizeError::history`] lists each attempt's failure.
+/// `Display` is terse data (`connection_refused at token server auth.example:5001`),
+/// not a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+#[error("{reason} at {} {}", .failure.failed_host().role.as_str(), .failure.failed_host().host)]
 pub struct AuthorizeError {
     /// How the images on this registry are classified.
     pub status: Status,
     /// Why, as data ([`Reason`]).
     pub reason: Reason,
-    /// What happened, naming the host. Never a secret.
-    pub message: String,
-    /// For [`Status::Refused`]: the egress rule and what it matched.
+    /// What failed, as data (boxed: the error stays small). Never a secret.
+    pub failure: Box<AuthFailure>,
+    /// For [`Status::Refused`]: the egress rule and what it matched (the same as
+    /// [`AuthFailure::refusal`]).
     pub refusal: Option<EgressRefusal>,
     /// For [`Reason::TlsUntrusted`] from the registry's own https endpoint: what is wrong
     /// with its certificate; `None` otherwise.
@@ -574,27 +583,22 @@ pub struct AuthorizeError {
 }
 
 impl AuthorizeError {
-    /// An error of `status`, for `reason`, with `message` and no refusal.
-    pub fn new(status: Status, reason: Reason, message: impl Into<String>) -> AuthorizeError {
+    /// An error of `status`, for `reason`, with `failure`, its refusal (if any) and no
+    /// certificate problem or history.
+    pub fn new(status: Status, reason: Reason, failure: AuthFailure) -> AuthorizeError {
         AuthorizeError {
             status,
             reason,
-            message: message.into(),
-            refusal: None,
+            refusal: failure.refusal().cloned(),
+            failure: Box::new(failure),
             certificate: None,
             history: Box::default(),
         }
     }
 
-    /// [`Status::Refused`]: `{what}: {refusal}; nothing was sent to it`.
-    pub(crate) fn refused(what: &str, refusal: EgressRefusal) -> AuthorizeError {
-        AuthorizeError {
-            status: Status::Refused,
-            reason: Reason::EgressDenied,
-            message: format!("{what}: {refusal}; nothing was sent to it"),
-            refusal: Some(refusal),
-            certificate: None,
-            history: Box::default(),
-        }
+    /// [`Status::Refused`] ([`Reason::EgressDenied`]) for `failure`, an
+    /// [`AuthFailure::Refused`] or [`AuthFailure::TokenServerRefused`].
+    pub(crate) fn refused(failure: AuthFailure) -> AuthorizeError {
+        AuthorizeError::new(Status::Refused, Reason::EgressDenied, failure)
     }
 }

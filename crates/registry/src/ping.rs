@@ -20,7 +20,8 @@ use crate::retry::{self, Attempts};
 use crate::transport::Http;
 use crate::urls::{MANIFEST_ACCEPT, api_url, base_url, manifest_url, with_query};
 use crate::{
-    AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, Reason, Status,
+    AuthFailure, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint,
+    FailedAttempt, NoAnswer, Reason, Scheme, Status, Tried,
 };
 
 /// What a ping learned.
@@ -221,10 +222,11 @@ async fn first_request(
                 let status = response.status().as_u16();
                 if retry::retryable_status(status) {
                     let retry_after = retry::retry_after(response.headers());
-                    let failure = match target {
-                        Target::Base => format!("HTTP {status} on {}", endpoint.api_path()),
-                        Target::Manifest { .. } => format!("HTTP {status} on {}", url.path()),
+                    let path = match target {
+                        Target::Base => endpoint.api_path(),
+                        Target::Manifest { .. } => url.path().to_string(),
                     };
+                    let failure = FailedAttempt::FirstStatus { status, path };
                     if attempts.retry(failure, retry_after).await {
                         continue;
                     }
@@ -243,23 +245,34 @@ async fn first_request(
                 return Ok((pinged, (url, response)));
             }
             Err(failure) => {
+                let host = endpoint.host.clone();
                 if let Some(refusal) = failure.refusal {
-                    let host = &endpoint.host;
-                    return Err(AuthorizeError::refused(
-                        &format!("registry {host}"),
+                    return Err(AuthorizeError::refused(AuthFailure::Refused {
+                        host,
                         refusal,
-                    ));
+                    }));
                 }
-                if failure.retryable && attempts.retry(failure.short, None).await {
+                let Some(tried) = failure.tried else {
+                    return Err(AuthorizeError::new(
+                        Status::Unreachable,
+                        failure.kind,
+                        AuthFailure::InvalidHost { host },
+                    ));
+                };
+                if failure.retryable
+                    && attempts
+                        .retry(FailedAttempt::FirstNoAnswer(tried.clone()), None)
+                        .await
+                {
                     continue;
                 }
                 return Err(AuthorizeError {
-                    status: Status::Unreachable,
-                    reason: failure.kind,
-                    message: failure.message,
-                    refusal: None,
                     certificate: failure.certificate,
-                    history: Default::default(),
+                    ..AuthorizeError::new(
+                        Status::Unreachable,
+                        failure.kind,
+                        AuthFailure::Unreachable { host, tried },
+                    )
                 });
             }
         }
@@ -268,10 +281,9 @@ async fn first_request(
 
 /// A ping that got no HTTP answer.
 struct PingFailure {
-    /// The whole message, naming the host.
-    message: String,
-    /// The reason alone, for the attempt history.
-    short: String,
+    /// Over which schemes, and each one's failure; `None` when the host is not a valid
+    /// `host[:port]` (nothing was sent).
+    tried: Option<Tried>,
     /// The reason as data.
     kind: Reason,
     retryable: bool,
@@ -325,9 +337,8 @@ async fn first_once(
     only: Option<&'static str>,
 ) -> Result<(Url, Url, reqwest::Response), PingFailure> {
     let host = endpoint.host.as_str();
-    let invalid = |message: String| PingFailure {
-        message,
-        short: String::new(),
+    let invalid = |_: String| PingFailure {
+        tried: None,
         kind: Reason::ClientConfig,
         retryable: false,
         refusal: None,
@@ -369,8 +380,17 @@ async fn first_once(
         return match get(scheme).await? {
             (base, url, Ok(response)) => Ok((base, url, response)),
             (_, _, Err(e)) => Err(PingFailure {
-                message: format!("registry {host} unreachable over {scheme}: {}", e.reason),
-                short: format!("{scheme}: {}", e.reason),
+                tried: Some(Tried::Over {
+                    scheme: if scheme == "http" {
+                        Scheme::Http
+                    } else {
+                        Scheme::Https
+                    },
+                    failure: NoAnswer {
+                        kind: e.kind,
+                        why: e.reason,
+                    },
+                }),
                 kind: e.kind,
                 retryable: e.retryable,
                 refusal: e.refusal,
@@ -437,11 +457,13 @@ async fn first_once(
     // for an https that gets no answer; the certificate is the finding.
     if !(endpoint.allow_http && https_error.connection_level && https_error.certificate.is_none()) {
         return Err(PingFailure {
-            message: format!(
-                "registry {host} unreachable over https: {}",
-                https_error.reason
-            ),
-            short: format!("https: {}", https_error.reason),
+            tried: Some(Tried::Over {
+                scheme: Scheme::Https,
+                failure: NoAnswer {
+                    kind: https_error.kind,
+                    why: https_error.reason,
+                },
+            }),
             kind: https_error.kind,
             retryable: https_error.retryable,
             refusal: https_error.refusal,
@@ -475,11 +497,16 @@ async fn first_once(
     match http_out? {
         (base, url, Ok(response)) => Ok((base, url, response)),
         (_, _, Err(e)) => Err(PingFailure {
-            message: format!(
-                "registry {host} unreachable: https: {}; http: {}",
-                https_error.reason, e.reason
-            ),
-            short: format!("https: {}, then http: {}", https_error.reason, e.reason),
+            tried: Some(Tried::Both {
+                https: NoAnswer {
+                    kind: https_error.kind,
+                    why: https_error.reason.clone(),
+                },
+                http: NoAnswer {
+                    kind: e.kind,
+                    why: e.reason,
+                },
+            }),
             // A certificate not valid for the host says more than the plain-HTTP
             // fallback's failure: the registry as reached over https is another one.
             kind: if https_error.kind == Reason::TlsUntrusted {

@@ -155,12 +155,6 @@ pub(crate) struct Attempts {
     stop_reason: Option<RetryStop>,
 }
 
-impl From<String> for FailedAttempt {
-    fn from(failure: String) -> FailedAttempt {
-        FailedAttempt::Other(failure)
-    }
-}
-
 impl Attempts {
     pub fn new(policy: Policy, deadline: Option<Instant>) -> Attempts {
         Attempts {
@@ -414,6 +408,13 @@ mod tests {
         );
     }
 
+    fn status(status: u16) -> FailedAttempt {
+        FailedAttempt::Status {
+            status,
+            retry_after: None,
+        }
+    }
+
     #[tokio::test]
     async fn retry_sleeps_then_gives_up() {
         let p = Policy {
@@ -422,9 +423,9 @@ mod tests {
             ..policy()
         };
         let mut a = Attempts::new(p, None);
-        assert!(a.retry("HTTP 503".to_string(), None).await);
-        assert!(a.retry("HTTP 502".to_string(), None).await);
-        assert!(!a.retry("HTTP 504".to_string(), None).await);
+        assert!(a.retry(status(503), None).await);
+        assert!(a.retry(status(502), None).await);
+        assert!(!a.retry(status(504), None).await);
         assert_eq!(a.made(), 3);
     }
 }

@@ -16,7 +16,7 @@ use url::Url;
 use crate::auth::{self, Auth};
 use crate::classify::{self, Decision, Method, Query, Ref, Reply, Who};
 use crate::errcode::{self, Envelope};
-use crate::finding::FailedAttempt;
+use crate::finding::{FailedAttempt, RefusedRequest};
 use crate::hints;
 use crate::ping;
 use crate::platform::{self, IndexReply};
@@ -660,7 +660,7 @@ impl Session {
             }
             Ok(_) => None,
             Err(e) => {
-                tracing::debug!(host = %endpoint.host, error = %e.message, "pinging again failed");
+                tracing::debug!(host = %endpoint.host, error = %e, "pinging again failed");
                 None
             }
         };
@@ -798,8 +798,8 @@ impl Session {
                     .await
             }
         };
-        if let Fetched::Refused(what, refusal) = fetched {
-            return classify::refused(&what, refusal);
+        if let Fetched::Refused(request, refusal) = fetched {
+            return classify::refused(request, refusal);
         }
         if is_index {
             return platform::check(query, present, want, fetched.reply());
@@ -825,8 +825,8 @@ impl Session {
                 attempts,
             )
             .await;
-        if let Fetched::Refused(what, refusal) = blob {
-            return classify::refused(&what, refusal);
+        if let Fetched::Refused(request, refusal) = blob {
+            return classify::refused(request, refusal);
         }
         platform::check_config(
             query,
@@ -871,12 +871,12 @@ impl Session {
                     if e.retryable && attempts.retry(failure, None).await {
                         continue;
                     }
-                    let at = match &e.redirected_to {
-                        Some(r) => format!("{what} GET redirected to {}", r.to),
-                        None => format!("{what} GET"),
-                    };
                     if let Some(refusal) = e.refusal {
-                        return Fetched::Refused(at, refusal);
+                        let request = RefusedRequest::Fetch {
+                            object: what.to_string(),
+                            redirected_to: e.redirected_to.as_ref().map(|r| r.to.clone()),
+                        };
+                        return Fetched::Refused(request, refusal);
                     }
                     return Fetched::Failed(e.reason);
                 }
@@ -1015,8 +1015,9 @@ enum Fetched {
     Status(u16, Envelope),
     /// No answer: the reason.
     Failed(String),
-    /// The egress policy refused the GET or its redirect: what was asked, and why.
-    Refused(String, EgressRefusal),
+    /// The egress policy refused the GET or its redirect: the request (the object asked
+    /// for, `index`, `manifest`, `config blob`, and the redirect's target), and why.
+    Refused(RefusedRequest, EgressRefusal),
 }
 
 impl Fetched {
@@ -1029,7 +1030,8 @@ impl Fetched {
             },
             Fetched::Failed(why) => IndexReply::Failed(why),
             // Answered as refused before it is read (`check_platform`).
-            Fetched::Refused(what, _) => IndexReply::Failed(what),
+            Fetched::Refused(RefusedRequest::Fetch { object, .. }, _) => IndexReply::Failed(object),
+            Fetched::Refused(RefusedRequest::Request { host, .. }, _) => IndexReply::Failed(host),
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::retry::{self, Attempts};
 use crate::scope;
 use crate::transport::{self, Http};
 use crate::urls;
-use crate::{Credential, Endpoint};
+use crate::{Credential, Endpoint, RealmProblem, TokenReplyProblem};
 
 /// The OAuth2 `client_id` this crate presents.
 pub(crate) const CLIENT_ID: &str = "pullcheck";
@@ -41,7 +41,7 @@ pub(crate) struct BearerParams {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BearerError {
     /// No `realm`, or one that is not an absolute http(s) URL.
-    BadRealm(String),
+    BadRealm(RealmProblem),
     /// A plain-HTTP realm for an endpoint that is not insecure.
     InsecureRealm(Url),
 }
@@ -54,25 +54,26 @@ impl BearerParams {
         allow_http_realm: bool,
     ) -> Result<BearerParams, BearerError> {
         let Some(realm) = challenge.param("realm").filter(|r| !r.is_empty()) else {
-            return Err(BearerError::BadRealm(
-                "the Bearer challenge has no realm".into(),
-            ));
+            return Err(BearerError::BadRealm(RealmProblem::Missing));
         };
         let realm = Url::parse(realm).map_err(|e| {
-            BearerError::BadRealm(format!("the Bearer realm {realm:?} is not a URL ({e})"))
+            BearerError::BadRealm(RealmProblem::NotAUrl {
+                realm: realm.to_string(),
+                error: e.to_string(),
+            })
         })?;
         match realm.scheme() {
             "https" => {}
             "http" if allow_http_realm => {}
             "http" => return Err(BearerError::InsecureRealm(realm)),
             other => {
-                return Err(BearerError::BadRealm(format!(
-                    "the Bearer realm has scheme {other:?}"
+                return Err(BearerError::BadRealm(RealmProblem::Scheme(
+                    other.to_string(),
                 )));
             }
         }
         if realm.host_str().is_none() {
-            return Err(BearerError::BadRealm("the Bearer realm has no host".into()));
+            return Err(BearerError::BadRealm(RealmProblem::NoHost));
         }
         let service = challenge
             .param("service")
@@ -93,11 +94,11 @@ impl BearerHeader {
     /// `Bearer <token>`.
     ///
     /// # Errors
-    /// A reason, never the token, when the token holds bytes a header value cannot.
-    pub fn new(token: &str) -> Result<BearerHeader, String> {
-        let mut value = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
-            "the token holds characters that an HTTP header cannot carry".to_string()
-        })?;
+    /// [`TokenReplyProblem::Unsendable`] (never the token) when the token holds bytes a
+    /// header value cannot.
+    pub fn new(token: &str) -> Result<BearerHeader, TokenReplyProblem> {
+        let mut value = HeaderValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| TokenReplyProblem::Unsendable)?;
         value.set_sensitive(true);
         Ok(BearerHeader(value))
     }
@@ -232,8 +233,8 @@ pub(crate) enum TokenFailure {
         kind: crate::Reason,
         retryable: bool,
     },
-    /// A success status with a body that holds no token.
-    BadReply(String),
+    /// A success status with a body that holds no usable token.
+    BadReply(TokenReplyProblem),
     /// The egress policy refused the realm's host (or a redirect of it); nothing was
     /// sent there.
     Refused(crate::EgressRefusal),
@@ -278,15 +279,16 @@ struct Reply {
 /// zero, negative or not a number → 60 s) (pure).
 ///
 /// # Errors
-/// A reason when the body is not JSON or holds no non-empty token.
-pub(crate) fn parse_reply(body: &[u8], obtained: Instant) -> Result<Token, String> {
-    let reply: Reply = serde_json::from_slice(body)
-        .map_err(|e| format!("the token reply is not the expected JSON ({e})"))?;
+/// [`TokenReplyProblem::NotJson`] (serde_json's words), [`TokenReplyProblem::NoToken`]
+/// or [`TokenReplyProblem::Unsendable`].
+pub(crate) fn parse_reply(body: &[u8], obtained: Instant) -> Result<Token, TokenReplyProblem> {
+    let reply: Reply =
+        serde_json::from_slice(body).map_err(|e| TokenReplyProblem::NotJson(e.to_string()))?;
     let value = reply
         .token
         .filter(|t| !t.is_empty())
         .or(reply.access_token.filter(|t| !t.is_empty()))
-        .ok_or_else(|| "the token reply holds no token".to_string())?;
+        .ok_or(TokenReplyProblem::NoToken)?;
     let seconds = reply
         .expires_in
         .as_ref()
@@ -388,10 +390,9 @@ async fn send(
             });
         }
         if body.truncated {
-            return Err(TokenFailure::BadReply(format!(
-                "the token reply is larger than {} KiB",
-                transport::TOKEN_BODY_LIMIT / 1024
-            )));
+            return Err(TokenFailure::BadReply(TokenReplyProblem::TooLarge {
+                limit_kib: transport::TOKEN_BODY_LIMIT / 1024,
+            }));
         }
         return parse_reply(&body.bytes, obtained).map_err(TokenFailure::BadReply);
     }
@@ -432,9 +433,8 @@ pub(crate) async fn fetch(
     let mut request = match plan(params, credential, scopes) {
         TokenPlan::Ready(value) => {
             return Ok(Token {
-                value: BearerHeader::new(value.expose()).map_err(|reason| {
-                    TokenFailure::BadReply(format!("the configured registry token: {reason}"))
-                })?,
+                value: BearerHeader::new(value.expose())
+                    .map_err(|_| TokenFailure::BadReply(TokenReplyProblem::ConfiguredUnsendable))?,
                 obtained: Instant::now(),
                 // A ready token has no known lifetime; it is never refreshed.
                 lifetime: Duration::MAX,
@@ -672,17 +672,25 @@ mod tests {
 
     #[test]
     fn params_reject_missing_or_odd_realms() {
-        for h in [
-            r#"Bearer service="s""#,
-            r#"Bearer realm="""#,
-            r#"Bearer realm="/token""#,
-            r#"Bearer realm="ftp://x/token""#,
+        for (h, problem) in [
+            (r#"Bearer service="s""#, RealmProblem::Missing),
+            (r#"Bearer realm="""#, RealmProblem::Missing),
+            (
+                r#"Bearer realm="/token""#,
+                RealmProblem::NotAUrl {
+                    realm: "/token".into(),
+                    // The url crate's `ParseError::RelativeUrlWithoutBase`.
+                    error: "relative URL without a base".into(),
+                },
+            ),
+            (
+                r#"Bearer realm="ftp://x/token""#,
+                RealmProblem::Scheme("ftp".into()),
+            ),
         ] {
-            assert!(
-                matches!(
-                    BearerParams::from_challenge(&bearer(h), true),
-                    Err(BearerError::BadRealm(_))
-                ),
+            assert_eq!(
+                BearerParams::from_challenge(&bearer(h), true),
+                Err(BearerError::BadRealm(problem)),
                 "{h}"
             );
         }
@@ -801,8 +809,14 @@ mod tests {
         assert_eq!(t.lifetime, DEFAULT_LIFETIME);
         let t = parse_reply(br#"{"token":"a","expires_in":"soon"}"#, now).unwrap();
         assert_eq!(t.lifetime, DEFAULT_LIFETIME);
-        assert!(parse_reply(br#"{"expires_in":60}"#, now).is_err());
-        assert!(parse_reply(b"<html>", now).is_err());
+        assert_eq!(
+            parse_reply(br#"{"expires_in":60}"#, now).err(),
+            Some(TokenReplyProblem::NoToken)
+        );
+        assert!(matches!(
+            parse_reply(b"<html>", now),
+            Err(TokenReplyProblem::NotJson(_))
+        ));
     }
 
     #[test]

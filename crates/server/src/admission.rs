@@ -1052,7 +1052,17 @@ fn finding(image: &ImageReport) -> (String, String) {
         .canonical
         .as_deref()
         .and_then(|c| pullcheck::reference::Reference::parse(c).ok());
-    let host = image.registry.as_deref().unwrap_or("the registry");
+    // An authorization failure names the host that failed: a token server that is
+    // refused or unreachable is not the registry's fault.
+    let token_server = image
+        .failed_host
+        .as_ref()
+        .filter(|f| f.role == pullcheck::registry::HostRole::TokenServer)
+        .map(|f| format!("token server {}", f.host));
+    let host = match &token_server {
+        Some(named) => named.as_str(),
+        None => image.registry.as_deref().unwrap_or("the registry"),
+    };
     let credential = image
         .credential
         .as_ref()

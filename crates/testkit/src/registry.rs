@@ -364,6 +364,13 @@ impl Registry {
         self.token.as_ref()
     }
 
+    /// Stops the token server (in [`Auth::Token`] mode; nothing otherwise): its port
+    /// then refuses connections while the registry goes on naming it as its realm, as
+    /// when a registry's token service is down.
+    pub fn stop_token_server(&mut self) {
+        drop(self.token.take());
+    }
+
     /// The realm the registry's challenges name, in [`Auth::Token`] mode: the token
     /// server's own, or its front proxy's ([`RegistryBuilder::tls`],
     /// [`RegistryBuilder::latency`]).

@@ -150,6 +150,7 @@ mod tests {
             retry_after: None,
             http_status: None,
             registry_errors: Vec::new(),
+            failed_host: None,
             certificate: None,
             version_warnings: Vec::new(),
         }

@@ -50,7 +50,7 @@ use pullcheck_mirrors::VersionWarning;
 use pullcheck_reference::Reference;
 use pullcheck_registry::{
     Answer, AuthorizeError, CertificateProblem, Credential, EgressRefusal, Endpoint, ErrorEntry,
-    Missing, Platform,
+    FailedHost, Missing, Platform,
 };
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -145,6 +145,9 @@ pub(crate) struct Outcome {
     pub http_status: Option<u16>,
     /// The registry's error envelope of that answer (at most 10 entries).
     pub registry_errors: Vec<ErrorEntry>,
+    /// For a failure to authorize: the host that failed (the registry or its token
+    /// server).
+    pub failed_host: Option<FailedHost>,
     /// For `tls_untrusted`: what is wrong with the registry's https certificate, when
     /// the registry client says.
     pub certificate: Option<CertificateProblem>,
@@ -620,6 +623,7 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
         retry_after: None,
         http_status: None,
         registry_errors: Vec::new(),
+        failed_host: None,
         certificate: None,
         version_warnings: Vec::new(),
     }
@@ -776,6 +780,7 @@ async fn ask_group<R: Registry>(
                         registry: Some(host.clone()),
                         credential: group.source.clone(),
                         egress: e.refusal.clone(),
+                        failed_host: Some(e.failure.failed_host()),
                         certificate: e.certificate,
                         ..failure(map_status(e.status), e.reason.into(), detail::authorize(e))
                     }),
@@ -841,6 +846,10 @@ async fn ask_group<R: Registry>(
 fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>) -> Outcome {
     let mismatch = answer.reason == pullcheck_registry::Reason::PlatformMismatch;
     let words = detail::answer(&answer);
+    let failed_host = match &answer.finding {
+        pullcheck_registry::Finding::Authorization(failure) => Some(failure.failed_host()),
+        _ => None,
+    };
     Outcome {
         status: if mismatch {
             Status::Unrunnable
@@ -868,6 +877,7 @@ fn outcome_of(answer: Answer, host: String, credential: Option<CredentialSource>
         retry_after: answer.retry_after.map(|d| d.as_secs()),
         http_status: answer.http_status,
         registry_errors: answer.errors,
+        failed_host,
         certificate: None,
         version_warnings: Vec::new(),
     }

@@ -154,14 +154,15 @@ impl Registry for Scripted {
             .iter()
             .find(|(h, u, _)| *h == endpoint.host && *u == user)
         {
-            Some((_, _, status)) => Err(AuthorizeError {
-                status: *status,
-                reason: pullcheck_registry::Reason::CredentialsRejected,
-                message: format!("{} refused {user}", endpoint.host),
-                refusal: None,
-                certificate: None,
-                history: Default::default(),
-            }),
+            Some((_, _, status)) => Err(AuthorizeError::new(
+                *status,
+                pullcheck_registry::Reason::CredentialsRejected,
+                pullcheck_registry::AuthFailure::CredentialsRejected {
+                    host: endpoint.host.clone(),
+                    credential: pullcheck_registry::Presented::User(user),
+                    status: 401,
+                },
+            )),
             None => Ok(FakeSession {
                 host: endpoint.host.clone(),
                 user,
@@ -206,8 +207,13 @@ impl Registry for Scripted {
                 pullcheck_registry::Status::Unreachable => pullcheck_registry::Reason::Timeout,
                 pullcheck_registry::Status::Refused => pullcheck_registry::Reason::EgressDenied,
             },
-            // Words as they are, as an authorize failure's message is taken.
-            pullcheck_registry::Finding::Authorization(format!("{status:?} at {}", session.host)),
+            // A finding whose words name the status and the host.
+            pullcheck_registry::Finding::RequestFailed {
+                host: session.host.clone(),
+                method: pullcheck_registry::Method::Head,
+                why: format!("{status:?}"),
+                redirected_from: None,
+            },
         )
     }
 }
@@ -327,7 +333,7 @@ async fn a_mirror_that_misses_falls_back_to_the_primary() {
                 "mirror.local",
                 Status::Missing,
                 Reason::TagNotFound,
-                "Missing at mirror.local",
+                "HEAD to mirror.local failed: Missing",
                 false
             ),
             (
@@ -335,12 +341,12 @@ async fn a_mirror_that_misses_falls_back_to_the_primary() {
                 "registry.local",
                 Status::Present,
                 Reason::Found,
-                "Present at registry.local",
+                "HEAD to registry.local failed: Present",
                 true
             ),
         ]
     );
-    assert_eq!(o.detail, "Present at registry.local");
+    assert_eq!(o.detail, "HEAD to registry.local failed: Present");
     assert_eq!(
         registry.calls(),
         [
@@ -377,7 +383,7 @@ async fn the_first_present_answer_wins_and_later_attempts_are_not_asked() {
     .await;
     let o = of(&outcomes, &app);
     assert_eq!(o.status, Status::Present);
-    assert_eq!(o.detail, "Present at mirror.local");
+    assert_eq!(o.detail, "HEAD to mirror.local failed: Present");
     assert_eq!(
         o.credential.as_ref().map(|c| c.source.as_str()),
         Some("pull secret alice")
@@ -448,7 +454,11 @@ async fn anonymous_is_never_tried_after_credentials_fail() {
         .map(|a| (a.status, a.detail.as_str(), a.chosen));
     assert_eq!(
         alice,
-        Some((Status::Denied, "registry.local refused alice", false))
+        Some((
+            Status::Denied,
+            "registry registry.local rejected the credentials of user \"alice\" (HTTP 401)",
+            false
+        ))
     );
     let calls = registry.calls();
     assert!(calls.iter().all(|c| !c.contains("anonymous")), "{calls:?}");
@@ -507,12 +517,12 @@ async fn the_next_credential_is_tried_after_a_failing_one() {
             (
                 Some("pull secret alice"),
                 Status::Denied,
-                "registry.local refused alice"
+                "registry registry.local rejected the credentials of user \"alice\" (HTTP 401)"
             ),
             (
                 Some("pull secret bob"),
                 Status::Present,
-                "Present at registry.local"
+                "HEAD to registry.local failed: Present"
             ),
         ]
     );
@@ -769,7 +779,11 @@ fn an_egress_refusal_is_blocked_with_reason_egress_denied_and_the_refusal() {
             pullcheck_registry::Status::Refused,
             pullcheck_registry::Reason::EgressDenied,
             pullcheck_registry::Finding::Refused {
-                what: "HEAD to 169.254.169.254".into(),
+                what: pullcheck_registry::RefusedRequest::Request {
+                    method: pullcheck_registry::Method::Head,
+                    host: "169.254.169.254".into(),
+                    redirected_from: None,
+                },
             },
         )
     };

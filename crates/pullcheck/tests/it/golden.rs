@@ -594,3 +594,77 @@ async fn token_server_refused_unreachable_failing_and_tokenless() {
         format!("token server {realm} for {host}: the token reply holds no token")
     );
 }
+
+/// What the registry's first answers can stop a check at (issue 23's typed
+/// authorization failures, worded by `detail.rs` as before): a `/v2/` that is not the
+/// registry API (404) or forbidden (403), a challenge of a scheme this client does not
+/// speak, a `Bearer` realm that is no URL.
+#[tokio::test]
+async fn pings_and_challenges_that_stop_the_check() {
+    let (host, detail) = scripted_detail(|_, _| answer(404, &[], ""), "team/app:v1").await;
+    assert_eq!(
+        detail,
+        format!(
+            "http://{host}/v2/ answered HTTP 404: {host} does not serve the registry API (/v2/)"
+        )
+    );
+    let (host, detail) = scripted_detail(|_, _| answer(403, &[], ""), "team/app:v1").await;
+    assert_eq!(
+        detail,
+        format!("registry {host} refused access to http://{host}/v2/ (HTTP 403)")
+    );
+    let (host, detail) = scripted_detail(
+        |_, _| answer(401, &[("WWW-Authenticate", "Negotiate")], ""),
+        "team/app:v1",
+    )
+    .await;
+    assert_eq!(
+        detail,
+        format!(
+            "registry {host} asks for unsupported authentication (negotiate); its images \
+             cannot be checked"
+        )
+    );
+    let (host, detail) = scripted_detail(
+        |_, _| answer(401, &[("WWW-Authenticate", r#"Bearer realm="/token""#)], ""),
+        "team/app:v1",
+    )
+    .await;
+    assert_eq!(
+        detail,
+        format!(
+            "registry {host} sent an unusable Bearer challenge: the Bearer realm \"/token\" \
+             is not a URL (relative URL without a base)"
+        )
+    );
+}
+
+/// A token server that refuses an anonymous token (401), and one whose 2xx is not the
+/// token reply's JSON (distribution token-auth spec: `{"token": …}`).
+#[tokio::test]
+async fn token_server_refusing_anonymous_or_answering_no_json() {
+    let (realm, _seen) = scripted(|_, _| answer(401, &[], "")).await;
+    let host = bearer_registry(format!("http://{realm}/token")).await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    assert_eq!(
+        row(&report, &reference).detail,
+        format!(
+            "token server {realm} refused anonymous access to {host} (HTTP 401); credentials \
+             are needed"
+        )
+    );
+
+    let (realm, _seen) = scripted(|_, _| answer(200, &[], "<html>")).await;
+    let host = bearer_registry(format!("http://{realm}/token")).await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    assert_eq!(
+        row(&report, &reference).detail,
+        // serde_json's words for a body that does not start a JSON value.
+        format!(
+            "token server {realm} for {host}: the token reply is not the expected JSON \
+             (expected value at line 1 column 1)"
+        )
+    );
+}

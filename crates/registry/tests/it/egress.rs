@@ -111,17 +111,17 @@ async fn a_denied_registry_gets_no_connection() {
         .expect_err("refused");
     assert_eq!(err.status, Status::Refused, "{err:?}");
     assert_eq!(err.reason, Reason::EgressDenied, "{err:?}");
-    let refusal = err.refusal.expect("refusal");
+    let refusal = err.refusal.clone().expect("refusal");
     // https is tried first: the port is the URL's.
     assert_eq!(refusal.matched, address("127.0.0.2", Some(port)));
     assert_eq!(refusal.rule, deny_rule("127.0.0.2/32"));
+    // The registry itself is refused, not a token server.
     assert_eq!(
-        err.message,
-        format!(
-            "registry {}: refused by the egress policy: {}:{port} matches deny rule \
-             127.0.0.2/32; nothing was sent to it",
-            denied.host, "127.0.0.2"
-        )
+        *err.failure,
+        pullcheck_registry::AuthFailure::Refused {
+            host: denied.host.clone(),
+            refusal,
+        }
     );
     assert_eq!((denied.connections(), refusing.request_count()), (0, 0));
 
@@ -178,7 +178,11 @@ async fn a_redirect_to_a_denied_address_is_not_followed() {
     assert_eq!(
         answer.finding,
         pullcheck_registry::Finding::Refused {
-            what: format!("HEAD to {} (redirected from {})", denied.host, allowed.host),
+            what: pullcheck_registry::RefusedRequest::Request {
+                method: pullcheck_registry::Method::Head,
+                host: denied.host.clone(),
+                redirected_from: Some(allowed.host.clone()),
+            },
         }
     );
     assert_eq!(denied.connections(), 0);

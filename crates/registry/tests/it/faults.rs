@@ -573,12 +573,14 @@ async fn malformed_www_authenticate_is_no_access_naming_the_flaw() {
     let err = result.expect_err("malformed");
     assert_eq!(err.status, Status::NoAccess);
     assert_eq!(
-        err.message,
-        format!(
-            "registry {} sent a malformed WWW-Authenticate header \
-             (unterminated quoted-string at byte 13); its images cannot be checked",
-            server.host
-        )
+        *err.failure,
+        pullcheck_registry::AuthFailure::UnsupportedChallenge {
+            host: server.host.clone(),
+            problem: pullcheck_registry::ChallengeProblem::Malformed {
+                reason: "unterminated quoted-string".into(),
+                position: 13,
+            },
+        }
     );
     assert!(took < Duration::from_secs(2), "{took:?}");
 

@@ -298,7 +298,7 @@ async fn a_basic_challenge_checks_the_credential_on_v2_as_after_a_ping() {
         (Status::Denied, Reason::CredentialsRejected),
         "{err:?}"
     );
-    assert!(!err.message.contains("wrong-pw"), "{}", err.message);
+    assert!(!format!("{err:?}").contains("wrong-pw"), "{err:?}");
     assert_eq!(
         log(&registry).await,
         ["HEAD /v2/team/app/manifests/v1 401", "GET /v2/ 401"]

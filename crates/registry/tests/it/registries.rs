@@ -9,8 +9,8 @@ use std::time::Duration;
 use pullcheck_registry::{Finding, ManifestRef, PlatformSource, Requester};
 
 use pullcheck_registry::{
-    Answer, AuthorizeError, Client, ClientOptions, Credential, Endpoint, Missing, Platform, Reason,
-    Session, Status,
+    Answer, AuthFailure, AuthorizeError, Client, ClientOptions, Credential, Endpoint, HostRole,
+    Missing, NoAnswer, Platform, Presented, Reason, Scheme, Session, Status, Tried,
 };
 use pullcheck_testkit::{
     Auth, ImageKind, PushedImage, Registry, Repos, TokenAuth, TokenPolicy, User,
@@ -185,9 +185,15 @@ async fn htpasswd_registry_matrix() {
         .await
         .expect_err("wrong password");
     assert_eq!(err.status, Status::Denied, "{err:?}");
-    assert!(err.message.contains(registry.host()), "{}", err.message);
-    assert!(err.message.contains("\"alice\""), "{}", err.message);
-    assert!(!err.message.contains("wrong-pw"), "{}", err.message);
+    assert_eq!(
+        *err.failure,
+        AuthFailure::CredentialsRejected {
+            host: registry.host().to_string(),
+            credential: Presented::User("alice".into()),
+            status: 401,
+        }
+    );
+    assert!(!format!("{err:?}").contains("wrong-pw"), "{err:?}");
 
     // Anonymous: authorize succeeds, each image needs credentials.
     let session = client
@@ -275,9 +281,21 @@ async fn token_registry_matrix() {
         .await
         .expect_err("wrong password");
     assert_eq!(err.status, Status::Denied, "{err:?}");
-    assert!(err.message.contains(registry.host()), "{}", err.message);
-    assert!(err.message.contains("\"alice\""), "{}", err.message);
-    assert!(!err.message.contains("wrong-pw"), "{}", err.message);
+    let AuthFailure::TokenRejected {
+        registry: failed_registry,
+        credential,
+        status,
+        ..
+    } = &*err.failure
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        (failed_registry.as_str(), credential, *status),
+        (registry.host(), &Presented::User("alice".into()), 401)
+    );
+    assert_eq!(err.failure.failed_host().role, HostRole::TokenServer);
+    assert!(!format!("{err:?}").contains("wrong-pw"), "{err:?}");
     assert_eq!(
         tokens.requests()[0].auth,
         TokenAuth::Rejected {
@@ -491,7 +509,14 @@ async fn identity_token_posts_oauth_then_falls_back_to_get() {
         .await
         .expect_err("the harness accepts no identity token");
     assert_eq!(err.status, Status::Denied, "{err:?}");
-    assert!(!err.message.contains("refresh-secret"));
+    assert!(matches!(
+        &*err.failure,
+        AuthFailure::TokenRejected {
+            credential: Presented::IdentityToken,
+            ..
+        }
+    ));
+    assert!(!format!("{err:?}").contains("refresh-secret"));
     let seen = tokens.requests();
     let methods: Vec<_> = seen.iter().map(|r| (r.method.as_str(), r.status)).collect();
     assert_eq!(methods, vec![("POST", 404), ("GET", 401)], "{seen:?}");
@@ -633,9 +658,24 @@ async fn plain_http_registry_without_allow_http_is_a_tls_failure() {
         )
         .await
         .expect_err("no TLS there");
-    assert_eq!(err.status, Status::Unreachable);
-    assert!(err.message.contains("TLS"), "{}", err.message);
-    assert!(err.message.contains(registry.host()), "{}", err.message);
+    assert_eq!(
+        (err.status, err.reason),
+        (Status::Unreachable, Reason::TlsFailed)
+    );
+    let AuthFailure::Unreachable {
+        host,
+        tried: Tried::Over {
+            scheme: Scheme::Https,
+            failure,
+        },
+    } = &*err.failure
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        (host.as_str(), failure.kind),
+        (registry.host(), Reason::TlsFailed)
+    );
 }
 
 #[tokio::test]
@@ -668,15 +708,22 @@ async fn connection_refused_is_unreachable_with_the_reason() {
         .expect_err("nothing listens");
     assert_eq!(err.status, Status::Unreachable);
     // Refused connections are retried: three attempts, equal answers said once.
+    let refused = NoAnswer {
+        kind: Reason::ConnectionRefused,
+        why: "connection refused".into(),
+    };
+    let tried = Tried::Both {
+        https: refused.clone(),
+        http: refused,
+    };
     assert_eq!(
-        err.message,
-        format!(
-            "registry 127.0.0.1:{port} unreachable: https: connection refused; http: connection refused"
-        )
+        *err.failure,
+        AuthFailure::Unreachable {
+            host: format!("127.0.0.1:{port}"),
+            tried: tried.clone(),
+        }
     );
-    let each = pullcheck_registry::FailedAttempt::Other(
-        "https: connection refused, then http: connection refused".into(),
-    );
+    let each = pullcheck_registry::FailedAttempt::FirstNoAnswer(tried);
     assert_eq!(err.history.failed, vec![each; 3]);
     assert!(err.history.gave_up);
 }

@@ -400,11 +400,12 @@ async fn unparseable_and_unsupported_challenges_fail_authorize() {
         .await
         .expect_err("unsupported");
     assert_eq!(err.status, Status::NoAccess);
-    assert!(
-        err.message
-            .contains("unsupported authentication (negotiate)"),
-        "{}",
-        err.message
+    assert_eq!(
+        *err.failure,
+        pullcheck_registry::AuthFailure::UnsupportedChallenge {
+            host: server.host.clone(),
+            problem: pullcheck_registry::ChallengeProblem::Unsupported("negotiate".into()),
+        }
     );
 }
 
@@ -438,8 +439,17 @@ async fn silent_server_times_out_with_the_configured_limit() {
         .expect_err("silent");
     assert_eq!(err.status, Status::Unreachable);
     assert_eq!(
-        err.message,
-        format!("registry {host} unreachable over https: timed out after 300 ms")
+        *err.failure,
+        pullcheck_registry::AuthFailure::Unreachable {
+            host,
+            tried: pullcheck_registry::Tried::Over {
+                scheme: pullcheck_registry::Scheme::Https,
+                failure: pullcheck_registry::NoAnswer {
+                    kind: pullcheck_registry::Reason::Timeout,
+                    why: "timed out after 300 ms".into(),
+                },
+            },
+        }
     );
 }
 
@@ -572,11 +582,13 @@ async fn an_invalid_configured_header_is_named_without_its_value() {
         .expect_err("invalid header");
     assert_eq!(err.status, Status::Unreachable);
     assert_eq!(
-        err.message,
-        format!(
-            "registry {}: the value of header \"X-Token\" is not a valid header value",
-            server.host
-        )
+        *err.failure,
+        pullcheck_registry::AuthFailure::InvalidHeader {
+            host: server.host.clone(),
+            name: "X-Token".into(),
+            part: pullcheck_registry::HeaderPart::Value,
+        }
     );
+    assert!(!format!("{err:?}").contains("secret"), "{err:?}");
     assert!(server.requests().is_empty());
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pullcheck_registry::{
-    CertificateProblem, Client, ClientOptions, Credential, Endpoint, Reason, Status,
+    AuthFailure, CertificateProblem, Client, ClientOptions, Credential, Endpoint, Reason, Status,
 };
 use pullcheck_testkit::{ImageKind, Registry, TempDir};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -134,9 +134,10 @@ async fn self_signed_certificate_is_an_unknown_authority_unless_skipped() {
         )
     );
     assert_eq!(
-        err.message,
-        format!(
-            "registry {host} unreachable over https: TLS: certificate signed by an unknown authority"
+        over_https(&err),
+        (
+            host.as_str(),
+            "TLS: certificate signed by an unknown authority"
         )
     );
 
@@ -217,10 +218,10 @@ async fn private_ca_is_trusted_through_ca_file_only() {
         .await
         .expect_err("unknown CA");
     assert_eq!(
-        err.message,
-        format!(
-            "registry {} unreachable over https: TLS: certificate signed by an unknown authority",
-            server.host
+        over_https(&err),
+        (
+            server.host.as_str(),
+            "TLS: certificate signed by an unknown authority"
         )
     );
 }
@@ -247,14 +248,9 @@ async fn expired_certificate_is_named() {
             Some(CertificateProblem::Expired)
         )
     );
-    assert!(
-        err.message.starts_with(&format!(
-            "registry {} unreachable over https: TLS: certificate expired",
-            server.host
-        )),
-        "{}",
-        err.message
-    );
+    let (host, why) = over_https(&err);
+    assert_eq!(host, server.host);
+    assert!(why.starts_with("TLS: certificate expired"), "{why}");
 }
 
 #[tokio::test]
@@ -275,13 +271,11 @@ async fn certificate_for_another_host_is_named() {
         (err.reason, err.certificate),
         (Reason::TlsUntrusted, Some(CertificateProblem::OtherHost))
     );
+    let (host, why) = over_https(&err);
+    assert_eq!(host, server.host);
     assert!(
-        err.message.starts_with(&format!(
-            "registry {} unreachable over https: TLS: certificate is for another host",
-            server.host
-        )),
-        "{}",
-        err.message
+        why.starts_with("TLS: certificate is for another host"),
+        "{why}"
     );
 }
 
@@ -317,11 +311,9 @@ async fn certs_dir_trusts_a_ca_for_its_host_only() {
         .authorize(&verified(&other.host), &Credential::Anonymous, &repos())
         .await
         .expect_err("another host");
-    assert!(
-        err.message
-            .ends_with("TLS: certificate signed by an unknown authority"),
-        "{}",
-        err.message
+    assert_eq!(
+        over_https(&err).1,
+        "TLS: certificate signed by an unknown authority"
     );
 }
 
@@ -356,10 +348,10 @@ async fn mutual_tls_presents_the_client_certificate_of_certs_dir() {
         (Status::Unreachable, Reason::TlsFailed)
     );
     assert!(
-        err.message
-            .contains("TLS: the registry requires a client certificate"),
-        "{}",
-        err.message
+        over_https(&err)
+            .1
+            .starts_with("TLS: the registry requires a client certificate"),
+        "{err:?}"
     );
 
     std::fs::copy(&client_cert.cert_pem, host_dir.join("client.cert")).expect("cert");
@@ -372,11 +364,12 @@ async fn mutual_tls_presents_the_client_certificate_of_certs_dir() {
     // A certificate without its key is named, not ignored.
     std::fs::remove_file(host_dir.join("client.key")).expect("rm");
     let err = authorize(options, &server.host).await.expect_err("no key");
+    let AuthFailure::ClientConfig { why, .. } = &*err.failure else {
+        panic!("{err:?}");
+    };
     assert!(
-        err.message
-            .ends_with("client.cert has no matching client.key"),
-        "{}",
-        err.message
+        why.ends_with("client.cert has no matching client.key"),
+        "{why}"
     );
 }
 
@@ -416,10 +409,10 @@ async fn an_endpoint_brings_its_own_ca_and_client_certificate() {
         .await
         .expect_err("no client certificate");
     assert!(
-        err.message
-            .contains("TLS: the registry requires a client certificate"),
-        "{}",
-        err.message
+        over_https(&err)
+            .1
+            .starts_with("TLS: the registry requires a client certificate"),
+        "{err:?}"
     );
 
     // Certificate and key in two files.
@@ -452,11 +445,9 @@ async fn an_endpoint_brings_its_own_ca_and_client_certificate() {
     let err = authorize(Endpoint::new(server.host.clone()))
         .await
         .expect_err("unknown CA");
-    assert!(
-        err.message
-            .ends_with("TLS: certificate signed by an unknown authority"),
-        "{}",
-        err.message
+    assert_eq!(
+        over_https(&err).1,
+        "TLS: certificate signed by an unknown authority"
     );
     let missing = pki.dir.path().join("nope.pem");
     let err = authorize(Endpoint {
@@ -465,11 +456,13 @@ async fn an_endpoint_brings_its_own_ca_and_client_certificate() {
     })
     .await
     .expect_err("missing CA file");
+    let AuthFailure::ClientConfig { host, why } = &*err.failure else {
+        panic!("{err:?}");
+    };
+    assert_eq!(host, &server.host);
     assert!(
-        err.message
-            .contains(&format!("cannot read {}", missing.display())),
-        "{}",
-        err.message
+        why.starts_with(&format!("cannot read {}", missing.display())),
+        "{why}"
     );
 }
 
@@ -499,12 +492,11 @@ async fn verified_registry_never_uses_a_plain_http_realm_or_redirect() {
         .expect_err("plain realm");
     assert_eq!(err.status, Status::Unreachable);
     assert_eq!(
-        err.message,
-        format!(
-            "registry {host} sends tokens from a plain-HTTP realm (http://127.0.0.1); \
-             refused because {host} is not configured as insecure",
-            host = server.host
-        )
+        *err.failure,
+        AuthFailure::InsecureRealm {
+            host: server.host.clone(),
+            realm: "http://127.0.0.1".into(),
+        }
     );
     assert!(plain.requests().is_empty());
 
@@ -615,4 +607,23 @@ async fn http2_is_used_when_tls_offers_it_over_one_connection() {
     assert_eq!(seen.len(), 11, "{seen:?}");
     assert!(seen.iter().all(|v| v.starts_with("HTTP/2.0 ")), "{seen:?}");
     assert_eq!(connections.load(Ordering::SeqCst), 1);
+}
+
+/// The registry and the transport's words of an authorize failure over https alone
+/// (`AuthFailure::Unreachable`, tried over `https`).
+fn over_https(err: &pullcheck_registry::AuthorizeError) -> (&str, &str) {
+    match &*err.failure {
+        AuthFailure::Unreachable {
+            host,
+            tried:
+                pullcheck_registry::Tried::Over {
+                    scheme: pullcheck_registry::Scheme::Https,
+                    failure,
+                },
+        } => {
+            assert_eq!(failure.kind, err.reason, "{err:?}");
+            (host, &failure.why)
+        }
+        other => panic!("{other:?}"),
+    }
 }

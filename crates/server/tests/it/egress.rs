@@ -163,3 +163,162 @@ async fn an_admission_review_naming_a_denied_registry_sends_nothing_there() {
     assert_eq!(denied.accepted(), 0);
     hook.stop().await;
 }
+
+/// A testkit registry in token mode (distribution's `auth.token`, the testkit's token
+/// server as its realm) granting anonymous pulls of `team/app`, which it holds, and
+/// its token server's `host:port`.
+async fn token_registry() -> (pullcheck_testkit::Registry, String) {
+    use pullcheck_testkit::{Auth, ImageKind, Registry, Repos, TokenPolicy};
+    let registry = Registry::builder()
+        .auth(Auth::Token(
+            TokenPolicy::new(Vec::new()).anonymous(Repos::only(["team/app"])),
+        ))
+        .start()
+        .await
+        .expect("token registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    // `http://127.0.0.1:PORT/token`.
+    let realm = registry.token_realm().expect("token mode");
+    let host = realm
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .expect("an http realm")
+        .to_string();
+    (registry, host)
+}
+
+/// The service's options with `--deny-registry PATTERN`.
+fn denying(pattern: &str) -> ServeOptions {
+    let rule = EgressRule::parse(pattern).expect("rule");
+    ServeOptions {
+        client: ClientOptions {
+            egress: EgressPolicy::new(Vec::new(), vec![rule]),
+            ..ClientOptions::default()
+        },
+        ..ServeOptions::default()
+    }
+}
+
+/// The one row's JSON of a check of `reference` by a service with `options`.
+async fn checked_row(options: ServeOptions, reference: &str) -> Value {
+    let server = TestServer::start(options).await;
+    let body = json!({"images": [{"reference": reference}]});
+    let (status, report) = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        server.check(None, &body),
+    )
+    .await
+    .expect("answered in time");
+    assert_eq!(status, 200, "{report}");
+    server.stop().await;
+    report["images"][0].clone()
+}
+
+/// The admission answer's status message and warnings, for one container `app` of
+/// `image`, by a webhook with `options` (that refuses failed images).
+async fn admission_words(name: &str, options: ServeOptions, image: &str) -> String {
+    let hook = Webhook::start(name, deny(), options).await;
+    let object = pod("probe", &[], &[container("app", image)], json!({}));
+    let answer: Value = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        hook.review(
+            "/v1/admission",
+            &review(
+                "0f2e7c1a-3b5d-4e6f-8a9b-1c2d3e4f5a6b",
+                "CREATE",
+                ("", "v1", "Pod"),
+                "pods",
+                &object,
+                None,
+                false,
+            ),
+        ),
+    )
+    .await
+    .expect("answered in time");
+    hook.stop().await;
+    let response = &answer["response"];
+    let mut words = vec![
+        response["status"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    ];
+    if let Some(warnings) = response["warnings"].as_array() {
+        words.extend(
+            warnings
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string),
+        );
+    }
+    words.join("\n")
+}
+
+/// The egress policy refuses the token server of a token-auth registry (not the
+/// registry): the JSON row names the token server as the host that failed, and the
+/// webhook names it instead of blaming the registry (review finding of issue 23).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_server_is_named_not_the_registry() {
+    let (registry, token_server) = token_registry().await;
+    let image = format!("{}/team/app:v1", registry.host());
+    let row = checked_row(denying(&token_server), &image).await;
+    assert_eq!(
+        (&row["status"], &row["reason"]),
+        (&json!("blocked"), &json!("egress_denied")),
+        "{row}"
+    );
+    assert_eq!(
+        row["failed_host"],
+        json!({"host": token_server, "role": "token_server"}),
+        "{row}"
+    );
+    assert_eq!(row["registry"], json!(registry.host()), "{row}");
+
+    let words = admission_words("token-refused", denying(&token_server), &image).await;
+    assert!(
+        words.contains(&format!(
+            "blocked by the service's egress policy (token server {token_server})"
+        )),
+        "{words}"
+    );
+    assert!(
+        !words.contains(&format!("({})", registry.host())),
+        "{words}"
+    );
+}
+
+/// The token server of a token-auth registry is down (its port refuses connections):
+/// the row names it as the host that failed, and so does the webhook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_token_server_is_named_not_the_registry() {
+    let (mut registry, token_server) = token_registry().await;
+    registry.stop_token_server();
+    let image = format!("{}/team/app:v1", registry.host());
+    let row = checked_row(ServeOptions::default(), &image).await;
+    assert_eq!(
+        (&row["status"], &row["reason"]),
+        (&json!("unreachable"), &json!("connection_refused")),
+        "{row}"
+    );
+    assert_eq!(
+        row["failed_host"],
+        json!({"host": token_server, "role": "token_server"}),
+        "{row}"
+    );
+
+    let words = admission_words("token-down", ServeOptions::default(), &image).await;
+    assert!(
+        words.contains(&format!(
+            "token server {token_server} refused the connection"
+        )),
+        "{words}"
+    );
+    assert!(
+        !words.contains(&format!("{} refused the connection", registry.host())),
+        "{words}"
+    );
+}

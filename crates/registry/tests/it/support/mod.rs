@@ -21,14 +21,13 @@ pub async fn guarded<T>(bound: Duration, work: impl Future<Output = T>) -> (T, D
 }
 
 /// The words a finding still carries as text (the transport's reason of a request
-/// without an answer, an authorize failure's message, why a platform could not be
-/// checked); empty for the typed findings.
+/// without an answer, why a platform could not be checked, a token server's transport
+/// reason); empty for the typed findings.
 pub fn why(a: &pullcheck_registry::Answer) -> &str {
-    use pullcheck_registry::Finding;
+    use pullcheck_registry::{AuthFailure, Finding};
     match &a.finding {
-        Finding::RequestFailed { why, .. }
-        | Finding::PlatformUnchecked { why, .. }
-        | Finding::Authorization(why) => why,
+        Finding::RequestFailed { why, .. } | Finding::PlatformUnchecked { why, .. } => why,
+        Finding::Authorization(AuthFailure::TokenUnreachable { failure, .. }) => &failure.why,
         _ => "",
     }
 }
