@@ -922,10 +922,11 @@ impl tokio::io::AsyncRead for Heard {
     ) -> std::task::Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(polled, std::task::Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            if let Some(host) = self.host.take() {
-                host.lock().heard = true;
-            }
+        if matches!(polled, std::task::Poll::Ready(Ok(())))
+            && buf.filled().len() > before
+            && let Some(host) = self.host.take()
+        {
+            host.lock().heard = true;
         }
         polled
     }

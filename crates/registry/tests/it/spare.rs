@@ -33,6 +33,25 @@ async fn plain_registry(images: usize) -> Registry {
     registry
 }
 
+/// An anonymous TLS registry (HTTP/2 by ALPN) holding `team/app:v0` …
+/// `v{images-1}`, its log cleared; its TLS files, in a directory kept as long as the
+/// returned one.
+async fn tls_registry(
+    name: &str,
+    images: usize,
+) -> (Registry, pullcheck_testkit::TlsFiles, TempDir) {
+    let dir = TempDir::new(name).expect("temp dir");
+    let files = make_tls_files(dir.path()).expect("TLS files");
+    let registry = Registry::builder()
+        .auth(Auth::Anonymous)
+        .tls(files.clone())
+        .start()
+        .await
+        .expect("registry");
+    push(&registry, images).await;
+    (registry, files, dir)
+}
+
 async fn push(registry: &Registry, images: usize) {
     for i in 0..images {
         registry
@@ -89,6 +108,10 @@ async fn settled(proxy: &LatencyProxy, want: (u64, u64, u64, u64)) -> ProxyStats
     proxy.stats()
 }
 
+/// A manifest `HEAD`'s answer, as a registry sends it (distribution's
+/// `Docker-Content-Digest`, an OCI manifest type).
+const MANIFEST_HEAD_200: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\r\nContent-Length: 2\r\n\r\n";
+
 /// Reads one request head (up to its blank line) from `stream`.
 async fn read_head(stream: &mut TcpStream) -> String {
     let mut head = Vec::new();
@@ -139,12 +162,7 @@ async fn the_plain_attempt_s_first_head_goes_on_the_connection_opened_beside_the
             .expect("write");
         https.shutdown().await.expect("shutdown");
         let head = read_head(&mut plain).await;
-        plain
-            .write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\r\nContent-Length: 2\r\n\r\n",
-            )
-            .await
-            .expect("write");
+        plain.write_all(MANIFEST_HEAD_200).await.expect("write");
         let third = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
         (first[0], silent, head, third.is_ok())
     });
@@ -207,15 +225,7 @@ async fn a_plain_registry_gets_no_extra_connection_nor_request() {
 #[tokio::test]
 async fn an_h2_registry_allowed_plain_http_uses_one_connection_and_the_spare_is_closed_unused() {
     const IMAGES: usize = 20;
-    let dir = TempDir::new("spare-h2").expect("temp dir");
-    let files = make_tls_files(dir.path()).expect("TLS files");
-    let registry = Registry::builder()
-        .auth(Auth::Anonymous)
-        .tls(files.clone())
-        .start()
-        .await
-        .expect("registry");
-    push(&registry, IMAGES).await;
+    let (registry, files, _dir) = tls_registry("spare-h2", IMAGES).await;
     let proxy = proxy(&registry, None).await;
     let client = bounded_client(Some(files.ca.clone()));
     let statuses = check_group(&client, &allowed_plain(&proxy), IMAGES).await;
@@ -359,78 +369,80 @@ impl Drop for Front {
     }
 }
 
-/// A client whose requests may take 30 s: a first request answered well within that
-/// did not wait for a timeout.
-fn patient_client() -> Client {
-    Client::new(pullcheck_registry::ClientOptions {
+/// What the first request of `v0` on a port in front of a plain registry (holding
+/// `v0`) did, when that port does `tls` with TLS hellos: how long it took, the scheme
+/// the session kept, the client's requests, the registry's log (statuses), and the
+/// connections the port accepted.
+struct BehindATlsPort {
+    took: Duration,
+    base_url: String,
+    requests: u64,
+    statuses: Vec<u16>,
+    accepted: u64,
+}
+
+async fn behind_a_tls_port(tls: Then) -> BehindATlsPort {
+    let registry = plain_registry(1).await;
+    let front = Front::start(
+        "127.0.0.1:0",
+        tls,
+        Then::Forward(registry.host().parse().expect("address")),
+    )
+    .await;
+    // Requests may take 30 s: a first request answered well within that did not wait
+    // for a timeout.
+    let client = Client::new(pullcheck_registry::ClientOptions {
         request_timeout: Duration::from_secs(30),
         ..pullcheck_registry::ClientOptions::default()
     })
-    .expect("client")
-}
-
-/// The first request of `v0` on `endpoint`, anonymous, and how long it took.
-async fn first_request(
-    client: &Client,
-    endpoint: &Endpoint,
-) -> (pullcheck_registry::Session, Duration) {
+    .expect("client");
+    let endpoint = Endpoint {
+        allow_http: true,
+        ..Endpoint::new(front.host())
+    };
     let started = Instant::now();
-    let session = open_session(client, endpoint).await;
-    (session, started.elapsed())
+    let session = open_session(&client, &endpoint).await;
+    BehindATlsPort {
+        took: started.elapsed(),
+        base_url: session.base_url().to_string(),
+        requests: client.request_count(),
+        statuses: registry
+            .requests()
+            .await
+            .expect("log")
+            .iter()
+            .map(|r| r.status)
+            .collect(),
+        accepted: front.accepted(),
+    }
 }
 
 #[tokio::test]
 async fn a_tls_port_that_accepts_and_never_answers_lets_the_plain_answer_in_after_the_head_start() {
-    // One port: TLS hellos are accepted and never answered, plain HTTP goes to a plain
-    // registry. Without a byte from the TLS port, the plain answer is used once its
-    // verdict passes (the head start and about twice the plain request's time), not
-    // after the request timeout (30 s here).
-    let registry = plain_registry(1).await;
-    let front = Front::start(
-        "127.0.0.1:0",
-        Then::Hold,
-        Then::Forward(registry.host().parse().expect("address")),
-    )
-    .await;
-    let client = patient_client();
-    let endpoint = Endpoint {
-        allow_http: true,
-        ..Endpoint::new(front.host())
-    };
-    let (session, took) = first_request(&client, &endpoint).await;
-    assert!(session.base_url().starts_with("http://"), "{session:?}");
+    // TLS hellos are accepted and never answered. Without a byte from the TLS port,
+    // the plain answer is used once its verdict passes (the head start and about
+    // twice the plain request's time), not after the request timeout (30 s).
+    let seen = behind_a_tls_port(Then::Hold).await;
+    assert!(seen.base_url.starts_with("http://"), "{}", seen.base_url);
     assert!(
-        took < Duration::from_secs(10),
-        "took {took:?}: waited for https's timeout"
+        seen.took < Duration::from_secs(10),
+        "took {:?}: waited for https's timeout",
+        seen.took
     );
-    // The https attempt (no answer) and the plain HEAD.
-    assert_eq!(client.request_count(), 2);
-    let log = registry.requests().await.expect("log");
-    assert_eq!(log.len(), 1, "{log:?}");
-    assert_eq!(log[0].status, 200, "{log:?}");
-    // The TLS attempt and the spare, which carried the plain HEAD.
-    assert_eq!(front.accepted(), 2);
+    // The https attempt (no answer) and the plain HEAD, on the spare.
+    assert_eq!(seen.requests, 2);
+    assert_eq!(seen.statuses, [200]);
+    assert_eq!(seen.accepted, 2);
 }
 
 #[tokio::test]
 async fn a_tls_port_that_resets_falls_back_to_plain_http_at_once() {
-    let registry = plain_registry(1).await;
-    let front = Front::start(
-        "127.0.0.1:0",
-        Then::Reset,
-        Then::Forward(registry.host().parse().expect("address")),
-    )
-    .await;
-    let client = patient_client();
-    let endpoint = Endpoint {
-        allow_http: true,
-        ..Endpoint::new(front.host())
-    };
-    let (session, took) = first_request(&client, &endpoint).await;
-    assert!(session.base_url().starts_with("http://"), "{session:?}");
-    assert!(took < Duration::from_secs(10), "took {took:?}");
-    assert_eq!(client.request_count(), 2);
-    assert_eq!(front.accepted(), 2);
+    let seen = behind_a_tls_port(Then::Reset).await;
+    assert!(seen.base_url.starts_with("http://"), "{}", seen.base_url);
+    assert!(seen.took < Duration::from_secs(10), "took {:?}", seen.took);
+    assert_eq!(seen.requests, 2);
+    assert_eq!(seen.statuses, [200]);
+    assert_eq!(seen.accepted, 2);
 }
 
 #[tokio::test]
@@ -441,15 +453,7 @@ async fn https_is_kept_when_both_answer_even_when_plain_answers_first() {
     // start (250 ms) and answered (about 450 ms). The TLS port has said something
     // (its hello's answer, at about 400 ms) by the plain answer's verdict: https is
     // kept, and the plain port got the anonymous HEAD alone.
-    let dir = TempDir::new("spare-both").expect("temp dir");
-    let files = make_tls_files(dir.path()).expect("TLS files");
-    let tls_registry = Registry::builder()
-        .auth(Auth::Anonymous)
-        .tls(files.clone())
-        .start()
-        .await
-        .expect("registry");
-    push(&tls_registry, 1).await;
+    let (tls_registry, files, _dir) = tls_registry("spare-both", 1).await;
     let empty = plain_registry(0).await;
     let front = Front::start(
         "127.0.0.1:0",
@@ -490,15 +494,7 @@ async fn https_is_kept_when_both_answer_even_when_plain_answers_first() {
 #[tokio::test]
 async fn at_a_bound_of_one_no_spare_is_opened() {
     // The https attempt's connection is the one connection the bound allows.
-    let dir = TempDir::new("spare-bound-one").expect("temp dir");
-    let files = make_tls_files(dir.path()).expect("TLS files");
-    let registry = Registry::builder()
-        .auth(Auth::Anonymous)
-        .tls(files.clone())
-        .start()
-        .await
-        .expect("registry");
-    push(&registry, 4).await;
+    let (registry, files, _dir) = tls_registry("spare-bound-one", 4).await;
     let proxy = proxy(&registry, None).await;
     let client = Client::new(pullcheck_registry::ClientOptions {
         max_connections_per_host: 1,
@@ -589,11 +585,7 @@ async fn two_endpoints_on_one_address_each_get_their_own_spare() {
         let mut heads = Vec::new();
         for mut s in spares {
             heads.push(read_head(&mut s).await);
-            s.write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\r\nContent-Length: 2\r\n\r\n",
-            )
-            .await
-            .expect("write");
+            s.write_all(MANIFEST_HEAD_200).await.expect("write");
         }
         let more = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
         (byte[0], heads, more.is_ok())
