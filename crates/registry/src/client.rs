@@ -128,16 +128,22 @@ impl Client {
     /// - `https://`; when [`Endpoint::allow_http`] is set, `http://` too, started when
     ///   `https://` fails before any HTTP answer or has not answered within a head
     ///   start of 250 ms (happy eyeballs, RFC 8305; only after a failure when the
-    ///   endpoint has [`Endpoint::headers`], which may carry a secret), and its answer is taken only when `https://` failed
-    ///   before any HTTP answer (DNS, TCP, TLS, timeout), as the sequential order
-    ///   would choose; the session keeps that scheme. The ping carries no credential,
-    ///   so none goes over plain HTTP to a registry that answers over TLS. A bare TCP
-    ///   connection to the plain port opens with the `https://` attempt, sending
-    ///   nothing until the plain attempt starts on it (a round trip sooner than its
-    ///   own connect); when `https://` wins it is closed, or used for the next
-    ///   HTTP/1.1 TLS connection when both schemes share the port: a TLS registry
-    ///   allowed plain HTTP sees one more accepted connection that sends nothing. With
-    ///   [`Endpoint::http_only`], `http://` alone.
+    ///   endpoint has [`Endpoint::headers`], which may carry a secret), and its answer
+    ///   is taken only when `https://` failed before any HTTP answer (DNS, TCP, TLS,
+    ///   timeout), as the sequential order would choose, or when the TLS port has sent
+    ///   no byte at all by as long again after the plain answer as the plain request
+    ///   took (a port that accepts and never answers: the head start and about 2
+    ///   round trips, not the request timeout); `https://` is kept whenever its port
+    ///   has said anything. The session keeps that scheme. The ping carries no
+    ///   credential, so none goes over plain HTTP to a registry that answers over TLS.
+    ///   A bare TCP connection to the plain port (the spare, one of the
+    ///   [`ClientOptions::max_connections_per_host`] connections: none at a bound of
+    ///   1, nor when an idle plain connection is there) opens with the `https://`
+    ///   attempt, sending nothing until the plain attempt starts on it (a round trip
+    ///   sooner than its own connect); when `https://` wins it is closed, or turned
+    ///   into an HTTP/1.1 TLS connection when both schemes share the port and more are
+    ///   to be opened: a TLS registry allowed plain HTTP sees one more accepted
+    ///   connection that sends nothing. With [`Endpoint::http_only`], `http://` alone.
     /// - **Warm state.** What a ping learned (the scheme that answered, the status and
     ///   the challenge) is kept per endpoint (all of [`Endpoint`]'s fields) for
     ///   5 minutes when it was a 2xx or a usable 401, and used instead of pinging.

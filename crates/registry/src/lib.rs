@@ -171,7 +171,9 @@ pub struct Endpoint {
     /// allows for insecure registries and for `localhost`/127.0.0.0/8. The first
     /// request (ping, or manifest `HEAD` in its place) then goes over plain HTTP too,
     /// without credentials, when HTTPS fails before any answer or has not answered
-    /// within 250 ms (unless [`Endpoint::headers`] is set: then only after a failure).
+    /// within 250 ms (unless [`Endpoint::headers`] is set: then only after a failure),
+    /// and its answer is used when HTTPS failed, or HTTPS's TLS port has sent no byte
+    /// by the plain answer's verdict (`Client::authorize_first`).
     pub allow_http: bool,
     /// Only plain HTTP is used, never HTTPS: an `http://` endpoint as containerd asks it
     /// (a hosts.toml `http://` host without a TLS setting, a CRI `mirrors` endpoint or

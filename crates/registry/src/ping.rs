@@ -297,37 +297,56 @@ struct PingFailure {
 /// the `http://` one starts beside it: 250 ms, the "Connection Attempt Delay" of
 /// happy eyeballs (RFC 8305, section 5). A registry that answers over TLS within it
 /// (on loopback, or up to about 60 ms of round trip: TCP, the TLS 1.3 handshake and
-/// the request are 3 round trips) gets no plain connection, so an HTTP/2 registry stays
-/// one connection; a plain registry answers the TLS hello at once with a plain 400,
-/// which fails the https attempt, and the plain one starts then, 2 round trips after
-/// the start, on a TCP connection opened beside the https one (the spare,
-/// [`crate::pool::Pool::pre_connect`]): its request is answered 1 round trip later, not
-/// 2 as on a connection of its own (Docker and containerd connect after the failure);
-/// a host whose TLS port does not answer costs the head start, not the connect timeout.
+/// the request are 3 round trips) gets no plain request (its spare TCP connection is
+/// closed unused, or becomes one of its HTTP/1.1 connections), so an HTTP/2 registry
+/// stays one used connection; a plain registry answers the TLS hello at once with a
+/// plain 400, which fails the https attempt, and the plain one starts then, 2 round
+/// trips after the start, on the TCP connection opened beside the https one (the
+/// spare, [`crate::pool::Pool::pre_connect`]): its request is answered 1 round trip
+/// later, not 2 as on a connection of its own (Docker and containerd connect after
+/// the failure). A TLS port that accepts and never answers (or never accepts) costs
+/// the head start and about 2 round trips ([`plain_verdict`]), not the request
+/// timeout: without a byte from it, the plain answer is used.
 pub(crate) const PLAIN_HEAD_START: Duration = Duration::from_millis(250);
+
+/// When a plain answer that came while https had not answered is judged: after as
+/// long again as the plain request took (`plain_took`, from the end of the head
+/// start), from `answered`. The https attempt started a head start earlier on the same
+/// path; a TLS port that answers sends its first byte 2 round trips after the start
+/// (TCP, then the hello), and the plain answer comes no sooner than that (2 round trips
+/// after the start when the spare connects after the head start, the head start and 1
+/// round trip otherwise), so by then a TLS port that answers has been heard for at
+/// least a round trip (and at least the head start below about 125 ms of round trip).
+/// A port still silent then is taken as not answering TLS (Docker and containerd wait
+/// for their TLS handshake timeout instead, 10 s in Go's `http.Transport`).
+fn plain_verdict(answered: Instant, plain_took: Duration) -> Instant {
+    answered + plain_took
+}
 
 /// Settles the spare TCP connection of a first request when it ends, however it ends
 /// ([`Http::settle_spare`]).
 struct SettleSpare<'a> {
     http: &'a Http,
     https: Url,
-    plain: Url,
+    id: u64,
 }
 
 impl Drop for SettleSpare<'_> {
     fn drop(&mut self) {
-        self.http.settle_spare(&self.https, &self.plain);
+        self.http.settle_spare(self.id, &self.https);
     }
 }
 
 /// One try of the first request: over https and, when the endpoint allows plain HTTP,
 /// over http too, started when https fails before any HTTP answer or has not answered
 /// within [`PLAIN_HEAD_START`] (only after https fails when the endpoint has configured
-/// headers); the plain answer is taken only when https failed before any HTTP answer.
-/// The plain attempt goes on the spare TCP connection opened when https starts (no
-/// byte is sent on it before), closed or kept for HTTP/1.1 over TLS when https wins.
-/// With `only`, over that scheme alone. Returns the base that answered, the request's
-/// URL and the response.
+/// headers). The plain answer is taken when https failed before any HTTP answer, or
+/// when https's TLS port has still sent nothing at all at the [`plain_verdict`] (no
+/// TLS answer: no registry on TLS there); https is kept whenever its port has said
+/// anything, as the sequential order would choose. The plain attempt goes on the spare
+/// TCP connection opened when https starts (no byte is sent on it before), closed or
+/// turned into an HTTP/1.1 TLS connection when https wins. With `only`, over that
+/// scheme alone. Returns the base that answered, the request's URL and the response.
 async fn first_once(
     endpoint: &Endpoint,
     headers: &HeaderMap,
@@ -400,23 +419,26 @@ async fn first_once(
     }
     // Both schemes, the plain one after https's head start, when plain HTTP is allowed
     // and nothing configured goes with the request (a configured header may carry a
-    // secret): https is kept whenever it answers, as the sequential order would choose,
-    // and the plain answer is used only when https got none. The first request carries no credential, so none goes over
-    // plain HTTP to a registry that answers over TLS.
+    // secret): https is kept whenever it answers, or while its port has said anything,
+    // as the sequential order would choose, and the plain answer is used only when
+    // https got none, or its port stayed silent until the plain answer's verdict. The
+    // first request carries no credential, so none goes over plain HTTP to a registry
+    // that answers over TLS.
     let together = endpoint.allow_http && endpoint.headers.is_empty();
     let transport = http;
+    let https_base = base_url("https", host).ok();
     // Allowed plain HTTP: a bare TCP connection to the plain address opens beside the
-    // https attempt and carries nothing until the plain attempt starts on it (https
-    // failed, or its head start passed), a round trip earlier than a connection of its
-    // own; when https wins, the guard closes it, or keeps it for HTTP/1.1 over TLS on
-    // the same port ([`crate::pool::Pool::pre_connect`]).
-    let _spare = match (base_url("https", host), base_url("http", host)) {
-        (Ok(https), Ok(plain)) if endpoint.allow_http => {
-            transport.pre_connect(&plain);
-            Some(SettleSpare {
+    // https attempt (one of the plain origin's connections, under its bound) and
+    // carries nothing until the plain attempt starts on it (https failed, or its head
+    // start passed), a round trip earlier than a connection of its own; when https
+    // wins, the guard closes it, or turns it into an HTTP/1.1 TLS connection on the
+    // same port ([`crate::pool::Pool::settle_spare`]).
+    let _spare = match (&https_base, base_url("http", host)) {
+        (Some(https), Ok(plain)) if endpoint.allow_http => {
+            transport.pre_connect(&plain).map(|id| SettleSpare {
                 http: transport,
-                https,
-                plain,
+                https: https.clone(),
+                id,
             })
         }
         _ => None,
@@ -425,19 +447,39 @@ async fn first_once(
     // Lazy: the plain attempt opens nothing until it is first polled.
     let http = get("http");
     let head_start = tokio::time::sleep(PLAIN_HEAD_START);
-    futures::pin_mut!(https, http, head_start);
+    let verdict = tokio::time::sleep(Duration::ZERO);
+    futures::pin_mut!(https, http, head_start, verdict);
     let mut early = None;
     let https_out = if together {
-        let mut plain_started = false;
+        let mut plain_started = None;
+        let mut judging = false;
         loop {
             tokio::select! {
                 biased;
                 out = &mut https => break out,
-                () = &mut head_start, if !plain_started => {
+                () = &mut head_start, if plain_started.is_none() => {
                     tracing::debug!(host, "https has not answered within its head start; plain http too");
-                    plain_started = true;
+                    plain_started = Some(Instant::now());
                 }
-                out = &mut http, if plain_started && early.is_none() => early = Some(out),
+                out = &mut http, if plain_started.is_some() && early.is_none() => {
+                    if matches!(out, Ok((_, _, Ok(_)))) {
+                        let took = plain_started.map(|t| t.elapsed()).unwrap_or_default();
+                        let at = plain_verdict(Instant::now(), took);
+                        verdict.as_mut().reset(tokio::time::Instant::from_std(at));
+                        judging = true;
+                    }
+                    early = Some(out);
+                }
+                () = &mut verdict, if judging => {
+                    judging = false;
+                    let silent = https_base.as_ref().is_some_and(|b| !transport.tls_heard(b));
+                    if silent && let Some(Ok((base, url, Ok(response)))) = early.take() {
+                        tracing::debug!(host, "https's TLS port has sent nothing; the plain answer is used");
+                        transport.open_wanted(&base, 0);
+                        return Ok((base, url, response));
+                    }
+                    tracing::debug!(host, "https's TLS port answers; waiting for https");
+                }
             }
         }
     } else {

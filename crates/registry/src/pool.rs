@@ -22,12 +22,20 @@
 //!   hands the request back unsent) is sent once more on another connection, as
 //!   hyper-util's pool retries a canceled request;
 //! - [`Pool::pre_open`] opens connections with no request, up to a count;
-//! - [`Pool::pre_connect`] opens one bare TCP connection to a host and port (no TLS,
-//!   no byte sent), the *spare*, while the first request of an endpoint allowed plain
-//!   HTTP tries `https://`: a plain-HTTP connection to that address takes it, and so
-//!   does an HTTP/1.1 TLS connection once the origin's first handshake said HTTP/1.1
-//!   (never that first handshake itself: the plain attempt needs its own);
-//!   [`Pool::settle_spare`] closes it when nothing will take it.
+//! - [`Pool::pre_connect`] opens one bare TCP connection to a plain origin (no TLS, no
+//!   byte sent), the *spare*, while the first request of an endpoint allowed plain
+//!   HTTP tries `https://`. It is one of that origin's connections: it holds one of
+//!   its permits (none is opened when the bound is 1, which the https attempt's
+//!   connection fills), and the next connection opened to the origin takes it, permit
+//!   and all, before acquiring another. Each first request owns its spare (an id),
+//!   and [`Pool::settle_spare`] acts on that one only when the request ends: closed
+//!   when unused, or, when https won over HTTP/1.1 on the same host and port with
+//!   more connections to open, turned at once into one of them (its TLS handshake
+//!   started on it). Never the origin's first TLS handshake: while it runs, the
+//!   spare is the plain attempt's;
+//! - each TLS connection tells its origin when the server has sent its first byte
+//!   ([`Pool::tls_heard`]): a first request uses a plain answer only while the TLS
+//!   port has said nothing.
 //!
 //! Names are resolved with the system's resolver (`getaddrinfo` through tokio) and
 //! every address is checked by the egress policy before any is connected to; the
@@ -60,8 +68,10 @@ use crate::transport::{MAX_HEADER_FIELDS, MAX_HTTP2_HEADER_BYTES};
 /// An idle HTTP/1.1 connection older than this is closed, not reused.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// A spare TCP connection ([`Pool::pre_connect`]) older than this is closed, not used:
-/// it is meant for the requests that follow its endpoint's first one at once.
+/// A spare TCP connection ([`Pool::pre_connect`]) older than this is not used (it is
+/// closed, and the connection that would have taken it connects anew): a server may
+/// have given up on a connection that sent nothing for that long. A spare lives no
+/// longer than its first request in any case ([`Pool::settle_spare`]).
 pub(crate) const SPARE_TTL: Duration = Duration::from_secs(5);
 
 /// How many times a checkout yields for a connection coming back before it opens
@@ -258,6 +268,9 @@ struct State {
     /// Connections to open ahead once this origin is known to be the endpoint's
     /// ([`Pool::want`], [`Pool::open_wanted`]).
     wanted: usize,
+    /// A TLS connection to this origin has received a byte from the server (the
+    /// answer to its hello, or a plain server's error): its port answers.
+    heard: bool,
 }
 
 /// One origin's connections.
@@ -302,31 +315,33 @@ pub(crate) struct Pool {
     /// Bounds the TCP connect and TLS handshake; `None`: the request's own budget.
     connect_timeout: Option<Duration>,
     hosts: Mutex<HashMap<Origin, Arc<HostPool>>>,
-    /// The spare TCP connection of each address ([`Pool::pre_connect`]).
-    spares: Mutex<HashMap<Address, Spare>>,
-    /// Numbers the spares, so that an expiry closes only its own.
+    /// The spare TCP connections not taken yet, by the id of the first request that
+    /// opened each ([`Pool::pre_connect`]).
+    spares: Mutex<HashMap<u64, Spare>>,
+    /// Numbers the spares: each first request settles its own.
     spare_ids: AtomicU64,
     /// Connections opened so far (TCP connected; a spare once taken), for tests and
     /// `Debug`.
     opened: AtomicU64,
 }
 
-/// A host (a name or an IP literal) and a port: what a TCP connection goes to, for
-/// either scheme.
-type Address = (String, u16);
-
-/// A TCP connection opened ahead of any request ([`Pool::pre_connect`]): its connect,
-/// under way or done.
+/// A TCP connection opened ahead of any request ([`Pool::pre_connect`]) to a plain
+/// origin: its connect, under way or done, and the origin's permit it holds.
 struct Spare {
-    id: u64,
+    /// The plain origin it was opened to.
+    origin: Origin,
     since: Instant,
-    connect: tokio::task::JoinHandle<Result<TcpStream, PoolError>>,
+    connect: Connecting,
+    permit: OwnedSemaphorePermit,
 }
 
-impl Drop for Spare {
+/// A TCP connect under way or done; dropped, it is ended (a finished one's stream is
+/// dropped with the task's output).
+struct Connecting(tokio::task::JoinHandle<Result<TcpStream, PoolError>>);
+
+impl Drop for Connecting {
     fn drop(&mut self) {
-        // Ends a connect under way; a finished one's stream is dropped with the handle.
-        self.connect.abort();
+        self.0.abort();
     }
 }
 
@@ -443,16 +458,27 @@ impl Pool {
         }
     }
 
-    /// Opens one TCP connection to `origin`'s host and port and keeps it, sending
-    /// nothing on it (no TLS hello), for the next connection to that address that may
-    /// take it (see the module's notes); returns at once. Nothing when that address
-    /// has a spare already. A spare not taken within [`SPARE_TTL`] is closed.
-    pub fn pre_connect(self: &Arc<Self>, origin: &Origin) {
-        let address = (origin.host.clone(), origin.port);
-        let mut spares = self.spares();
-        if spares.contains_key(&address) {
-            return;
+    /// Opens one TCP connection to the plain `origin` and keeps it, sending nothing on
+    /// it, for the next connection opened to that origin (see the module's notes);
+    /// returns at once, with the spare's id for [`Pool::settle_spare`]. The spare
+    /// holds one of the origin's permits: `None` (no spare) when none is free, when
+    /// the bound is 1 (the first request's https connection is the one connection
+    /// then), or when an idle connection to the origin is there to be used (or is
+    /// coming back).
+    pub fn pre_connect(self: &Arc<Self>, origin: &Origin) -> Option<u64> {
+        if self.max_per_host < 2 || origin.tls {
+            return None;
         }
+        let host = self.host(origin);
+        // An idle connection to the origin (or one coming back) does better than a
+        // spare.
+        {
+            let state = host.lock();
+            if state.returning > 0 || state.idle.iter().any(|i| !i.sender.is_closed()) {
+                return None;
+            }
+        }
+        let permit = Arc::clone(&host.permits).try_acquire_owned().ok()?;
         let id = self.spare_ids.fetch_add(1, Ordering::Relaxed);
         let pool = Arc::clone(self);
         let target = origin.clone();
@@ -469,60 +495,107 @@ impl Pool {
             }
         });
         tracing::debug!(host = %origin.host, port = origin.port, "a spare TCP connection ahead of the first request");
-        spares.insert(
-            address.clone(),
+        self.spares().insert(
+            id,
             Spare {
-                id,
+                origin: origin.clone(),
                 since: Instant::now(),
-                connect,
+                connect: Connecting(connect),
+                permit,
             },
         );
-        drop(spares);
-        let pool = Arc::downgrade(self);
+        Some(id)
+    }
+
+    /// The first request that opened spare `id` is over: when no connection took it,
+    /// it is closed, unless `https` is on the same host and port, spoke HTTP/1.1, and
+    /// has at least one more connection to open ([`Pool::want`]): then it becomes one
+    /// of them at once (its TLS handshake starts on it, under a permit of `https`; the
+    /// plain origin's is freed), and [`Pool::open_wanted`] counts it. An HTTP/2
+    /// registry keeps its one connection; a port 443 cannot use a connection to
+    /// port 80. Other first requests' spares are left alone.
+    pub fn settle_spare(self: &Arc<Self>, id: u64, https: &Origin) {
+        let Some(spare) = self.spares().remove(&id) else {
+            return;
+        };
+        let same = https.host == spare.origin.host && https.port == spare.origin.port;
+        let host = self.host(https);
+        let keep = same && https.tls && {
+            let state = host.lock();
+            state.http1 && state.h2.is_none() && state.wanted >= 2
+        };
+        let permit = keep
+            .then(|| Arc::clone(&host.permits).try_acquire_owned().ok())
+            .flatten();
+        let Some(permit) = permit else {
+            tracing::debug!(host = %spare.origin.host, port = spare.origin.port, "the spare TCP connection is not needed; closed");
+            return;
+        };
+        tracing::debug!(host = %https.host, port = https.port, "the spare TCP connection becomes an HTTP/1.1 TLS connection");
+        let Spare { since, connect, .. } = spare;
+        let pool = Arc::clone(self);
+        let https = https.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(SPARE_TTL).await;
-            if let Some(pool) = pool.upgrade() {
-                let mut spares = pool.spares();
-                if spares.get(&address).is_some_and(|s| s.id == id) {
-                    spares.remove(&address);
+            let opened = pool.connect(&https, &host, permit, false, Some((since, connect)));
+            let limited = match pool.connect_timeout {
+                Some(t) => tokio::time::timeout(t, opened).await.ok(),
+                None => Some(opened.await),
+            };
+            match limited {
+                Some(Ok(Sender::H1(h1))) => {
+                    host.lock().idle.push(Idle {
+                        sender: h1,
+                        since: Instant::now(),
+                    });
+                    host.changed.notify_waiters();
+                }
+                Some(Ok(Sender::H2(_))) | None => {}
+                Some(Err(e)) => {
+                    tracing::debug!(host = %https.host, error = %e, "the spare's TLS handshake failed");
                 }
             }
         });
     }
 
-    /// The first request of an endpoint is over, and no plain-HTTP connection took
-    /// the spare of `plain`'s address: keeps it only when `https` is on that same
-    /// address, spoke HTTP/1.1, and has at least one more connection to open
-    /// ([`Pool::want`]), which takes it; otherwise closes it (an HTTP/2 registry keeps
-    /// its one connection; a port 443 cannot use a connection to port 80).
-    pub fn settle_spare(&self, https: &Origin, plain: &Origin) {
-        let same = https.host == plain.host && https.port == plain.port;
-        let keep = same && {
-            let host = self.host(https);
-            let state = host.lock();
-            https.tls && state.http1 && state.h2.is_none() && state.wanted >= 2
-        };
-        if !keep && let Some(spare) = self.spares().remove(&(plain.host.clone(), plain.port)) {
-            tracing::debug!(host = %plain.host, port = plain.port, "the spare TCP connection is not needed; closed");
-            drop(spare);
-        }
-    }
-
-    fn spares(&self) -> std::sync::MutexGuard<'_, HashMap<Address, Spare>> {
+    fn spares(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Spare>> {
         self.spares
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The spare of `origin`'s address when it is alive and not too old: its connect
-    /// is awaited (it started before this connection's would have); `None` when there
-    /// is none, or it failed, or the peer closed it or sent something meanwhile.
-    async fn take_spare(&self, origin: &Origin) -> Option<TcpStream> {
-        let mut spare = self.spares().remove(&(origin.host.clone(), origin.port))?;
-        if spare.since.elapsed() >= SPARE_TTL {
+    /// A spare of the plain `origin` not taken yet, taken (the oldest first).
+    fn spare_for(&self, origin: &Origin) -> Option<Spare> {
+        if origin.tls {
             return None;
         }
-        let tcp = match (&mut spare.connect).await {
+        let mut spares = self.spares();
+        let id = spares
+            .iter()
+            .filter(|(_, s)| s.origin == *origin)
+            .min_by_key(|(_, s)| s.since)
+            .map(|(id, _)| *id)?;
+        spares.remove(&id)
+    }
+
+    /// Whether a TLS connection to `origin` has heard from the server (a byte of any
+    /// kind, or a finished handshake): its port answers.
+    pub fn tls_heard(&self, origin: &Origin) -> bool {
+        let host = self.host(origin);
+        let state = host.lock();
+        state.heard || state.http1 || state.h2.is_some()
+    }
+
+    /// The TCP stream of a spare opened at `since`, when it connected, is not too old,
+    /// and the peer has neither closed it nor sent anything; `None` otherwise.
+    async fn spare_stream(
+        origin: &Origin,
+        since: Instant,
+        mut connect: Connecting,
+    ) -> Option<TcpStream> {
+        if since.elapsed() >= SPARE_TTL {
+            return None;
+        }
+        let tcp = match (&mut connect.0).await {
             Ok(Ok(tcp)) => tcp,
             Ok(Err(e)) => {
                 tracing::debug!(host = %origin.host, error = %e, "the spare TCP connection failed");
@@ -569,14 +642,14 @@ impl Pool {
                 if state.h2.as_ref().is_some_and(|h2| !h2.is_closed()) {
                     return Ok(());
                 }
-                match may_open(origin, &mut state, host) {
-                    Open::Yes(permit, probe) => Some((permit, probe)),
+                match self.may_open(origin, &mut state, host) {
+                    Open::Yes(permit, probe, spare) => Some((permit, probe, spare)),
                     Open::Full => return Ok(()),
                     Open::Wait => None,
                 }
             };
-            if let Some((permit, probe)) = step {
-                let sender = self.connect(origin, host, permit, probe).await?;
+            if let Some((permit, probe, spare)) = step {
+                let sender = self.connect(origin, host, permit, probe, spare).await?;
                 if let Sender::H1(h1) = sender {
                     host.lock().idle.push(Idle {
                         sender: h1,
@@ -621,8 +694,8 @@ impl Pool {
                 if state.returning > 0 && yields < RETURN_YIELDS {
                     None
                 } else {
-                    match may_open(origin, &mut state, host) {
-                        Open::Yes(permit, probe) => Some((permit, probe)),
+                    match self.may_open(origin, &mut state, host) {
+                        Open::Yes(permit, probe, spare) => Some((permit, probe, spare)),
                         Open::Full | Open::Wait => None,
                     }
                 }
@@ -632,8 +705,8 @@ impl Pool {
                 tokio::task::yield_now().await;
                 continue;
             }
-            if let Some((permit, probe)) = step {
-                let opened = self.connect(origin, host, permit, probe);
+            if let Some((permit, probe, spare)) = step {
+                let opened = self.connect(origin, host, permit, probe, spare);
                 let opened = match self.connect_timeout {
                     Some(t) => tokio::time::timeout(t, opened).await.unwrap_or_else(|_| {
                         Err(PoolError::Connect(io::Error::new(
@@ -649,25 +722,25 @@ impl Pool {
         }
     }
 
-    /// Resolves, connects, shakes hands (TLS, then HTTP/1.1 or HTTP/2 as ALPN says) and
-    /// starts the connection's task, which holds `permit` until the connection ends.
+    /// Resolves, connects (or uses `spare`, a spare's opening instant and connect,
+    /// when it is still good), shakes hands (TLS, then HTTP/1.1 or HTTP/2 as ALPN
+    /// says) and starts the connection's task, which holds `permit` until the
+    /// connection ends.
     async fn connect(
         &self,
         origin: &Origin,
         host: &Arc<HostPool>,
         permit: OwnedSemaphorePermit,
         probe: bool,
+        spare: Option<(Instant, Connecting)>,
     ) -> Result<Sender, PoolError> {
         let _opening = Opening {
             host: Arc::clone(host),
             probe,
         };
-        // The first TLS handshake of an origin never takes the spare: while it runs,
-        // the spare is the plain attempt's.
-        let spare = if origin.tls && probe {
-            None
-        } else {
-            self.take_spare(origin).await
+        let spare = match spare {
+            Some((since, connect)) => Pool::spare_stream(origin, since, connect).await,
+            None => None,
         };
         let tcp = match spare {
             Some(tcp) => tcp,
@@ -679,6 +752,10 @@ impl Pool {
             host.lock().http1 = true;
             return Ok(sender);
         }
+        let tcp = Heard {
+            inner: tcp,
+            host: Some(Arc::clone(host)),
+        };
         let name = match origin.host.parse::<IpAddr>() {
             Ok(ip) => ServerName::IpAddress(ip.into()),
             Err(_) => ServerName::try_from(origin.host.clone())
@@ -799,26 +876,95 @@ impl Pool {
 
 /// Whether a connection may be opened to an origin now.
 enum Open {
-    /// Yes, with its permit; `true`: its handshake decides ALPN for the origin.
-    Yes(OwnedSemaphorePermit, bool),
+    /// Yes, with its permit; `true`: its handshake decides ALPN for the origin; and a
+    /// spare's opening instant and connect to use (whose permit it is).
+    Yes(OwnedSemaphorePermit, bool, Option<(Instant, Connecting)>),
     /// No: every permit is taken.
     Full,
     /// Not yet: the first TLS handshake has not said whether it is HTTP/2.
     Wait,
 }
 
-/// [`Open`] for `origin` in `state`, marking the probe when it is one.
-fn may_open(origin: &Origin, state: &mut State, host: &HostPool) -> Open {
-    if origin.tls && !state.http1 && state.probing {
-        return Open::Wait;
-    }
-    match Arc::clone(&host.permits).try_acquire_owned() {
-        Ok(permit) => {
-            let probe = origin.tls && !state.http1;
-            state.probing |= probe;
-            Open::Yes(permit, probe)
+impl Pool {
+    /// [`Open`] for `origin` in `state`, marking the probe when it is one: a plain
+    /// origin's spare first (it holds a permit of the origin's), then a free permit.
+    fn may_open(&self, origin: &Origin, state: &mut State, host: &HostPool) -> Open {
+        if let Some(spare) = self.spare_for(origin) {
+            return Open::Yes(spare.permit, false, Some((spare.since, spare.connect)));
         }
-        Err(_) => Open::Full,
+        if origin.tls && !state.http1 && state.probing {
+            return Open::Wait;
+        }
+        match Arc::clone(&host.permits).try_acquire_owned() {
+            Ok(permit) => {
+                let probe = origin.tls && !state.http1;
+                state.probing |= probe;
+                Open::Yes(permit, probe, None)
+            }
+            Err(_) => Open::Full,
+        }
+    }
+}
+
+/// A TLS connection's TCP stream, which marks its origin [`State::heard`] when the
+/// server's first byte arrives.
+struct Heard {
+    inner: TcpStream,
+    /// The origin to mark; `None` once marked.
+    host: Option<Arc<HostPool>>,
+}
+
+impl tokio::io::AsyncRead for Heard {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, std::task::Poll::Ready(Ok(())))
+            && buf.filled().len() > before
+            && let Some(host) = self.host.take()
+        {
+            host.lock().heard = true;
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Heard {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

@@ -606,24 +606,34 @@ impl Http {
     }
 
     /// Opens a bare TCP connection to `plain`'s host and port, ahead of the first
-    /// request of an endpoint allowed plain HTTP ([`Pool::pre_connect`]); nothing
-    /// without the pool or for a URL the egress policy refuses.
-    pub fn pre_connect(&self, plain: &Url) {
-        if let (Some(pool), Some(origin)) = (&self.pool, Origin::of(plain))
-            && check_url(&self.egress, plain).is_ok()
-        {
-            pool.pre_connect(&origin);
+    /// request of an endpoint allowed plain HTTP ([`Pool::pre_connect`]), and returns
+    /// its id for [`Http::settle_spare`]; `None` without the pool, for a URL the
+    /// egress policy refuses, or when the origin's connection bound leaves no room.
+    pub fn pre_connect(&self, plain: &Url) -> Option<u64> {
+        match (&self.pool, Origin::of(plain)) {
+            (Some(pool), Some(origin)) if check_url(&self.egress, plain).is_ok() => {
+                pool.pre_connect(&origin)
+            }
+            _ => None,
         }
     }
 
-    /// The first request over `https` (or its plain fallback) is over: the spare of
-    /// `plain`'s address is kept for an HTTP/1.1 TLS connection on the same address,
-    /// or closed ([`Pool::settle_spare`]).
-    pub fn settle_spare(&self, https: &Url, plain: &Url) {
-        if let (Some(pool), Some(https), Some(plain)) =
-            (&self.pool, Origin::of(https), Origin::of(plain))
-        {
-            pool.settle_spare(&https, &plain);
+    /// The first request that opened spare `id` over `https` (or its plain fallback)
+    /// is over: that spare, when no connection took it, becomes an HTTP/1.1 TLS
+    /// connection on the same address, or is closed ([`Pool::settle_spare`]).
+    pub fn settle_spare(&self, id: u64, https: &Url) {
+        if let (Some(pool), Some(https)) = (&self.pool, Origin::of(https)) {
+            pool.settle_spare(id, &https);
+        }
+    }
+
+    /// Whether `https`'s TLS port has answered a connection of this client with any
+    /// byte ([`Pool::tls_heard`]); `true` without the pool (not known: taken as
+    /// answering).
+    pub fn tls_heard(&self, https: &Url) -> bool {
+        match (&self.pool, Origin::of(https)) {
+            (Some(pool), Some(origin)) => pool.tls_heard(&origin),
+            _ => true,
         }
     }
 

@@ -72,6 +72,9 @@ pub struct ProxyStats {
     pub silent: u64,
     /// Connections that could not reach the target.
     pub failed: u64,
+    /// Connections accepted and not ended yet (both directions closed, or the client
+    /// closed it before sending anything): what is open now.
+    pub open: u64,
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +84,7 @@ struct Counters {
     plain: AtomicU64,
     silent: AtomicU64,
     failed: AtomicU64,
+    open: AtomicU64,
     /// With [`ProxyOptions::record_plain`]: what each plain connection's client sent.
     plain_bytes: Mutex<Vec<Arc<Mutex<Vec<u8>>>>>,
 }
@@ -163,6 +167,7 @@ impl LatencyProxy {
             plain: c.plain.load(Ordering::Relaxed),
             silent: c.silent.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
+            open: c.open.load(Ordering::Relaxed),
         }
     }
 }
@@ -184,10 +189,12 @@ async fn accept_loop(
             continue;
         };
         counters.connections.fetch_add(1, Ordering::Relaxed);
+        counters.open.fetch_add(1, Ordering::Relaxed);
         let options = options.clone();
         let counters = Arc::clone(&counters);
         let accepted = Instant::now();
         tokio::spawn(async move {
+            let _open = Open(Arc::clone(&counters));
             let _ = client.set_nodelay(true);
             let mut first = [0u8; 1];
             let plain = match client.peek(&mut first).await {
@@ -239,6 +246,15 @@ async fn accept_loop(
                 },
             }
         });
+    }
+}
+
+/// Counts a connection as open until its task ends.
+struct Open(Arc<Counters>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

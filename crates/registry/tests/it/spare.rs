@@ -33,6 +33,25 @@ async fn plain_registry(images: usize) -> Registry {
     registry
 }
 
+/// An anonymous TLS registry (HTTP/2 by ALPN) holding `team/app:v0` …
+/// `v{images-1}`, its log cleared; its TLS files, in a directory kept as long as the
+/// returned one.
+async fn tls_registry(
+    name: &str,
+    images: usize,
+) -> (Registry, pullcheck_testkit::TlsFiles, TempDir) {
+    let dir = TempDir::new(name).expect("temp dir");
+    let files = make_tls_files(dir.path()).expect("TLS files");
+    let registry = Registry::builder()
+        .auth(Auth::Anonymous)
+        .tls(files.clone())
+        .start()
+        .await
+        .expect("registry");
+    push(&registry, images).await;
+    (registry, files, dir)
+}
+
 async fn push(registry: &Registry, images: usize) {
     for i in 0..images {
         registry
@@ -89,6 +108,10 @@ async fn settled(proxy: &LatencyProxy, want: (u64, u64, u64, u64)) -> ProxyStats
     proxy.stats()
 }
 
+/// A manifest `HEAD`'s answer, as a registry sends it (distribution's
+/// `Docker-Content-Digest`, an OCI manifest type).
+const MANIFEST_HEAD_200: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\r\nContent-Length: 2\r\n\r\n";
+
 /// Reads one request head (up to its blank line) from `stream`.
 async fn read_head(stream: &mut TcpStream) -> String {
     let mut head = Vec::new();
@@ -139,12 +162,7 @@ async fn the_plain_attempt_s_first_head_goes_on_the_connection_opened_beside_the
             .expect("write");
         https.shutdown().await.expect("shutdown");
         let head = read_head(&mut plain).await;
-        plain
-            .write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\r\nContent-Length: 2\r\n\r\n",
-            )
-            .await
-            .expect("write");
+        plain.write_all(MANIFEST_HEAD_200).await.expect("write");
         let third = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
         (first[0], silent, head, third.is_ok())
     });
@@ -207,15 +225,7 @@ async fn a_plain_registry_gets_no_extra_connection_nor_request() {
 #[tokio::test]
 async fn an_h2_registry_allowed_plain_http_uses_one_connection_and_the_spare_is_closed_unused() {
     const IMAGES: usize = 20;
-    let dir = TempDir::new("spare-h2").expect("temp dir");
-    let files = make_tls_files(dir.path()).expect("TLS files");
-    let registry = Registry::builder()
-        .auth(Auth::Anonymous)
-        .tls(files.clone())
-        .start()
-        .await
-        .expect("registry");
-    push(&registry, IMAGES).await;
+    let (registry, files, _dir) = tls_registry("spare-h2", IMAGES).await;
     let proxy = proxy(&registry, None).await;
     let client = bounded_client(Some(files.ca.clone()));
     let statuses = check_group(&client, &allowed_plain(&proxy), IMAGES).await;
@@ -272,4 +282,397 @@ async fn a_single_image_on_an_http1_tls_registry_closes_the_spare() {
         (2, 1, 0, 1),
         "{stats:?}"
     );
+}
+
+/// What [`Front`] does with a connection, by its first byte.
+#[derive(Debug, Clone, Copy)]
+enum Then {
+    /// Forward it, both ways, to this address.
+    Forward(std::net::SocketAddr),
+    /// Keep it open and never send a byte (a port that accepts and never answers).
+    Hold,
+    /// Close it with a TCP reset (`SO_LINGER` 0).
+    Reset,
+}
+
+/// A front of the test's own on one port, telling TLS from plain HTTP by the first
+/// byte (0x16, a TLS handshake record: RFC 8446, section 5.1) and doing `tls` or
+/// `plain` with each; counts what it accepted.
+struct Front {
+    addr: std::net::SocketAddr,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Front {
+    async fn start(bind: &str, tls: Then, plain: Then) -> Front {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let listener = TcpListener::bind(bind).await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let accepted = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&accepted);
+        let task = tokio::spawn(async move {
+            let held = Arc::new(std::sync::Mutex::new(Vec::new()));
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    continue;
+                };
+                counted.fetch_add(1, Ordering::Relaxed);
+                let held = Arc::clone(&held);
+                tokio::spawn(async move {
+                    let mut first = [0u8; 1];
+                    let then = match client.peek(&mut first).await {
+                        Ok(1) if first[0] == 0x16 => tls,
+                        Ok(1) => plain,
+                        _ => return,
+                    };
+                    match then {
+                        Then::Forward(to) => {
+                            let Ok(mut upstream) = TcpStream::connect(to).await else {
+                                return;
+                            };
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                        }
+                        Then::Hold => held.lock().expect("held").push(client),
+                        Then::Reset => {
+                            // A zero linger resets at once; it does not block the
+                            // thread, which is what the deprecation warns of.
+                            #[allow(deprecated)]
+                            let _ = client.set_linger(Some(Duration::ZERO));
+                            drop(client);
+                        }
+                    }
+                });
+            }
+        });
+        Front {
+            addr,
+            accepted,
+            task,
+        }
+    }
+
+    /// `host:port`, bracketed for IPv6.
+    fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    fn accepted(&self) -> u64 {
+        self.accepted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the first request of `v0` on a port in front of a plain registry (holding
+/// `v0`) did, when that port does `tls` with TLS hellos: how long it took, the scheme
+/// the session kept, the client's requests, the registry's log (statuses), and the
+/// connections the port accepted.
+struct BehindATlsPort {
+    took: Duration,
+    base_url: String,
+    requests: u64,
+    statuses: Vec<u16>,
+    accepted: u64,
+}
+
+async fn behind_a_tls_port(tls: Then) -> BehindATlsPort {
+    let registry = plain_registry(1).await;
+    let front = Front::start(
+        "127.0.0.1:0",
+        tls,
+        Then::Forward(registry.host().parse().expect("address")),
+    )
+    .await;
+    // Requests may take 30 s: a first request answered well within that did not wait
+    // for a timeout.
+    let client = Client::new(pullcheck_registry::ClientOptions {
+        request_timeout: Duration::from_secs(30),
+        ..pullcheck_registry::ClientOptions::default()
+    })
+    .expect("client");
+    let endpoint = Endpoint {
+        allow_http: true,
+        ..Endpoint::new(front.host())
+    };
+    let started = Instant::now();
+    let session = open_session(&client, &endpoint).await;
+    BehindATlsPort {
+        took: started.elapsed(),
+        base_url: session.base_url().to_string(),
+        requests: client.request_count(),
+        statuses: registry
+            .requests()
+            .await
+            .expect("log")
+            .iter()
+            .map(|r| r.status)
+            .collect(),
+        accepted: front.accepted(),
+    }
+}
+
+#[tokio::test]
+async fn a_tls_port_that_accepts_and_never_answers_lets_the_plain_answer_in_after_the_head_start() {
+    // TLS hellos are accepted and never answered. Without a byte from the TLS port,
+    // the plain answer is used once its verdict passes (the head start and about
+    // twice the plain request's time), not after the request timeout (30 s).
+    let seen = behind_a_tls_port(Then::Hold).await;
+    assert!(seen.base_url.starts_with("http://"), "{}", seen.base_url);
+    assert!(
+        seen.took < Duration::from_secs(10),
+        "took {:?}: waited for https's timeout",
+        seen.took
+    );
+    // The https attempt (no answer) and the plain HEAD, on the spare.
+    assert_eq!(seen.requests, 2);
+    assert_eq!(seen.statuses, [200]);
+    assert_eq!(seen.accepted, 2);
+}
+
+#[tokio::test]
+async fn a_tls_port_that_resets_falls_back_to_plain_http_at_once() {
+    let seen = behind_a_tls_port(Then::Reset).await;
+    assert!(seen.base_url.starts_with("http://"), "{}", seen.base_url);
+    assert!(seen.took < Duration::from_secs(10), "took {:?}", seen.took);
+    assert_eq!(seen.requests, 2);
+    assert_eq!(seen.statuses, [200]);
+    assert_eq!(seen.accepted, 2);
+}
+
+#[tokio::test]
+async fn https_is_kept_when_both_answer_even_when_plain_answers_first() {
+    // One port in front of two registries: TLS goes to a TLS registry holding v0, plain
+    // HTTP to a plain one holding nothing; 100 ms each way in front of both, so https
+    // (TCP, TLS, HEAD: 600 ms or more) answers after the plain HEAD started at the head
+    // start (250 ms) and answered (about 450 ms). The TLS port has said something
+    // (its hello's answer, at about 400 ms) by the plain answer's verdict: https is
+    // kept, and the plain port got the anonymous HEAD alone.
+    let (tls_registry, files, _dir) = tls_registry("spare-both", 1).await;
+    let empty = plain_registry(0).await;
+    let front = Front::start(
+        "127.0.0.1:0",
+        Then::Forward(tls_registry.host().parse().expect("address")),
+        Then::Forward(empty.host().parse().expect("address")),
+    )
+    .await;
+    let delayed = LatencyProxy::start(
+        front.addr,
+        ProxyOptions {
+            delay: Duration::from_millis(100),
+            record_plain: true,
+            ..ProxyOptions::default()
+        },
+    )
+    .await
+    .expect("proxy");
+    let client = bounded_client(Some(files.ca.clone()));
+    let endpoint = allowed_plain(&delayed);
+    let session = open_session(&client, &endpoint).await;
+    assert!(session.base_url().starts_with("https://"), "{session:?}");
+    assert_eq!(session.check(APP, "v0").await.status, Status::Present);
+    // The plain registry answered the plain attempt's HEAD (404), unused.
+    let plain_log = empty.requests().await.expect("log");
+    assert_eq!(plain_log.len(), 1, "{plain_log:?}");
+    assert_eq!(plain_log[0].status, 404, "{plain_log:?}");
+    let sent = delayed.plain_bytes();
+    assert_eq!(sent.len(), 1);
+    let head = String::from_utf8_lossy(&sent[0]).to_ascii_lowercase();
+    let lines: Vec<&str> = head.split("\r\n").collect();
+    assert_eq!(lines[0], "head /v2/team/app/manifests/v0 http/1.1");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("authorization:")),
+        "{lines:?}"
+    );
+}
+
+#[tokio::test]
+async fn at_a_bound_of_one_no_spare_is_opened() {
+    // The https attempt's connection is the one connection the bound allows.
+    let (registry, files, _dir) = tls_registry("spare-bound-one", 4).await;
+    let proxy = proxy(&registry, None).await;
+    let client = Client::new(pullcheck_registry::ClientOptions {
+        max_connections_per_host: 1,
+        ca_file: Some(files.ca.clone()),
+        ..pullcheck_registry::ClientOptions::default()
+    })
+    .expect("client");
+    let statuses = check_group(&client, &allowed_plain(&proxy), 4).await;
+    assert_eq!(statuses, vec![Status::Present; 4]);
+    // Give a spare the time to be counted had one been opened.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stats = proxy.stats();
+    assert_eq!(
+        (stats.connections, stats.tls, stats.plain, stats.silent),
+        (1, 1, 0, 0),
+        "{stats:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_plain_registry_at_a_bound_of_two_uses_the_spare_as_one_of_its_two_connections() {
+    // The spare is one of the plain origin's two connections (it holds one of its
+    // permits): the TLS hello's connection, then the spare and one more.
+    const IMAGES: usize = 10;
+    let registry = plain_registry(IMAGES).await;
+    let proxy = proxy(&registry, None).await;
+    let client = Client::new(pullcheck_registry::ClientOptions {
+        max_connections_per_host: 2,
+        ..pullcheck_registry::ClientOptions::default()
+    })
+    .expect("client");
+    let statuses = check_group(&client, &allowed_plain(&proxy), IMAGES).await;
+    assert_eq!(statuses, vec![Status::Present; IMAGES]);
+    let stats = settled(&proxy, (3, 1, 2, 0)).await;
+    assert_eq!(
+        (stats.connections, stats.tls, stats.plain, stats.silent),
+        (3, 1, 2, 0),
+        "{stats:?}"
+    );
+    assert_eq!(client.request_count(), IMAGES as u64 + 1);
+}
+
+#[tokio::test]
+async fn two_endpoints_on_one_address_each_get_their_own_spare() {
+    // Two endpoints on one plain-HTTP address (a mirror's `ns` query for two
+    // registries), their first requests together: each opens its own spare. The
+    // origin's first TLS handshake goes alone (it may be HTTP/2), so the test's server
+    // sees one TLS hello and the two spares, silent, before it answers that hello (a
+    // plain 400); then the second hello, answered the same. Each endpoint has a
+    // configured header, so its plain attempt starts only when its https has failed:
+    // both plain HEADs go on the spares, and no other connection comes.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let host = listener.local_addr().expect("address").to_string();
+    let server = tokio::spawn(async move {
+        let wait = Duration::from_secs(5);
+        let mut conns = Vec::new();
+        for _ in 0..3 {
+            let next = tokio::time::timeout(wait, listener.accept()).await;
+            let (c, _) = next
+                .expect("three connections before the first TLS hello is answered")
+                .expect("accept");
+            conns.push(c);
+        }
+        // Tell the hello from the silent spares.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut hellos = Vec::new();
+        let mut spares = Vec::new();
+        for c in conns {
+            let mut byte = [0u8; 1];
+            match c.try_read(&mut byte) {
+                Ok(1) => hellos.push(c),
+                _ => spares.push(c),
+            }
+        }
+        assert_eq!((hellos.len(), spares.len()), (1, 2));
+        let answer = b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        let mut first = hellos.pop().expect("hello");
+        first.write_all(answer).await.expect("write");
+        first.shutdown().await.expect("shutdown");
+        let (mut second, _) = tokio::time::timeout(wait, listener.accept())
+            .await
+            .expect("the second TLS hello")
+            .expect("accept");
+        let mut byte = [0u8; 1];
+        second.read_exact(&mut byte).await.expect("hello");
+        second.write_all(answer).await.expect("write");
+        second.shutdown().await.expect("shutdown");
+        let mut heads = Vec::new();
+        for mut s in spares {
+            heads.push(read_head(&mut s).await);
+            s.write_all(MANIFEST_HEAD_200).await.expect("write");
+        }
+        let more = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+        (byte[0], heads, more.is_ok())
+    });
+    let client = bounded_client(None);
+    let endpoint = |ns: &str| Endpoint {
+        allow_http: true,
+        headers: vec![("X-Test".into(), "1".into())],
+        query: vec![("ns".into(), ns.into())],
+        ..Endpoint::new(host.clone())
+    };
+    let (a, b) = (endpoint("docker.io"), endpoint("ghcr.io"));
+    let (sa, sb) = futures::join!(open_session(&client, &a), open_session(&client, &b));
+    assert!(sa.base_url().starts_with("http://"), "{sa:?}");
+    assert!(sb.base_url().starts_with("http://"), "{sb:?}");
+    let (second_hello, heads, more) = server.await.expect("server");
+    assert_eq!(
+        second_hello, 0x16,
+        "the second connection after the 400 is a TLS hello"
+    );
+    assert!(!more, "no connection beside the hellos and the spares");
+    let mut heads: Vec<String> = heads
+        .iter()
+        .map(|h| {
+            h.split("\r\n")
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase()
+        })
+        .collect();
+    heads.sort();
+    assert_eq!(
+        heads,
+        [
+            "head /v2/team/app/manifests/v0?ns=docker.io http/1.1",
+            "head /v2/team/app/manifests/v0?ns=ghcr.io http/1.1",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn over_ipv6_loopback_the_plain_head_goes_on_the_spare() {
+    const IMAGES: usize = 12;
+    let registry = plain_registry(IMAGES).await;
+    let to = registry.host().parse().expect("address");
+    // `[::1]:PORT`, both schemes forwarded to the plain registry (which answers the
+    // TLS hello with its 400).
+    let front = Front::start("[::1]:0", Then::Forward(to), Then::Forward(to)).await;
+    assert!(front.host().starts_with("[::1]:"), "{}", front.host());
+    let client = bounded_client(None);
+    let endpoint = Endpoint {
+        allow_http: true,
+        ..Endpoint::new(front.host())
+    };
+    let statuses = check_group(&client, &endpoint, IMAGES).await;
+    assert_eq!(statuses, vec![Status::Present; IMAGES]);
+    assert_eq!(client.request_count(), IMAGES as u64 + 1);
+    assert_eq!(registry.requests().await.expect("log").len(), IMAGES);
+    // The TLS hello's connection and BOUND plain ones, the spare among them.
+    assert_eq!(front.accepted(), 1 + BOUND as u64);
+}
+
+#[tokio::test]
+async fn many_cold_first_requests_leave_no_connection_open_beyond_the_bound() {
+    // 60 cold endpoints on one plain address (each its own `ns`), one after the
+    // other: each opens a spare and settles it; what stays open is the idle pool.
+    let registry = plain_registry(1).await;
+    let proxy = proxy(&registry, None).await;
+    let client = bounded_client(None);
+    for i in 0..60 {
+        let endpoint = Endpoint {
+            allow_http: true,
+            query: vec![("ns".into(), format!("r{i}.example"))],
+            ..Endpoint::new(proxy.host())
+        };
+        let session = open_session(&client, &endpoint).await;
+        assert!(session.base_url().starts_with("http://"), "{session:?}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.stats().open > BOUND as u64 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = proxy.stats();
+    assert!(stats.open <= BOUND as u64, "{stats:?}");
+    assert_eq!(stats.silent, 0, "{stats:?}");
+    // One TLS hello per cold endpoint; the first plain HEAD on the spare, the others
+    // on that connection, idle by then (no spare is opened beside an idle one).
+    assert_eq!(stats.tls, 60, "{stats:?}");
+    assert_eq!(stats.plain, 1, "{stats:?}");
 }

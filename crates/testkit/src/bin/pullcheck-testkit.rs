@@ -60,7 +60,7 @@ OPTIONS:
                               proxies' (0 still proxies)
     --proxy-stats PATH        with --latency-ms: keep PATH holding the proxies'
                               counts, rewritten when they change, one line each:
-                              registry|token CONNECTIONS TLS PLAIN FAILED
+                              registry|token CONNECTIONS TLS PLAIN FAILED SILENT OPEN
     -h, --help                print this help
 
 VARIABLES:
@@ -276,8 +276,8 @@ async fn follow_token_log(server: &TokenServer, path: PathBuf) -> Result<(), Str
 async fn follow_proxy_stats(registry: &Registry, path: PathBuf) -> Result<(), String> {
     let line = |name: &str, s: pullcheck_testkit::ProxyStats| {
         format!(
-            "{name} {} {} {} {}\n",
-            s.connections, s.tls, s.plain, s.failed
+            "{name} {} {} {} {} {} {}\n",
+            s.connections, s.tls, s.plain, s.failed, s.silent, s.open
         )
     };
     let mut last = String::new();
