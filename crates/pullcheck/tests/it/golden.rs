@@ -515,6 +515,19 @@ async fn bearer_registry(realm: String) -> String {
     host
 }
 
+/// A token server answering with `script`, a scripted registry whose challenge names
+/// it, and the detail of a check of an image there: (token server, registry, detail).
+async fn token_detail(
+    script: impl Fn(&str, &str) -> Answer + Send + Sync + 'static,
+) -> (String, String, String) {
+    let (realm, _seen) = scripted(script).await;
+    let host = bearer_registry(format!("http://{realm}/token")).await;
+    let reference = format!("{host}/team/app:v1");
+    let report = check(std::slice::from_ref(&reference)).await;
+    let detail = row(&report, &reference).detail.clone();
+    (realm, host, detail)
+}
+
 /// A check of `reference` with `registry`'s options (and short backoffs).
 async fn check_options(reference: &str, registry: ClientOptions) -> Report {
     let checker = Checker::new(
@@ -575,22 +588,16 @@ async fn token_server_refused_unreachable_failing_and_tokenless() {
     );
 
     // A 500 from the token server.
-    let (realm, _seen) = scripted(|_, _| answer(500, &[], "")).await;
-    let host = bearer_registry(format!("http://{realm}/token")).await;
-    let reference = format!("{host}/team/app:v1");
-    let report = check(std::slice::from_ref(&reference)).await;
+    let (realm, host, detail) = token_detail(|_, _| answer(500, &[], "")).await;
     assert_eq!(
-        row(&report, &reference).detail,
+        detail,
         format!("token server {realm} for {host} answered HTTP 500")
     );
 
     // A 200 whose body holds no token.
-    let (realm, _seen) = scripted(|_, _| answer(200, &[], r#"{"expires_in":60}"#)).await;
-    let host = bearer_registry(format!("http://{realm}/token")).await;
-    let reference = format!("{host}/team/app:v1");
-    let report = check(std::slice::from_ref(&reference)).await;
+    let (realm, host, detail) = token_detail(|_, _| answer(200, &[], r#"{"expires_in":60}"#)).await;
     assert_eq!(
-        row(&report, &reference).detail,
+        detail,
         format!("token server {realm} for {host}: the token reply holds no token")
     );
 }
@@ -643,24 +650,18 @@ async fn pings_and_challenges_that_stop_the_check() {
 /// token reply's JSON (distribution token-auth spec: `{"token": …}`).
 #[tokio::test]
 async fn token_server_refusing_anonymous_or_answering_no_json() {
-    let (realm, _seen) = scripted(|_, _| answer(401, &[], "")).await;
-    let host = bearer_registry(format!("http://{realm}/token")).await;
-    let reference = format!("{host}/team/app:v1");
-    let report = check(std::slice::from_ref(&reference)).await;
+    let (realm, host, detail) = token_detail(|_, _| answer(401, &[], "")).await;
     assert_eq!(
-        row(&report, &reference).detail,
+        detail,
         format!(
             "token server {realm} refused anonymous access to {host} (HTTP 401); credentials \
              are needed"
         )
     );
 
-    let (realm, _seen) = scripted(|_, _| answer(200, &[], "<html>")).await;
-    let host = bearer_registry(format!("http://{realm}/token")).await;
-    let reference = format!("{host}/team/app:v1");
-    let report = check(std::slice::from_ref(&reference)).await;
+    let (realm, host, detail) = token_detail(|_, _| answer(200, &[], "<html>")).await;
     assert_eq!(
-        row(&report, &reference).detail,
+        detail,
         // serde_json's words for a body that does not start a JSON value.
         format!(
             "token server {realm} for {host}: the token reply is not the expected JSON \

@@ -182,6 +182,24 @@ pub(crate) fn review(
 }
 
 /// A container as the API server has defaulted it before validating webhooks see it.
+/// The review of a Pod `object` at CREATE, with `uid`.
+pub(crate) fn pod_review(uid: &str, object: &Value) -> Value {
+    review(
+        uid,
+        "CREATE",
+        ("", "v1", "Pod"),
+        "pods",
+        object,
+        None,
+        false,
+    )
+}
+
+/// `hook`'s answer to the review of a Pod `object` at CREATE, with `uid`.
+pub(crate) async fn create_pod(hook: &Webhook, uid: &str, object: &Value) -> Value {
+    hook.review("/v1/admission", &pod_review(uid, object)).await
+}
+
 pub(crate) fn container(name: &str, image: &str) -> Value {
     let policy = if image.ends_with(":latest") {
         "Always"

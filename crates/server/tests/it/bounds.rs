@@ -9,7 +9,7 @@ use pullcheck_server::ServeOptions;
 use pullcheck_server::admission::{AdmissionMode, AdmissionOptions};
 use serde_json::{Value, json};
 
-use crate::admission::{Webhook, container, pod, review, warnings};
+use crate::admission::{Webhook, container, pod, pod_review, warnings};
 use crate::util::{Hanging, TestServer};
 
 /// The `{"error": {...}}` of a 413 for a cost limit: (limit, count, flag).
@@ -228,18 +228,6 @@ async fn counters_start_at_zero_and_a_plain_http_registry_s_https_ping_is_a_fall
         1.0
     );
     server.stop().await;
-}
-
-fn pod_review(uid: &str, object: &Value) -> Value {
-    review(
-        uid,
-        "CREATE",
-        ("", "v1", "Pod"),
-        "pods",
-        object,
-        None,
-        false,
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use pullcheck::registry::{ClientOptions, EgressPolicy, EgressRule};
 use pullcheck_server::ServeOptions;
 use serde_json::{Value, json};
 
-use crate::admission::{Webhook, container, deny, pod, registry, review};
+use crate::admission::{Webhook, container, create_pod, deny, pod, registry};
 use crate::util::{TestServer, statuses};
 
 /// A listener on 127.0.0.2 that counts the connections it accepts and never answers.
@@ -56,14 +56,7 @@ impl Drop for Counted {
 
 /// The service's options with `--deny-registry 127.0.0.2/32`.
 fn denying_127_0_0_2() -> ServeOptions {
-    let rule = EgressRule::parse("127.0.0.2/32").expect("rule");
-    ServeOptions {
-        client: ClientOptions {
-            egress: EgressPolicy::new(Vec::new(), vec![rule]),
-            ..ClientOptions::default()
-        },
-        ..ServeOptions::default()
-    }
+    denying("127.0.0.2/32")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,13 +72,7 @@ async fn a_check_naming_a_denied_registry_is_blocked_and_connects_nowhere() {
         {"reference": refused},
         {"reference": metadata},
     ]});
-    let (status, report) = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        server.check(None, &body),
-    )
-    .await
-    .expect("answered in time");
-    assert_eq!(status, 200, "{report}");
+    let report = report_of(&server, &body).await;
     assert_eq!(
         statuses(&report),
         [
@@ -134,18 +121,7 @@ async fn an_admission_review_naming_a_denied_registry_sends_nothing_there() {
     );
     let answer: Value = tokio::time::timeout(
         std::time::Duration::from_secs(30),
-        hook.review(
-            "/v1/admission",
-            &review(
-                "5b1c0c8e-9a41-4c55-8f0e-6c2d1b7a9e11",
-                "CREATE",
-                ("", "v1", "Pod"),
-                "pods",
-                &object,
-                None,
-                false,
-            ),
-        ),
+        create_pod(&hook, "5b1c0c8e-9a41-4c55-8f0e-6c2d1b7a9e11", &object),
     )
     .await
     .expect("answered in time");
@@ -202,17 +178,20 @@ fn denying(pattern: &str) -> ServeOptions {
     }
 }
 
+/// `server`'s report for the check `body`, answered 200 within 30 s.
+async fn report_of(server: &TestServer, body: &Value) -> Value {
+    let (status, report) =
+        tokio::time::timeout(std::time::Duration::from_secs(30), server.check(None, body))
+            .await
+            .expect("answered in time");
+    assert_eq!(status, 200, "{report}");
+    report
+}
+
 /// The one row's JSON of a check of `reference` by a service with `options`.
 async fn checked_row(options: ServeOptions, reference: &str) -> Value {
     let server = TestServer::start(options).await;
-    let body = json!({"images": [{"reference": reference}]});
-    let (status, report) = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        server.check(None, &body),
-    )
-    .await
-    .expect("answered in time");
-    assert_eq!(status, 200, "{report}");
+    let report = report_of(&server, &json!({"images": [{"reference": reference}]})).await;
     server.stop().await;
     report["images"][0].clone()
 }
@@ -224,18 +203,7 @@ async fn admission_words(name: &str, options: ServeOptions, image: &str) -> Stri
     let object = pod("probe", &[], &[container("app", image)], json!({}));
     let answer: Value = tokio::time::timeout(
         std::time::Duration::from_secs(30),
-        hook.review(
-            "/v1/admission",
-            &review(
-                "0f2e7c1a-3b5d-4e6f-8a9b-1c2d3e4f5a6b",
-                "CREATE",
-                ("", "v1", "Pod"),
-                "pods",
-                &object,
-                None,
-                false,
-            ),
-        ),
+        create_pod(&hook, "0f2e7c1a-3b5d-4e6f-8a9b-1c2d3e4f5a6b", &object),
     )
     .await
     .expect("answered in time");
@@ -258,6 +226,25 @@ async fn admission_words(name: &str, options: ServeOptions, image: &str) -> Stri
     words.join("\n")
 }
 
+/// `row` has `status` and `reason`, and `token_server` as the host that failed.
+fn assert_failed_at(row: &Value, (status, reason): (&str, &str), token_server: &str) {
+    assert_eq!(
+        (&row["status"], &row["reason"], &row["failed_host"]),
+        (
+            &json!(status),
+            &json!(reason),
+            &json!({"host": token_server, "role": "token_server"})
+        ),
+        "{row}"
+    );
+}
+
+/// The webhook's `words` name the host that failed as `named`, and never as `blamed`.
+fn says_not(words: &str, named: &str, blamed: &str) {
+    assert!(words.contains(named), "{words}");
+    assert!(!words.contains(blamed), "{words}");
+}
+
 /// The egress policy refuses the token server of a token-auth registry (not the
 /// registry): the JSON row names the token server as the host that failed, and the
 /// webhook names it instead of blaming the registry (review finding of issue 23).
@@ -266,28 +253,14 @@ async fn a_refused_token_server_is_named_not_the_registry() {
     let (registry, token_server) = token_registry().await;
     let image = format!("{}/team/app:v1", registry.host());
     let row = checked_row(denying(&token_server), &image).await;
-    assert_eq!(
-        (&row["status"], &row["reason"]),
-        (&json!("blocked"), &json!("egress_denied")),
-        "{row}"
-    );
-    assert_eq!(
-        row["failed_host"],
-        json!({"host": token_server, "role": "token_server"}),
-        "{row}"
-    );
+    assert_failed_at(&row, ("blocked", "egress_denied"), &token_server);
     assert_eq!(row["registry"], json!(registry.host()), "{row}");
 
     let words = admission_words("token-refused", denying(&token_server), &image).await;
-    assert!(
-        words.contains(&format!(
-            "blocked by the service's egress policy (token server {token_server})"
-        )),
-        "{words}"
-    );
-    assert!(
-        !words.contains(&format!("({})", registry.host())),
-        "{words}"
+    says_not(
+        &words,
+        &format!("blocked by the service's egress policy (token server {token_server})"),
+        &format!("({})", registry.host()),
     );
 }
 
@@ -299,26 +272,12 @@ async fn an_unreachable_token_server_is_named_not_the_registry() {
     registry.stop_token_server();
     let image = format!("{}/team/app:v1", registry.host());
     let row = checked_row(ServeOptions::default(), &image).await;
-    assert_eq!(
-        (&row["status"], &row["reason"]),
-        (&json!("unreachable"), &json!("connection_refused")),
-        "{row}"
-    );
-    assert_eq!(
-        row["failed_host"],
-        json!({"host": token_server, "role": "token_server"}),
-        "{row}"
-    );
+    assert_failed_at(&row, ("unreachable", "connection_refused"), &token_server);
 
     let words = admission_words("token-down", ServeOptions::default(), &image).await;
-    assert!(
-        words.contains(&format!(
-            "token server {token_server} refused the connection"
-        )),
-        "{words}"
-    );
-    assert!(
-        !words.contains(&format!("{} refused the connection", registry.host())),
-        "{words}"
+    says_not(
+        &words,
+        &format!("token server {token_server} refused the connection"),
+        &format!("{} refused the connection", registry.host()),
     );
 }
