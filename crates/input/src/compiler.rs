@@ -101,66 +101,29 @@ impl Reader<'_> {
         }
     }
 
-    /// An `environment` as Vela decodes it: `raw.StringSliceMap` in source (a mapping
-    /// of scalars, or `NAME=value` strings), a compiled container's `map[string]string`
-    /// in JSON.
-    pub(crate) fn check_environment(
-        &mut self,
-        env: Reached,
-        path: &str,
-        json_map_only: bool,
-    ) -> Result<(), InputError> {
-        let json = json_map_only;
+    /// An `environment` in source as Vela decodes it: `raw.StringSliceMap` (a mapping of
+    /// scalars, or `NAME=value` strings). A compiled build's was decoded by
+    /// [`crate::gojson`] before it was read.
+    pub(crate) fn check_environment(&mut self, env: Reached) -> Result<(), InputError> {
         match self.doc.value(env.id) {
             Value::Null | Value::Alias(_) => Ok(()),
             Value::Map(_) => {
                 for (key, value) in self.entries(env)? {
                     let found = match self.doc.value(value.id) {
-                        Value::Seq(_) => kind(json, "list"),
-                        Value::Map(_) => kind(json, "mapping"),
-                        Value::Scalar { plain, text, .. } if json && *plain => {
-                            json_scalar_kind(text)
-                        }
+                        Value::Seq(_) => "list",
+                        Value::Map(_) => "mapping",
                         _ => continue,
                     };
-                    return Err(if json {
-                        self.refuse(
-                            value,
-                            Refusal::WrongType {
-                                field: format!("{path}.environment.{key}"),
-                                expected: "string",
-                                found: found.to_owned(),
-                                value: None,
-                                json,
-                            },
-                        )
-                    } else {
-                        self.refuse(
-                            value,
-                            Refusal::Environment {
-                                variable: Some(key),
-                                found: found.to_owned(),
-                            },
-                        )
-                    });
+                    return Err(self.refuse(
+                        value,
+                        Refusal::Environment {
+                            variable: Some(key),
+                            found: found.to_owned(),
+                        },
+                    ));
                 }
                 Ok(())
             }
-            _ if json => Err(self.refuse(
-                env,
-                Refusal::WrongType {
-                    field: format!("{path}.environment"),
-                    expected: "mapping",
-                    found: if self.doc.items(env.id).is_some() {
-                        "array"
-                    } else {
-                        "string"
-                    }
-                    .to_owned(),
-                    value: None,
-                    json,
-                },
-            )),
             Value::Scalar { text, .. } => {
                 if text.contains('=') {
                     Ok(())
@@ -196,24 +159,6 @@ impl Reader<'_> {
                 Ok(())
             }
         }
-    }
-}
-
-/// The word encoding/json uses for a JSON value's type, or the YAML word.
-fn kind(json: bool, yaml: &'static str) -> &'static str {
-    match (json, yaml) {
-        (true, "list") => "array",
-        (true, "mapping") => "object",
-        (_, other) => other,
-    }
-}
-
-/// A plain scalar of JSON text: `true`/`false` or a number (null is [`Value::Null`]).
-fn json_scalar_kind(text: &str) -> &'static str {
-    if text == "true" || text == "false" {
-        "bool"
-    } else {
-        "number"
     }
 }
 
@@ -313,7 +258,7 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         None => false,
     };
     if let Some(env) = r.get_set(root, "environment")? {
-        r.check_environment(env, "environment", false)?;
+        r.check_environment(env)?;
     }
     let steps_node = r.get_set(root, "steps")?;
     let stages_node = r.get_set(root, "stages")?;
@@ -334,7 +279,7 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
                 .unwrap_or(key);
             string_slices(r, stage, &format!("stages.{name}"), &["needs"])?;
             if let Some(env) = r.get_set(stage, "environment")? {
-                r.check_environment(env, &format!("stages.{name}.environment"), false)?;
+                r.check_environment(env)?;
             }
             let what = format!("stages.{name}.steps");
             for (i, item) in r.list(stage, "steps", &what)?.into_iter().enumerate() {
@@ -352,7 +297,7 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         .into_iter()
         .enumerate()
     {
-        if decodes(r, service, &format!("services[{i}]"))? {
+        if decodes(r, service)? {
             string_slices(
                 r,
                 service,
@@ -363,10 +308,10 @@ fn source(r: &mut Reader<'_>, root: Reached) -> Result<(), InputError> {
         }
     }
     let mut origins = Vec::new();
-    for (i, secret) in r.list(root, "secrets", "secrets")?.into_iter().enumerate() {
+    for secret in r.list(root, "secrets", "secrets")? {
         if let Some(origin) = r.get(secret, "origin")?
             && r.origin_present(origin)?
-            && decodes(r, origin, &format!("secrets[{i}].origin"))?
+            && decodes(r, origin)?
         {
             origins.push(origin);
         }
@@ -990,12 +935,12 @@ fn supported_type(t: &str) -> bool {
 /// [`crate::Disposition::Invalid`] use (its image stays in the report, as
 /// docs/reasons.md's `invalid_container` says), and is left out of the checks here;
 /// its `environment` is checked all the same.
-fn decodes(r: &mut Reader<'_>, node: Reached, path: &str) -> Result<bool, InputError> {
+fn decodes(r: &mut Reader<'_>, node: Reached) -> Result<bool, InputError> {
     if !r.doc.is_map(node.id) {
         return Ok(false);
     }
     if let Some(env) = r.get_set(node, "environment")? {
-        r.check_environment(env, path, false)?;
+        r.check_environment(env)?;
     }
     for key in ["name", "image", "pull"] {
         if let Some(v) = r.get_set(node, key)?
@@ -1060,7 +1005,7 @@ fn step(
     path: &str,
     stage: Option<String>,
 ) -> Result<Option<Step>, InputError> {
-    if !decodes(r, node, path)? {
+    if !decodes(r, node)? {
         return Ok(None);
     }
     string_slices(r, node, path, &["commands", "entrypoint"])?;

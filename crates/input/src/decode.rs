@@ -538,8 +538,7 @@ impl Decoder<'_, '_> {
                         },
                     ));
                 }
-                let parent = path.strip_suffix(".environment").unwrap_or("");
-                self.r.check_environment(node, parent, false)?;
+                self.r.check_environment(node)?;
             }
             Ty::Struct(s) => self.strukt(node, s, path)?,
             Ty::List(elem, go) => self.list_of(node, elem, go, path)?,
