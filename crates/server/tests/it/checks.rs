@@ -733,3 +733,35 @@ async fn a_missing_platform_lists_the_platforms_served() {
     assert_eq!(row.get("retry_after"), None, "{report}");
     server.stop().await;
 }
+
+/// encoding/json fills `pipeline.Build.Token` from any key equal to `token` under case
+/// folding (Go's `encoding/json` field matching, `bytes.EqualFold`): `TOKEN`, `tOkEn` and
+/// `to\u{212a}en` (the Kelvin sign folds to `k`) are the build's token too. Each is taken
+/// out before the build is decoded: here they hold objects, which encoding/json would refuse
+/// for the string field (a refused build), so a checked image proves they were removed,
+/// and the canary inside them appears nowhere in the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_builds_token_is_removed_whatever_the_case_of_its_key() {
+    let registry = Registry::anonymous().await.expect("registry");
+    registry
+        .push("team/app", "v1", ImageKind::OciManifest)
+        .await
+        .expect("push");
+    let host = registry.host().to_owned();
+    let server = TestServer::start(ServeOptions::default()).await;
+    for key in ["TOKEN", "tOkEn", "to\u{212a}en"] {
+        let mut build = json!({"id": "team_app_8", "version": "1",
+            "steps": [{"id": "step_app", "name": "app", "image": format!("{host}/team/app:v1"), "pull": "always"}]});
+        build[key] = json!({ "canary": BUILD_TOKEN });
+        let (status, report) = server.check(None, &json!({ "build": build })).await;
+        assert_eq!(status, 200, "{key}: {report}");
+        assert_eq!(
+            statuses(&report),
+            [(format!("{host}/team/app:v1"), "present".into())],
+            "{key}"
+        );
+        assert_eq!(report["exit_code"], 0, "{key}: {report}");
+        assert_no_secret(&report.to_string());
+    }
+    server.stop().await;
+}
