@@ -278,10 +278,11 @@ static BUILD: Struct = Struct {
 };
 
 /// Whether a field's (ASCII) JSON name and a key are equal under Unicode simple case
-/// folding, as encoding/json matches keys: ASCII letters in either case, and the two
-/// non-ASCII letters whose fold orbits hold ASCII ones, `ſ` (U+017F, with `s`) and the
-/// Kelvin sign (U+212A, with `k`).
-fn folds_equal(name: &str, key: &str) -> bool {
+/// folding, as encoding/json matches keys (`bytes.EqualFold` in its field lookup): ASCII
+/// letters in either case, and the two non-ASCII letters whose fold orbits hold ASCII ones,
+/// `ſ` (U+017F, with `s`) and the Kelvin sign (U+212A, with `k`). `name` must be ASCII
+/// (Go struct tags of `pipeline.Build` are); no error case.
+pub fn folds_equal(name: &str, key: &str) -> bool {
     let mut key = key.chars();
     for n in name.chars() {
         let Some(k) = key.next() else {

@@ -55,6 +55,7 @@ use std::fmt;
 use std::path::Path;
 
 pub use container::closest_key;
+pub use gojson::folds_equal;
 pub use policy::{ALL_PULL_VALUES, PullPolicy, VELA_PULL_VALUES};
 pub use problem::{
     Field, LineColumn, Position, Problem, Unresolved, UnresolvedVariable, ValueSource,

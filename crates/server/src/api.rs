@@ -20,13 +20,6 @@ use crate::AppState;
 use crate::auth::{Caller, namespace_allowed};
 use crate::metrics::CheckResult;
 
-/// Whether a build's JSON key names `pipeline.Build.Token` as encoding/json matches
-/// keys: equal to `token` under simple Unicode case folding (Go's `bytes.EqualFold`),
-/// which also folds the Kelvin sign U+212A to `k`.
-fn is_token_key(key: &str) -> bool {
-    key.chars().flat_map(char::to_lowercase).eq("token".chars())
-}
-
 /// The body of `POST /v1/checks`. At most one of `pipeline`, `build` and `manifests`,
 /// and `images` beside it or alone (at least one of the four); every other field is
 /// optional. Unknown fields are errors. Its `Debug`
@@ -569,7 +562,7 @@ fn parse_request(
         // The worker's build token: never read, never echoed. encoding/json fills
         // `Build.Token` from any key equal to `token` under Unicode case folding
         // (`TOKEN`, `tOkEn`, `to\u{212a}en` with the Kelvin sign), so every such key goes.
-        build.retain(|key, _| !is_token_key(key));
+        build.retain(|key, _| !pullcheck::input::folds_equal("token", key));
         let text = serde_json::to_string_pretty(&Value::Object(build))
             .map_err(|e| ApiError::bad_field("input", "build", format!("`build`: {e}")))?;
         inputs.push(Input {
