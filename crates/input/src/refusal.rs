@@ -257,7 +257,7 @@ pub enum Refusal {
     },
     /// A field of the wrong type, which the decoder refuses: go.yaml.in/yaml/v3 for
     /// source (`parameters: 5`, `image: [a]`, a step that is not a mapping; its type
-    /// error, `decode.go` `terror`: "cannot unmarshal !!int `5` into map[string]interface
+    /// error, `decode.go` `terror`: "cannot unmarshal !!int `5` into map\[string\]interface
     /// {}"), encoding/json for a compiled build (`"image": 5`, `"detach": "yes"`).
     WrongType {
         /// The field's path, e.g. `steps[0].image`.
