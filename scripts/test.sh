@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need, then checks formatting, lints and runs
-# every test, then the Go package of integrations/vela (gofmt, go vet, go test) against
-# freshly built debug binaries. Tests start their own registries on free loopback ports.
+# The test command: installs what the tests need, then checks formatting, lints and the
+# rendered docs (rustdoc -D warnings), runs every test, then the Go package of
+# integrations/vela (gofmt, go vet, go test) against freshly built debug binaries.
+# Tests start their own registries on free loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# Every public item's doc comment must render: broken intra-doc links and stray HTML fail.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 cargo test --workspace --locked
 # Upstream test data (go-vela, containers/image) is not part of the repository: the tests
 # that read it are #[ignore]d and run here when the directory is beside the checkout.
