@@ -1,5 +1,6 @@
 //! The manifests in `deploy/` agree with the code: the CRD's schema holds every field the
-//! template types read, and the Role grants `get` on named objects only.
+//! template types read, the Role grants `get` on named objects only, and the files can be
+//! given to `kubectl apply -f -` together (docs/admission.md's walk-through does).
 
 use std::path::{Path, PathBuf};
 
@@ -494,4 +495,109 @@ fn the_admission_manifests_are_complete_and_agree() {
         binding["subjects"][0]["name"],
         find("ServiceAccount")["metadata"]["name"]
     );
+}
+
+/// `(apiVersion kind)` of each document of `text`, in order.
+fn kinds_of(text: &str, what: &str) -> Vec<String> {
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+    docs.iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["apiVersion"].as_str().unwrap_or("?"),
+                d["kind"].as_str().unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+/// The `deploy/…` files that docs/admission.md's install walk-through feeds to one
+/// `sed … | kubectl apply -f -`, in the order it names them.
+fn admission_walk_through_files() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/admission.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("sed ") && l.contains("<pullcheck-namespace>"))
+        .expect("the walk-through's sed line");
+    let mut files = Vec::new();
+    for line in &lines[start..] {
+        files.extend(
+            line.split_whitespace()
+                .filter(|w| w.starts_with("deploy/") && w.ends_with(".yaml"))
+                .map(str::to_owned),
+        );
+        if line.contains("kubectl apply -f -") {
+            return files;
+        }
+    }
+    panic!("no `kubectl apply -f -` after the sed line");
+}
+
+#[test]
+fn the_admission_walk_through_applies_five_objects() {
+    let files = admission_walk_through_files();
+    assert_eq!(
+        files,
+        [
+            "deploy/admission/rbac.yaml",
+            "deploy/admission/service.yaml",
+            "deploy/admission/deployment.yaml",
+        ]
+    );
+    // What `sed … FILE…` writes: the files one after the other (each ends with a
+    // newline), with the walk-through's two substitutions.
+    let joined: String = files
+        .iter()
+        .map(|f| deploy(f.strip_prefix("deploy/").expect("deploy/")))
+        .collect::<String>()
+        .replace("<pullcheck-namespace>", "pullcheck")
+        .replace("<image>", "registry.example.com/pullcheck:1");
+    assert_eq!(
+        kinds_of(&joined, "the walk-through's stream"),
+        [
+            "rbac.authorization.k8s.io/v1 ClusterRole",
+            "rbac.authorization.k8s.io/v1 ClusterRoleBinding",
+            "v1 ServiceAccount",
+            "v1 Service",
+            "apps/v1 Deployment",
+        ]
+    );
+}
+
+/// Any `deploy/**.yaml` files given together to `kubectl apply -f -` (by `cat` or `sed`)
+/// are the documents of each, in order: none runs into the next one's first document.
+#[test]
+fn every_deploy_manifest_can_be_concatenated() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+    for dir in [root.clone(), root.join("service"), root.join("admission")] {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        names.sort();
+        let mut joined = String::new();
+        let mut each = Vec::new();
+        for path in &names {
+            let text =
+                std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                text.ends_with('\n'),
+                "{}: ends with a newline",
+                path.display()
+            );
+            each.extend(kinds_of(&text, &path.display().to_string()));
+            joined.push_str(&text);
+        }
+        assert!(each.len() >= names.len(), "{}", dir.display());
+        assert_eq!(
+            kinds_of(&joined, &dir.display().to_string()),
+            each,
+            "{}: the files concatenated",
+            dir.display()
+        );
+    }
 }
