@@ -50,9 +50,9 @@ enum Command {
     /// CronJob), and --image arguments, against their registries.
     ///
     /// Exit codes: 0 every checked image is present; 1 an image failed (missing,
-    /// no_access, denied, blocked, invalid, unrunnable); 3 nothing failed but some image could not
-    /// be verified (unreachable); 2 usage or configuration error, or no image in any
-    /// input (unless --allow-empty).
+    /// no_access, denied, blocked, invalid, unrunnable); 3 nothing failed but some image is
+    /// unverified (unreachable, unresolved); 2 usage or configuration error, or no image in
+    /// any input (unless --allow-empty).
     Check(Box<CheckArgs>),
     /// Show how references are understood: the normalised parts, and the endpoints and
     /// credentials a check would use, with the rule behind each. Sends no request to a
@@ -1548,6 +1548,32 @@ mod tests {
         assert_eq!(parse_duration("5h"), Ok(Duration::from_secs(5 * 3600)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("0ms").is_err());
+    }
+
+    /// The statuses `check --help` gives for exit code 3 are those the report counts as
+    /// unverified (`Summary::unverified`: `unreachable` and `unresolved`, README's table).
+    #[test]
+    fn check_help_lists_every_status_of_exit_code_3() {
+        use clap::CommandFactory as _;
+        let help = Cli::command()
+            .find_subcommand("check")
+            .and_then(|c| c.get_long_about())
+            .map(|a| a.to_string())
+            .expect("check has a long help");
+        let clause = help.split("; 3 ").nth(1).expect("an exit code 3 clause");
+        let listed = clause
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(names, _)| names.split(", ").collect::<Vec<_>>())
+            .expect("the statuses in parentheses");
+        let unverified: Vec<&str> = [
+            pullcheck::report::Status::Unreachable,
+            pullcheck::report::Status::Unresolved,
+        ]
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+        assert_eq!(listed, unverified);
     }
 
     #[test]

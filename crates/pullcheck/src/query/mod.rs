@@ -6,8 +6,9 @@
 //! the container runtime, the first attempt that finds the manifest wins; like the
 //! kubelet, the next credential is tried after a failure, and anonymous is never tried
 //! after credentials fail. When every attempt fails, the most meaningful failure is
-//! reported (a definite 404 outranks a refusal, which outranks a network error), with
-//! every attempt's answer in the detail.
+//! reported (a definite 404 outranks a refusal, which outranks a network error; a
+//! mirror's answer does not outrank a primary that gave none), with every attempt's
+//! answer in the detail.
 //!
 //! [`run`] goes through four phases, one function each:
 //!
@@ -165,6 +166,41 @@ struct Attempt {
     source: Option<CredentialSource>,
     over_tls_warning: Option<VersionWarning>,
     over_plain_http_warning: Option<VersionWarning>,
+    /// Whether the endpoint is a mirror rather than the image's own registry
+    /// ([`crate::resolve::ResolvedEndpoint::is_mirror`]).
+    mirror: bool,
+}
+
+/// The endpoint of one attempt, as the report names it.
+#[derive(Debug, Clone, Default)]
+struct Asked {
+    /// Its host, `host[:port]`.
+    host: String,
+    /// Its name in the report ([`endpoint_name`]).
+    name: String,
+    /// Whether it is a mirror.
+    mirror: bool,
+}
+
+impl Asked {
+    fn of(attempt: &Attempt) -> Asked {
+        Asked {
+            host: attempt.endpoint.host.clone(),
+            name: endpoint_name(&attempt.endpoint),
+            mirror: attempt.mirror,
+        }
+    }
+}
+
+/// One attempt's answer, for [`choose`].
+#[derive(Debug)]
+struct Tried {
+    /// The endpoint's name in the report ([`endpoint_name`]).
+    endpoint: String,
+    /// Whether the endpoint is a mirror.
+    mirror: bool,
+    /// Its answer.
+    outcome: Outcome,
 }
 
 /// A reference still being asked about.
@@ -173,10 +209,10 @@ struct Pending {
     key: QueryKey,
     reference: Reference,
     attempts: VecDeque<Attempt>,
-    /// Every failed attempt so far: (endpoint name, outcome).
-    failures: Vec<(String, Outcome)>,
-    /// The endpoint of the attempt in flight (host, name), for the deadline message.
-    asking: Option<(String, String)>,
+    /// Every failed attempt so far.
+    failures: Vec<Tried>,
+    /// The endpoint of the attempt in flight, for the deadline message.
+    asking: Option<Asked>,
     /// The credential provider plugins that failed for it, on any route.
     provider_failures: Vec<ProviderError>,
 }
@@ -450,10 +486,7 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             let Some(attempt) = p.attempts.pop_front() else {
                 continue;
             };
-            p.asking = Some((
-                attempt.endpoint.host.clone(),
-                endpoint_name(&attempt.endpoint),
-            ));
+            p.asking = Some(Asked::of(&attempt));
             let slot = (attempt.endpoint, attempt.credential);
             let job = Job {
                 index,
@@ -486,7 +519,12 @@ impl<S: Clone + Send + Sync> Rounds<S> {
             // it will pull and not run.
             done[index] |= matches!(outcome.status, Status::Present | Status::Unrunnable)
                 || p.attempts.is_empty();
-            p.failures.push((place, outcome));
+            let mirror = p.asking.as_ref().is_some_and(|a| a.mirror);
+            p.failures.push(Tried {
+                endpoint: place,
+                mirror,
+                outcome,
+            });
         }
         for (p, done) in std::mem::take(&mut self.pending).into_iter().zip(done) {
             if done {
@@ -504,26 +542,23 @@ impl<S: Clone + Send + Sync> Rounds<S> {
     fn finish(mut self, deadline: Duration) -> HashMap<QueryKey, Outcome> {
         for p in std::mem::take(&mut self.pending) {
             let mut failures = p.failures;
-            let (host, endpoint) = p
+            let asked = p
                 .asking
                 .clone()
-                .or_else(|| {
-                    p.attempts
-                        .front()
-                        .map(|a| (a.endpoint.host.clone(), endpoint_name(&a.endpoint)))
-                })
+                .or_else(|| p.attempts.front().map(Asked::of))
                 .unwrap_or_default();
-            failures.push((
-                endpoint,
-                Outcome {
-                    registry: Some(host.clone()),
+            failures.push(Tried {
+                endpoint: asked.name,
+                mirror: asked.mirror,
+                outcome: Outcome {
+                    registry: Some(asked.host.clone()),
                     ..failure(
                         Status::Unreachable,
                         Reason::DeadlineExceeded,
-                        detail::no_answer(&host, self.timed_out.then_some(deadline)),
+                        detail::no_answer(&asked.host, self.timed_out.then_some(deadline)),
                     )
                 },
-            ));
+            });
             let outcome = with_provider_failures(choose(failures), p.provider_failures);
             self.finished.insert(p.key, outcome);
         }
@@ -545,6 +580,7 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
                 source: None,
                 over_tls_warning: route.endpoint.over_tls_warning.clone(),
                 over_plain_http_warning: route.endpoint.over_plain_http_warning.clone(),
+                mirror: route.endpoint.is_mirror,
             });
         }
         for c in route.credentials {
@@ -563,6 +599,7 @@ fn attempts_of(reference: &Reference, routes: Vec<Route>) -> VecDeque<Attempt> {
                 source: Some(c.source),
                 over_tls_warning: route.endpoint.over_tls_warning.clone(),
                 over_plain_http_warning: route.endpoint.over_plain_http_warning.clone(),
+                mirror: route.endpoint.is_mirror,
             });
         }
     }
@@ -630,7 +667,8 @@ fn failure(status: Status, reason: Reason, detail: String) -> Outcome {
 }
 
 /// How meaningful a failure is: a definite answer outranks a refusal, which outranks a
-/// network error.
+/// network error. [`choose`] applies it, except that a mirror's answer does not outrank
+/// a primary that gave none.
 fn rank(status: Status) -> u8 {
     match status {
         Status::Present | Status::Unrunnable => 5,
@@ -642,16 +680,34 @@ fn rank(status: Status) -> u8 {
     }
 }
 
-/// The outcome to report from every attempt's answer (endpoint name, outcome): the
-/// present one, else the most meaningful failure, with every attempt as data in
-/// [`Outcome::attempts`] when more than one was made. The detail is the chosen answer's
-/// own; the front ends word the other attempts from the list
+/// The outcome to report from every attempt's answer: the present one, else the most
+/// meaningful failure ([`rank`]), with every attempt as data in [`Outcome::attempts`]
+/// when more than one was made. The detail is the chosen answer's own; the front ends
+/// word the other attempts from the list
 /// ([`Report::word_attempts`](crate::report::Report::word_attempts)).
-fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
+///
+/// When the image's own registry (the primary, asked last) was among the endpoints and
+/// gave no answer (a network error, a 5xx, the deadline, or the egress policy's
+/// refusal), a mirror's 404, 401 or 403 does not decide the row: the primary may serve
+/// what the mirror lacks, and a node that reaches it would pull the image. The
+/// failures are ranked without those answers then (`unreachable`: unverified), as containers/image
+/// reports the primary's error (`newImageSource`, docker/docker_image_src.go) and
+/// containerd 1.x its first transport error (`dockerResolver.Resolve`). A mirror-only
+/// configuration (no primary among the endpoints) keeps the plain ranking.
+fn choose(mut attempts: Vec<Tried>) -> Outcome {
+    let answered = |s: Status| rank(s) > rank(Status::Blocked);
+    let primary_silent = attempts.iter().any(|t| !t.mirror)
+        && !attempts
+            .iter()
+            .any(|t| !t.mirror && answered(t.outcome.status))
+        && !attempts
+            .iter()
+            .any(|t| matches!(t.outcome.status, Status::Present | Status::Unrunnable));
     let best = attempts
         .iter()
         .enumerate()
-        .max_by_key(|(i, (_, o))| (rank(o.status), std::cmp::Reverse(*i)))
+        .filter(|(_, t)| !(primary_silent && t.mirror && answered(t.outcome.status)))
+        .max_by_key(|(i, t)| (rank(t.outcome.status), std::cmp::Reverse(*i)))
         .map_or(0, |(i, _)| i);
     if attempts.is_empty() {
         return failure(
@@ -664,30 +720,39 @@ fn choose(mut attempts: Vec<(String, Outcome)>) -> Outcome {
         attempts
             .iter()
             .enumerate()
-            .map(|(i, (endpoint, o))| AttemptReport {
-                endpoint: endpoint.clone(),
-                registry: o.registry.clone().unwrap_or_default(),
-                credential: o.credential.clone(),
-                status: o.status,
-                reason: o.reason,
-                missing: o.missing,
-                close_tags: o.close_tags.clone(),
-                platforms: o.platforms.clone(),
-                retry_after: o.retry_after,
-                detail: o.detail.clone(),
-                chosen: i == best,
-            })
+            .map(
+                |(
+                    i,
+                    Tried {
+                        endpoint,
+                        outcome: o,
+                        ..
+                    },
+                )| AttemptReport {
+                    endpoint: endpoint.clone(),
+                    registry: o.registry.clone().unwrap_or_default(),
+                    credential: o.credential.clone(),
+                    status: o.status,
+                    reason: o.reason,
+                    missing: o.missing,
+                    close_tags: o.close_tags.clone(),
+                    platforms: o.platforms.clone(),
+                    retry_after: o.retry_after,
+                    detail: o.detail.clone(),
+                    chosen: i == best,
+                },
+            )
             .collect()
     } else {
         Vec::new()
     };
     let mut warnings: Vec<VersionWarning> = attempts
         .iter_mut()
-        .flat_map(|(_, o)| std::mem::take(&mut o.version_warnings))
+        .flat_map(|t| std::mem::take(&mut t.outcome.version_warnings))
         .collect();
     warnings.sort();
     warnings.dedup();
-    let mut chosen = attempts.swap_remove(best).1;
+    let mut chosen = attempts.swap_remove(best).outcome;
     chosen.attempts = listed;
     chosen.version_warnings = warnings;
     chosen

@@ -24,25 +24,44 @@ fn outcome(status: Status, detail: &str) -> Outcome {
     failure(status, reason, detail.into())
 }
 
+/// An answer from a mirror.
+fn mirror(endpoint: &str, status: Status, detail: &str) -> Tried {
+    Tried {
+        endpoint: endpoint.into(),
+        mirror: true,
+        outcome: outcome(status, detail),
+    }
+}
+
+/// An answer from the image's own registry (or its registries.conf `location`, or
+/// containerd's `server`).
+fn primary(endpoint: &str, status: Status, detail: &str) -> Tried {
+    Tried {
+        mirror: false,
+        ..mirror(endpoint, status, detail)
+    }
+}
+
+/// (endpoint, status, chosen) of every attempt a row lists.
+fn listed(chosen: &Outcome) -> Vec<(&str, Status, bool)> {
+    chosen
+        .attempts
+        .iter()
+        .map(|a| (a.endpoint.as_str(), a.status, a.chosen))
+        .collect()
+}
+
 #[test]
 fn a_definite_404_outranks_a_network_error() {
     let chosen = choose(vec![
-        (
-            "mirror".into(),
-            outcome(Status::Unreachable, "connection refused"),
-        ),
-        ("primary".into(), outcome(Status::Missing, "tag not found")),
+        mirror("mirror", Status::Unreachable, "connection refused"),
+        primary("primary", Status::Missing, "tag not found"),
     ]);
     assert_eq!(chosen.status, Status::Missing);
     // The detail is the chosen answer's; the others are data.
     assert_eq!(chosen.detail, "tag not found");
-    let attempts: Vec<(&str, Status, bool)> = chosen
-        .attempts
-        .iter()
-        .map(|a| (a.endpoint.as_str(), a.status, a.chosen))
-        .collect();
     assert_eq!(
-        attempts,
+        listed(&chosen),
         [
             ("mirror", Status::Unreachable, false),
             ("primary", Status::Missing, true)
@@ -51,10 +70,85 @@ fn a_definite_404_outranks_a_network_error() {
 }
 
 #[test]
+fn a_mirrors_404_does_not_outrank_a_primary_that_gave_no_answer() {
+    // containers/image reports the primary's error when every endpoint fails
+    // (newImageSource, docker/docker_image_src.go); the primary might serve the tag.
+    for status in [Status::Missing, Status::NoAccess, Status::Denied] {
+        let chosen = choose(vec![
+            mirror("mirror", status, "the mirror's answer"),
+            primary("primary", Status::Unreachable, "connection refused"),
+        ]);
+        assert_eq!(chosen.status, Status::Unreachable, "{status:?}");
+        assert_eq!(chosen.reason, Reason::ConnectionRefused);
+        assert_eq!(
+            listed(&chosen),
+            [
+                ("mirror", status, false),
+                ("primary", Status::Unreachable, true)
+            ]
+        );
+    }
+}
+
+#[test]
+fn a_primary_refused_by_the_egress_policy_gave_no_answer_either() {
+    let chosen = choose(vec![
+        mirror("mirror", Status::Missing, "tag not found"),
+        primary("primary", Status::Blocked, "refused by --deny-registry"),
+    ]);
+    assert_eq!(chosen.status, Status::Blocked);
+    assert_eq!(
+        listed(&chosen),
+        [
+            ("mirror", Status::Missing, false),
+            ("primary", Status::Blocked, true)
+        ]
+    );
+}
+
+#[test]
+fn a_primary_that_answered_with_one_credential_keeps_the_ranking() {
+    // The primary's 401 to one credential is an answer: the mirror's 404 outranks it,
+    // and the primary's later network error with another credential changes nothing.
+    let chosen = choose(vec![
+        mirror("mirror", Status::Missing, "tag not found"),
+        primary("primary", Status::NoAccess, "401"),
+        primary("primary", Status::Unreachable, "connection reset"),
+    ]);
+    assert_eq!(chosen.status, Status::Missing);
+    assert_eq!(
+        listed(&chosen),
+        [
+            ("mirror", Status::Missing, true),
+            ("primary", Status::NoAccess, false),
+            ("primary", Status::Unreachable, false)
+        ]
+    );
+}
+
+#[test]
+fn a_mirror_only_configuration_keeps_the_ranking() {
+    // No primary among the endpoints (e.g. a hosts.toml `server` without the resolve
+    // capability): the mirrors' answers are all the runtime gets.
+    let chosen = choose(vec![
+        mirror("a", Status::Missing, "tag not found"),
+        mirror("b", Status::Unreachable, "connection refused"),
+    ]);
+    assert_eq!(chosen.status, Status::Missing);
+    assert_eq!(
+        listed(&chosen),
+        [
+            ("a", Status::Missing, true),
+            ("b", Status::Unreachable, false)
+        ]
+    );
+}
+
+#[test]
 fn present_wins_and_names_earlier_failures() {
     let chosen = choose(vec![
-        ("a".into(), outcome(Status::Denied, "rejected")),
-        ("b".into(), outcome(Status::Present, "HEAD 200")),
+        primary("a", Status::Denied, "rejected"),
+        primary("b", Status::Present, "HEAD 200"),
     ]);
     assert_eq!(chosen.status, Status::Present);
     assert_eq!(chosen.detail, "HEAD 200");
@@ -75,8 +169,8 @@ fn present_wins_and_names_earlier_failures() {
 #[test]
 fn among_equals_the_first_attempt_is_reported() {
     let chosen = choose(vec![
-        ("a".into(), outcome(Status::NoAccess, "first")),
-        ("b".into(), outcome(Status::NoAccess, "second")),
+        primary("a", Status::NoAccess, "first"),
+        primary("b", Status::NoAccess, "second"),
     ]);
     assert_eq!(chosen.detail, "first");
     assert_eq!(

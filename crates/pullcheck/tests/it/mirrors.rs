@@ -482,6 +482,34 @@ async fn crio_a_definite_404_outranks_a_network_error() {
     assert_eq!(report.exit_code(), 1);
 }
 
+/// The new user's case: the only mirror lacks the tag and the primary cannot be reached.
+/// containers/image fails that pull with the primary's error (`newImageSource`,
+/// docker/docker_image_src.go), and a node that reaches the primary would pull the
+/// image: unverified, not missing.
+#[tokio::test]
+async fn crio_a_mirrors_404_does_not_outrank_an_unreachable_primary() {
+    let pair = Pair::start().await;
+    let dead = closed_host();
+    let scratch = Scratch::new("crio-mirror-404-primary-down");
+    let config = registries_conf(&scratch, &dead, pair.mir(), "");
+
+    let reference = format!("{dead}/team/app:v404");
+    let report = check(config, std::slice::from_ref(&reference)).await;
+    let i = image(&report, &reference);
+    assert_eq!(i.status, Status::Unreachable, "{}", i.detail);
+    assert_eq!(i.reason, Reason::ConnectionRefused);
+    assert_eq!(i.registry.as_deref(), Some(dead.as_str()));
+    assert_eq!(
+        tried(i),
+        [
+            (pair.mir().to_owned(), Status::Missing, false),
+            (dead.clone(), Status::Unreachable, true)
+        ]
+    );
+    assert_eq!(i.attempts[0].missing, Some(MissingPart::Tag));
+    assert_eq!(report.exit_code(), 3);
+}
+
 #[tokio::test]
 async fn crio_a_blocked_prefix_sends_no_request() {
     let pair = Pair::start().await;
