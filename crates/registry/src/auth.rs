@@ -8,6 +8,7 @@ use crate::scope;
 use crate::token::{BearerError, BearerParams, TokenFailure};
 use crate::{
     AuthFailure, AuthorizeError, ChallengeProblem, Credential, NoAnswer, Presented, Reason, Status,
+    TokenReplyProblem,
 };
 
 /// How requests to one registry authenticate, as its ping (or, on an open registry,
@@ -250,13 +251,20 @@ pub(crate) fn token_failure(
                 },
             },
         ),
-        TokenFailure::BadReply(problem) => AuthorizeError::new(
+        TokenFailure::BadReply { problem, status } => AuthorizeError::new(
             Status::Unreachable,
-            Reason::NotARegistry,
+            // A configured registry token that cannot be sent was never the token
+            // server's answer.
+            if *problem == TokenReplyProblem::ConfiguredUnsendable {
+                Reason::NotARegistry
+            } else {
+                Reason::BadTokenReply
+            },
             AuthFailure::TokenReply {
                 registry,
                 realm,
                 problem: problem.clone(),
+                status: *status,
             },
         ),
         TokenFailure::Refused(refusal) => {
