@@ -5,7 +5,8 @@
 #
 # an anonymous plain-HTTP registry with 50 images behind the testkit's latency proxy at
 # 0, 20 and 50 ms RTT; per binary one counted run (requests, proxy counts), then 2
-# alternating blocks of 10 runs (bench/timer.py, one warm-up); then the round trips on
+# alternating blocks of 10 runs (hyperfine -N, or bench/timer.py where hyperfine is
+# not installed; one warm-up); then the round trips on
 # the critical path from the slope between 20 and 50 ms, which the own time (the
 # registry's CPU, the process start) does not change. AFTER defaults to
 # target/release/pullcheck. Run it inside a loopback-only network namespace
@@ -15,7 +16,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 before=${1:?usage: bench/rtt-slope.sh BEFORE [AFTER]}
 after=${2:-$root/target/release/pullcheck}
 tk=$root/target/release/pullcheck-testkit
-timer="python3 $root/bench/timer.py"
+# hyperfine -N where it is installed, else bench/timer.py (same options, same JSON).
+if command -v hyperfine >/dev/null 2>&1; then
+  timer=hyperfine; timer_name="hyperfine $(hyperfine --version | cut -d' ' -f2)"
+else
+  timer="python3 $root/bench/timer.py"; timer_name="bench/timer.py (hyperfine not installed)"
+fi
+echo "timer: $timer_name"
 out=$root/target/bench/rtt-slope
 rm -rf "$out"; mkdir -p "$out/empty-docker"
 echo '{}' > "$out/empty-docker/config.json"
@@ -41,7 +48,9 @@ for delay in 0 10 25; do
       bin=${!which}
       cmd=$(printf '%q ' "$bin" check --docker-config "$out/empty-docker" "${args[@]}")
       echo -n "$name $which round $round: "
-      $timer -N --style basic --runs 10 --warmup 1 --export-json "$out/$name-$which-$round.json" "$cmd" | sed 's/.*: median/median/'
+      $timer -N --style basic --runs 10 --warmup 1 --export-json "$out/$name-$which-$round.json" "$cmd" >>"$out/timer.log" 2>&1 ||
+        { echo "timer failed; see $out/timer.log"; exit 1; }
+      python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; t=r["times"]; print("median %.1f ms (%d runs, min %.1f, max %.1f)" % (r["median"]*1e3, len(t), r["min"]*1e3, r["max"]*1e3))' "$out/$name-$which-$round.json"
     done
   done
   kill "$tk_pid"; wait "$tk_pid" 2>/dev/null || true

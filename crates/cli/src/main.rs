@@ -1,5 +1,9 @@
 //! The `pullcheck` command: a thin layer over the `pullcheck` library.
 
+// The doc comments below are clap's help text, shown as written (`<name>`, `[:port]`), not
+// rustdoc markdown.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 mod plugin;
 mod render;
 

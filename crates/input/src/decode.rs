@@ -265,7 +265,10 @@ static DEPLOYMENT: Struct = Struct {
 };
 /// The anonymous struct of `Build.UnmarshalYAML` (`build.go` lines 89–103).
 static BUILD: Struct = Struct {
-    go: "yaml.Build",
+    go: "struct { Version string; Metadata yaml.Metadata; Environment raw.StringSliceMap; \
+         Worker yaml.Worker; Secrets yaml.SecretSlice; Services yaml.ServiceSlice; Stages \
+         yaml.StageSlice; Steps yaml.StepSlice; Templates yaml.TemplateSlice; Deployment \
+         yaml.Deployment; Git yaml.Git }",
     fields: &[
         ("version", Ty::Str),
         ("metadata", Ty::Struct(&METADATA)),
@@ -360,33 +363,45 @@ impl Decoder<'_, '_> {
         Ok(())
     }
 
-    /// The first key written twice in mapping `node` ([`crate::yaml::Stream::duplicate_entry`]):
-    /// the second key, its text, and the first.
+    /// The first key of mapping `node` that go-yaml v3's `mapping` refuses
+    /// ([`crate::yaml::Stream::v3_duplicate_entry`]: the same `Kind` and `Value`): the
+    /// second key, its `Value`, and the first. The merge keys (`<<`) count as one, as
+    /// `ParseYAML` collapses them into one before decoding again (`collapseMergeAnchors`).
     fn duplicate(&self, node: Reached) -> Option<(Reached, String, NodeId)> {
         let doc = self.r.doc;
-        let (second, first) = doc.duplicate_entry(doc.own_entries(node.id)?)?;
+        let mut merge_seen = false;
+        let entries: Vec<(NodeId, NodeId)> = doc
+            .own_entries(node.id)?
+            .iter()
+            .copied()
+            .filter(|&(k, _)| !doc.is_merge_key(k) || !std::mem::replace(&mut merge_seen, true))
+            .collect();
+        let (second, first) = doc.v3_duplicate_entry(&entries)?;
         Some((
             doc.reach(node, None, second),
-            doc.text(second)?.to_owned(),
+            doc.v3_identity(second).1.to_owned(),
             first,
         ))
     }
 
     /// go-yaml v3's type error for a key written twice in mapping `node`, which it
-    /// decodes ([`Refusal::DuplicateKey`]).
-    fn unique_keys(&mut self, node: Reached, path: &str) {
-        if let Some((second, key, first)) = self.duplicate(node) {
-            let e = self.r.refuse(
-                second,
-                Refusal::DuplicateKey {
-                    field: path.to_owned(),
-                    key,
-                    first_line: self.r.doc.pos(first).map(|p| p.line),
-                    environment: false,
-                },
-            );
-            self.type_errors.push(e);
-        }
+    /// decodes ([`Refusal::DuplicateKey`]). True when there is one: `mapping` then
+    /// decodes nothing of that mapping (decode.go lines 779–781).
+    fn unique_keys(&mut self, node: Reached, path: &str) -> bool {
+        let Some((second, key, first)) = self.duplicate(node) else {
+            return false;
+        };
+        let e = self.r.refuse(
+            second,
+            Refusal::DuplicateKey {
+                field: path.to_owned(),
+                key,
+                first_line: self.r.doc.pos(first).map(|p| p.line),
+                environment: false,
+            },
+        );
+        self.type_errors.push(e);
+        true
     }
 
     /// Every scalar under `node`, decoded into an `interface {}` (a parameter's value, a
@@ -407,7 +422,9 @@ impl Decoder<'_, '_> {
                     stack.extend(items.iter().rev().map(|&i| doc.reach(n, None, i)));
                 }
                 Value::Map(entries) => {
-                    self.unique_keys(n, path);
+                    if self.unique_keys(n, path) {
+                        continue;
+                    }
                     for &(k, v) in entries.iter().rev() {
                         stack.push(doc.reach(n, None, v));
                         stack.push(doc.reach(n, None, k));
@@ -509,7 +526,9 @@ impl Decoder<'_, '_> {
                     self.terror(node, "map[string]string", path);
                     return Ok(());
                 }
-                self.unique_keys(node, path);
+                if self.unique_keys(node, path) {
+                    return Ok(());
+                }
                 self.keys(node, path)?;
                 for (key, value) in self.r.entries(node)? {
                     self.decode(value, &Ty::Str, &join(path, &key))?;
@@ -547,7 +566,9 @@ impl Decoder<'_, '_> {
                     self.terror(node, "yaml.ParameterMap", path);
                     return Ok(());
                 }
-                self.unique_keys(node, path);
+                if self.unique_keys(node, path) {
+                    return Ok(());
+                }
                 self.keys(node, path)?;
                 for (key, value) in self.r.entries(node)? {
                     self.strukt(value, &PARAMETER, &join(path, &key))?;
@@ -605,9 +626,57 @@ impl Decoder<'_, '_> {
             self.terror(node, s.go, path);
             return Ok(());
         }
-        self.unique_keys(node, path);
+        if self.unique_keys(node, path) {
+            return Ok(());
+        }
         self.keys(node, path)?;
-        for (key, value) in self.r.entries(node)? {
+        // `mappingStruct` (decode.go lines 878–946): its own keys in order, each decoded
+        // into a string; a second key that names a field already set (an alias of the
+        // first's text, a `!!binary` of it) is a type error and its value is not decoded.
+        // Then the merged keys it does not have.
+        let doc = self.r.doc;
+        let mut set: Vec<&str> = Vec::new();
+        let mut own: Vec<(String, Reached)> = Vec::new();
+        for &(k, v) in doc.own_entries(node.id).unwrap_or_default() {
+            if doc.is_merge_key(k) {
+                continue;
+            }
+            let Some(key) = doc.text(k).filter(|_| !doc.is_null(k)) else {
+                continue;
+            };
+            own.push((key.to_owned(), doc.reach(node, None, v)));
+            let Some(&(name, _)) = s.fields.iter().find(|(f, _)| *f == key) else {
+                continue;
+            };
+            if set.contains(&name) {
+                let e = self.r.refuse(
+                    doc.reach(node, None, k),
+                    Refusal::FieldSetTwice {
+                        field: path.to_owned(),
+                        key: name.to_owned(),
+                        go: s.go,
+                    },
+                );
+                self.type_errors.push(e);
+                own.pop();
+            } else {
+                set.push(name);
+            }
+        }
+        let own_keys: std::collections::HashSet<String> =
+            own.iter().map(|(k, _)| k.clone()).collect();
+        let merged: Vec<(String, Reached)> = self
+            .r
+            .entries(node)?
+            .into_iter()
+            .filter(|(key, _)| !own_keys.contains(key))
+            .collect();
+        // A key written again under a name the struct has no field for is ignored.
+        let mut decoded = std::collections::HashSet::new();
+        for (key, value) in own.into_iter().chain(merged) {
+            if !decoded.insert(key.clone()) {
+                continue;
+            }
             let Some((_, ty)) = s.fields.iter().find(|(k, _)| *k == key) else {
                 continue;
             };

@@ -1081,6 +1081,7 @@ fn push(stream: &mut Stream, value: Value, pos: Option<Pos>) -> NodeId {
         tag: None,
         bad_base64: false,
         alias_name: None,
+        written: None,
         pos,
     });
     stream.nodes.len() - 1

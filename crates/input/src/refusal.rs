@@ -247,6 +247,19 @@ pub enum Refusal {
         /// the decoding.
         environment: bool,
     },
+    /// A second key of a struct's mapping that names a field an earlier key set: a
+    /// different key that decodes to the same name (an alias `*a` of the text `image`,
+    /// `!!binary aW1hZ2U=`), which go-yaml v3's `mapping` lets through (decode.go line
+    /// 775 compares `Kind` and `Value`) but `mappingStruct` refuses ("line 4: field image
+    /// already set in type yaml.Step", decode.go line 924, a type error), at the second key.
+    FieldSetTwice {
+        /// The mapping's path, e.g. `steps[0]`.
+        field: String,
+        /// The field's YAML name.
+        key: String,
+        /// The struct's Go type as `reflect.Type.String` prints it (`yaml.Step`).
+        go: &'static str,
+    },
     /// A null item in `templates:` (`- ~`): go-yaml v3 decodes it as a nil
     /// `*yaml.Template`, which `mapFromTemplates` (`compiler/native/expand.go` line 442,
     /// called by `Compile` and `CompileLite` alike) dereferences, so the compiler panics
@@ -257,7 +270,7 @@ pub enum Refusal {
     },
     /// A field of the wrong type, which the decoder refuses: go.yaml.in/yaml/v3 for
     /// source (`parameters: 5`, `image: [a]`, a step that is not a mapping; its type
-    /// error, `decode.go` `terror`: "cannot unmarshal !!int `5` into map[string]interface
+    /// error, `decode.go` `terror`: "cannot unmarshal !!int `5` into map\[string\]interface
     /// {}"), encoding/json for a compiled build (`"image": 5`, `"detach": "yes"`).
     WrongType {
         /// The field's path, e.g. `steps[0].image`.
@@ -622,6 +635,17 @@ impl fmt::Display for Refusal {
                 if let Some(line) = first_line {
                     write!(f, " at line {line}")?;
                 }
+                if field.is_empty() {
+                    Ok(())
+                } else {
+                    write!(f, " (at {field})")
+                }
+            }
+            Refusal::FieldSetTwice { field, key, go } => {
+                write!(
+                    f,
+                    "unable to unmarshal yaml: field {key} already set in type {go}"
+                )?;
                 if field.is_empty() {
                     Ok(())
                 } else {

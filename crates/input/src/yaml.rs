@@ -114,6 +114,19 @@ pub enum Value {
     Alias(NodeId),
 }
 
+/// A node's kind as go-yaml v3's `yaml.Kind` tells it (a document node aside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum V3Kind {
+    /// `ScalarNode` (a null included).
+    Scalar,
+    /// `AliasNode`.
+    Alias,
+    /// `SequenceNode`.
+    Sequence,
+    /// `MappingNode`.
+    Mapping,
+}
+
 /// One node of the arena.
 #[derive(Debug)]
 pub struct Node {
@@ -130,6 +143,10 @@ pub struct Node {
     /// For an alias (`*name`), its name as written: what go-yaml v3 keeps as an alias
     /// node's `Value`.
     pub alias_name: Option<String>,
+    /// For a scalar whose text this tree keeps otherwise, the text as written, which
+    /// go-yaml v3 keeps as its `Node.Value`: a null's (`~`, `null`, empty), a valid
+    /// `!!binary`'s base64. `None` for every other node.
+    pub written: Option<String>,
     /// Where the node starts (for a scalar with an anchor or tag, where its content starts;
     /// for an alias, where its `*` is); `None` for nodes read by [`Stream::load_json`].
     pub pos: Option<Pos>,
@@ -291,6 +308,7 @@ impl Stream {
             tag: None,
             bad_base64: false,
             alias_name: None,
+            written: None,
         });
         Ok(self.nodes.len() - 1)
     }
@@ -582,6 +600,43 @@ impl Stream {
             message: duplicate_message(self.text(second)?, self.nodes[first].pos),
             syntax: false,
         })
+    }
+
+    /// The node as go-yaml v3 keeps it (not through an alias): its `Kind` and `Value`. A
+    /// scalar's `Value` is its text as written (a `!!binary`'s base64, a null's `~`), an
+    /// alias's its anchor's name (`*k`: `k`), a collection's empty.
+    pub fn v3_identity(&self, id: NodeId) -> (V3Kind, &str) {
+        let node = &self.nodes[id];
+        match &node.value {
+            Value::Alias(_) => (
+                V3Kind::Alias,
+                node.alias_name.as_deref().unwrap_or_default(),
+            ),
+            Value::Scalar { text, .. } => (V3Kind::Scalar, node.written.as_deref().unwrap_or(text)),
+            Value::Null => (V3Kind::Scalar, node.written.as_deref().unwrap_or_default()),
+            Value::Seq(_) => (V3Kind::Sequence, ""),
+            Value::Map(_) => (V3Kind::Mapping, ""),
+        }
+    }
+
+    /// The first key of a mapping's own `entries` that go-yaml v3's `mapping` refuses
+    /// (decode.go lines 769–780, `uniqueKeys`): a later key of the same `Kind` and `Value`
+    /// ([`Stream::v3_identity`]), merge keys included. An alias `*k` and the scalar its
+    /// anchor holds, or `!!binary Zm9v` and `foo`, are no such pair (a map then keeps
+    /// the last). Gives the second key and the first.
+    pub fn v3_duplicate_entry(&self, entries: &[(NodeId, NodeId)]) -> Option<(NodeId, NodeId)> {
+        if entries.len() < 2 {
+            return None;
+        }
+        let mut seen: HashMap<(V3Kind, &str), NodeId> = HashMap::with_capacity(entries.len());
+        for &(k, _) in entries {
+            let identity = self.v3_identity(k);
+            if let Some(&first) = seen.get(&identity) {
+                return Some((k, first));
+            }
+            seen.insert(identity, k);
+        }
+        None
     }
 
     /// The first key of a mapping's own `entries` written again in them (merge keys
@@ -921,20 +976,27 @@ impl Builder {
                         _ => None,
                     };
                     let bad_base64 = binary.as_ref().is_some_and(Option::is_none);
-                    let value = if untagged
-                        && matches!(&*value, "" | "~" | "null" | "Null" | "NULL")
-                    {
-                        Value::Null
-                    } else {
-                        Value::Scalar {
-                            merge: value == "<<" && (untagged || tag.as_deref() == Some("!!merge")),
-                            plain,
-                            text: binary.flatten().unwrap_or_else(|| value.into_owned()),
-                        }
-                    };
+                    let mut written = None;
+                    let value =
+                        if untagged && matches!(&*value, "" | "~" | "null" | "Null" | "NULL") {
+                            written = Some(value.into_owned());
+                            Value::Null
+                        } else {
+                            let merge =
+                                value == "<<" && (untagged || tag.as_deref() == Some("!!merge"));
+                            let text = match binary.flatten() {
+                                Some(bytes) => {
+                                    written = Some(value.into_owned());
+                                    bytes
+                                }
+                                None => value.into_owned(),
+                            };
+                            Value::Scalar { merge, plain, text }
+                        };
                     let id = self.finish(value, pos, anchor)?;
                     self.stream.nodes[id].tag = tag;
                     self.stream.nodes[id].bad_base64 = bad_base64;
+                    self.stream.nodes[id].written = written;
                 }
                 Event::SequenceStart(anchor, tag) => {
                     self.open(pos)?;

@@ -9,7 +9,7 @@
 //! module's own ([`AdmissionReview`], [`AdmissionRequest`], [`AdmissionResponse`]) so
 //! that an object of any kind, or no object, is read without failing the whole review.
 //!
-//! What is reviewed ([`Target`]):
+//! What is reviewed (`Target`):
 //! - Pods (`pods`, and `pods/ephemeralcontainers`): at CREATE every container, init
 //!   container and ephemeral container; at UPDATE only those whose image differs from
 //!   `oldObject`'s container of the same name and list (the Vela runtime's step patch).

@@ -73,8 +73,8 @@ struct Loaded {
 const RECHECK: Duration = Duration::from_secs(1);
 
 /// The token file: stat'ed on each request, and its content read when the stat changed
-/// or [`RECHECK`] has passed; what is in use changes only when the content's fingerprint
-/// does ([`crate::reload::fingerprint`]). A changed file that cannot be read or parsed,
+/// or `RECHECK` has passed; what is in use changes only when the content's fingerprint
+/// does (`reload::fingerprint`). A changed file that cannot be read or parsed,
 /// or holds no token, keeps the last good tokens in use: the file, the line and the
 /// reason are logged (never a token) and counted in
 /// `pullcheck_config_reload_errors_total{file="api_token_file"}`.

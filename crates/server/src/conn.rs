@@ -5,17 +5,17 @@
 //! Per connection:
 //! - the TLS handshake must finish within the header read timeout;
 //! - HTTP/1.1: once the first byte of a request head arrives, the whole head must
-//!   arrive within [`ConnLimits::header_read_timeout`] (Go's `ReadHeaderTimeout`);
+//!   arrive within `ConnLimits::header_read_timeout` (Go's `ReadHeaderTimeout`);
 //!   without a request in flight and no byte of a new head, the connection is closed
-//!   after [`ConnLimits::idle_timeout`] (Go's `IdleTimeout`, nginx's
+//!   after `ConnLimits::idle_timeout` (Go's `IdleTimeout`, nginx's
 //!   `keepalive_timeout`);
 //! - HTTP/2: closed after the idle timeout without a stream in flight; pinged every
-//!   [`ConnLimits::keep_alive_interval`] and closed when a ping is not answered within
+//!   `ConnLimits::keep_alive_interval` and closed when a ping is not answered within
 //!   [`KEEP_ALIVE_TIMEOUT`];
 //! - the body has its own deadline, in the router's body reader (`body`), before a check
 //!   slot is taken.
 //!
-//! At most [`ConnLimits::max_connections`] are open: a new one over the cap closes the
+//! At most `ConnLimits::max_connections` are open: a new one over the cap closes the
 //! connection idle longest (no request in flight), or, when every one has a request in
 //! flight, is itself closed. `accept` failing for want of file descriptors (EMFILE,
 //! ENFILE) lowers the cap to 64 below what is open, closes idle

@@ -422,7 +422,7 @@ impl Metrics {
         self.in_flight.get()
     }
 
-    /// One request to a registry: `host` (host[:port]), `kind` (`ping`, `token`,
+    /// One request to a registry: `host` (`host[:port]`), `kind` (`ping`, `token`,
     /// `manifest`, `tags`, `blob`), `code` (the HTTP status, `error` without an answer,
     /// `fallback`; counted as `other` when not one of [`REGISTRY_CODES`]), and its time
     /// in seconds. For the registry client's request observer.

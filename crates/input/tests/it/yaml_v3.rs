@@ -427,3 +427,62 @@ fn a_null_template_panics_the_compiler() {
         );
     }
 }
+
+/// go-yaml v3's `mapping` refuses a repeated key only when both keys have the same
+/// `Kind` and `Value` (decode.go lines 769–780): an alias `*k` (an `AliasNode` whose
+/// `Value` is `k`) and the scalar its anchor holds, or `!!binary VEFH` (`Value` `VEFH`)
+/// and `TAG`, are not repeated there, and a map keeps the last. Go printed no error for
+/// `m: {foo: 1, *k : 2}` (with `&k foo`) nor for `m: {foo: 1, !!binary Zm9v: 2}`, and
+/// `map[foo:2]` for both; `'foo'` after `foo` is "line 3: mapping key \"foo\" already
+/// defined at line 2".
+#[test]
+fn keys_of_another_kind_or_value_are_no_duplicates_and_the_last_wins() {
+    let alias = "version: \"1\"\nx: &k TAG\nsteps:\n  - name: a\n    image: alpine:${TAG}\n    \
+                 commands: [x]\n    environment:\n      TAG: one\n      *k : two\n";
+    let uses = read_pipeline(".vela.yml", alias).expect("Vela decodes it");
+    assert_eq!(uses[0].substituted.as_deref(), Some("alpine:two"));
+    let binary = "version: \"1\"\nsteps:\n  - name: a\n    image: alpine:${TAG}\n    \
+                  commands: [x]\n    environment:\n      TAG: one\n      !!binary VEFH: two\n";
+    let uses = read_pipeline(".vela.yml", binary).expect("Vela decodes it");
+    assert_eq!(uses[0].substituted.as_deref(), Some("alpine:two"));
+    // The same Kind and Value whatever the quoting or tag: still refused.
+    let e = refused(&step(
+        "    image: a\n    commands: [x]\n    parameters: {foo: 1, 'foo': 2}\n",
+    ));
+    match e.refusal.as_deref() {
+        Some(Refusal::DuplicateKey {
+            key, first_line, ..
+        }) => {
+            assert_eq!((key.as_str(), *first_line), ("foo", Some(6)));
+        }
+        other => panic!("not a duplicate key: {other:?}"),
+    }
+}
+
+/// `mappingStruct` refuses a second key that decodes to a field already set (decode.go
+/// line 924). Go printed, for `a: &a image` and a step `{image: x, *a : y}` written on
+/// lines 3–4: "yaml: unmarshal errors:\n  line 4: field image already set in type
+/// yaml.Step", and the same at line 3 for `image: x` then `!!binary aW1hZ2U=: y`.
+#[test]
+fn a_field_set_through_two_keys_is_refused_at_the_second() {
+    let field_set_twice = |text: &str| {
+        let e = refused(text);
+        match e.refusal.as_deref() {
+            Some(Refusal::FieldSetTwice { field, key, go }) => {
+                (field.clone(), key.clone(), *go, at(&e).0)
+            }
+            other => panic!("not a field set twice: {other:?} ({e})"),
+        }
+    };
+    let alias = "version: \"1\"\na: &a image\nsteps:\n  - name: s\n    commands: [x]\n    \
+                 image: x\n    *a : y\n";
+    assert_eq!(
+        field_set_twice(alias),
+        ("steps[0]".into(), "image".into(), "yaml.Step", 7)
+    );
+    let binary = step("    commands: [x]\n    image: x\n    !!binary aW1hZ2U=: y\n");
+    assert_eq!(
+        field_set_twice(&binary),
+        ("steps[0]".into(), "image".into(), "yaml.Step", 6)
+    );
+}
