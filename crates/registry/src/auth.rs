@@ -512,6 +512,7 @@ mod tests {
         let token_server = FailedHost {
             host: realm.clone(),
             role: HostRole::TokenServer,
+            http_status: None,
         };
         let e = token_failure(
             "reg.example",
@@ -532,7 +533,13 @@ mod tests {
                 }
             )
         );
-        assert_eq!(e.failure.failed_host(), token_server);
+        assert_eq!(
+            e.failure.failed_host(),
+            FailedHost {
+                http_status: Some(401),
+                ..token_server.clone()
+            }
+        );
         assert!(!format!("{e:?}").contains("hunter2"));
         let e = token_failure(
             "reg.example",
@@ -662,7 +669,8 @@ mod tests {
             e.failure.failed_host(),
             FailedHost {
                 host: "h".into(),
-                role: HostRole::Registry
+                role: HostRole::Registry,
+                http_status: Some(401),
             }
         );
         let e = basic_check("h", 502, &basic()).unwrap();

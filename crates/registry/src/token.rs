@@ -443,11 +443,10 @@ pub(crate) async fn fetch(
     let mut request = match plan(params, credential, scopes) {
         TokenPlan::Ready(value) => {
             return Ok(Token {
-                value: BearerHeader::new(value.expose())
-                    .map_err(|_| TokenFailure::BadReply {
-                        problem: TokenReplyProblem::ConfiguredUnsendable,
-                        status: None,
-                    })?,
+                value: BearerHeader::new(value.expose()).map_err(|_| TokenFailure::BadReply {
+                    problem: TokenReplyProblem::ConfiguredUnsendable,
+                    status: None,
+                })?,
                 obtained: Instant::now(),
                 // A ready token has no known lifetime; it is never refreshed.
                 lifetime: Duration::MAX,
