@@ -144,6 +144,9 @@ func launchRegistry(testkit string) registry {
 		"--push", "library/postgres:16,docker-list",
 		"--push", "vela/vault:1.4,docker",
 		"--push", "team/ondemand:v2,oci-index",
+		"--token-fault", "team/notoken=no-token",
+		"--token-fault", "team/forbidden=403",
+		"--token-fault", "team/broken=500",
 		"--env-file", envFile)
 	cmd.Stdout, cmd.Stderr = log, log
 	proc, err := startProcess(cmd)
@@ -1200,6 +1203,50 @@ func TestRegistryAnswerIsData(t *testing.T) {
 			// The on_start step is not asked: no answer, no status.
 			if later := rows["team/ondemand:v2"]; later.HTTPStatus != 0 || later.RegistryErrors != nil {
 				t.Errorf("deferred: %+v", later)
+			}
+		})
+	}
+}
+
+// The testkit's token server answers team/notoken 200 without a token, team/forbidden
+// 403 and team/broken 500 (launchRegistry's --token-fault): each image's reason and
+// failed host, the token server with the status it answered, through both
+// transports. One image a check: pullcheck asks one token for the scopes of all the
+// images of a registry.
+func TestTokenServerFaultsAreData(t *testing.T) {
+	reg := startRegistry(t)
+	if reg.tokenServer == "" {
+		t.Fatal("the testkit registry named no token realm")
+	}
+	for name, transport := range bothTransports(reg) {
+		transport := transport
+		t.Run(name, func(t *testing.T) {
+			checker := transport(t)
+			for _, c := range []struct {
+				repository, status, reason string
+				answered                   int
+			}{
+				{"team/notoken", "unreachable", ReasonBadTokenReply, 200},
+				{"team/forbidden", "denied", ReasonCredentialsRejected, 403},
+				{"team/broken", "unreachable", ReasonServerError, 500},
+			} {
+				image := reg.host + "/" + c.repository + ":v1"
+				build := &velaBuild{ID: "octocat_hello-world_8", Version: "1",
+					Stages: []*velaStage{{Name: "build", Steps: []*velaContainer{
+						{ID: "step_build_app", Name: "app", Number: 1, Image: image, Pull: "always"}}}}}
+				report := mustCheck(t, checker, CheckRequest{Build: build})
+				if len(report.Images) != 1 {
+					t.Fatalf("%s: images %+v", c.repository, report.Images)
+				}
+				row := report.Images[0]
+				want := FailedHost{Host: reg.tokenServer, Role: RoleTokenServer, HTTPStatus: c.answered}
+				if row.Status != c.status || row.Reason != c.reason || row.FailedHost == nil || *row.FailedHost != want {
+					t.Errorf("%s: status %s, reason %s, failed host %+v; want %s, %s, %+v",
+						c.repository, row.Status, row.Reason, row.FailedHost, c.status, c.reason, want)
+				}
+				if row.Registry != reg.host {
+					t.Errorf("%s: registry %q, want %q", c.repository, row.Registry, reg.host)
+				}
 			}
 		})
 	}

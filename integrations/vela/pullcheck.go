@@ -253,6 +253,12 @@ type FailedHost struct {
 	Host string `json:"host"`
 	// Role is RoleRegistry or RoleTokenServer.
 	Role string `json:"role"`
+	// HTTPStatus is the status that host answered when its answer was the failure:
+	// the ping's or the Basic credential check's (RoleRegistry), the token request's
+	// (RoleTokenServer: 401, 403, 500, the 200 of a reply without a token, ...); 0
+	// when it gave no HTTP answer, was refused by the egress policy, or its answer
+	// was not the failure (a challenge that cannot be used).
+	HTTPStatus int `json:"http_status,omitempty"`
 }
 
 // The roles of a [FailedHost].
@@ -448,24 +454,27 @@ type Attempt struct {
 // The values of Image.Reason and Attempt.Reason (docs/reasons.md says what each
 // means). New values may be added; a value's name never changes.
 const (
-	ReasonFound                  = "found"
-	ReasonCached                 = "cached"
-	ReasonTagNotFound            = "tag_not_found"
-	ReasonDigestNotFound         = "digest_not_found"
-	ReasonManifestUnknown        = "manifest_unknown"
-	ReasonRepositoryNotFound     = "repository_not_found"
-	ReasonPlatformNotFound       = "platform_not_found"
-	ReasonPlatformMismatch       = "platform_mismatch"
-	ReasonUnauthorizedAnonymous  = "unauthorized_anonymous"
-	ReasonUnauthorized           = "unauthorized"
-	ReasonCredentialsRequired    = "credentials_required"
-	ReasonUnsupportedAuth        = "unsupported_auth"
-	ReasonCredentialsRejected    = "credentials_rejected"
-	ReasonAccessDenied           = "access_denied"
-	ReasonTLSUntrusted           = "tls_untrusted"
-	ReasonRateLimited            = "rate_limited"
-	ReasonServerError            = "server_error"
-	ReasonNotARegistry           = "not_a_registry"
+	ReasonFound                 = "found"
+	ReasonCached                = "cached"
+	ReasonTagNotFound           = "tag_not_found"
+	ReasonDigestNotFound        = "digest_not_found"
+	ReasonManifestUnknown       = "manifest_unknown"
+	ReasonRepositoryNotFound    = "repository_not_found"
+	ReasonPlatformNotFound      = "platform_not_found"
+	ReasonPlatformMismatch      = "platform_mismatch"
+	ReasonUnauthorizedAnonymous = "unauthorized_anonymous"
+	ReasonUnauthorized          = "unauthorized"
+	ReasonCredentialsRequired   = "credentials_required"
+	ReasonUnsupportedAuth       = "unsupported_auth"
+	ReasonCredentialsRejected   = "credentials_rejected"
+	ReasonAccessDenied          = "access_denied"
+	ReasonTLSUntrusted          = "tls_untrusted"
+	ReasonRateLimited           = "rate_limited"
+	ReasonServerError           = "server_error"
+	ReasonNotARegistry          = "not_a_registry"
+	// ReasonBadTokenReply: the registry's token server answered 2xx without a usable
+	// token (Image.FailedHost names it, with the status it answered).
+	ReasonBadTokenReply          = "bad_token_reply"
 	ReasonDigestMismatch         = "digest_mismatch"
 	ReasonTLSFailed              = "tls_failed"
 	ReasonConnectionRefused      = "connection_refused"

@@ -172,6 +172,7 @@ pub(crate) fn auth_failure(failure: &AuthFailure) -> String {
             registry,
             realm,
             problem,
+            status: _,
         } => {
             let unsendable = "the token holds characters that an HTTP header cannot carry";
             let why = match problem {
@@ -1186,6 +1187,7 @@ mod tests {
                     registry: h.clone(),
                     realm: r.clone(),
                     problem: TokenReplyProblem::TooLarge { limit_kib: 64 },
+                    status: Some(200),
                 },
                 "token server auth.example:8443 for reg.example: the token reply is larger than \
                  64 KiB"
@@ -1196,6 +1198,7 @@ mod tests {
                     registry: h.clone(),
                     realm: r.clone(),
                     problem: TokenReplyProblem::Unsendable,
+                    status: Some(200),
                 },
                 "token server auth.example:8443 for reg.example: the token holds characters \
                  that an HTTP header cannot carry"
@@ -1206,6 +1209,7 @@ mod tests {
                     registry: h.clone(),
                     realm: r.clone(),
                     problem: TokenReplyProblem::ConfiguredUnsendable,
+                    status: None,
                 },
                 "token server auth.example:8443 for reg.example: the configured registry token: \
                  the token holds characters that an HTTP header cannot carry"

@@ -155,6 +155,9 @@ pub enum Reason {
     ServerError,
     /// `unreachable`: the answer is not a registry's.
     NotARegistry,
+    /// `unreachable`: the registry's token server answered 2xx without a usable
+    /// token; [`ImageReport::failed_host`] names it.
+    BadTokenReply,
     /// `unreachable`: the registry named another digest than the one asked for.
     DigestMismatch,
     /// `unreachable`: another TLS failure (handshake, client certificate).
@@ -230,6 +233,7 @@ impl Reason {
             Reason::RateLimited => "rate_limited",
             Reason::ServerError => "server_error",
             Reason::NotARegistry => "not_a_registry",
+            Reason::BadTokenReply => "bad_token_reply",
             Reason::DigestMismatch => "digest_mismatch",
             Reason::TlsFailed => "tls_failed",
             Reason::ConnectionRefused => "connection_refused",
@@ -277,6 +281,7 @@ impl From<pullcheck_registry::Reason> for Reason {
             R::RateLimited => Reason::RateLimited,
             R::ServerError => Reason::ServerError,
             R::NotARegistry => Reason::NotARegistry,
+            R::BadTokenReply => Reason::BadTokenReply,
             R::DigestMismatch => Reason::DigestMismatch,
             R::TlsUntrusted => Reason::TlsUntrusted,
             R::TlsFailed => Reason::TlsFailed,

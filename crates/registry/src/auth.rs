@@ -8,6 +8,7 @@ use crate::scope;
 use crate::token::{BearerError, BearerParams, TokenFailure};
 use crate::{
     AuthFailure, AuthorizeError, ChallengeProblem, Credential, NoAnswer, Presented, Reason, Status,
+    TokenReplyProblem,
 };
 
 /// How requests to one registry authenticate, as its ping (or, on an open registry,
@@ -250,13 +251,20 @@ pub(crate) fn token_failure(
                 },
             },
         ),
-        TokenFailure::BadReply(problem) => AuthorizeError::new(
+        TokenFailure::BadReply { problem, status } => AuthorizeError::new(
             Status::Unreachable,
-            Reason::NotARegistry,
+            // A configured registry token that cannot be sent was never the token
+            // server's answer.
+            if *problem == TokenReplyProblem::ConfiguredUnsendable {
+                Reason::NotARegistry
+            } else {
+                Reason::BadTokenReply
+            },
             AuthFailure::TokenReply {
                 registry,
                 realm,
                 problem: problem.clone(),
+                status: *status,
             },
         ),
         TokenFailure::Refused(refusal) => {
@@ -504,6 +512,7 @@ mod tests {
         let token_server = FailedHost {
             host: realm.clone(),
             role: HostRole::TokenServer,
+            http_status: None,
         };
         let e = token_failure(
             "reg.example",
@@ -524,7 +533,13 @@ mod tests {
                 }
             )
         );
-        assert_eq!(e.failure.failed_host(), token_server);
+        assert_eq!(
+            e.failure.failed_host(),
+            FailedHost {
+                http_status: Some(401),
+                ..token_server.clone()
+            }
+        );
         assert!(!format!("{e:?}").contains("hunter2"));
         let e = token_failure(
             "reg.example",
@@ -654,7 +669,8 @@ mod tests {
             e.failure.failed_host(),
             FailedHost {
                 host: "h".into(),
-                role: HostRole::Registry
+                role: HostRole::Registry,
+                http_status: Some(401),
             }
         );
         let e = basic_check("h", 502, &basic()).unwrap();

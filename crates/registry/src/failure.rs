@@ -35,14 +35,21 @@ impl HostRole {
     }
 }
 
-/// The host that failed ([`AuthFailure::failed_host`]): `host[:port]` as in the URL
-/// and its role.
+/// The host that failed ([`AuthFailure::failed_host`]): `host[:port]` as in the URL,
+/// its role, and the HTTP status it answered when its answer was the failure.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct FailedHost {
     /// `host[:port]`, e.g. `registry.example.com`, `127.0.0.1:5000`, `auth.docker.io`.
     pub host: String,
     /// The registry, or its token server.
     pub role: HostRole,
+    /// The status that host answered: the ping's or the Basic credential check's
+    /// (role registry), the token request's (role token_server: `401`, `403`, `500`,
+    /// the `200` of a reply without a token, …). `None` when it gave no HTTP answer,
+    /// was refused by the egress policy, or its answer was not the failure (a
+    /// challenge that cannot be used). Serialised only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
 }
 
 /// A request that got no HTTP answer: the transport's reason, as data and in its
@@ -339,7 +346,8 @@ pub enum AuthFailure {
         failure: NoAnswer,
     },
     /// The token server answered 2xx without a usable token (reason
-    /// [`Reason::NotARegistry`]).
+    /// [`Reason::BadTokenReply`]), or the configured registry token cannot be sent
+    /// ([`TokenReplyProblem::ConfiguredUnsendable`], reason [`Reason::NotARegistry`]).
     TokenReply {
         /// The registry.
         registry: String,
@@ -347,6 +355,9 @@ pub enum AuthFailure {
         realm: String,
         /// What is wrong with the reply.
         problem: TokenReplyProblem,
+        /// The reply's 2xx status; `None` for a configured registry token (nothing
+        /// was asked).
+        status: Option<u16>,
     },
     /// The egress policy refuses the token server (or a redirect of the token
     /// request); nothing was sent to it (reason [`Reason::EgressDenied`]).
@@ -361,8 +372,9 @@ pub enum AuthFailure {
 }
 
 impl AuthFailure {
-    /// The host that failed and its role: the token server for the `Token*` variants,
-    /// the registry for the others.
+    /// The host that failed, its role (the token server for the `Token*` variants,
+    /// the registry for the others) and the status it answered
+    /// ([`AuthFailure::http_status`]).
     pub fn failed_host(&self) -> FailedHost {
         let (host, role) = match self {
             AuthFailure::InvalidHost { host }
@@ -386,6 +398,32 @@ impl AuthFailure {
         FailedHost {
             host: host.clone(),
             role,
+            http_status: self.http_status(),
+        }
+    }
+
+    /// The HTTP status of the answer that failed, when the failure was an answer of
+    /// the failed host: the ping's, the Basic credential check's, the token
+    /// request's.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            AuthFailure::PingStatus { status, .. }
+            | AuthFailure::CredentialsRejected { status, .. }
+            | AuthFailure::CredentialCheckStatus { status, .. }
+            | AuthFailure::TokenAnonymousRefused { status, .. }
+            | AuthFailure::TokenRejected { status, .. }
+            | AuthFailure::TokenStatus { status, .. } => Some(*status),
+            AuthFailure::TokenReply { status, .. } => *status,
+            AuthFailure::InvalidHost { .. }
+            | AuthFailure::InvalidHeader { .. }
+            | AuthFailure::ClientConfig { .. }
+            | AuthFailure::Unreachable { .. }
+            | AuthFailure::Refused { .. }
+            | AuthFailure::InsecureRealm { .. }
+            | AuthFailure::BadRealm { .. }
+            | AuthFailure::UnsupportedChallenge { .. }
+            | AuthFailure::TokenUnreachable { .. }
+            | AuthFailure::TokenServerRefused { .. } => None,
         }
     }
 

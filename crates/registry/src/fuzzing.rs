@@ -68,12 +68,10 @@ pub fn www_authenticate(value: &[u8]) {
                 );
                 assert!(!format!("{e:?}").contains(password), "{e:?}");
                 // The registry's challenge is at fault, never a token server.
+                let failed = e.failure.failed_host();
                 assert_eq!(
-                    e.failure.failed_host(),
-                    crate::FailedHost {
-                        host: "reg.example".into(),
-                        role: crate::HostRole::Registry,
-                    },
+                    (failed.host.as_str(), failed.role),
+                    ("reg.example", crate::HostRole::Registry),
                     "{e:?}"
                 );
             }

@@ -58,9 +58,13 @@ pub enum Reason {
     /// Unreachable: a 5xx, or an HTTP status this client does not expect.
     ServerError,
     /// Unreachable: the answer is not a registry's (404 on `/v2/`, a 200 without a
-    /// manifest, not HTTP, a redirect loop, an unusable token reply or challenge, an
-    /// index that cannot be read).
+    /// manifest, not HTTP, a redirect loop, an unusable challenge, an index that cannot
+    /// be read).
     NotARegistry,
+    /// Unreachable: the registry's token server answered 2xx without a usable token
+    /// (no `token` nor `access_token`, not the token reply's JSON, too large, a token
+    /// an HTTP header cannot carry); [`crate::AuthFailure::TokenReply`] says which.
+    BadTokenReply,
     /// Unreachable: the registry named another digest than the one asked for.
     DigestMismatch,
     /// The https certificate is not valid for the host (unknown authority, expired, not
@@ -109,6 +113,7 @@ impl Reason {
             Reason::RateLimited => "rate_limited",
             Reason::ServerError => "server_error",
             Reason::NotARegistry => "not_a_registry",
+            Reason::BadTokenReply => "bad_token_reply",
             Reason::DigestMismatch => "digest_mismatch",
             Reason::TlsUntrusted => "tls_untrusted",
             Reason::TlsFailed => "tls_failed",
@@ -152,6 +157,7 @@ mod tests {
             Reason::ManifestUnknown,
             Reason::UnauthorizedAnonymous,
             Reason::TlsUntrusted,
+            Reason::BadTokenReply,
             Reason::DeadlineExceeded,
             Reason::ClientConfig,
             Reason::EgressDenied,

@@ -233,8 +233,12 @@ pub(crate) enum TokenFailure {
         kind: crate::Reason,
         retryable: bool,
     },
-    /// A success status with a body that holds no usable token.
-    BadReply(TokenReplyProblem),
+    /// A success status with a body that holds no usable token (the status; `None`
+    /// for a configured registry token, which is not asked for).
+    BadReply {
+        problem: TokenReplyProblem,
+        status: Option<u16>,
+    },
     /// The egress policy refused the realm's host (or a redirect of it); nothing was
     /// sent there.
     Refused(crate::EgressRefusal),
@@ -390,11 +394,17 @@ async fn send(
             });
         }
         if body.truncated {
-            return Err(TokenFailure::BadReply(TokenReplyProblem::TooLarge {
-                limit_kib: transport::TOKEN_BODY_LIMIT / 1024,
-            }));
+            return Err(TokenFailure::BadReply {
+                problem: TokenReplyProblem::TooLarge {
+                    limit_kib: transport::TOKEN_BODY_LIMIT / 1024,
+                },
+                status: Some(status),
+            });
         }
-        return parse_reply(&body.bytes, obtained).map_err(TokenFailure::BadReply);
+        return parse_reply(&body.bytes, obtained).map_err(|problem| TokenFailure::BadReply {
+            problem,
+            status: Some(status),
+        });
     }
     let retry_after = retry::retry_after(response.headers());
     let oauth = matches!(request, TokenRequest::OAuthRefresh { .. });
@@ -433,8 +443,10 @@ pub(crate) async fn fetch(
     let mut request = match plan(params, credential, scopes) {
         TokenPlan::Ready(value) => {
             return Ok(Token {
-                value: BearerHeader::new(value.expose())
-                    .map_err(|_| TokenFailure::BadReply(TokenReplyProblem::ConfiguredUnsendable))?,
+                value: BearerHeader::new(value.expose()).map_err(|_| TokenFailure::BadReply {
+                    problem: TokenReplyProblem::ConfiguredUnsendable,
+                    status: None,
+                })?,
                 obtained: Instant::now(),
                 // A ready token has no known lifetime; it is never refreshed.
                 lifetime: Duration::MAX,

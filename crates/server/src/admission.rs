@@ -1109,6 +1109,7 @@ fn finding(image: &ImageReport) -> (String, String) {
         },
         R::ServerError => format!("{host} failed to answer (server error)"),
         R::NotARegistry => format!("{host} did not answer as a registry"),
+        R::BadTokenReply => format!("{host} gave no usable token"),
         R::DigestMismatch => format!("{host} served another digest"),
         R::TlsFailed => format!("TLS with {host} failed"),
         R::ConnectionRefused => format!("{host} refused the connection"),

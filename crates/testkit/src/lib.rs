@@ -71,7 +71,8 @@ pub use proxy::{LatencyProxy, ProxyOptions, ProxyStats};
 pub use registry::{Auth, Registry, RegistryBuilder, RequestRecord, TlsFiles};
 pub use tempdir::TempDir;
 pub use token::{
-    Repos, TOKEN_ISSUER, TOKEN_SERVICE, TokenAuth, TokenPolicy, TokenRequest, TokenServer, User,
+    Repos, TOKEN_ISSUER, TOKEN_SERVICE, TokenAuth, TokenFault, TokenPolicy, TokenRequest,
+    TokenServer, User,
 };
 
 /// The four manifest media types, in the order pullcheck sends them in

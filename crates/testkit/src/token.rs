@@ -138,6 +138,37 @@ pub struct TokenPolicy {
     /// [`User::refresh_token`]) is served. Default false: it answers 404,
     /// which tells clients to fall back to GET.
     pub oauth_post: bool,
+    /// Repositories whose token requests the server answers wrongly, as a
+    /// misbehaving token server does ([`TokenFault`]): a request that
+    /// authenticated and asks a scope on one of them gets the fault instead of
+    /// a token. Default none.
+    pub faults: Vec<(String, TokenFault)>,
+}
+
+/// How the token server misbehaves for a repository ([`TokenPolicy::faults`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenFault {
+    /// Answers this status with the `errors` JSON body of its other errors (403 as
+    /// an ACL that refuses the repository, 500 as a broken token server).
+    Status(u16),
+    /// Answers 200 with a JSON body that has `expires_in` and `issued_at` but
+    /// neither `token` nor `access_token` (distribution token-auth spec, "Token
+    /// Response Fields": one of the two is required).
+    NoToken,
+}
+
+impl TokenFault {
+    /// Parses `no-token` or an HTTP status (`403`, `500`).
+    pub fn parse(s: &str) -> Option<TokenFault> {
+        match s {
+            "no-token" => Some(TokenFault::NoToken),
+            _ => s
+                .parse::<u16>()
+                .ok()
+                .filter(|c| StatusCode::from_u16(*c).is_ok())
+                .map(TokenFault::Status),
+        }
+    }
 }
 
 impl TokenPolicy {
@@ -148,7 +179,15 @@ impl TokenPolicy {
             anonymous: Repos::none(),
             expires_in: Duration::from_secs(300),
             oauth_post: false,
+            faults: Vec::new(),
         }
+    }
+
+    /// Makes the token server answer `fault` to the token requests that ask for
+    /// `repository`.
+    pub fn fault(mut self, repository: impl Into<String>, fault: TokenFault) -> Self {
+        self.faults.push((repository.into(), fault));
+        self
     }
 
     /// Sets what anonymous requests may pull.
@@ -516,6 +555,26 @@ fn respond(state: &State, record: &mut TokenRequest, oauth: bool) -> Response<Fu
             return resp;
         }
     };
+    if let Some(fault) = fault_for(&state.policy, &record.scopes) {
+        return match fault {
+            TokenFault::Status(code) => error(
+                StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                "DENIED",
+                "the testkit token server was told to refuse this repository",
+            ),
+            TokenFault::NoToken => {
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                reply(
+                    StatusCode::OK,
+                    json!({"expires_in": state.policy.expires_in.as_secs().max(1),
+                           "issued_at": rfc3339(now)}),
+                )
+            }
+        };
+    }
     let granted = grant(&allowed, &record.scopes);
     record.granted = granted
         .iter()
@@ -548,6 +607,23 @@ fn respond(state: &State, record: &mut TokenRequest, oauth: bool) -> Response<Fu
         body["token"] = json!(token);
     }
     reply(StatusCode::OK, body)
+}
+
+/// The fault of the first repository in `scopes` (`repository:<name>:<actions>`, one
+/// or several per parameter) that has one.
+fn fault_for<'p>(policy: &'p TokenPolicy, scopes: &[String]) -> Option<&'p TokenFault> {
+    scopes
+        .iter()
+        .flat_map(|s| s.split(' '))
+        .filter_map(|s| s.strip_prefix("repository:"))
+        .filter_map(|rest| rest.rsplit_once(':').map(|(name, _)| name))
+        .find_map(|name| {
+            policy
+                .faults
+                .iter()
+                .find(|(repository, _)| repository == name)
+                .map(|(_, fault)| fault)
+        })
 }
 
 /// An RS256 JWT for `subject` granting `pull` on `repositories`.

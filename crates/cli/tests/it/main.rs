@@ -11,6 +11,7 @@ mod runtimes;
 mod serve;
 mod substitution;
 mod tls;
+mod token_server;
 mod util;
 mod vela_plugin;
 mod version_warnings;

@@ -198,7 +198,7 @@ async fn checked_row(options: ServeOptions, reference: &str) -> Value {
 
 /// The admission answer's status message and warnings, for one container `app` of
 /// `image`, by a webhook with `options` (that refuses failed images).
-async fn admission_words(name: &str, options: ServeOptions, image: &str) -> String {
+pub(crate) async fn admission_words(name: &str, options: ServeOptions, image: &str) -> String {
     let hook = Webhook::start(name, deny(), options).await;
     let object = pod("probe", &[], &[container("app", image)], json!({}));
     let answer: Value = tokio::time::timeout(

@@ -12,4 +12,5 @@ mod kube;
 mod limits;
 mod reload;
 mod tls;
+mod token_faults;
 mod util;

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use pullcheck_testkit::{
-    Auth, ImageKind, ImageSpec, PushedImage, Registry, Repos, TokenPolicy, TokenRequest,
-    TokenServer, User,
+    Auth, ImageKind, ImageSpec, PushedImage, Registry, Repos, TokenFault, TokenPolicy,
+    TokenRequest, TokenServer, User,
 };
 
 const HELP: &str = "\
@@ -36,6 +36,10 @@ OPTIONS:
     --oauth-post              token mode: also serve the OAuth2 form
                               (POST /token, grant_type=password); without it
                               POST answers 404
+    --token-fault REPO=FAULT  token mode: answer the token requests for REPO with
+                              FAULT instead of a token (repeatable): an HTTP
+                              status (403, 500) or no-token (200 without
+                              `token` or `access_token`)
     --push REPO:TAG[,KIND]    push a test image (repeatable). KIND is oci
                               (default), oci-index, docker or docker-list
     --push-many N[:PREFIX]    push N images PREFIX-0:v1 ... PREFIX-(N-1):v1,
@@ -85,6 +89,7 @@ struct Options {
     anonymous_pull: Option<Repos>,
     token_expires: Option<u64>,
     oauth_post: bool,
+    token_faults: Vec<(String, TokenFault)>,
     push: Vec<ImageSpec>,
     mirror: bool,
     env_file: Option<PathBuf>,
@@ -168,6 +173,19 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
                         .map_err(|_| format!("--token-expires {v:?}: not a number"))?,
                 );
             }
+            "--token-fault" => {
+                let v = value()?;
+                let fault = v
+                    .split_once('=')
+                    .and_then(|(repo, fault)| Some((repo, TokenFault::parse(fault)?)))
+                    .filter(|(repo, _)| !repo.is_empty());
+                let Some((repo, fault)) = fault else {
+                    return Err(format!(
+                        "--token-fault {v:?}: expected REPO=STATUS or REPO=no-token"
+                    ));
+                };
+                opts.token_faults.push((repo.to_string(), fault));
+            }
             "--push" => opts
                 .push
                 .push(value()?.parse().map_err(|e| format!("--push: {e}"))?),
@@ -216,8 +234,10 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
     if opts.mirror && opts.mode != Mode::Anonymous {
         return Err("--mirror needs --mode anonymous".into());
     }
-    if (opts.token_log.is_some() || opts.oauth_post) && opts.mode != Mode::Token {
-        return Err("--token-log and --oauth-post need --mode token".into());
+    if (opts.token_log.is_some() || opts.oauth_post || !opts.token_faults.is_empty())
+        && opts.mode != Mode::Token
+    {
+        return Err("--token-log, --oauth-post and --token-fault need --mode token".into());
     }
     Ok(Some(opts))
 }
@@ -349,6 +369,9 @@ async fn serve(opts: Options) -> Result<(), String> {
                 policy = policy.anonymous(repos);
             }
             policy = policy.oauth_post(opts.oauth_post);
+            for (repo, fault) in &opts.token_faults {
+                policy = policy.fault(repo.clone(), fault.clone());
+            }
             if let Some(secs) = opts.token_expires {
                 policy = policy.expires_in(Duration::from_secs(secs));
             }
