@@ -407,22 +407,10 @@ async fn review_route(
         )
         .into_response();
     };
-    // rustls verified any certificate presented against --admission-client-ca; here
-    // only its absence is refused.
-    if admission.client_certificates
-        && tls.is_none_or(|Extension(info)| info.peer_certificates.is_empty())
-    {
-        state
-            .metrics
-            .admission_review("other", "other", "error", 0.0);
-        return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            format!(
-                "a client certificate signed by the CA of {} is required",
-                state.name(crate::ServeSetting::AdmissionClientCa)
-            ),
-        )
-        .into_response();
+    // The body layer refused a POST without a certificate before its body; this holds
+    // for whatever else reaches the route.
+    if let Some(refused) = admission.certificate_refusal(state, tls.as_ref().map(|e| &*e.0)) {
+        return refused;
     }
     let started = Instant::now();
     let (_slot, body) = match read_body(state, admission, request).await {
@@ -545,6 +533,35 @@ type Slot = Arc<tokio::sync::OwnedSemaphorePermit>;
 pub(crate) struct ReviewSlot(pub(crate) Slot);
 
 impl Admission {
+    /// 401 for a request without a client certificate when `--admission-client-ca` is
+    /// set (counted as an `error` review), `None` otherwise. rustls has already verified
+    /// any certificate presented against that CA at the handshake; only its absence is
+    /// left to refuse. Asked before a review slot is taken or any of the body is read
+    /// ([`crate::body::read_body`]), so that clients without a certificate cannot hold
+    /// the slots of `--admission-max-reviews` with slow bodies.
+    pub(crate) fn certificate_refusal(
+        &self,
+        state: &AppState,
+        tls: Option<&TlsInfo>,
+    ) -> Option<Response> {
+        if !self.client_certificates || tls.is_some_and(|info| !info.peer_certificates.is_empty()) {
+            return None;
+        }
+        state
+            .metrics
+            .admission_review("other", "other", "error", 0.0);
+        Some(
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "a client certificate signed by the CA of {} is required",
+                    state.name(crate::ServeSetting::AdmissionClientCa)
+                ),
+            )
+            .into_response(),
+        )
+    }
+
     /// Takes one of `--admission-max-reviews` slots, or answers 503 with `Retry-After`
     /// (counted as `pullcheck_requests_over_limit_total{limit="admission_max_reviews"}`).
     pub(crate) fn review_slot(&self, state: &AppState) -> Result<ReviewSlot, Box<Response>> {

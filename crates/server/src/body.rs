@@ -93,11 +93,22 @@ pub(crate) async fn read_body(
     // An admission body takes its review slot (--admission-max-reviews), never one of
     // the API's --max-body-reads: the routes that need no token cannot lock the API's
     // callers out.
+    // A webhook that requires client certificates refuses a request without one here,
+    // before it takes a review slot or reads a byte of its body.
     let review_slot = match (&state.admission, json_only) {
-        (Some(admission), false) => match admission.review_slot(&state) {
-            Ok(slot) => Some(slot),
-            Err(answer) => return *answer,
-        },
+        (Some(admission), false) => {
+            let tls = request
+                .extensions()
+                .get::<Arc<crate::conn::TlsInfo>>()
+                .map(|info| &**info);
+            if let Some(refused) = admission.certificate_refusal(&state, tls) {
+                return refused;
+            }
+            match admission.review_slot(&state) {
+                Ok(slot) => Some(slot),
+                Err(answer) => return *answer,
+            }
+        }
         _ => None,
     };
     let read_slot = if review_slot.is_some() {

@@ -1241,3 +1241,102 @@ async fn a_review_without_a_namespace_is_allowed_unverified_with_that_reason() {
     assert!(anonymous.requests().await.expect("log").is_empty());
     hook.stop().await;
 }
+
+/// With `--admission-client-ca`, a client without a certificate is answered 401 at its
+/// request head, before it takes one of `--admission-max-reviews` or sends its body: a
+/// slow body without a certificate cannot keep certified reviews out (an attacker
+/// review held every slot with 17 such uploads and got 400 only after 8 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_review_without_a_client_certificate_is_refused_before_its_body() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let dir = temp_dir("admission-client-ca-slow");
+    let ca = make_certs(&dir);
+    let identity = client_identity(&dir);
+    let server = TestServer::start(ServeOptions {
+        tls: Some(TlsFiles {
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+        }),
+        admission: Some(AdmissionOptions {
+            client_ca: Some(ca.clone()),
+            max_reviews: 1,
+            ..AdmissionOptions::default()
+        }),
+        ..ServeOptions::default()
+    })
+    .await;
+    let host = format!("{SERVICE}.{SERVICE_NS}.svc");
+    let pem = std::fs::read(&ca).expect("ca");
+    // A raw TLS client without a certificate that sends the head of a 100000-byte
+    // review and one byte of it.
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject as _;
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(cert.expect("PEM")).expect("a CA");
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server.addr)
+        .await
+        .expect("connect");
+    let name = rustls::pki_types::ServerName::try_from(host.clone()).expect("name");
+    let mut slow = connector.connect(name, tcp).await.expect("TLS handshake");
+    let head = "POST /v1/admission HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                Content-Length: 100000\r\n\r\n{";
+    slow.write_all(head.as_bytes()).await.expect("send");
+    slow.flush().await.expect("flush");
+    // Its answer comes at once, while 99999 bytes of its body are still to come.
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(5), async {
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = slow.read(&mut buf).await.expect("read");
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "answered before its body was sent");
+    let status_line = String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(status_line.split(' ').nth(1), Some("401"), "{status_line}");
+    // The one review slot is free for a certified client.
+    let certified = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(&pem).expect("PEM")])
+        .resolve(&host, server.addr)
+        .identity(reqwest::Identity::from_pem(&identity).expect("identity"))
+        .build()
+        .expect("client");
+    let object = pod("p", &[], &[container("pause", PLACEHOLDER)], json!({}));
+    let body = review(
+        "d00dfeed-0000-4000-8000-000000000002",
+        "CREATE",
+        ("", "v1", "Pod"),
+        "pods",
+        &object,
+        None,
+        false,
+    )
+    .to_string();
+    let answered = certified
+        .post(format!(
+            "https://{host}:{}/v1/admission",
+            server.addr.port()
+        ))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(answered.status().as_u16(), 200);
+    drop(slow);
+    server.stop().await;
+}
